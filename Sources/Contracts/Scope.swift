@@ -1,0 +1,17 @@
+/// A permission carried by an access token (the space-separated `scope` claim).
+public enum Scope: String, Sendable, Codable, CaseIterable, Comparable {
+    /// Read the fleet and its live streams.
+    case streamRead = "stream:read"
+    /// Pause, resume and terminate agents and swarms.
+    case agentsControl = "agents:control"
+    /// Approve or reject approval gates.
+    case approvalsDecide = "approvals:decide"
+    /// List and attach terminal sessions read-only.
+    case terminalAttach = "terminal:attach"
+    /// Send input to an attached terminal.
+    case terminalWrite = "terminal:write"
+    /// Administer the tenant: enrolment codes, ingest keys, devices.
+    case admin = "admin"
+
+    public static func < (lhs: Scope, rhs: Scope) -> Bool { lhs.rawValue < rhs.rawValue }
+}

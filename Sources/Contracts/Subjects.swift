@@ -1,0 +1,144 @@
+/// Builds every NATS subject Swarmdeck uses. No other module writes a subject string.
+///
+/// All subjects start with a configurable prefix (`sd` in production) so that tests and
+/// side-by-side deployments can isolate themselves on one server:
+///
+/// | subject                                          | carries                         |
+/// | ------------------------------------------------ | ------------------------------- |
+/// | `<prefix>.ev.<tenant>.<swarm>.<agent>.<kind>`     | committed events (core NATS)    |
+/// | `<prefix>.ctl.<tenant>.<agent>`                  | control commands (JetStream)    |
+///
+/// Identifiers are encoded with ``SubjectToken`` so that a `.`, `*`, `>` or space in an id
+/// can never change the shape of a subject.
+public struct Subjects: Sendable, Hashable {
+    /// The first token of every subject.
+    public let prefix: String
+
+    /// The production prefix.
+    public static let defaultPrefix = "sd"
+
+    /// Creates a subject namespace.
+    /// - Parameter prefix: one or more subject tokens without wildcards, e.g. `sd` or `test.a1b2`.
+    public init(prefix: String = Subjects.defaultPrefix) throws(ContractsError) {
+        let tokens = prefix.split(separator: ".", omittingEmptySubsequences: false)
+        guard !tokens.isEmpty, tokens.allSatisfy({ !$0.isEmpty && SubjectToken.isPlain($0) }) else {
+            throw ContractsError(.invalidSubjectPrefix, "subject prefix '\(prefix)' must be dot-separated tokens of [A-Za-z0-9_-]")
+        }
+        self.prefix = prefix
+    }
+
+    // MARK: Events
+
+    /// The subject one committed event is published on.
+    public func event(tenant: String, swarm: String, agent: String, kind: BusEventKind) -> String {
+        "\(self.prefix).ev.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(swarm)).\(SubjectToken.encode(agent)).\(kind.subjectToken)"
+    }
+
+    /// Every event of one tenant.
+    public func events(tenant: String) -> String {
+        "\(self.prefix).ev.\(SubjectToken.encode(tenant)).>"
+    }
+
+    /// Every event of one swarm of a tenant.
+    public func events(tenant: String, swarm: String) -> String {
+        "\(self.prefix).ev.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(swarm)).>"
+    }
+
+    /// Every event of every tenant (for consumers that serve all tenants, such as health-monitor).
+    public var allEvents: String {
+        "\(self.prefix).ev.>"
+    }
+
+    // MARK: Control
+
+    /// The subject a control command for one agent is published on.
+    public func controlCommand(tenant: String, agent: String) -> String {
+        "\(self.prefix).ctl.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(agent))"
+    }
+
+    /// The subjects the control JetStream stream captures.
+    public var allControlCommands: String {
+        "\(self.prefix).ctl.>"
+    }
+
+    /// The JetStream stream that holds control commands; unique per prefix.
+    public var controlStreamName: String {
+        "SD_CONTROL_" + self.prefix.replacingAll(".", with: "_").uppercased()
+    }
+
+    // MARK: Parsing
+
+    /// The identifiers an event subject carries, or `nil` if `subject` is not an event subject
+    /// of this namespace.
+    public func parseEvent(_ subject: String) -> EventSubject? {
+        guard subject.hasPrefix(self.prefix + ".ev.") else { return nil }
+        let rest = subject.dropFirst(self.prefix.utf8.count + 4)
+        let tokens = rest.split(separator: ".", omittingEmptySubsequences: false)
+        guard tokens.count == 4, let kind = BusEventKind(subjectToken: tokens[3]),
+            let tenant = SubjectToken.decode(tokens[0]),
+            let swarm = SubjectToken.decode(tokens[1]),
+            let agent = SubjectToken.decode(tokens[2])
+        else { return nil }
+        return EventSubject(tenant: tenant, swarm: swarm, agent: agent, kind: kind)
+    }
+}
+
+/// The identifiers carried by an event subject.
+public struct EventSubject: Sendable, Hashable {
+    public var tenant: String
+    public var swarm: String
+    public var agent: String
+    public var kind: BusEventKind
+
+    public init(tenant: String, swarm: String, agent: String, kind: BusEventKind) {
+        self.tenant = tenant
+        self.swarm = swarm
+        self.agent = agent
+        self.kind = kind
+    }
+}
+
+extension BusEventKind {
+    /// The subject token of this kind.
+    public var subjectToken: String {
+        switch self {
+        case .unspecified, .UNRECOGNIZED: "unspecified"
+        case .trace: "trace"
+        case .log: "log"
+        case .metric: "metric"
+        case .state: "state"
+        case .toolCall: "tool_call"
+        case .usage: "usage"
+        case .acp: "acp"
+        case .approval: "approval"
+        case .incident: "incident"
+        }
+    }
+
+    /// The kind named by a subject token.
+    public init?(subjectToken: Substring) {
+        switch subjectToken {
+        case "trace": self = .trace
+        case "log": self = .log
+        case "metric": self = .metric
+        case "state": self = .state
+        case "tool_call": self = .toolCall
+        case "usage": self = .usage
+        case "acp": self = .acp
+        case "approval": self = .approval
+        case "incident": self = .incident
+        default: return nil
+        }
+    }
+}
+
+extension String {
+    fileprivate func replacingAll(_ target: Character, with replacement: String) -> String {
+        var result = ""
+        result.reserveCapacity(self.utf8.count)
+        for character in self {
+            if character == target { result += replacement } else { result.append(character) }
+        }
+        return result
+    }
+}
