@@ -1,0 +1,130 @@
+import Foundation
+
+/// JetStream over a core connection: stream and consumer management, de-duplicated publish and
+/// pull consumers, all through the JetStream JSON API on request/reply.
+///
+/// This avoids nats.c 3.4.1's `js_PullSubscribe`/`natsSubscription_Fetch` paths (a fetch that
+/// ignores its timeout, a heap overflow when a fetch loops, durables deleted on unsubscribe).
+public struct JetStream: Sendable {
+    /// The connection requests go through.
+    public let connection: NATSConnection
+    /// The API subject prefix (`$JS.API` unless a domain is used).
+    public let apiPrefix: String
+    /// How long an API call may take.
+    public let timeout: Duration
+
+    public init(connection: NATSConnection, apiPrefix: String = "$JS.API", timeout: Duration = .seconds(5)) {
+        self.connection = connection
+        self.apiPrefix = apiPrefix
+        self.timeout = timeout
+    }
+
+    // MARK: Streams
+
+    /// Creates the stream, or updates it to `configuration` if it exists.
+    @discardableResult
+    public func createOrUpdateStream(_ configuration: StreamConfiguration) async throws -> StreamInfo {
+        do {
+            return try await self.call("STREAM.CREATE.\(configuration.name)", configuration)
+        } catch let error as ServiceKitError where error.jetStreamErrorCode == 10058 {
+            // 10058: the stream exists with another configuration.
+            return try await self.call("STREAM.UPDATE.\(configuration.name)", configuration)
+        }
+    }
+
+    /// The stream's configuration and state.
+    public func streamInfo(_ name: String) async throws -> StreamInfo {
+        try await self.call("STREAM.INFO.\(name)", Optional<String>.none)
+    }
+
+    /// Deletes a stream and its messages.
+    public func deleteStream(_ name: String) async throws {
+        let _: DeleteResponse = try await self.call("STREAM.DELETE.\(name)", Optional<String>.none)
+    }
+
+    // MARK: Consumers
+
+    /// Creates (or updates) a durable pull consumer. Durables made this way outlive every
+    /// client; they are removed only by ``deleteConsumer(stream:name:)``.
+    public func createOrUpdateConsumer(stream: String, _ configuration: ConsumerConfiguration) async throws {
+        struct Request: Encodable {
+            var streamName: String
+            var config: ConsumerConfiguration
+            enum CodingKeys: String, CodingKey {
+                case streamName = "stream_name"
+                case config
+            }
+        }
+        let _: ConsumerCreated = try await self.call(
+            "CONSUMER.DURABLE.CREATE.\(stream).\(configuration.durableName)",
+            Request(streamName: stream, config: configuration)
+        )
+    }
+
+    /// Deletes a consumer.
+    public func deleteConsumer(stream: String, name: String) async throws {
+        let _: DeleteResponse = try await self.call("CONSUMER.DELETE.\(stream).\(name)", Optional<String>.none)
+    }
+
+    /// A handle to pull from a durable consumer.
+    public func consumer(stream: String, name: String) throws -> JetStreamConsumer {
+        try JetStreamConsumer(jetStream: self, stream: stream, name: name)
+    }
+
+    // MARK: Publish
+
+    /// Publishes into a stream and waits for it to be stored.
+    /// - Parameter messageID: the de-duplication key (`Nats-Msg-Id`): a second publish with
+    ///   the same id inside the stream's window is answered with `duplicate == true` and not
+    ///   stored again.
+    public func publish(
+        _ payload: some Collection<UInt8>,
+        to subject: String,
+        messageID: String? = nil,
+        headers: NATSHeaders = [:]
+    ) async throws -> PublishAck {
+        var headers = headers
+        if let messageID { headers["Nats-Msg-Id"] = messageID }
+        let reply: NATSMessage
+        do {
+            reply = try await self.connection.request(payload, to: subject, headers: headers, timeout: self.timeout)
+        } catch let error as ServiceKitError where error.code == .natsNoResponders {
+            throw ServiceKitError(.jetStream, "no stream captures subject \(subject)")
+        }
+        return try Self.decode(PublishAck.self, from: reply, operation: "publish to \(subject)")
+    }
+
+    // MARK: API plumbing
+
+    private struct ErrorProbe: Decodable { var error: JetStreamAPIError? }
+    private struct DeleteResponse: Decodable { var success: Bool }
+    private struct ConsumerCreated: Decodable { var name: String }
+
+    func call<Request: Encodable, Response: Decodable>(_ operation: String, _ request: Request?) async throws -> Response {
+        let body = try request.map { try JSONEncoder().encode($0) } ?? Data()
+        let subject = "\(self.apiPrefix).\(operation)"
+        let reply: NATSMessage
+        do {
+            reply = try await self.connection.request(Array(body), to: subject, timeout: self.timeout)
+        } catch let error as ServiceKitError where error.code == .natsNoResponders {
+            throw ServiceKitError(.jetStream, "JetStream is not enabled on the server (no responders for \(subject))")
+        }
+        return try Self.decode(Response.self, from: reply, operation: operation)
+    }
+
+    static func decode<Response: Decodable>(_ type: Response.Type, from reply: NATSMessage, operation: String) throws -> Response {
+        let data = Data(reply.payload)
+        if let probe = try? JSONDecoder().decode(ErrorProbe.self, from: data), let error = probe.error {
+            throw ServiceKitError(
+                .jetStream,
+                "\(operation): \(error.description ?? "error \(error.code)")",
+                jetStreamErrorCode: error.errorCode
+            )
+        }
+        do {
+            return try JSONDecoder().decode(Response.self, from: data)
+        } catch {
+            throw ServiceKitError(.jetStream, "\(operation): unexpected answer \(String(decoding: reply.payload.prefix(200), as: UTF8.self))")
+        }
+    }
+}

@@ -1,0 +1,146 @@
+/// The configuration of a JetStream stream (the fields Swarmdeck uses).
+public struct StreamConfiguration: Codable, Sendable, Hashable {
+    public enum Retention: String, Codable, Sendable { case limits, interest, workqueue }
+    public enum Storage: String, Codable, Sendable { case file, memory }
+
+    public var name: String
+    public var subjects: [String]
+    public var retention: Retention
+    public var storage: Storage
+    public var maxMessages: Int64
+    public var maxBytes: Int64
+    /// Nanoseconds; 0 = forever.
+    public var maxAge: Int64
+    /// The de-duplication window for `Nats-Msg-Id`, nanoseconds.
+    public var duplicateWindow: Int64
+    public var replicas: Int
+
+    enum CodingKeys: String, CodingKey {
+        case name, subjects, retention, storage
+        case replicas = "num_replicas"
+        case maxMessages = "max_msgs"
+        case maxBytes = "max_bytes"
+        case maxAge = "max_age"
+        case duplicateWindow = "duplicate_window"
+    }
+
+    public init(
+        name: String,
+        subjects: [String],
+        retention: Retention = .limits,
+        storage: Storage = .file,
+        maxMessages: Int64 = -1,
+        maxBytes: Int64 = -1,
+        maxAge: Duration = .zero,
+        duplicateWindow: Duration = .seconds(120),
+        replicas: Int = 1
+    ) {
+        self.name = name
+        self.subjects = subjects
+        self.retention = retention
+        self.storage = storage
+        self.maxMessages = maxMessages
+        self.maxBytes = maxBytes
+        self.maxAge = maxAge.nanoseconds
+        self.duplicateWindow = duplicateWindow.nanoseconds
+        self.replicas = replicas
+    }
+}
+
+/// The configuration of a durable pull consumer with explicit acknowledgement.
+public struct ConsumerConfiguration: Codable, Sendable, Hashable {
+    public var durableName: String
+    public var filterSubject: String?
+    public var ackPolicy: String = "explicit"
+    public var deliverPolicy: String = "all"
+    /// Nanoseconds a delivered message may stay unacknowledged before redelivery.
+    public var ackWait: Int64
+    /// Deliveries before the server gives up on a message; -1 = unlimited.
+    public var maxDeliver: Int
+    /// Unacknowledged messages outstanding at once.
+    public var maxAckPending: Int
+
+    enum CodingKeys: String, CodingKey {
+        case durableName = "durable_name"
+        case filterSubject = "filter_subject"
+        case ackPolicy = "ack_policy"
+        case deliverPolicy = "deliver_policy"
+        case ackWait = "ack_wait"
+        case maxDeliver = "max_deliver"
+        case maxAckPending = "max_ack_pending"
+    }
+
+    public init(
+        durableName: String,
+        filterSubject: String? = nil,
+        ackWait: Duration = .seconds(30),
+        maxDeliver: Int = -1,
+        maxAckPending: Int = 1000
+    ) {
+        self.durableName = durableName
+        self.filterSubject = filterSubject
+        self.ackWait = ackWait.nanoseconds
+        self.maxDeliver = maxDeliver
+        self.maxAckPending = maxAckPending
+    }
+}
+
+/// The server's answer to a JetStream publish.
+public struct PublishAck: Decodable, Sendable, Hashable {
+    public var stream: String
+    public var sequence: UInt64
+    /// True when a message with the same `Nats-Msg-Id` was already stored in the window:
+    /// this publish was refused and the stored one kept.
+    public var duplicate: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case stream
+        case sequence = "seq"
+        case duplicate
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.stream = try container.decode(String.self, forKey: .stream)
+        self.sequence = try container.decode(UInt64.self, forKey: .sequence)
+        self.duplicate = try container.decodeIfPresent(Bool.self, forKey: .duplicate) ?? false
+    }
+}
+
+/// What the server reports about a stream.
+public struct StreamInfo: Decodable, Sendable {
+    public struct State: Decodable, Sendable {
+        public var messages: UInt64
+        public var firstSequence: UInt64
+        public var lastSequence: UInt64
+
+        enum CodingKeys: String, CodingKey {
+            case messages
+            case firstSequence = "first_seq"
+            case lastSequence = "last_seq"
+        }
+    }
+
+    public var config: StreamConfiguration
+    public var state: State
+}
+
+/// The `error` object of a JetStream API response.
+struct JetStreamAPIError: Decodable {
+    var code: Int
+    var errorCode: Int?
+    var description: String?
+
+    enum CodingKeys: String, CodingKey {
+        case code
+        case errorCode = "err_code"
+        case description
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = self.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,287 @@
+import CNATS
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A connection to NATS over nats.c.
+///
+/// Publishing never waits for the network (nats.c buffers and a flusher thread writes).
+/// Calls that block in C (connect, flush) run on a dedicated queue, never on the Swift
+/// concurrency pool. Requests use one wildcard inbox subscription shared by all requests.
+public final class NATSConnection: Sendable {
+    let handle: NATSHandle
+    private let events: ConnectionEvents
+    private let requests: Mutex<RequestMux?> = Mutex(nil)
+    /// The configuration it was opened with.
+    public let configuration: NATSConfiguration
+
+    /// A queue for the few nats.c calls that block.
+    static let blockingQueue = DispatchQueue(label: "swarmdeck.nats.blocking", attributes: .concurrent)
+
+    private init(handle: NATSHandle, events: ConnectionEvents, configuration: NATSConfiguration) {
+        self.handle = handle
+        self.events = events
+        self.configuration = configuration
+    }
+
+    /// Opens a connection. With ``NATSConfiguration/retryOnFailedConnect`` a server that is
+    /// down returns a connection still ``NATSConnectionStatus/connecting``.
+    public static func connect(_ configuration: NATSConfiguration) async throws -> NATSConnection {
+        guard !configuration.servers.isEmpty else {
+            throw ServiceKitError(.natsConnection, "no NATS server URL configured")
+        }
+        let events = ConnectionEvents()
+        let handle = try await runBlocking { () throws(ServiceKitError) -> NATSHandle in
+            // Released by the closed callback, which fires exactly once for a connection that
+            // was created; released here when none was.
+            let eventsPointer = Unmanaged.passRetained(events).toOpaque()
+            var options: OpaquePointer?
+            var connection: OpaquePointer?
+            let status: natsStatus
+            do throws(ServiceKitError) {
+                try natsCheck(natsOptions_Create(&options), "creating NATS options")
+                defer { natsOptions_Destroy(options) }
+                try Self.apply(configuration, to: options, events: eventsPointer)
+                status = natsConnection_Connect(&connection, options)
+            } catch {
+                Unmanaged<ConnectionEvents>.fromOpaque(eventsPointer).release()
+                throw error
+            }
+            if let connection, status == NATS_OK || (status == NATS_NOT_YET_CONNECTED && configuration.retryOnFailedConnect) {
+                return NATSHandle(connection)
+            }
+            Unmanaged<ConnectionEvents>.fromOpaque(eventsPointer).release()
+            throw ServiceKitError(
+                .natsConnection,
+                "cannot connect to NATS at \(configuration.servers.joined(separator: ",")): \(String(cString: natsStatus_GetText(status)))"
+            )
+        }
+        return NATSConnection(handle: handle, events: events, configuration: configuration)
+    }
+
+    private static func apply(
+        _ configuration: NATSConfiguration,
+        to options: OpaquePointer?,
+        events: UnsafeMutableRawPointer
+    ) throws(ServiceKitError) {
+        var servers = configuration.servers.map { strdup($0) }
+        defer { servers.forEach { free($0) } }
+        try servers.withUnsafeMutableBufferPointer { (buffer) throws(ServiceKitError) in
+            try buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { (constBuffer) throws(ServiceKitError) in
+                try natsCheck(
+                    natsOptions_SetServers(options, constBuffer.baseAddress, Int32(constBuffer.count)),
+                    "setting NATS servers \(configuration.servers)"
+                )
+            }
+        }
+        try natsCheck(natsOptions_SetName(options, configuration.name), "setting connection name")
+        try natsCheck(natsOptions_SetSendAsap(options, configuration.sendAsap), "setting send-asap")
+        try natsCheck(natsOptions_SetAllowReconnect(options, true), "allowing reconnect")
+        try natsCheck(natsOptions_SetMaxReconnect(options, -1), "setting unlimited reconnects")
+        try natsCheck(natsOptions_SetReconnectWait(options, Int64(configuration.reconnectWaitMilliseconds)), "setting reconnect wait")
+        try natsCheck(natsOptions_SetReconnectBufSize(options, Int32(configuration.reconnectBufferBytes)), "setting reconnect buffer")
+        try natsCheck(natsOptions_SetTimeout(options, Int64(configuration.connectTimeoutMilliseconds)), "setting connect timeout")
+        try natsCheck(natsOptions_SetPingInterval(options, 5_000), "setting ping interval")
+        try natsCheck(natsOptions_SetMaxPingsOut(options, 3), "setting max pings out")
+        if configuration.retryOnFailedConnect {
+            try natsCheck(natsOptions_SetRetryOnFailedConnect(options, true, nil, nil), "setting retry on failed connect")
+        }
+        try natsCheck(natsOptions_SetDisconnectedCB(options, natsDisconnectedTrampoline, events), "setting disconnected callback")
+        try natsCheck(natsOptions_SetReconnectedCB(options, natsReconnectedTrampoline, events), "setting reconnected callback")
+        try natsCheck(natsOptions_SetClosedCB(options, natsClosedTrampoline, events), "setting closed callback")
+        try natsCheck(natsOptions_SetErrorHandler(options, natsErrorTrampoline, events), "setting error handler")
+    }
+
+    // MARK: State
+
+    /// The connection's state now.
+    public var status: NATSConnectionStatus {
+        switch natsConnection_Status(self.handle.pointer) {
+        case NATS_CONN_STATUS_CONNECTED: .connected
+        case NATS_CONN_STATUS_CONNECTING: .connecting
+        case NATS_CONN_STATUS_RECONNECTING: .reconnecting
+        case NATS_CONN_STATUS_DRAINING_SUBS, NATS_CONN_STATUS_DRAINING_PUBS: .draining
+        case NATS_CONN_STATUS_CLOSED: .closed
+        default: .disconnected
+        }
+    }
+
+    /// Disconnections, reconnections, asynchronous errors and the close, from now on.
+    public func connectionEvents() -> AsyncStream<NATSConnectionEvent> {
+        self.events.stream()
+    }
+
+    // MARK: Publish
+
+    /// Publishes a message. Returns once nats.c has buffered it; use ``flush(timeout:)`` to
+    /// know it reached the server.
+    public func publish(
+        _ payload: some Collection<UInt8>,
+        to subject: String,
+        reply: String? = nil,
+        headers: NATSHeaders = [:]
+    ) throws(ServiceKitError) {
+        let status: natsStatus = payload.withContiguousStorageIfAvailable { buffer in
+            self.publish(buffer, subject: subject, reply: reply, headers: headers)
+        } ?? Array(payload).withUnsafeBufferPointer { buffer in
+            self.publish(buffer, subject: subject, reply: reply, headers: headers)
+        }
+        try natsCheck(status, "publishing to \(subject)")
+    }
+
+    private func publish(
+        _ buffer: UnsafeBufferPointer<UInt8>,
+        subject: String,
+        reply: String?,
+        headers: NATSHeaders
+    ) -> natsStatus {
+        let length = Int32(buffer.count)
+        let bytes = UnsafeRawPointer(buffer.baseAddress)
+        if headers.isEmpty {
+            if let reply {
+                return natsConnection_PublishRequest(self.handle.pointer, subject, reply, bytes, length)
+            }
+            return natsConnection_Publish(self.handle.pointer, subject, bytes, length)
+        }
+        var message: OpaquePointer?
+        let created = natsMsg_Create(
+            &message,
+            subject,
+            reply,
+            bytes?.assumingMemoryBound(to: CChar.self),
+            length
+        )
+        guard created == NATS_OK, let message else { return created }
+        defer { natsMsg_Destroy(message) }
+        let written = headers.write(to: message)
+        guard written == NATS_OK else { return written }
+        return natsConnection_PublishMsg(self.handle.pointer, message)
+    }
+
+    /// Waits until the server has processed everything published so far.
+    public func flush(timeout: Duration = .seconds(5)) async throws {
+        let milliseconds = timeout.milliseconds
+        let handle = self.handle
+        try await runBlocking { () throws(ServiceKitError) in
+            try natsCheck(natsConnection_FlushTimeout(handle.pointer, milliseconds), "flushing")
+        }
+    }
+
+    // MARK: Subscribe
+
+    /// Subscribes to `subject`; with `queue`, the messages are spread over the members of
+    /// that queue group. Iterate the result to receive; it ends when it is unsubscribed,
+    /// drained or the connection closes.
+    public func subscribe(
+        to subject: String,
+        queue: String? = nil,
+        buffering policy: NATSBufferingPolicy = .backpressure()
+    ) throws(ServiceKitError) -> NATSSubscription {
+        let buffer = SubscriptionBuffer(policy: policy)
+        let handle = try self.subscribe(subject: subject, queue: queue, sink: buffer)
+        // The library queues up to the same limits again before it drops as a slow consumer.
+        try natsCheck(
+            natsSubscription_SetPendingLimits(handle.pointer, Int32(clamping: policy.maxMessages), Int32(clamping: policy.maxBytes)),
+            "setting pending limits on \(subject)"
+        )
+        return NATSSubscription(subject: subject, handle: handle, buffer: buffer)
+    }
+
+    func subscribe(subject: String, queue: String?, sink: some MessageSink) throws(ServiceKitError) -> NATSSubscriptionHandle {
+        let closure = Unmanaged.passRetained(sink as AnyObject).toOpaque()
+        var subscription: OpaquePointer?
+        let status =
+            if let queue {
+                natsConnection_QueueSubscribe(&subscription, self.handle.pointer, subject, queue, natsMessageTrampoline, closure)
+            } else {
+                natsConnection_Subscribe(&subscription, self.handle.pointer, subject, natsMessageTrampoline, closure)
+            }
+        guard status == NATS_OK, let subscription else {
+            Unmanaged<AnyObject>.fromOpaque(closure).release()
+            throw natsError(status, "subscribing to \(subject)")
+        }
+        let handle = NATSSubscriptionHandle(subscription)
+        let completion = natsSubscription_SetOnCompleteCB(subscription, natsCompleteTrampoline, closure)
+        guard completion == NATS_OK else {
+            // Without the completion callback the sink would never be released: undo.
+            natsSubscription_Unsubscribe(subscription)
+            Unmanaged<AnyObject>.fromOpaque(closure).release()
+            throw natsError(completion, "installing the completion callback on \(subject)")
+        }
+        return handle
+    }
+
+    // MARK: Request
+
+    /// Sends a request and waits for the first reply.
+    /// - Throws: ``ServiceKitError/Code/natsTimeout`` without an answer in time,
+    ///   ``ServiceKitError/Code/natsNoResponders`` when nobody is subscribed.
+    public func request(
+        _ payload: some Collection<UInt8>,
+        to subject: String,
+        headers: NATSHeaders = [:],
+        timeout: Duration = .seconds(5)
+    ) async throws -> NATSMessage {
+        let mux = try self.requestMux()
+        return try await mux.request(payload, to: subject, headers: headers, timeout: timeout, on: self)
+    }
+
+    private func requestMux() throws(ServiceKitError) -> RequestMux {
+        try self.requests.withLock { (mux) throws(ServiceKitError) -> RequestMux in
+            if let mux { return mux }
+            let created = try RequestMux.make(on: self)
+            mux = created
+            return created
+        }
+    }
+
+    /// A new unique inbox subject.
+    public func newInbox() -> String {
+        RequestMux.inboxRoot + "." + NUID.next()
+    }
+
+    // MARK: Shutdown
+
+    /// Drains: stops taking new messages on every subscription, lets consumers finish what was
+    /// delivered, flushes publishes, then closes. Returns once closed.
+    public func drain(timeout: Duration = .seconds(10)) async {
+        if self.events.isClosed { return }
+        let status = natsConnection_DrainTimeout(self.handle.pointer, timeout.milliseconds)
+        if status != NATS_OK {
+            natsConnection_Close(self.handle.pointer)
+        }
+        await self.events.waitUntilClosed()
+    }
+
+    /// Closes at once, dropping whatever is buffered.
+    public func close() async {
+        natsConnection_Close(self.handle.pointer)
+        await self.events.waitUntilClosed()
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = self.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
+
+/// Runs a blocking nats.c call on the dedicated queue.
+func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws(ServiceKitError) -> T) async throws(ServiceKitError) -> T {
+    let result: Result<T, ServiceKitError> = await withCheckedContinuation { continuation in
+        NATSConnection.blockingQueue.async {
+            do throws(ServiceKitError) {
+                continuation.resume(returning: .success(try body()))
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+    }
+    return try result.get()
+}

@@ -1,0 +1,56 @@
+import CNATS
+import Synchronization
+
+/// Owns a C connection pointer. The C objects lock internally, so sharing is safe.
+final class NATSHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    init(_ pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit {
+        natsConnection_Destroy(self.pointer)
+    }
+}
+
+/// Owns a C subscription pointer.
+final class NATSSubscriptionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+    private let lastDropped = Atomic<Int64>(0)
+
+    init(_ pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// nats.c's slow-consumer drop count: read now if the subscription is live, else the last
+    /// count read.
+    func libraryDropped() -> Int64 {
+        var dropped: Int64 = 0
+        if natsSubscription_GetDropped(self.pointer, &dropped) == NATS_OK {
+            self.lastDropped.max(dropped, ordering: .relaxed)
+            return dropped
+        }
+        return self.lastDropped.load(ordering: .relaxed)
+    }
+
+    deinit {
+        natsSubscription_Destroy(self.pointer)
+    }
+}
+
+/// Throws a ``ServiceKitError`` for a failed nats.c status.
+func natsCheck(_ status: natsStatus, _ what: @autoclosure () -> String) throws(ServiceKitError) {
+    guard status != NATS_OK else { return }
+    throw natsError(status, what())
+}
+
+func natsError(_ status: natsStatus, _ what: String) -> ServiceKitError {
+    let text = String(cString: natsStatus_GetText(status))
+    switch status {
+    case NATS_TIMEOUT: return ServiceKitError(.natsTimeout, "\(what): \(text)")
+    case NATS_NO_RESPONDERS: return ServiceKitError(.natsNoResponders, "\(what): \(text)")
+    case NATS_CONNECTION_CLOSED: return ServiceKitError(.natsClosed, "\(what): \(text)")
+    default: return ServiceKitError(.natsOperation, "\(what): \(text)")
+    }
+}

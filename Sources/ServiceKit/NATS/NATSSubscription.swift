@@ -1,0 +1,73 @@
+import CNATS
+
+/// The messages of one subscription, in the order the server sent them.
+///
+/// Buffering is bounded by its ``NATSBufferingPolicy``; what could not be buffered is
+/// counted in ``dropped``. Iterate it from one task.
+public struct NATSSubscription: AsyncSequence, Sendable {
+    public typealias Element = NATSMessage
+
+    /// The subject (possibly with wildcards) subscribed to.
+    public let subject: String
+    let handle: NATSSubscriptionHandle
+    let buffer: SubscriptionBuffer
+
+    init(subject: String, handle: NATSSubscriptionHandle, buffer: SubscriptionBuffer) {
+        self.subject = subject
+        self.handle = handle
+        self.buffer = buffer
+    }
+
+    /// Messages that were not delivered because the consumer fell behind: those nats.c dropped
+    /// as a slow consumer plus those the buffer dropped.
+    ///
+    /// nats.c answers for a live subscription only; the last count read is kept, and read once
+    /// more by ``unsubscribe()`` and ``drain()``, so the figure stays available after the end.
+    public var dropped: Int64 {
+        self.handle.libraryDropped() + self.buffer.dropped
+    }
+
+    /// Messages waiting: in nats.c's queue and in the buffer.
+    public var pending: (messages: Int, bytes: Int) {
+        var messages: Int32 = 0
+        var bytes: Int32 = 0
+        _ = natsSubscription_GetPending(self.handle.pointer, &messages, &bytes)
+        let held = self.buffer.held
+        return (Int(messages) + held.messages, Int(bytes) + held.bytes)
+    }
+
+    /// Stops the subscription now; messages not yet delivered are dropped.
+    public func unsubscribe() {
+        _ = self.handle.libraryDropped()
+        self.buffer.cancel()
+        natsSubscription_Unsubscribe(self.handle.pointer)
+    }
+
+    /// Stops taking new messages but delivers those already received, then ends.
+    public func drain() {
+        _ = self.handle.libraryDropped()
+        natsSubscription_Drain(self.handle.pointer)
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(handle: self.handle, buffer: self.buffer)
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        /// Held so that iterating keeps the subscription alive even when the sequence is gone.
+        let handle: NATSSubscriptionHandle
+        let buffer: SubscriptionBuffer
+        var batch: [NATSMessage] = []
+        var index = 0
+
+        public mutating func next() async -> NATSMessage? {
+            if self.index == self.batch.count {
+                guard let next = await self.buffer.next() else { return nil }
+                self.batch = next
+                self.index = 0
+            }
+            defer { self.index += 1 }
+            return self.batch[self.index]
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// A nats-server of the test's own, for tests that kill and restart the server.
+final class NATSServerProcess: @unchecked Sendable {
+    let port: Int
+    let storeDirectory: URL
+    private var process: Process?
+
+    init() throws {
+        self.port = try freeLoopbackPort()
+        self.storeDirectory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("nats-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.storeDirectory, withIntermediateDirectories: true)
+    }
+
+    var url: String { "nats://127.0.0.1:\(self.port)" }
+
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestEnvironment.natsServerBinary)
+        process.arguments = ["-a", "127.0.0.1", "-p", String(self.port), "-js", "-sd", self.storeDirectory.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        try waitForPort(self.port)
+    }
+
+    /// SIGKILL: the server vanishes without a goodbye.
+    func kill() {
+        guard let process else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    deinit {
+        self.kill()
+        try? FileManager.default.removeItem(at: self.storeDirectory)
+    }
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on right now.
+func freeLoopbackPort() throws -> Int {
+    let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socketFD >= 0 else { throw POSIXError(.EMFILE) }
+    defer { close(socketFD) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) }
+    }
+    guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Waits until something accepts connections on 127.0.0.1:`port`.
+func waitForPort(_ port: Int, timeout: TimeInterval = 10) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        close(socketFD)
+        if connected == 0 { return }
+        usleep(20_000)
+    }
+    throw POSIXError(.ETIMEDOUT)
+}

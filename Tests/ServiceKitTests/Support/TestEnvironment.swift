@@ -1,0 +1,56 @@
+import Foundation
+import ServiceKit
+
+/// The real infrastructure the live tests run against, started by `scripts/test`
+/// (`scripts/with-infra`). A live test without it fails with a message saying so.
+enum TestEnvironment {
+    static var natsURL: String {
+        get throws { try self.value("SWARMDECK_TEST_NATS_URL") }
+    }
+
+    static var databaseURL: String {
+        get throws { try self.value("SWARMDECK_TEST_DATABASE_URL") }
+    }
+
+    static var natsServerBinary: String {
+        ProcessInfo.processInfo.environment["SWARMDECK_NATS_SERVER_BIN"] ?? "/usr/sbin/nats-server"
+    }
+
+    private static func value(_ name: String) throws -> String {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+            throw MissingInfrastructure(variable: name)
+        }
+        return value
+    }
+
+    /// A subject prefix / schema name no other test uses.
+    static func uniqueName(_ stem: String = "t") -> String {
+        let random = UInt64.random(in: 0..<UInt64.max)
+        return "\(stem)_\(String(random, radix: 36))"
+    }
+
+    /// A connection to the shared test NATS.
+    static func connect(name: String = #function, sendAsap: Bool = false) async throws -> NATSConnection {
+        try await NATSConnection.connect(NATSConfiguration(servers: [self.natsURL], name: name, sendAsap: sendAsap))
+    }
+}
+
+struct MissingInfrastructure: Error, CustomStringConvertible {
+    var variable: String
+    var description: String {
+        "\(self.variable) is not set: run the tests with ./scripts/test (it starts NATS and Postgres)"
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(
+    timeout: Duration = .seconds(10),
+    _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+}
