@@ -1,0 +1,105 @@
+# shellcheck shell=bash
+# Helpers shared by scripts/ and deploy/local/stack. Source, don't execute.
+
+# Debian packages the project needs to build and test: NATS and Postgres are
+# started for real by the tests (see ARCHITECTURE.md "Real parts"), sshd and
+# tmux back the terminal-broker tests, the -dev packages are linked by the
+# Swift targets, protoc regenerates the bus contracts. python3 gives free_port
+# a portable way to ask the kernel for a port; curl probes /readyz.
+SWARMDECK_PACKAGES=(
+  nats-server postgresql libnats-dev libpq-dev nginx-light tmux
+  openssh-server protobuf-compiler libcurl4-openssl-dev libssh2-1-dev
+  python3 curl
+)
+# Only needed to validate docker-compose.yml (scripts/test, CI).
+SWARMDECK_COMPOSE_PACKAGES=(docker-compose)
+
+# shellcheck disable=SC2034  # used by infra.sh and deploy/local/stack
+PG_BIN=/usr/lib/postgresql/15/bin
+
+# Logs go to stderr so stdout stays usable for command output.
+log() { printf '%s [%s] %s\n' "$(date +%H:%M:%S)" "${0##*/}" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Bind to port 0 and let the kernel pick: no guessing, no collisions with
+# ports that are in use right now (a small race remains until we bind it).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_for_port HOST PORT TIMEOUT_SECONDS: succeed once a TCP connect works.
+wait_for_port() {
+  local host=$1 port=$2 timeout=$3 deadline=$((SECONDS + $3))
+  until (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; do
+    ((SECONDS < deadline)) || { log "timed out after ${timeout}s waiting for $host:$port"; return 1; }
+    sleep 0.2
+  done
+}
+
+# ensure_packages PKG...: apt-get install whatever is not installed yet.
+ensure_packages() {
+  local pkg missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+  done
+  ((${#missing[@]} == 0)) && return 0
+
+  local sudo=()
+  ((EUID == 0)) || sudo=(sudo)
+  log "installing: ${missing[*]}"
+  # Refresh the package lists once, and only if apt doesn't know a package yet
+  # (a fresh image has empty lists).
+  for pkg in "${missing[@]}"; do
+    if ! apt-cache show "$pkg" >/dev/null 2>&1; then
+      "${sudo[@]}" apt-get update -qq >&2
+      break
+    fi
+  done
+  # Our scripts start their own loopback-only daemons; the distro's default
+  # services (sshd on 0.0.0.0:22, a postgres cluster on 5432) must not start.
+  local policy=/usr/sbin/policy-rc.d added_policy=
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod +x "$policy"
+    added_policy=1
+  fi
+  local rc=0
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
+  [[ -z $added_policy ]] || "${sudo[@]}" rm -f "$policy"
+  return "$rc"
+}
+
+ensure_project_packages() { ensure_packages "${SWARMDECK_PACKAGES[@]}"; }
+ensure_compose_packages() { ensure_packages "${SWARMDECK_COMPOSE_PACKAGES[@]}"; }
+
+# wait_for_http URL TIMEOUT_SECONDS [PID]: succeed once URL answers 2xx.
+# With PID, give up at once if that process dies (no point waiting 60s).
+wait_for_http() {
+  local url=$1 timeout=$2 pid=${3:-} deadline=$((SECONDS + $2))
+  until curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null; do
+    if [[ -n $pid ]] && ! alive "$pid"; then
+      log "process $pid exited before $url answered"; return 1
+    fi
+    ((SECONDS < deadline)) || { log "timed out after ${timeout}s waiting for $url"; return 1; }
+    sleep 0.2
+  done
+}
+
+# alive PID: the process exists and is not a zombie (an exited child that
+# nobody has reaped yet still answers kill -0).
+alive() {
+  kill -0 "$1" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+# is_running PIDFILE: the pid recorded there is alive.
+is_running() { [[ -s $1 ]] && alive "$(<"$1")"; }
+
+# Postgres refuses to run as root; as root, run its tools as the postgres
+# user, otherwise as ourselves (a developer's own account works fine).
+as_pg() {
+  if ((EUID == 0)); then runuser -u postgres -- "$@"; else "$@"; fi
+}
+# Give the postgres user a directory it must write (no-op when not root).
+chown_pg() { ((EUID != 0)) || chown -R postgres:postgres "$@"; }
+
+nats_server_bin() { command -v nats-server || echo /usr/sbin/nats-server; }
