@@ -1,0 +1,23 @@
+public import Contracts
+
+/// Who is calling, from a verified access token. The tenant comes from here, never from a
+/// request body.
+public struct AccessIdentity: Sendable, Hashable {
+    public var tenant: String
+    /// The token subject: an operator or device id.
+    public var subject: String
+    public var scopes: Set<Scope>
+
+    public init(tenant: String, subject: String, scopes: Set<Scope>) {
+        self.tenant = tenant
+        self.subject = subject
+        self.scopes = scopes
+    }
+
+    /// Throws `PermissionDenied` unless the identity holds `scope`.
+    public func require(_ scope: Scope) throws(ServiceKitError) {
+        guard self.scopes.contains(scope) else {
+            throw ServiceKitError(.api(.permissionDenied), "this action needs the \(scope.rawValue) scope")
+        }
+    }
+}

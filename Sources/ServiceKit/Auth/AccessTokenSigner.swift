@@ -1,0 +1,56 @@
+public import Contracts
+public import Foundation
+import JWTKit
+
+/// Signs access tokens with an ES256 private key: what the admin command `swarmdeck token mint`
+/// and, later, control-api's token endpoints use.
+public struct AccessTokenSigner: Sendable {
+    private let keys: JWTKeyCollection
+    public let keyID: String
+    public let issuer: String
+    public let audience: String
+
+    public init(privateKeyPEM: String, keyID: String, issuer: String, audience: String) async throws(ServiceKitError) {
+        let keys = JWTKeyCollection()
+        do {
+            await keys.add(ecdsa: try ES256PrivateKey(pem: privateKeyPEM), kid: JWKIdentifier(string: keyID))
+        } catch {
+            throw ServiceKitError(.token, "the signing key is not an ES256 private key in PEM: \(error)")
+        }
+        self.keys = keys
+        self.keyID = keyID
+        self.issuer = issuer
+        self.audience = audience
+    }
+
+    /// A signed token for `subject` of `tenant` with `scopes`, valid for `lifetime`.
+    public func sign(
+        tenant: String,
+        subject: String,
+        scopes: Set<Scope>,
+        lifetime: Duration = .seconds(900),
+        now: Date = Date()
+    ) async throws(ServiceKitError) -> String {
+        let claims = AccessClaims(
+            issuer: self.issuer,
+            audience: self.audience,
+            subject: subject,
+            expiration: now.addingTimeInterval(TimeInterval(lifetime.components.seconds)),
+            issuedAt: now,
+            id: UUID().uuidString.lowercased(),
+            tenant: tenant,
+            scope: scopes.map(\.rawValue).sorted().joined(separator: " ")
+        )
+        do {
+            return try await self.keys.sign(claims, kid: JWKIdentifier(string: self.keyID))
+        } catch {
+            throw ServiceKitError(.token, "signing failed: \(error)")
+        }
+    }
+
+    /// A new ES256 key pair as PEM (private, public).
+    public static func generateKeyPair() -> (privateKey: String, publicKey: String) {
+        let key = ES256PrivateKey()
+        return (key.pemRepresentation, key.publicKey.pemRepresentation)
+    }
+}

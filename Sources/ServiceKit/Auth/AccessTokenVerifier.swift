@@ -1,0 +1,83 @@
+import Contracts
+import Foundation
+import JWTKit
+
+/// Verifies access tokens: ES256 only (the header's `alg` is checked before anything else, so
+/// `none` and HS256-signed-with-the-public-key tokens never reach a verifier), a known key id,
+/// a valid signature, not expired, the configured issuer and audience, a tenant and known scopes.
+public struct AccessTokenVerifier: Sendable {
+    private let keys: JWTKeyCollection
+    private let keyIDs: Set<String>
+    public let issuer: String
+    public let audience: String
+
+    /// - Parameter publicKeys: key id → PEM of an ES256 public key.
+    public init(publicKeys: [String: String], issuer: String, audience: String) async throws(ServiceKitError) {
+        let keys = JWTKeyCollection()
+        for (keyID, pem) in publicKeys {
+            do {
+                await keys.add(ecdsa: try ES256PublicKey(pem: pem), kid: JWKIdentifier(string: keyID))
+            } catch {
+                throw ServiceKitError(.token, "key \(keyID) is not an ES256 public key in PEM: \(error)")
+            }
+        }
+        self.keys = keys
+        self.keyIDs = Set(publicKeys.keys)
+        self.issuer = issuer
+        self.audience = audience
+    }
+
+    /// The identity a token grants.
+    /// - Throws: `AuthExpired` for an expired token, `AuthInvalid` for anything else wrong.
+    public func verify(_ token: String) async throws(ServiceKitError) -> AccessIdentity {
+        let header = try Self.header(of: token)
+        guard header.alg == "ES256" else {
+            throw ServiceKitError(.api(.authInvalid), "token algorithm \(header.alg ?? "none") is not accepted")
+        }
+        guard let keyID = header.kid, self.keyIDs.contains(keyID) else {
+            throw ServiceKitError(.api(.authInvalid), "token key id is unknown")
+        }
+        let claims: AccessClaims
+        do {
+            claims = try await self.keys.verify(token, as: AccessClaims.self)
+        } catch let error as JWTError where error.errorType == .claimVerificationFailure && error.failedClaim is ExpirationClaim {
+            throw ServiceKitError(.api(.authExpired), "the access token has expired")
+        } catch {
+            throw ServiceKitError(.api(.authInvalid), "the access token is not valid")
+        }
+        guard claims.issuer.value == self.issuer else {
+            throw ServiceKitError(.api(.authInvalid), "the access token is from another issuer")
+        }
+        guard claims.audience.value.contains(self.audience) else {
+            throw ServiceKitError(.api(.authInvalid), "the access token is for another audience")
+        }
+        guard !claims.tenant.isEmpty, !claims.subject.value.isEmpty else {
+            throw ServiceKitError(.api(.authInvalid), "the access token names no tenant or subject")
+        }
+        let scopes = claims.scope.split(separator: " ").compactMap { Scope(rawValue: String($0)) }
+        return AccessIdentity(tenant: claims.tenant, subject: claims.subject.value, scopes: Set(scopes))
+    }
+
+    private struct Header: Decodable {
+        var alg: String?
+        var kid: String?
+    }
+
+    private static func header(of token: String) throws(ServiceKitError) -> Header {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let data = Data(base64URLEncoded: parts[0]),
+            let header = try? JSONDecoder().decode(Header.self, from: data)
+        else {
+            throw ServiceKitError(.api(.authInvalid), "the access token is malformed")
+        }
+        return header
+    }
+}
+
+extension Data {
+    init?(base64URLEncoded text: Substring) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.utf8.count % 4 != 0 { base64 += "=" }
+        self.init(base64Encoded: base64)
+    }
+}

@@ -1,0 +1,50 @@
+public import Configuration
+import SystemPackage
+
+/// Builds the configuration reader every service uses: command line, then environment, then
+/// the JSON file named by `CONFIG_FILE` (if set), first match wins.
+public enum ServiceConfiguration {
+    /// The keys ServiceKit reads for every service.
+    public static let keys: [SettingKey] = [
+        SettingKey.configFile,
+        .httpHost, .httpPort, .logLevel, .natsURL, .postgresURL, .postgresMaxConnections,
+        .subjectsPrefix, .jwtIssuer, .jwtAudience, .jwtPublicKeyFile, .jwtKeyID,
+    ]
+
+    public static func reader(
+        arguments: [String] = CommandLine.arguments,
+        environment: [String: String]
+    ) async throws -> ConfigReader {
+        let commandLine = CommandLineArgumentsProvider(arguments: arguments)
+        let environmentProvider = EnvironmentVariablesProvider(environmentVariables: environment)
+        var providers: [any ConfigProvider] = [commandLine, environmentProvider]
+        let bootstrap = ConfigReader(providers: providers)
+        if let path = bootstrap.string(forKey: SettingKey.configFile.configKey) {
+            do {
+                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(path)))
+            } catch {
+                throw ServiceKitError(.configuration, "cannot read configuration file \(path) named by \(SettingKey.configFile): \(error)")
+            }
+        }
+        return ConfigReader(providers: providers)
+    }
+}
+
+extension SettingKey {
+    public static let configFile = SettingKey("config.file", "a JSON file with further settings (nested by the dots of the keys)")
+    public static let httpHost = SettingKey("http.host", "the address the HTTP server binds", default: "127.0.0.1")
+    public static let httpPort = SettingKey("http.port", "the port the HTTP server binds")
+    public static let logLevel = SettingKey("log.level", "trace, debug, info, notice, warning, error or critical", default: "info")
+    public static let natsURL = SettingKey("nats.url", "NATS server URLs, comma-separated, e.g. nats://127.0.0.1:4222")
+    public static let postgresURL = SettingKey(
+        "postgres.url",
+        "the Postgres connection URL, e.g. postgres://user:password@127.0.0.1:5432/swarmdeck",
+        secret: true
+    )
+    public static let postgresMaxConnections = SettingKey("postgres.max-connections", "the size of the connection pool", default: "10")
+    public static let subjectsPrefix = SettingKey("subjects.prefix", "the first token(s) of every NATS subject", default: "sd")
+    public static let jwtIssuer = SettingKey("auth.jwt.issuer", "the issuer (iss) access tokens must carry", default: "swarmdeck")
+    public static let jwtAudience = SettingKey("auth.jwt.audience", "the audience (aud) access tokens must carry", default: "swarmdeck")
+    public static let jwtPublicKeyFile = SettingKey("auth.jwt.public-key-file", "PEM file with the ES256 public key that verifies access tokens")
+    public static let jwtKeyID = SettingKey("auth.jwt.key-id", "the key id (kid) of that key", default: "swarmdeck-1")
+}

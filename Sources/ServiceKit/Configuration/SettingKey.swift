@@ -1,0 +1,102 @@
+public import Configuration
+
+/// One documented configuration key.
+///
+/// A key `nats.url` is read, first match wins, from the command line (`--nats-url`), the
+/// environment (`NATS_URL`) and the JSON file named by `CONFIG_FILE` (`{"nats": {"url": …}}`).
+public struct SettingKey: Sendable, Hashable, CustomStringConvertible {
+    /// The dotted name, e.g. `nats.url`.
+    public let name: String
+    /// What it sets, for `swarmdeck config keys` and the docs.
+    public let summary: String
+    /// The value used when none is configured; `nil` makes the key required.
+    public let defaultValue: String?
+    /// Whether to keep the value out of logs.
+    public let isSecret: Bool
+
+    public init(_ name: String, _ summary: String, default defaultValue: String? = nil, secret: Bool = false) {
+        self.name = name
+        self.summary = summary
+        self.defaultValue = defaultValue
+        self.isSecret = secret
+    }
+
+    /// `NATS_URL` for `nats.url`.
+    public var environmentName: String {
+        String(self.name.uppercased().map { $0 == "." || $0 == "-" ? "_" : $0 })
+    }
+
+    /// `--nats-url` for `nats.url`.
+    public var flag: String {
+        "--" + String(self.name.map { $0 == "." ? "-" : $0 })
+    }
+
+    public var description: String {
+        "'\(self.name)' (environment \(self.environmentName), flag \(self.flag))"
+    }
+
+    var configKey: ConfigKey { ConfigKey(self.name) }
+}
+
+extension ConfigReader {
+    /// The key's value parsed by `parse`, or its default.
+    /// - Throws: ``ServiceKitError/Code/configuration`` naming the key when it is missing and
+    ///   has no default, or when `parse` rejects the value (with `expected` in the message).
+    public func setting<Value>(
+        _ key: SettingKey,
+        expected: String,
+        parse: (String) -> Value?
+    ) throws(ServiceKitError) -> Value {
+        let configured = self.string(forKey: key.configKey, isSecret: key.isSecret)
+        guard let text = configured ?? key.defaultValue else {
+            throw ServiceKitError(.configuration, "missing configuration key \(key): \(key.summary)")
+        }
+        guard let value = parse(text.trimmingWhitespace) else {
+            let shown = key.isSecret ? "<secret>" : "'\(text)'"
+            throw ServiceKitError(.configuration, "malformed configuration key \(key): \(shown) is not \(expected)")
+        }
+        return value
+    }
+
+    /// The key's string value, or its default.
+    public func setting(_ key: SettingKey) throws(ServiceKitError) -> String {
+        try self.setting(key, expected: "a non-empty string") { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The key's integer value within `range`, or its default.
+    public func setting(_ key: SettingKey, in range: ClosedRange<Int>) throws(ServiceKitError) -> Int {
+        try self.setting(key, expected: "an integer in \(range.lowerBound)...\(range.upperBound)") { text in
+            Int(text).flatMap { range.contains($0) ? $0 : nil }
+        }
+    }
+
+    /// The key's boolean value (`true/false/1/0/yes/no`), or its default.
+    public func setting(_ key: SettingKey) throws(ServiceKitError) -> Bool {
+        try self.setting(key, expected: "a boolean (true or false)") { text in
+            switch text.lowercased() {
+            case "true", "1", "yes", "on": true
+            case "false", "0", "no", "off": false
+            default: nil
+            }
+        }
+    }
+
+    /// The key's value if configured; `nil` when absent. A present but malformed value throws.
+    public func optionalSetting<Value>(
+        _ key: SettingKey,
+        expected: String,
+        parse: (String) -> Value?
+    ) throws(ServiceKitError) -> Value? {
+        guard self.string(forKey: key.configKey, isSecret: key.isSecret) != nil || key.defaultValue != nil else { return nil }
+        return try self.setting(key, expected: expected, parse: parse)
+    }
+}
+
+extension String {
+    var trimmingWhitespace: String {
+        var slice = Substring(self)
+        while slice.first?.isWhitespace == true { slice.removeFirst() }
+        while slice.last?.isWhitespace == true { slice.removeLast() }
+        return String(slice)
+    }
+}

@@ -1,0 +1,84 @@
+public import Contracts
+public import Hummingbird
+import Foundation
+
+/// Turns every error into the shared JSON error envelope: ``ServiceKitError`` with its code,
+/// Hummingbird's own errors (unknown route, body too large, undecodable body) by their status,
+/// anything else as a logged `ServerError` whose details stay in the log.
+public struct ErrorEnvelopeMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
+
+    public init() {}
+
+    public func handle(
+        _ request: Request,
+        context: ServiceRequestContext,
+        next: (Request, ServiceRequestContext) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let (status, body) = Self.envelope(for: error, requestID: context.requestID)
+            if body.code == .serverError {
+                context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
+            } else {
+                context.logger.debug("request refused", metadata: ["code": "\(body.code.rawValue)", "reason": "\(body.message)"])
+            }
+            return Self.response(status: status, body: body)
+        }
+    }
+
+    /// The status and envelope body for an error.
+    public static func envelope(for error: any Error, requestID: String?) -> (HTTPResponse.Status, ErrorEnvelope.Body) {
+        switch error {
+        case let error as ServiceKitError:
+            let code = error.code.errorCode
+            let message = code == .serverError ? "internal error" : error.message
+            return (
+                HTTPResponse.Status(code: code.httpStatus),
+                ErrorEnvelope.Body(
+                    code: code,
+                    message: message,
+                    requestId: requestID,
+                    retryAfterSeconds: error.retryAfterSeconds ?? (code == .serviceUnavailable ? 1 : nil),
+                    details: error.details
+                )
+            )
+        case let error as HTTPError:
+            let code = Self.code(for: error.status)
+            return (error.status, ErrorEnvelope.Body(code: code, message: error.body ?? error.status.reasonPhrase, requestId: requestID))
+        case let error as any HTTPResponseError:
+            return (error.status, ErrorEnvelope.Body(code: Self.code(for: error.status), message: error.status.reasonPhrase, requestId: requestID))
+        default:
+            return (.internalServerError, ErrorEnvelope.Body(code: .serverError, message: "internal error", requestId: requestID))
+        }
+    }
+
+    static func code(for status: HTTPResponse.Status) -> ErrorCode {
+        switch status.code {
+        case 401: .authInvalid
+        case 403: .permissionDenied
+        case 404: .notFound
+        case 409: .conflict
+        case 413: .payloadTooLarge
+        case 415: .unsupportedMediaType
+        case 429: .rateLimited
+        case 503: .serviceUnavailable
+        case 400..<500: .invalidRequest
+        default: .serverError
+        }
+    }
+
+    /// A JSON response carrying the envelope (and `Retry-After` when the body has one).
+    public static func response(status: HTTPResponse.Status, body: ErrorEnvelope.Body) -> Response {
+        let data = (try? JSONEncoder().encode(ErrorEnvelope(body))) ?? Data(#"{"error":{"code":"ServerError"}}"#.utf8)
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let retryAfter = body.retryAfterSeconds {
+            headers[.retryAfter] = String(retryAfter)
+        }
+        if body.errorClass == .auth {
+            headers[.wwwAuthenticate] = #"Bearer error="invalid_token""#
+        }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

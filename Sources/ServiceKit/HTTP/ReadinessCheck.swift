@@ -1,0 +1,40 @@
+public import PostgresNIO
+
+/// One dependency `/readyz` checks.
+public struct ReadinessCheck: Sendable {
+    public let name: String
+    let probe: @Sendable () async -> Bool
+
+    public init(name: String, probe: @escaping @Sendable () async -> Bool) {
+        self.name = name
+        self.probe = probe
+    }
+
+    /// Ready while the connection is connected (not reconnecting, draining or closed).
+    public static func nats(_ connection: NATSConnection) -> ReadinessCheck {
+        ReadinessCheck(name: "nats") { connection.status == .connected }
+    }
+
+    /// Ready while `SELECT 1` answers within `timeout`.
+    public static func postgres(_ client: PostgresClient, timeout: Duration = .seconds(1)) -> ReadinessCheck {
+        ReadinessCheck(name: "postgres") {
+            await withTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    do {
+                        try await client.query("SELECT 1")
+                        return true
+                    } catch {
+                        return false
+                    }
+                }
+                group.addTask {
+                    try? await Task.sleep(for: timeout)
+                    return false
+                }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+        }
+    }
+}

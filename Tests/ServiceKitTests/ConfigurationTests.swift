@@ -1,0 +1,75 @@
+import Configuration
+import ServiceKit
+import Testing
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    private func reader(_ environment: [String: String], arguments: [String] = ["service"]) async throws -> ConfigReader {
+        try await ServiceConfiguration.reader(arguments: arguments, environment: environment)
+    }
+
+    @Test("a missing required key fails with a message naming the key, its variable and its flag")
+    func missingKey() async throws {
+        let reader = try await self.reader([:])
+        let error = try #require(throws: ServiceKitError.self) { try reader.natsConfiguration(name: "t") }
+        #expect(error.code == .configuration)
+        #expect(error.message.contains("'nats.url'"))
+        #expect(error.message.contains("NATS_URL"))
+        #expect(error.message.contains("--nats-url"))
+    }
+
+    @Test(
+        "a malformed key fails with a message naming the key",
+        arguments: [
+            ("HTTP_PORT", "eighty", "'http.port'"),
+            ("HTTP_PORT", "70000", "'http.port'"),
+            ("NATS_URL", "http://x", "'nats.url'"),
+            ("POSTGRES_MAX_CONNECTIONS", "0", "'postgres.max-connections'"),
+            ("LOG_LEVEL", "loud", "'log.level'"),
+            ("SUBJECTS_PREFIX", "a.*", "'subjects.prefix'"),
+            ("POSTGRES_URL", "mysql://u@h/db", "'postgres.url'"),
+        ]
+    )
+    func malformedKey(variable: String, value: String, named: String) async throws {
+        var environment = ["NATS_URL": "nats://127.0.0.1:4222", "POSTGRES_URL": "postgres://u:p@127.0.0.1/db"]
+        environment[variable] = value
+        let reader = try await self.reader(environment)
+        let error = try #require(throws: ServiceKitError.self) {
+            _ = try reader.natsConfiguration(name: "t")
+            _ = try reader.postgresConfiguration()
+            _ = try reader.applicationConfiguration(serverName: "t", defaultPort: 8080)
+            _ = try reader.logLevel()
+            _ = try reader.subjects()
+        }
+        #expect(error.code == .configuration)
+        #expect(error.message.contains(named), "\(error.message)")
+        #expect(error.message.contains("malformed"))
+    }
+
+    @Test("a secret value is never echoed in an error")
+    func secretNotEchoed() async throws {
+        let reader = try await self.reader(["POSTGRES_URL": "postgres://user:hunter2@/db"])
+        let error = try #require(throws: ServiceKitError.self) { try reader.postgresConfiguration() }
+        #expect(!error.message.contains("hunter2"))
+    }
+
+    @Test("the command line wins over the environment; defaults fill the rest")
+    func precedence() async throws {
+        let reader = try await self.reader(
+            ["NATS_URL": "nats://env:4222", "HTTP_PORT": "9000"],
+            arguments: ["service", "--nats-url", "nats://flag:4222"]
+        )
+        #expect(try reader.natsConfiguration(name: "t").servers == ["nats://flag:4222"])
+        #expect(try reader.logLevel() == .info)
+        #expect(try reader.subjects().prefix == "sd")
+    }
+
+    @Test("every documented key maps to an environment variable and a flag")
+    func documentedKeys() {
+        for key in ServiceConfiguration.keys {
+            #expect(!key.summary.isEmpty)
+            #expect(key.environmentName.allSatisfy { $0.isUppercase || $0 == "_" || $0.isNumber })
+            #expect(key.flag.hasPrefix("--") && !key.flag.contains("."))
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import PostgresNIO
+import ServiceKit
+import Testing
+
+@Suite("Service HTTP: envelope, request id, auth, health (in-process)")
+struct ServiceHTTPTests {
+    static let issuer = "swarmdeck-test"
+    static let audience = "swarmdeck"
+    static let keyPair = AccessTokenSigner.generateKeyPair()
+
+    static func verifier() async throws -> AccessTokenVerifier {
+        try await AccessTokenVerifier(publicKeys: ["k1": keyPair.publicKey], issuer: issuer, audience: audience)
+    }
+
+    static func signer(privateKey: String = keyPair.privateKey, issuer: String = issuer, audience: String = audience) async throws -> AccessTokenSigner {
+        try await AccessTokenSigner(privateKeyPEM: privateKey, keyID: "k1", issuer: issuer, audience: audience)
+    }
+
+    /// A router as a service builds it, with one protected route echoing the identity.
+    static func application(readiness: [ReadinessCheck] = []) async throws -> some ApplicationProtocol {
+        let router = Router.service()
+        router.addOperationalRoutes(readiness: readiness)
+        router.group("v1/whoami")
+            .add(middleware: AuthenticationMiddleware(verifier: try await verifier(), requiring: .streamRead))
+            .get { _, context in
+                let identity = try context.requireIdentity()
+                return "\(identity.tenant)/\(identity.subject)/\(identity.scopes.map(\.rawValue).sorted().joined(separator: ","))"
+            }
+        router.post("v1/fail") { _, _ -> String in
+            throw ServiceKitError(.api(.invalidRequest), "reason is too long", details: ["reason": "at most 500 characters"])
+        }
+        router.get("v1/crash") { _, _ -> String in
+            struct Secret: Error { let password = "hunter2" }
+            throw Secret()
+        }
+        return Application(router: router)
+    }
+
+    static func envelope(_ response: TestResponse) throws -> ErrorEnvelope.Body {
+        try JSONDecoder().decode(ErrorEnvelope.self, from: Data(buffer: response.body)).error
+    }
+
+    @Test("a valid token with the scope passes and yields tenant, subject and scopes")
+    func validToken() async throws {
+        let token = try await Self.signer().sign(tenant: "acme", subject: "op-1", scopes: [.streamRead, .agentsControl])
+        try await Self.application().test(.router) { client in
+            try await client.execute(uri: "/v1/whoami", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body) == "acme/op-1/agents:control,stream:read")
+            }
+        }
+    }
+
+    /// Tokens that must be refused, and the code each gets.
+    static func badTokens() async throws -> [(String, String, ErrorCode, HTTPResponse.Status)] {
+        let now = Date()
+        let expired = try await signer().sign(tenant: "acme", subject: "op", scopes: [.streamRead], lifetime: .seconds(60), now: now.addingTimeInterval(-3600))
+        let wrongIssuer = try await signer(issuer: "someone-else").sign(tenant: "acme", subject: "op", scopes: [.streamRead])
+        let wrongAudience = try await signer(audience: "other-app").sign(tenant: "acme", subject: "op", scopes: [.streamRead])
+        let wrongKey = try await signer(privateKey: AccessTokenSigner.generateKeyPair().privateKey).sign(tenant: "acme", subject: "op", scopes: [.streamRead])
+        let noScope = try await signer().sign(tenant: "acme", subject: "op", scopes: [.terminalAttach])
+
+        // alg: none — an unsigned token with valid claims.
+        let claims = try JSONEncoder().encode(
+            AccessClaims(issuer: issuer, audience: audience, subject: "op", expiration: now.addingTimeInterval(600), issuedAt: now, id: "j", tenant: "acme", scope: "stream:read")
+        )
+        let none = base64URL(Data(#"{"alg":"none","kid":"k1","typ":"JWT"}"#.utf8)) + "." + base64URL(claims) + "."
+        // HS256 keyed with the public key's PEM: the classic algorithm-confusion attack.
+        let confusion = JWTKeyCollection()
+        await confusion.add(hmac: HMACKey(from: keyPair.publicKey), digestAlgorithm: .sha256, kid: "k1")
+        let hs256 = try await confusion.sign(
+            AccessClaims(issuer: issuer, audience: audience, subject: "op", expiration: now.addingTimeInterval(600), issuedAt: now, id: "j", tenant: "acme", scope: "stream:read"),
+            kid: "k1"
+        )
+        return [
+            ("expired", "Bearer \(expired)", .authExpired, .unauthorized),
+            ("wrong issuer", "Bearer \(wrongIssuer)", .authInvalid, .unauthorized),
+            ("wrong audience", "Bearer \(wrongAudience)", .authInvalid, .unauthorized),
+            ("wrong key", "Bearer \(wrongKey)", .authInvalid, .unauthorized),
+            ("alg none", "Bearer \(none)", .authInvalid, .unauthorized),
+            ("HS256 with the public key", "Bearer \(hs256)", .authInvalid, .unauthorized),
+            ("garbage", "Bearer not.a.token", .authInvalid, .unauthorized),
+            ("not bearer", "Basic dXNlcjpwYXNz", .authInvalid, .unauthorized),
+            ("missing scope", "Bearer \(noScope)", .permissionDenied, .forbidden),
+        ]
+    }
+
+    @Test("expired, forged, confused and under-scoped tokens are refused in the error envelope")
+    func refusedTokens() async throws {
+        let cases = try await Self.badTokens()
+        try await Self.application().test(.router) { client in
+            for (name, authorization, code, status) in cases {
+                try await client.execute(uri: "/v1/whoami", method: .get, headers: [.authorization: authorization]) { response in
+                    #expect(response.status == status, "\(name)")
+                    let body = try Self.envelope(response)
+                    #expect(body.code == code, "\(name)")
+                    #expect(body.errorClass == code.errorClass, "\(name)")
+                }
+            }
+            try await client.execute(uri: "/v1/whoami", method: .get) { response in
+                #expect(response.status == .unauthorized)
+                let body = try Self.envelope(response)
+                #expect(body.code == .authInvalid)
+                #expect(response.headers[.wwwAuthenticate] != nil)
+            }
+        }
+    }
+
+    @Test("x-request-id is echoed when valid, generated otherwise, and carried into error envelopes")
+    func requestID() async throws {
+        try await Self.application().test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get, headers: [.requestID: "abc-123"]) { response in
+                #expect(response.headers[.requestID] == "abc-123")
+            }
+            try await client.execute(uri: "/healthz", method: .get, headers: [.requestID: "bad id\" with quotes"]) { response in
+                let generated = try #require(response.headers[.requestID])
+                #expect(generated != "bad id\" with quotes")
+                #expect(UUID(uuidString: generated) != nil)
+            }
+            try await client.execute(uri: "/v1/fail", method: .post, headers: [.requestID: "req-9"]) { response in
+                #expect(response.status == .badRequest)
+                #expect(response.headers[.requestID] == "req-9")
+                let body = try Self.envelope(response)
+                #expect(body.requestId == "req-9")
+                #expect(body.code == .invalidRequest)
+                #expect(body.details == ["reason": "at most 500 characters"])
+            }
+        }
+    }
+
+    @Test("unknown routes and unexpected errors answer in the envelope without leaking details")
+    func envelopeForEverything() async throws {
+        try await Self.application().test(.router) { client in
+            try await client.execute(uri: "/v1/nothing-here", method: .get) { response in
+                #expect(response.status == .notFound)
+                let body = try Self.envelope(response)
+                #expect(body.code == .notFound)
+            }
+            try await client.execute(uri: "/v1/crash", method: .get) { response in
+                #expect(response.status == .internalServerError)
+                let body = try Self.envelope(response)
+                #expect(body.code == .serverError)
+                #expect(!String(buffer: response.body).contains("hunter2"))
+            }
+        }
+    }
+
+    @Test("/healthz, /readyz against real NATS and Postgres, and /metrics")
+    func operationalRoutes() async throws {
+        let connection = try await TestEnvironment.connect()
+        let postgres = PostgresClient(configuration: try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 2))
+        let running = Task { await postgres.run() }
+        defer { running.cancel() }
+        try await Self.application(readiness: [.nats(connection), .postgres(postgres)]).test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/readyz", method: .get) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body).contains("hb_requests"))
+            }
+        }
+        await connection.drain()
+    }
+
+    @Test("/readyz answers 503 naming the dependency that is down")
+    func notReady() async throws {
+        let server = try NATSServerProcess()
+        try server.start()
+        let connection = try await NATSConnection.connect(NATSConfiguration(servers: [server.url], name: "ready-test"))
+        let unreachable = PostgresClient(configuration: try PostgresClient.Configuration(url: "postgres://u:p@127.0.0.1:\(try freeLoopbackPort())/db"))
+        let running = Task { await unreachable.run() }
+        defer { running.cancel() }
+        server.kill()
+        #expect(await eventually { connection.status != .connected })
+        try await Self.application(readiness: [.nats(connection), .postgres(unreachable, timeout: .milliseconds(500))]).test(.router) { client in
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                let body = try Self.envelope(response)
+                #expect(body.code == .serviceUnavailable)
+                #expect(body.message.contains("nats") && body.message.contains("postgres"))
+                #expect(response.headers[.retryAfter] == "1")
+            }
+            try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
+        }
+        await connection.close()
+    }
+}
+
+func base64URL(_ data: Data) -> String {
+    data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+}
