@@ -31,9 +31,9 @@ public enum ServiceConfiguration {
 }
 
 extension SettingKey {
-    public static let configFile = SettingKey("config.file", "a JSON file with further settings (nested by the dots of the keys)")
+    public static let configFile = SettingKey("config.file", "a JSON file with further settings (nested by the dots of the keys)", optional: true)
     public static let httpHost = SettingKey("http.host", "the address the HTTP server binds", default: "127.0.0.1")
-    public static let httpPort = SettingKey("http.port", "the port the HTTP server binds")
+    public static let httpPort = SettingKey("http.port", "the port the HTTP server binds (each service has its own default)", optional: true)
     public static let logLevel = SettingKey("log.level", "trace, debug, info, notice, warning, error or critical", default: "info")
     public static let natsURL = SettingKey("nats.url", "NATS server URLs, comma-separated, e.g. nats://127.0.0.1:4222")
     public static let postgresURL = SettingKey(

@@ -13,12 +13,15 @@ public struct SettingKey: Sendable, Hashable, CustomStringConvertible {
     public let defaultValue: String?
     /// Whether to keep the value out of logs.
     public let isSecret: Bool
+    /// Whether the key may be absent even without a default (the reader decides what that means).
+    public let isOptional: Bool
 
-    public init(_ name: String, _ summary: String, default defaultValue: String? = nil, secret: Bool = false) {
+    public init(_ name: String, _ summary: String, default defaultValue: String? = nil, secret: Bool = false, optional: Bool = false) {
         self.name = name
         self.summary = summary
         self.defaultValue = defaultValue
         self.isSecret = secret
+        self.isOptional = optional
     }
 
     /// `NATS_URL` for `nats.url`.

@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// The Swarmdeck command line: admin commands for the local stack and operators, and benchmarks.
+@main
+struct Swarmdeck: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "swarmdeck",
+        abstract: "Swarmdeck: watch and steer swarms of AI coding agents.",
+        subcommands: [TokenCommand.self, ConfigCommand.self, BenchCommand.self]
+    )
+}
