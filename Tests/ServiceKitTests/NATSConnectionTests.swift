@@ -167,6 +167,26 @@ struct NATSConnectionTests {
         #expect(connection.status == .closed)
     }
 
+    @Test("a client started before its server connects once the server comes up")
+    func connectBeforeServer() async throws {
+        let server = try NATSServerProcess()
+        let connection = try await NATSConnection.connect(
+            NATSConfiguration(servers: [server.url], name: "early", reconnectWaitMilliseconds: 100, retryOnFailedConnect: true)
+        )
+        let events = connection.connectionEvents()
+        #expect(connection.status != .connected)
+        try server.start()
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == .connected)
+        let subject = TestEnvironment.uniqueName("early")
+        let subscription = try connection.subscribe(to: subject)
+        try await connection.flush()
+        try connection.publish(Array("hello".utf8), to: subject)
+        var messages = subscription.makeAsyncIterator()
+        #expect(await messages.next().map { String(decoding: $0.payload, as: UTF8.self) } == "hello")
+        await connection.drain()
+    }
+
     @Test("the server killed and restarted mid-stream: the client reconnects, publishes and receives")
     func reconnect() async throws {
         let server = try NATSServerProcess()

@@ -22,6 +22,17 @@ struct SQLStatementSplitterTests {
         #expect(statements[4].hasSuffix("$1"))
     }
 
+    @Test("dollar tags with digits and E'' strings with backslash escapes do not split")
+    func tagsAndEscapes() {
+        let script = """
+            CREATE FUNCTION h() RETURNS int LANGUAGE sql AS $fn1$ SELECT 1; $fn1$;
+            INSERT INTO t VALUES (E'it\\'s; one');
+            SELECT 2
+            """
+        let statements = SQLStatementSplitter.split(script)
+        #expect(statements.count == 3, "\(statements)")
+    }
+
     @Test("empty statements and trailing comments produce nothing")
     func empties() {
         #expect(SQLStatementSplitter.split(";;  \n-- only a comment\n").isEmpty)

@@ -34,6 +34,9 @@ struct ServiceHTTPTests {
         router.post("v1/fail") { _, _ -> String in
             throw ServiceKitError(.api(.invalidRequest), "reason is too long", details: ["reason": "at most 500 characters"])
         }
+        router.get("v1/nats-down") { _, _ -> String in
+            throw ServiceKitError(.natsTimeout, "no reply from $JS.API.STREAM.INFO.SECRET_STREAM within 5s")
+        }
         router.get("v1/crash") { _, _ -> String in
             struct Secret: Error { let password = "hunter2" }
             throw Secret()
@@ -140,6 +143,13 @@ struct ServiceHTTPTests {
                 #expect(response.status == .notFound)
                 let body = try Self.envelope(response)
                 #expect(body.code == .notFound)
+            }
+            try await client.execute(uri: "/v1/nats-down", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                let body = try Self.envelope(response)
+                #expect(body.code == .serviceUnavailable)
+                #expect(body.retryable)
+                #expect(!String(buffer: response.body).contains("SECRET_STREAM"))
             }
             try await client.execute(uri: "/v1/crash", method: .get) { response in
                 #expect(response.status == .internalServerError)

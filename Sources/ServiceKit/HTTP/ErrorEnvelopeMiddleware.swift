@@ -19,7 +19,7 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch {
             let (status, body) = Self.envelope(for: error, requestID: context.requestID)
-            if body.code == .serverError {
+            if body.code == .serverError || body.code == .serviceUnavailable {
                 context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
             } else {
                 context.logger.debug("request refused", metadata: ["code": "\(body.code.rawValue)", "reason": "\(body.message)"])
@@ -33,7 +33,13 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
         switch error {
         case let error as ServiceKitError:
             let code = error.code.errorCode
-            let message = code == .serverError ? "internal error" : error.message
+            // Internal failures (NATS, JetStream, migrations) keep their detail in the log.
+            let message: String =
+                switch code {
+                case _ where error.code == .api(code): error.message
+                case .serviceUnavailable: "a dependency is unavailable; retry later"
+                default: "internal error"
+                }
             return (
                 HTTPResponse.Status(code: code.httpStatus),
                 ErrorEnvelope.Body(

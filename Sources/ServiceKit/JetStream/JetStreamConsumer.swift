@@ -15,6 +15,7 @@ public actor JetStreamConsumer {
     private let inbox: String
     private let subscription: NATSSubscription
     private var leftover: [NATSMessage] = []
+    private var fetching = false
 
     init(jetStream: JetStream, stream: String, name: String) throws {
         self.jetStream = jetStream
@@ -31,6 +32,12 @@ public actor JetStreamConsumer {
     /// Up to `batch` messages; fewer (possibly none) if the consumer has fewer within `expires`.
     public func fetch(batch: Int, expires: Duration = .seconds(5)) async throws -> [JetStreamMessage] {
         precondition(batch > 0, "batch must be positive")
+        // The actor is re-entrant at its awaits; two fetches would share one inbox buffer.
+        guard !self.fetching else {
+            throw ServiceKitError(.jetStream, "fetch on \(self.stream)/\(self.name) while another fetch runs: one at a time per consumer")
+        }
+        self.fetching = true
+        defer { self.fetching = false }
         let token = NUID.next()
         let reply = self.inbox + "." + token
         let request = #"{"batch":\#(batch),"expires":\#(expires.nanoseconds)}"#

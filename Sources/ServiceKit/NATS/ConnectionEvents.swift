@@ -75,6 +75,11 @@ let natsDisconnectedTrampoline: natsConnectionHandler = { _, closure in
     Unmanaged<ConnectionEvents>.fromOpaque(closure).takeUnretainedValue().emit(.disconnected)
 }
 
+let natsConnectedTrampoline: natsConnectionHandler = { _, closure in
+    guard let closure else { return }
+    Unmanaged<ConnectionEvents>.fromOpaque(closure).takeUnretainedValue().emit(.connected)
+}
+
 let natsReconnectedTrampoline: natsConnectionHandler = { _, closure in
     guard let closure else { return }
     Unmanaged<ConnectionEvents>.fromOpaque(closure).takeUnretainedValue().emit(.reconnected)

@@ -37,6 +37,8 @@ public struct NATSConfiguration: Sendable, Hashable {
 
 /// Something that happened to a connection.
 public enum NATSConnectionEvent: Sendable, Hashable {
+    /// The first connection succeeded after the server was unreachable at start.
+    case connected
     case disconnected
     case reconnected
     case closed

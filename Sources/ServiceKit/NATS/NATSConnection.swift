@@ -89,7 +89,13 @@ public final class NATSConnection: Sendable {
         try natsCheck(natsOptions_SetPingInterval(options, 5_000), "setting ping interval")
         try natsCheck(natsOptions_SetMaxPingsOut(options, 3), "setting max pings out")
         if configuration.retryOnFailedConnect {
-            try natsCheck(natsOptions_SetRetryOnFailedConnect(options, true, nil, nil), "setting retry on failed connect")
+            // With a connected callback, Connect returns NATS_NOT_YET_CONNECTED and retries in the
+            // background; without one, 3.4.1 retries inside Connect (forever, with unlimited
+            // reconnects).
+            try natsCheck(
+                natsOptions_SetRetryOnFailedConnect(options, true, natsConnectedTrampoline, events),
+                "setting retry on failed connect"
+            )
         }
         try natsCheck(natsOptions_SetDisconnectedCB(options, natsDisconnectedTrampoline, events), "setting disconnected callback")
         try natsCheck(natsOptions_SetReconnectedCB(options, natsReconnectedTrampoline, events), "setting reconnected callback")
@@ -183,7 +189,7 @@ public final class NATSConnection: Sendable {
         buffering policy: NATSBufferingPolicy = .backpressure()
     ) throws(ServiceKitError) -> NATSSubscription {
         let buffer = SubscriptionBuffer(policy: policy)
-        let handle = try self.subscribe(subject: subject, queue: queue, sink: buffer)
+        let handle = try self.subscribe(subject: subject, queue: queue, sink: buffer, wake: buffer)
         // The library queues up to the same limits again before it drops as a slow consumer.
         try natsCheck(
             natsSubscription_SetPendingLimits(handle.pointer, Int32(clamping: policy.maxMessages), Int32(clamping: policy.maxBytes)),
@@ -192,7 +198,12 @@ public final class NATSConnection: Sendable {
         return NATSSubscription(subject: subject, handle: handle, buffer: buffer)
     }
 
-    func subscribe(subject: String, queue: String?, sink: some MessageSink) throws(ServiceKitError) -> NATSSubscriptionHandle {
+    func subscribe(
+        subject: String,
+        queue: String?,
+        sink: some MessageSink,
+        wake buffer: SubscriptionBuffer? = nil
+    ) throws(ServiceKitError) -> NATSSubscriptionHandle {
         let closure = Unmanaged.passRetained(sink as AnyObject).toOpaque()
         var subscription: OpaquePointer?
         let status =
@@ -205,12 +216,12 @@ public final class NATSConnection: Sendable {
             Unmanaged<AnyObject>.fromOpaque(closure).release()
             throw natsError(status, "subscribing to \(subject)")
         }
-        let handle = NATSSubscriptionHandle(subscription)
+        let handle = NATSSubscriptionHandle(subscription, buffer: buffer)
         let completion = natsSubscription_SetOnCompleteCB(subscription, natsCompleteTrampoline, closure)
         guard completion == NATS_OK else {
-            // Without the completion callback the sink would never be released: undo.
+            // The connection closed under us: a message callback may still be running with the
+            // sink, so its retain is leaked rather than released (a rare, bounded leak).
             natsSubscription_Unsubscribe(subscription)
-            Unmanaged<AnyObject>.fromOpaque(closure).release()
             throw natsError(completion, "installing the completion callback on \(subject)")
         }
         return handle
@@ -260,7 +271,8 @@ public final class NATSConnection: Sendable {
 
     /// Closes at once, dropping whatever is buffered.
     public func close() async {
-        natsConnection_Close(self.handle.pointer)
+        let handle = self.handle
+        _ = try? await runBlocking { () throws(ServiceKitError) in natsConnection_Close(handle.pointer) }
         await self.events.waitUntilClosed()
     }
 }

@@ -18,9 +18,13 @@ final class NATSHandle: @unchecked Sendable {
 final class NATSSubscriptionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     private let lastDropped = Atomic<Int64>(0)
+    /// Woken before destruction: a delivery thread blocked on a full buffer would otherwise
+    /// wait forever and the subscription would never complete.
+    private weak let buffer: SubscriptionBuffer?
 
-    init(_ pointer: OpaquePointer) {
+    init(_ pointer: OpaquePointer, buffer: SubscriptionBuffer? = nil) {
         self.pointer = pointer
+        self.buffer = buffer
     }
 
     /// nats.c's slow-consumer drop count: read now if the subscription is live, else the last
@@ -35,6 +39,7 @@ final class NATSSubscriptionHandle: @unchecked Sendable {
     }
 
     deinit {
+        self.buffer?.cancel()
         natsSubscription_Destroy(self.pointer)
     }
 }

@@ -58,6 +58,12 @@ final class RequestMux: MessageSink {
                 try await withTaskCancellationHandler {
                     try await withCheckedThrowingContinuation { continuation in
                         self.waiting.withLock { $0[token] = continuation }
+                        // Cancelled (by the timeout or the caller) before registering: onCancel
+                        // found nothing to fail, so fail here.
+                        if Task.isCancelled {
+                            self.fail(token, CancellationError())
+                            return
+                        }
                         do {
                             try connection.publish(payload, to: subject, reply: reply, headers: headers)
                         } catch {
@@ -69,9 +75,9 @@ final class RequestMux: MessageSink {
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: timeout)
+                try await Task.sleep(for: timeout)
                 self.fail(token, ServiceKitError(.natsTimeout, "no reply from \(subject) within \(timeout)"))
-                return nil
+                throw ServiceKitError(.natsTimeout, "no reply from \(subject) within \(timeout)")
             }
             defer { group.cancelAll() }
             while let result = try await group.next() {

@@ -3,7 +3,7 @@
 /// postgres-nio speaks only the extended protocol, which takes one statement per query, so a
 /// migration's script is run statement by statement (in its transaction). Semicolons inside
 /// quotes (`'…'`, `"…"`), dollar-quoted bodies (`$$…$$`, `$tag$…$tag$`) and comments
-/// (`-- …`, `/* … */`) do not split.
+/// (`-- …`, `/* … */`) do not split. Not handled: nested block comments.
 enum SQLStatementSplitter {
     static func split(_ script: String) -> [String] {
         let bytes = Array(script.utf8)
@@ -20,7 +20,8 @@ enum SQLStatementSplitter {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "'"), UInt8(ascii: "\""):
-                index = Self.skipQuoted(bytes, from: index, quote: byte)
+                let escapes = byte == UInt8(ascii: "'") && index > 0 && bytes[index - 1] | 0x20 == UInt8(ascii: "e")
+                index = Self.skipQuoted(bytes, from: index, quote: byte, backslashEscapes: escapes)
             case UInt8(ascii: "-") where index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "-"):
                 while index < bytes.count && bytes[index] != UInt8(ascii: "\n") { index += 1 }
             case UInt8(ascii: "/") where index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "*"):
@@ -42,9 +43,13 @@ enum SQLStatementSplitter {
     }
 
     /// Index after the closing quote (a doubled quote is an escaped one).
-    private static func skipQuoted(_ bytes: [UInt8], from open: Int, quote: UInt8) -> Int {
+    private static func skipQuoted(_ bytes: [UInt8], from open: Int, quote: UInt8, backslashEscapes: Bool) -> Int {
         var index = open + 1
         while index < bytes.count {
+            if backslashEscapes && bytes[index] == UInt8(ascii: "\\") {
+                index += 2
+                continue
+            }
             if bytes[index] == quote {
                 if index + 1 < bytes.count && bytes[index + 1] == quote {
                     index += 2
@@ -60,7 +65,10 @@ enum SQLStatementSplitter {
     /// Index after a `$tag$…$tag$` body, or after the `$` when it does not open one (e.g. `$1`).
     private static func skipDollarQuoted(_ bytes: [UInt8], from open: Int) -> Int {
         var tagEnd = open + 1
-        while tagEnd < bytes.count, bytes[tagEnd] == UInt8(ascii: "_") || (bytes[tagEnd] | 0x20 >= UInt8(ascii: "a") && bytes[tagEnd] | 0x20 <= UInt8(ascii: "z")) {
+        while tagEnd < bytes.count,
+            bytes[tagEnd] == UInt8(ascii: "_") || (bytes[tagEnd] | 0x20 >= UInt8(ascii: "a") && bytes[tagEnd] | 0x20 <= UInt8(ascii: "z"))
+                || (tagEnd > open + 1 && bytes[tagEnd] >= UInt8(ascii: "0") && bytes[tagEnd] <= UInt8(ascii: "9"))
+        {
             tagEnd += 1
         }
         guard tagEnd < bytes.count, bytes[tagEnd] == UInt8(ascii: "$") else { return open + 1 }
