@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "swarmdeck", targets: ["swarmdeck"]),
+        .executable(name: "ingest", targets: ["Ingest"]),
         .library(name: "Contracts", targets: ["Contracts"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
     ],
@@ -21,6 +22,7 @@ let package = Package(
             from: "1.0.0",
             traits: [.defaults, "CommandLineArguments"]
         ),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
@@ -66,12 +68,40 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "Ingest",
+            dependencies: [
+                "Contracts",
+                "ServiceKit",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "swarmdeck",
             dependencies: [
                 "CNATS",
                 "Contracts",
                 "ServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IngestTests",
+            dependencies: [
+                "Contracts",
+                "Ingest",
+                "ServiceKit",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,52 @@
+import Configuration
+import Contracts
+import Hummingbird
+import Logging
+import PostgresNIO
+import ServiceKit
+
+extension SettingKey {
+    static let ingestSchema = SettingKey("ingest.schema", "the Postgres schema ingest owns", default: "ingest")
+}
+
+/// Assembles the ingest service: Postgres (its schema migrated before the server starts),
+/// NATS, the group-commit writer, the routes.
+func buildApplication(reader: ConfigReader) async throws -> some ApplicationProtocol {
+    var logger = Logger(label: "ingest")
+    logger.logLevel = try reader.logLevel()
+    let settings = try IngestSettings(reader: reader)
+    let schema: String = try reader.setting(.ingestSchema)
+    let migrator = try Migrator(schema: schema, migrations: IngestMigrations.all)
+
+    var postgresConfiguration = try reader.postgresConfiguration()
+    // Unqualified table names resolve to the service's own schema.
+    postgresConfiguration.options.additionalStartupParameters = [("search_path", schema)]
+    // Fail fast when Postgres is down, so clients get 503 instead of a long wait.
+    postgresConfiguration.options.connectTimeout = .seconds(2)
+    let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
+
+    let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: "ingest"))
+    let publisher = EventPublisher(connection: nats, subjects: try reader.subjects(), logger: logger)
+    let writer = EventLogWriter(log: EventLog(client: postgres, logger: logger), publisher: publisher, settings: settings, logger: logger)
+    let controller = IngestController(
+        keys: IngestKeyStore(client: postgres, logger: logger, cacheLifetime: .seconds(settings.keyCacheSeconds)),
+        writer: writer,
+        settings: settings,
+        verifier: try await reader.accessTokenVerifier()
+    )
+
+    let router = Router.service()
+    router.addOperationalRoutes(readiness: [.nats(nats), .postgres(postgres)])
+    controller.addRoutes(to: router)
+
+    var application = Application(
+        router: router,
+        configuration: try reader.applicationConfiguration(serverName: "ingest", defaultPort: 8081),
+        services: [postgres, NATSService(connection: nats)],
+        logger: logger
+    )
+    application.beforeServerStarts { [logger] in
+        try await migrator.migrate(postgres, logger: logger)
+    }
+    return application
+}

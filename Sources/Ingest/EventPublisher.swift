@@ -1,0 +1,55 @@
+import Contracts
+import Logging
+import Metrics
+import ServiceKit
+import SwiftProtobuf
+
+/// Publishes committed events on the live feed: one `EventEnvelope` per event on its subject,
+/// carrying the frame rendered at commit.
+struct EventPublisher: Sendable {
+    let connection: NATSConnection
+    let subjects: Subjects
+    let logger: Logger
+    private let failures = Counter(label: "ingest_publish_failures_total")
+    private let published = Counter(label: "ingest_events_published_total")
+
+    init(connection: NATSConnection, subjects: Subjects, logger: Logger) {
+        self.connection = connection
+        self.subjects = subjects
+        self.logger = logger
+    }
+
+    /// Publishes in the order given (seq order). A failed publish is counted and logged, not
+    /// thrown: the event is committed, and consumers back-fill a seq gap from the log.
+    func publish(tenant: String, events: [CommittedEvent], committedAtNanoseconds: Int64, requestID: String) {
+        var failed = 0
+        for committed in events {
+            var envelope = BusEventEnvelope()
+            envelope.tenantID = tenant
+            envelope.seq = committed.seq
+            envelope.msgID = committed.event.msgID
+            envelope.swarmID = committed.event.swarmID
+            envelope.agentID = committed.event.agentID
+            envelope.kind = committed.event.kind
+            envelope.severity = committed.event.severity
+            envelope.occurredUnixNano = committed.event.occurredAtMilliseconds * 1_000_000
+            envelope.committedUnixNano = committedAtNanoseconds
+            envelope.frame = Data(committed.frame)
+            envelope.requestID = requestID
+            do {
+                let bytes: [UInt8] = try envelope.serializedBytes()
+                let subject = self.subjects.event(tenant: tenant, swarm: committed.event.swarmID, agent: committed.event.agentID, kind: committed.event.kind)
+                try self.connection.publish(bytes, to: subject)
+            } catch {
+                failed += 1
+            }
+        }
+        self.published.increment(by: events.count - failed)
+        if failed > 0 {
+            self.failures.increment(by: failed)
+            self.logger.warning("events committed but not published", metadata: ["tenant": "\(tenant)", "count": "\(failed)"])
+        }
+    }
+}
+
+import Foundation

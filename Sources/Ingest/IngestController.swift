@@ -1,0 +1,188 @@
+import Contracts
+import Foundation
+import Hummingbird
+import ServiceKit
+
+/// The ingest routes.
+///
+/// - `POST /v1/ingest/events` (ingest key): a native batch; answers per item.
+/// - `POST /v1/admin/ingest-keys`, `GET /v1/admin/ingest-keys`, `DELETE /v1/admin/ingest-keys/{keyId}`
+///   (access token with the `admin` scope): manage the caller's tenant's keys.
+struct IngestController: Sendable {
+    let keys: IngestKeyStore
+    let writer: EventLogWriter
+    let settings: IngestSettings
+    let verifier: AccessTokenVerifier
+
+    func addRoutes(to router: Router<ServiceRequestContext>) {
+        router.post("v1/ingest/events") { request, context in
+            try await self.ingest(request, context: context)
+        }
+        let admin = router.group("v1/admin/ingest-keys").add(middleware: AuthenticationMiddleware(verifier: self.verifier, requiring: .admin))
+        admin.post { request, context in
+            try await self.createKey(request, context: context)
+        }
+        admin.get { _, context in
+            KeyList(keys: try await self.keys.list(tenant: context.requireIdentity().tenant))
+        }
+        admin.delete(":keyId") { _, context -> HTTPResponse.Status in
+            let keyID = try context.parameters.require("keyId")
+            guard try await self.keys.revoke(keyID: keyID, tenant: context.requireIdentity().tenant) else {
+                throw ServiceKitError(.api(.notFound), "no such ingest key")
+            }
+            return .noContent
+        }
+    }
+
+    // MARK: Native batches
+
+    struct BatchResponse: ResponseEncodable {
+        struct Result: Encodable {
+            var msgId: String?
+            var status: String
+            var seq: Int64?
+            var reason: String?
+        }
+
+        var accepted: Int
+        var duplicates: Int
+        var rejected: Int
+        var results: [Result]
+    }
+
+    private func ingest(_ request: Request, context: ServiceRequestContext) async throws -> BatchResponse {
+        let tenant = try await self.authenticate(request)
+        guard request.headers[.contentType].map({ $0.lowercased().hasPrefix("application/json") }) ?? false else {
+            throw ServiceKitError(.api(.unsupportedMediaType), "send application/json")
+        }
+        let body = try await request.body.collect(upTo: self.settings.maxBodyBytes)
+        let batch: NativeBatch
+        do {
+            batch = try JSONDecoder().decode(NativeBatch.self, from: body)
+        } catch {
+            throw ServiceKitError(.api(.invalidRequest), "the body is not a batch: expected {\"events\": [ … ]} (\(Self.describe(error)))")
+        }
+        guard batch.events.count <= self.settings.maxBatchEvents else {
+            throw ServiceKitError(.api(.payloadTooLarge), "\(batch.events.count) events; at most \(self.settings.maxBatchEvents) per request")
+        }
+
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var prepared: [PreparedEvent] = []
+        var slots: [Int?] = []  // index into prepared, or nil when rejected
+        var results: [BatchResponse.Result] = []
+        prepared.reserveCapacity(batch.events.count)
+        for item in batch.events {
+            switch item.event {
+            case .failure(let error):
+                slots.append(nil)
+                results.append(.init(msgId: nil, status: "rejected", seq: nil, reason: Self.describe(error)))
+            case .success(let event):
+                do {
+                    prepared.append(try event.prepare(now: now, maxEventBytes: self.settings.maxEventBytes))
+                    slots.append(prepared.count - 1)
+                    results.append(.init(msgId: event.msgId, status: "accepted", seq: nil, reason: nil))
+                } catch {
+                    slots.append(nil)
+                    results.append(.init(msgId: event.msgId, status: "rejected", seq: nil, reason: error.reason))
+                }
+            }
+        }
+
+        let outcomes = try await self.writer.submit(tenant: tenant, events: prepared, requestID: context.requestID)
+        var response = BatchResponse(accepted: 0, duplicates: 0, rejected: 0, results: results)
+        for (index, slot) in slots.enumerated() {
+            guard let slot else {
+                response.rejected += 1
+                continue
+            }
+            switch outcomes[slot] {
+            case .accepted(let seq):
+                response.accepted += 1
+                response.results[index].seq = seq
+            case .duplicate(let seq):
+                response.duplicates += 1
+                response.results[index].status = "duplicate"
+                response.results[index].seq = seq
+            case .rejected(let reason):
+                response.rejected += 1
+                response.results[index].status = "rejected"
+                response.results[index].reason = reason
+            }
+        }
+        return response
+    }
+
+    private func authenticate(_ request: Request) async throws -> String {
+        guard let authorization = request.headers[.authorization] else {
+            throw ServiceKitError(.api(.authInvalid), "missing Authorization: Bearer <ingest key>")
+        }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw ServiceKitError(.api(.authInvalid), "the Authorization header must be Bearer <ingest key>")
+        }
+        return try await self.keys.authenticate(String(parts[1]))
+    }
+
+    /// A one-line reason for a decoding error, naming the field.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "malformed JSON" }
+        func path(_ context: DecodingError.Context) -> String {
+            let path = context.codingPath.reduce(into: "") { path, key in
+                if let index = key.intValue {
+                    path += "[\(index)]"
+                } else {
+                    path += (path.isEmpty ? "" : ".") + key.stringValue
+                }
+            }
+            return path.isEmpty ? "the body" : path
+        }
+        switch error {
+        case .typeMismatch(let type, let context): return "\(path(context)) must be \(Self.typeName(type))"
+        case .valueNotFound(let type, let context): return "\(path(context)) must be \(Self.typeName(type)), not null"
+        case .keyNotFound(let key, _): return "\(key.stringValue) is required"
+        case .dataCorrupted(let context): return "malformed JSON at \(path(context))"
+        @unknown default: return "malformed JSON"
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Double.Type, is Int64.Type, is Int.Type: "a number"
+        case is Bool.Type: "a boolean"
+        default: "of another type"
+        }
+    }
+
+    // MARK: Keys
+
+    struct CreateKeyRequest: Decodable {
+        var name: String
+    }
+
+    struct CreatedKey: ResponseEncodable {
+        var keyId: String
+        var key: String
+        var tenant: String
+        var name: String
+    }
+
+    private func createKey(_ request: Request, context: ServiceRequestContext) async throws -> EditedResponse<CreatedKey> {
+        let identity = try context.requireIdentity()
+        let body: CreateKeyRequest
+        do {
+            body = try JSONDecoder().decode(CreateKeyRequest.self, from: try await request.body.collect(upTo: 16 << 10))
+        } catch {
+            throw ServiceKitError(.api(.invalidRequest), "expected {\"name\": \"…\"} (\(Self.describe(error)))")
+        }
+        guard (1...200).contains(body.name.count) else {
+            throw ServiceKitError(.api(.invalidRequest), "name must be 1 to 200 characters", details: ["name": "1 to 200 characters"])
+        }
+        let (keyID, key) = try await self.keys.create(tenant: identity.tenant, name: body.name)
+        return EditedResponse(status: .created, response: CreatedKey(keyId: keyID, key: key, tenant: identity.tenant, name: body.name))
+    }
+}
+
+struct KeyList: ResponseEncodable {
+    var keys: [IngestKeyStore.KeyInfo]
+}

@@ -1,0 +1,46 @@
+import ServiceKit
+
+/// The `ingest` schema: tenants with their sequence counters, ingest keys, the event log and
+/// its de-duplication index.
+enum IngestMigrations {
+    static let all: [Migration] = [
+        Migration(
+            version: 1,
+            name: "tenants, keys, event log",
+            sql: """
+                CREATE TABLE tenants (
+                    tenant_id text PRIMARY KEY,
+                    -- The next per-tenant seq. Its row lock is what serializes a tenant's
+                    -- appends, so commit order is seq order.
+                    next_seq bigint NOT NULL DEFAULT 1,
+                    created_at timestamptz NOT NULL DEFAULT now()
+                );
+                CREATE TABLE ingest_keys (
+                    key_id text PRIMARY KEY,
+                    tenant_id text NOT NULL REFERENCES tenants (tenant_id),
+                    name text NOT NULL,
+                    -- SHA-256 of the secret; the secret itself is shown once, at creation.
+                    secret_sha256 bytea NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    revoked_at timestamptz
+                );
+                CREATE TABLE events (
+                    tenant_id text NOT NULL,
+                    seq bigint NOT NULL,
+                    msg_id text NOT NULL,
+                    swarm_id text NOT NULL,
+                    agent_id text NOT NULL,
+                    kind smallint NOT NULL,
+                    severity smallint NOT NULL,
+                    occurred_at timestamptz NOT NULL,
+                    committed_at timestamptz NOT NULL,
+                    -- The client frame as streamed (UTF-8 JSON), rendered once at commit.
+                    frame bytea NOT NULL,
+                    PRIMARY KEY (tenant_id, seq)
+                );
+                CREATE UNIQUE INDEX events_msg_id ON events (tenant_id, msg_id);
+                CREATE INDEX events_committed_at ON events (committed_at);
+                """
+        )
+    ]
+}

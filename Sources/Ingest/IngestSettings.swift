@@ -1,0 +1,38 @@
+import Configuration
+import ServiceKit
+
+/// Ingest's own configuration keys and their values.
+struct IngestSettings: Sendable {
+    /// Bodies over this are refused with 413 before they are read further.
+    var maxBodyBytes: Int
+    /// Events in one request; more is a 413.
+    var maxBatchEvents: Int
+    /// One event's encoded size; a larger one is rejected (the rest of the batch goes on).
+    var maxEventBytes: Int
+    /// Events accepted but not yet committed, across tenants; past it requests get 429.
+    var maxQueuedEvents: Int
+    /// Events committed in one transaction (requests queued behind it are grouped up to this).
+    var writeBatchEvents: Int
+    /// How long a positive ingest-key lookup is cached; revocation takes effect within it.
+    var keyCacheSeconds: Int
+
+    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .writeBatchEvents, .keyCacheSeconds]
+
+    init(reader: ConfigReader) throws(ServiceKitError) {
+        self.maxBodyBytes = try reader.setting(.maxBodyBytes, in: 1024...(256 << 20))
+        self.maxBatchEvents = try reader.setting(.maxBatchEvents, in: 1...100_000)
+        self.maxEventBytes = try reader.setting(.maxEventBytes, in: 256...(16 << 20))
+        self.maxQueuedEvents = try reader.setting(.maxQueuedEvents, in: 1...10_000_000)
+        self.writeBatchEvents = try reader.setting(.writeBatchEvents, in: 1...100_000)
+        self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
+    }
+}
+
+extension SettingKey {
+    static let maxBodyBytes = SettingKey("ingest.max-body-bytes", "request body limit in bytes (413 beyond)", default: "8388608")
+    static let maxBatchEvents = SettingKey("ingest.max-batch-events", "events per request (413 beyond)", default: "10000")
+    static let maxEventBytes = SettingKey("ingest.max-event-bytes", "one event's size in bytes (that event is rejected beyond)", default: "65536")
+    static let maxQueuedEvents = SettingKey("ingest.max-queued-events", "events waiting for commit across tenants (429 beyond)", default: "200000")
+    static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
+    static let keyCacheSeconds = SettingKey("ingest.key-cache-seconds", "seconds a verified ingest key is cached (revocation delay)", default: "10")
+}
