@@ -31,6 +31,7 @@ final class EventLogWriter: Sendable {
     private let publisher: EventPublisher
     private let maxQueuedEvents: Int
     private let writeBatchEvents: Int
+    private let commitTimeout: Duration
     private let logger: Logger
     private let transactionEvents = Recorder(label: "ingest_transaction_events")
     private let refused = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "queue_full")])
@@ -40,6 +41,7 @@ final class EventLogWriter: Sendable {
         self.publisher = publisher
         self.maxQueuedEvents = settings.maxQueuedEvents
         self.writeBatchEvents = settings.writeBatchEvents
+        self.commitTimeout = .seconds(settings.commitTimeoutSeconds)
         self.logger = logger
     }
 
@@ -91,6 +93,26 @@ final class EventLogWriter: Sendable {
         }
     }
 
+    /// The append, or 503 once `commitTimeout` passes: while Postgres is unreachable its pool
+    /// queues requests until a circuit breaker trips (a minute), which would hold clients
+    /// that long. The outcome of a timed-out append is left to the client's retry (duplicates).
+    private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> ([ItemOutcome], [CommittedEvent]) {
+        let timeout = self.commitTimeout
+        return try await withThrowingTaskGroup(of: ([ItemOutcome], [CommittedEvent]).self) { group in
+            group.addTask { try await self.log.append(tenant: tenant, events: events, committedAt: committedAt) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw ServiceKitError(
+                    .api(.serviceUnavailable),
+                    "the event log did not answer within \(timeout); retry (events already stored are then reported as duplicates)",
+                    retryAfterSeconds: 1
+                )
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
     private func commit(tenant: String, group: [Submission]) async {
         // The first occurrence of a msg_id in the group goes to the log; later ones are its
         // duplicates.
@@ -116,7 +138,7 @@ final class EventLogWriter: Sendable {
         let committedAt = Date()
         let result: Result<[ItemOutcome], any Error>
         do {
-            let (outcomes, committed) = try await self.log.append(tenant: tenant, events: unique, committedAt: committedAt)
+            let (outcomes, committed) = try await self.appendWithinDeadline(tenant: tenant, events: unique, committedAt: committedAt)
             self.transactionEvents.record(unique.count)
             self.publisher.publish(
                 tenant: tenant,

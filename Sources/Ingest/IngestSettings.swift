@@ -15,8 +15,10 @@ struct IngestSettings: Sendable {
     var writeBatchEvents: Int
     /// How long a positive ingest-key lookup is cached; revocation takes effect within it.
     var keyCacheSeconds: Int
+    /// How long a group's transaction may take before its requests get 503.
+    var commitTimeoutSeconds: Int
 
-    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .writeBatchEvents, .keyCacheSeconds]
+    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds]
 
     init(reader: ConfigReader) throws(ServiceKitError) {
         self.maxBodyBytes = try reader.setting(.maxBodyBytes, in: 1024...(256 << 20))
@@ -25,6 +27,7 @@ struct IngestSettings: Sendable {
         self.maxQueuedEvents = try reader.setting(.maxQueuedEvents, in: 1...10_000_000)
         self.writeBatchEvents = try reader.setting(.writeBatchEvents, in: 1...100_000)
         self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
+        self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
     }
 }
 
@@ -34,5 +37,6 @@ extension SettingKey {
     static let maxEventBytes = SettingKey("ingest.max-event-bytes", "one event's size in bytes (that event is rejected beyond)", default: "65536")
     static let maxQueuedEvents = SettingKey("ingest.max-queued-events", "events waiting for commit across tenants (429 beyond)", default: "200000")
     static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
+    static let commitTimeoutSeconds = SettingKey("ingest.commit-timeout-seconds", "seconds a transaction may take before its requests get 503", default: "5")
     static let keyCacheSeconds = SettingKey("ingest.key-cache-seconds", "seconds a verified ingest key is cached (revocation delay)", default: "10")
 }

@@ -5,6 +5,6 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks (build with -c release for meaningful figures).",
-        subcommands: [NATSBench.self]
+        subcommands: [NATSBench.self, IngestBench.self]
     )
 }

@@ -50,6 +50,8 @@ CONF
   export SWARMDECK_TEST_DATABASE_URL="postgres://swarmdeck:swarmdeck@127.0.0.1:$pg_port/swarmdeck_test"
   # Tests start (and kill) extra nats-servers of their own.
   export SWARMDECK_NATS_SERVER_BIN="$nats_bin"
+  # ... and Postgres clusters of their own, to stop and restart.
+  export SWARMDECK_PG_BIN="$PG_BIN"
   # Their stores live under DIR/tmp, so infra_stop can find and stop them even
   # when a crashing test process could not.
   mkdir -p "$dir/tmp"
@@ -61,8 +63,9 @@ CONF
 # is safe in a trap after a partial start.
 infra_stop() {
   local dir=$1 pid i
-  # nats-servers the tests started themselves (stores under DIR/tmp).
+  # Servers the tests started themselves (nats stores and Postgres data under DIR/tmp).
   pkill -KILL -f -- "-sd $dir/tmp/" 2>/dev/null || true
+  pkill -KILL -f -- "-D $dir/tmp/" 2>/dev/null || true
   if [[ -f $dir/pg/postmaster.pid ]]; then
     as_pg "$PG_BIN/pg_ctl" stop -m fast -w -D "$dir/pg" >/dev/null 2>&1 ||
       log "postgres stop failed (log: $dir/pg.log)"

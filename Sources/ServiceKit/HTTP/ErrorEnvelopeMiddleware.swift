@@ -19,8 +19,10 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch {
             let (status, body) = Self.envelope(for: error, requestID: context.requestID)
-            if body.code == .serverError || body.code == .serviceUnavailable {
+            if body.code == .serverError {
                 context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
+            } else if body.code == .serviceUnavailable {
+                context.logger.warning("request failed: dependency unavailable", metadata: ["error": "\(String(reflecting: error))"])
             } else {
                 context.logger.debug("request refused", metadata: ["code": "\(body.code.rawValue)", "reason": "\(body.message)"])
             }

@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import ServiceKit
+
+/// `swarmdeck bench ingest`: ingest's sustained rate beside a raw `COPY` of the same rows, and
+/// its acknowledgement latency at half that rate, in one run.
+struct IngestBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest",
+        abstract: "Ingest at full load, at half load, and raw COPY of as many rows into a copy of the events table, side by side."
+    )
+
+    @Option(help: "Base URL of ingest or the edge.")
+    var url = "http://127.0.0.1:8080"
+
+    @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
+    var key: String?
+
+    @Option(help: "Postgres URL of ingest's database (default: $SWARMDECK_DATABASE_URL).")
+    var databaseURL: String?
+
+    @Option(help: "Ingest's schema.")
+    var schema = "ingest"
+
+    @Option(help: "Concurrent connections.")
+    var connections = 8
+
+    @Option(help: "Events per request.")
+    var batch = 1000
+
+    @Option(help: "Events per request in the half-load phase (smaller batches, lower latency).")
+    var latencyBatch = 100
+
+    @Option(help: "Seconds per load phase.")
+    var duration: Double = 10
+
+    func run() async throws {
+        let key = try resolveIngestKey(self.key)
+        guard let databaseURL = self.databaseURL ?? ProcessInfo.processInfo.environment["SWARMDECK_DATABASE_URL"] else {
+            throw ValidationError("no database URL: pass --database-url or source .swarmdeck/local.env")
+        }
+        guard self.schema.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { throw ValidationError("bad schema name") }
+
+        print("ingest bench: \(self.connections) connections, batch \(self.batch), \(self.duration) s per phase, \(self.url)")
+        let full = try await IngestLoad(url: self.url, key: key, connections: self.connections, batch: self.batch, rate: 0, duration: .seconds(self.duration)).run()
+        print(full.printed(title: "full load"))
+        let halfRate = full.eventsPerSecond / 2
+        let half = try await IngestLoad(url: self.url, key: key, connections: self.connections, batch: self.latencyBatch, rate: halfRate, duration: .seconds(self.duration)).run()
+        print(half.printed(title: String(format: "half load (%.0f events/s target, batch %d)", halfRate, self.latencyBatch)))
+
+        let rows = max(full.accepted, 10_000)
+        let copyRate: Double
+        do {
+            copyRate = try await self.copyRate(rows: rows, databaseURL: databaseURL)
+        } catch {
+            throw ValidationError("COPY failed: \(String(reflecting: error))")
+        }
+        print(String(format: "raw COPY: %.0f rows/s (%d rows into a copy of %@.events with its indexes)", copyRate, rows, self.schema))
+        print(String(format: "ratio ingest/COPY: %.2f", full.eventsPerSecond / copyRate))
+    }
+
+    /// Rows per second of `COPY … FROM STDIN` of `rows` rows shaped like ingest's.
+    private func copyRate(rows: Int, databaseURL: String) async throws -> Double {
+        let client = PostgresClient(configuration: try PostgresClient.Configuration(url: databaseURL, maxConnections: 2))
+        return try await withThrowingTaskGroup(of: Double?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            let logger = Logger(label: "bench")
+            let table = "\(self.schema).bench_copy"
+            try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+            try await client.query("CREATE TABLE \(unescaped: table) (LIKE \(unescaped: self.schema).events INCLUDING ALL)")
+            let frame = "\\\\x" + Array(#"{"type":"log","ts":1763780000000,"swarmId":"load","agentId":"agent-1","severity":"info","level":"info","message":"load test event 1"}"#.utf8)
+                .map { String(format: "%02x", $0) }.joined()
+            let start = ContinuousClock.now
+            try await client.withConnection { connection in
+                // copyFrom quotes the table name as one identifier: name it via search_path.
+                try await connection.query("SET search_path TO \(unescaped: self.schema)", logger: logger)
+                try await connection.copyFrom(table: "bench_copy", logger: logger) { writer in
+                    var buffer = ByteBuffer()
+                    for row in 0..<rows {
+                        buffer.writeString("bench\t\(row + 1)\tcopy-\(row)\tload\tagent-\(row % 8)\t2\t3\t2026-11-22 00:00:00+00\t2026-11-22 00:00:00+00\t\(frame)\n")
+                        if buffer.readableBytes > 1 << 20 {
+                            try await writer.write(buffer)
+                            buffer.clear()
+                        }
+                    }
+                    if buffer.readableBytes > 0 { try await writer.write(buffer) }
+                }
+            }
+            let elapsed = ContinuousClock.now - start
+            try await client.query("DROP TABLE \(unescaped: table)")
+            return Double(rows) / elapsed.secondsDouble
+        }
+    }
+}

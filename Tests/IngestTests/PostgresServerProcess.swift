@@ -1,0 +1,115 @@
+import Foundation
+
+/// A Postgres cluster of the test's own, to stop and restart under a running service.
+/// Runs as the `postgres` user when the tests run as root (Postgres refuses root).
+final class PostgresServerProcess: @unchecked Sendable {
+    let port: Int
+    let directory: URL
+    private let binaries: String
+
+    init() throws {
+        self.binaries = ProcessInfo.processInfo.environment["SWARMDECK_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
+        self.port = try Self.freePort()
+        self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        try self.asPostgres(["chown", "postgres", self.directory.path], asRoot: true)
+        try self.asPostgres(["\(self.binaries)/initdb", "-D", self.dataPath, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C"])
+        let settings = "listen_addresses = '127.0.0.1'\nport = \(self.port)\nunix_socket_directories = '\(self.directory.path)'\nfsync = off\n"
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: self.dataPath + "/postgresql.conf"))
+        handle.seekToEndOfFile()
+        handle.write(Data(settings.utf8))
+        try handle.close()
+    }
+
+    var url: String { "postgres://postgres@127.0.0.1:\(self.port)/postgres" }
+    private var dataPath: String { self.directory.path + "/data" }
+
+    // Run in the foreground as our child: waiting on a daemonizing pg_ctl hung under Foundation's
+    // Process (the postmaster keeps a descriptor Process waits on).
+    private var server: Process?
+
+    func start() throws {
+        let process = Process()
+        let command = ["\(self.binaries)/postgres", "-D", self.dataPath]
+        if getuid() == 0 {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+            process.arguments = ["-u", "postgres", "--"] + command
+        } else {
+            process.executableURL = URL(fileURLWithPath: command[0])
+            process.arguments = Array(command.dropFirst())
+        }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.server = process
+        try self.waitForPort(open: true)
+    }
+
+    /// Stops at once (SIGQUIT to the postmaster: immediate shutdown), as a crash would.
+    func stop() throws {
+        let pidFile = try String(contentsOfFile: self.dataPath + "/postmaster.pid", encoding: .utf8)
+        guard let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else { throw POSIXError(.ESRCH) }
+        kill(pid, SIGQUIT)
+        try self.waitForPort(open: false)
+        self.server?.waitUntilExit()
+        self.server = nil
+    }
+
+    private func waitForPort(open: Bool) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(self.port).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(socketFD)
+            if (connected == 0) == open {
+                if open { usleep(200_000) }  // accepting TCP a moment before it accepts logins
+                return
+            }
+            usleep(50_000)
+        }
+        throw POSIXError(.ETIMEDOUT)
+    }
+
+    deinit {
+        if self.server != nil { try? self.stop() }
+        try? FileManager.default.removeItem(at: self.directory)
+    }
+
+    private func asPostgres(_ command: [String], asRoot: Bool = false) throws {
+        let process = Process()
+        if getuid() == 0 && !asRoot {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+            process.arguments = ["-u", "postgres", "--"] + command
+        } else if asRoot && getuid() != 0 {
+            return  // not root: the directory is already ours
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = command
+        }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "\(command.joined(separator: " ")) exited \(process.terminationStatus)"])
+        }
+    }
+
+    private static func freePort() throws -> Int {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socketFD) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
