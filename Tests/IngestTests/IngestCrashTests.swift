@@ -1,0 +1,119 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import PostgresNIO
+import ServiceKit
+import Testing
+
+@Suite("Ingest killed mid-load (live, the real executable)")
+struct IngestCrashTests {
+    /// The `ingest` executable built beside the test bundle.
+    static var executable: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ingest")
+    }
+
+    @Test("kill -9 during a load run: every acknowledged event is in the log")
+    func killNine() async throws {
+        let harness = try await IngestHarness()
+        let port = try Self.freePort()
+        let process = Process()
+        process.executableURL = Self.executable
+        var environment = try harness.environment
+        environment["HTTP_PORT"] = String(port)
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+        let base = "http://127.0.0.1:\(port)"
+        #expect(try await Self.waitReady(base))
+        let admin = try await harness.adminToken()
+        let key = try await Self.createKey(base: base, token: admin)
+
+        // Writers post until the process dies; each remembers what was acknowledged.
+        let acknowledged = try await withThrowingTaskGroup(of: [String].self) { group in
+            for writer in 0..<4 {
+                group.addTask {
+                    var acked: [String] = []
+                    for round in 0..<10_000 {
+                        let ids = (0..<50).map { "k\(writer)-\(round)-\($0)" }
+                        let body = try JSONSerialization.data(withJSONObject: ["events": ids.map { logEvent($0) }])
+                        var request = URLRequest(url: URL(string: base + "/v1/ingest/events")!)
+                        request.httpMethod = "POST"
+                        request.httpBody = body
+                        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+                        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                        request.timeoutInterval = 5
+                        guard let (_, response) = try? await URLSession.shared.data(for: request),
+                            (response as? HTTPURLResponse)?.statusCode == 200
+                        else { return acked }  // the server is gone: stop
+                        acked += ids
+                    }
+                    return acked
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(1500))
+                kill(process.processIdentifier, SIGKILL)
+                return []
+            }
+            return try await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(acknowledged.count > 0)
+
+        let postgres = PostgresClient(configuration: try PostgresClient.Configuration(url: try harness.environment["POSTGRES_URL"]!, maxConnections: 2))
+        let running = Task { await postgres.run() }
+        defer { running.cancel() }
+        let rows = try await postgres.query(
+            "SELECT msg_id FROM \(unescaped: harness.schema).events WHERE tenant_id = \(harness.tenant)"
+        )
+        var stored = Set<String>()
+        for try await msgID in rows.decode(String.self) { stored.insert(msgID) }
+        let missing = acknowledged.filter { !stored.contains($0) }
+        #expect(missing.isEmpty, "acknowledged but not stored: \(missing.prefix(5))")
+        // Seqs stay contiguous whatever was cut off.
+        let gaps = try await postgres.query(
+            "SELECT count(*)::int, max(seq)::int FROM \(unescaped: harness.schema).events WHERE tenant_id = \(harness.tenant)"
+        )
+        for try await (count, high) in gaps.decode((Int, Int).self) { #expect(count == high) }
+    }
+
+    static func waitReady(_ base: String) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let (_, response) = try? await URLSession.shared.data(from: URL(string: base + "/readyz")!),
+                (response as? HTTPURLResponse)?.statusCode == 200
+            {
+                return true
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    static func createKey(base: String, token: String) async throws -> String {
+        var request = URLRequest(url: URL(string: base + "/v1/admin/ingest-keys")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"name":"crash test"}"#.utf8)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        let (data, _) = try await URLSession.shared.data(for: request)
+        return try JSONDecoder().decode(CreatedKey.self, from: data).key
+    }
+
+    static func freePort() throws -> Int {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socketFD) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
