@@ -56,26 +56,26 @@ struct IngestController: Sendable {
             throw ServiceKitError(.api(.unsupportedMediaType), "send application/json")
         }
         let body = try await request.body.collect(upTo: self.settings.maxBodyBytes)
-        let batch: NativeBatch
+        let events: [Result<NativeEvent, Rejection>]
         do {
-            batch = try JSONDecoder().decode(NativeBatch.self, from: body)
+            events = try NativeBatchParser.parse(Array(buffer: body))
         } catch {
-            throw ServiceKitError(.api(.invalidRequest), "the body is not a batch: expected {\"events\": [ … ]} (\(Self.describe(error)))")
+            throw ServiceKitError(.api(.invalidRequest), "the body is not a batch: expected {\"events\": [ … ]} (\(error.reason))")
         }
-        guard batch.events.count <= self.settings.maxBatchEvents else {
-            throw ServiceKitError(.api(.payloadTooLarge), "\(batch.events.count) events; at most \(self.settings.maxBatchEvents) per request")
+        guard events.count <= self.settings.maxBatchEvents else {
+            throw ServiceKitError(.api(.payloadTooLarge), "\(events.count) events; at most \(self.settings.maxBatchEvents) per request")
         }
 
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         var prepared: [PreparedEvent] = []
         var slots: [Int?] = []  // index into prepared, or nil when rejected
         var results: [BatchResponse.Result] = []
-        prepared.reserveCapacity(batch.events.count)
-        for item in batch.events {
-            switch item.event {
-            case .failure(let error):
+        prepared.reserveCapacity(events.count)
+        for item in events {
+            switch item {
+            case .failure(let rejection):
                 slots.append(nil)
-                results.append(.init(msgId: nil, status: "rejected", seq: nil, reason: Self.describe(error)))
+                results.append(.init(msgId: nil, status: "rejected", seq: nil, reason: rejection.reason))
             case .success(let event):
                 do {
                     prepared.append(try event.prepare(now: now, maxEventBytes: self.settings.maxEventBytes))

@@ -1,24 +1,6 @@
 import Contracts
 import Foundation
 
-/// The body of `POST /v1/ingest/events`.
-struct NativeBatch: Decodable {
-    var events: [Item]
-
-    /// One event; a malformed one is kept as its decoding error so the rest of the batch goes on.
-    struct Item: Decodable {
-        var event: Result<NativeEvent, any Error>
-
-        init(from decoder: any Decoder) throws {
-            do {
-                self.event = .success(try NativeEvent(from: decoder))
-            } catch {
-                self.event = .failure(error)
-            }
-        }
-    }
-}
-
 /// One event of a native batch. `kind` decides which fields apply:
 ///
 /// | kind | fields |
@@ -32,11 +14,11 @@ struct NativeBatch: Decodable {
 ///
 /// Every kind takes `msgId`, `swarmId`, `agentId`, `ts` (Unix milliseconds, default now),
 /// `severity` (trace…fatal; default by kind) and `attrs` (any JSON object).
-struct NativeEvent: Decodable {
-    var msgId: String
-    var swarmId: String
-    var agentId: String
-    var kind: String
+struct NativeEvent {
+    var msgId: String?
+    var swarmId: String?
+    var agentId: String?
+    var kind: String?
     var ts: Double?
     var severity: String?
     var message: String?
@@ -73,12 +55,15 @@ extension NativeEvent {
 
     /// Validates and renders the event.
     func prepare(now: Int64, maxEventBytes: Int) throws(Rejection) -> PreparedEvent {
-        for (field, value) in [("msgId", self.msgId), ("swarmId", self.swarmId), ("agentId", self.agentId)] {
+        guard let msgId = self.msgId, let swarmId = self.swarmId, let agentId = self.agentId, let kindName = self.kind else {
+            throw Rejection(reason: "msgId, swarmId, agentId and kind are required")
+        }
+        for (field, value) in [("msgId", msgId), ("swarmId", swarmId), ("agentId", agentId)] {
             guard !value.isEmpty, value.utf8.count <= Self.maxIdentifierBytes else {
                 throw Rejection(reason: "\(field) must be 1 to \(Self.maxIdentifierBytes) bytes")
             }
         }
-        guard let kind = BusEventKind(nativeName: self.kind) else {
+        guard let kind = BusEventKind(nativeName: kindName) else {
             throw Rejection(reason: "kind must be one of log, trace, metric, state, tool_call, usage")
         }
         let occurred: Int64
@@ -105,9 +90,9 @@ extension NativeEvent {
         writer.key("ts")
         writer.integer(occurred)
         writer.key("swarmId")
-        writer.string(self.swarmId)
+        writer.string(swarmId)
         writer.key("agentId")
-        writer.string(self.agentId)
+        writer.string(agentId)
         writer.key("severity")
         writer.string(severity.name)
         try self.writeKindFields(kind, severity: severity, into: &writer)
@@ -120,9 +105,9 @@ extension NativeEvent {
             throw Rejection(reason: "event is \(writer.bytes.count) bytes; the limit is \(maxEventBytes)")
         }
         return PreparedEvent(
-            msgID: self.msgId,
-            swarmID: self.swarmId,
-            agentID: self.agentId,
+            msgID: msgId,
+            swarmID: swarmId,
+            agentID: agentId,
             kind: kind,
             severity: severity,
             occurredAtMilliseconds: occurred,
@@ -191,7 +176,7 @@ extension NativeEvent {
             writer.integer(outputTokens)
             if let costUsd { writer.key("costUsd"); writer.number(costUsd) }
         default:
-            throw Rejection(reason: "kind \(self.kind) cannot be sent as a native event")
+            throw Rejection(reason: "kind \(self.kind ?? "") cannot be sent as a native event")
         }
     }
 }
