@@ -20,7 +20,15 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
 
     var postgresConfiguration = try reader.postgresConfiguration()
     // Unqualified table names resolve to the service's own schema.
-    postgresConfiguration.options.additionalStartupParameters = [("search_path", schema)]
+    // Server-side limits matching the commit deadline: postgres-nio does not cancel a running
+    // query, so a lock wait or a stuck statement must end on the server's side.
+    let statementMilliseconds = String(settings.commitTimeoutSeconds * 1000)
+    postgresConfiguration.options.additionalStartupParameters = [
+        ("search_path", schema),
+        ("statement_timeout", statementMilliseconds),
+        ("lock_timeout", statementMilliseconds),
+        ("idle_in_transaction_session_timeout", String(settings.commitTimeoutSeconds * 2000)),
+    ]
     // Fail fast when Postgres is down, so clients get 503 instead of a long wait.
     postgresConfiguration.options.connectTimeout = .seconds(2)
     let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
@@ -29,7 +37,12 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
     let publisher = EventPublisher(connection: nats, subjects: try reader.subjects(), logger: logger)
     let writer = EventLogWriter(log: EventLog(client: postgres, logger: logger), publisher: publisher, settings: settings, logger: logger)
     let controller = IngestController(
-        keys: IngestKeyStore(client: postgres, logger: logger, cacheLifetime: .seconds(settings.keyCacheSeconds)),
+        keys: IngestKeyStore(
+            client: postgres,
+            logger: logger,
+            cacheLifetime: .seconds(settings.keyCacheSeconds),
+            lookupTimeout: .seconds(settings.commitTimeoutSeconds)
+        ),
         writer: writer,
         settings: settings,
         verifier: try await reader.accessTokenVerifier()

@@ -99,7 +99,13 @@ final class EventLogWriter: Sendable {
     private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> ([ItemOutcome], [CommittedEvent]) {
         let timeout = self.commitTimeout
         return try await withThrowingTaskGroup(of: ([ItemOutcome], [CommittedEvent]).self) { group in
-            group.addTask { try await self.log.append(tenant: tenant, events: events, committedAt: committedAt) }
+            group.addTask {
+                // Published here, not by the caller: a commit that completes after the deadline
+                // (the client got 503) is still on the live feed.
+                let (outcomes, committed) = try await self.log.append(tenant: tenant, events: events, committedAt: committedAt)
+                self.publisher.publish(tenant: tenant, events: committed, committedAtNanoseconds: Int64(committedAt.timeIntervalSince1970 * 1e9))
+                return (outcomes, committed)
+            }
             group.addTask {
                 try await Task.sleep(for: timeout)
                 throw ServiceKitError(
@@ -121,7 +127,8 @@ final class EventLogWriter: Sendable {
         var positions: [[Int]] = []
         for submission in group {
             var mine: [Int] = []
-            for event in submission.events {
+            for var event in submission.events {
+                event.requestID = submission.requestID
                 if let index = firstIndex[event.msgID] {
                     mine.append(-1 - index)
                 } else {
@@ -138,17 +145,13 @@ final class EventLogWriter: Sendable {
         let committedAt = Date()
         let result: Result<[ItemOutcome], any Error>
         do {
-            let (outcomes, committed) = try await self.appendWithinDeadline(tenant: tenant, events: unique, committedAt: committedAt)
+            let (outcomes, _) = try await self.appendWithinDeadline(tenant: tenant, events: unique, committedAt: committedAt)
             self.transactionEvents.record(unique.count)
-            self.publisher.publish(
-                tenant: tenant,
-                events: committed,
-                committedAtNanoseconds: Int64(committedAt.timeIntervalSince1970 * 1e9),
-                requestID: group[0].requestID
-            )
             result = .success(outcomes)
         } catch let error as ServiceKitError {
             result = .failure(error)
+        } catch let error as PostgresTransactionError where error.closureError is ServiceKitError {
+            result = .failure(error.closureError as! ServiceKitError)
         } catch {
             self.logger.error("event log append failed", metadata: ["tenant": "\(tenant)", "error": "\(String(reflecting: error))"])
             result = .failure(

@@ -21,7 +21,7 @@ struct EventPublisher: Sendable {
 
     /// Publishes in the order given (seq order). A failed publish is counted and logged, not
     /// thrown: the event is committed, and consumers back-fill a seq gap from the log.
-    func publish(tenant: String, events: [CommittedEvent], committedAtNanoseconds: Int64, requestID: String) {
+    func publish(tenant: String, events: [CommittedEvent], committedAtNanoseconds: Int64) {
         var failed = 0
         for committed in events {
             var envelope = BusEventEnvelope()
@@ -35,7 +35,7 @@ struct EventPublisher: Sendable {
             envelope.occurredUnixNano = committed.event.occurredAtMilliseconds * 1_000_000
             envelope.committedUnixNano = committedAtNanoseconds
             envelope.frame = Data(committed.frame)
-            envelope.requestID = requestID
+            envelope.requestID = committed.event.requestID
             do {
                 let bytes: [UInt8] = try envelope.serializedBytes()
                 let subject = self.subjects.event(tenant: tenant, swarm: committed.event.swarmID, agent: committed.event.agentID, kind: committed.event.kind)

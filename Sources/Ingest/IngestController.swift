@@ -75,7 +75,7 @@ struct IngestController: Sendable {
             switch item {
             case .failure(let rejection):
                 slots.append(nil)
-                results.append(.init(msgId: nil, status: "rejected", seq: nil, reason: rejection.reason))
+                results.append(.init(msgId: rejection.msgId, status: "rejected", seq: nil, reason: rejection.reason))
             case .success(let event):
                 do {
                     prepared.append(try event.prepare(now: now, maxEventBytes: self.settings.maxEventBytes))

@@ -24,12 +24,14 @@ final class IngestKeyStore: Sendable {
     let client: PostgresClient
     let logger: Logger
     let cacheLifetime: Duration
+    let lookupTimeout: Duration
     private let cache = Mutex<[String: CachedKey]>([:])
 
-    init(client: PostgresClient, logger: Logger, cacheLifetime: Duration) {
+    init(client: PostgresClient, logger: Logger, cacheLifetime: Duration, lookupTimeout: Duration) {
         self.client = client
         self.logger = logger
         self.cacheLifetime = cacheLifetime
+        self.lookupTimeout = lookupTimeout
     }
 
     /// Creates a key for `tenant` (creating the tenant if new); returns its id and the full key.
@@ -87,15 +89,9 @@ final class IngestKeyStore: Sendable {
             guard Self.constantTimeEqual(cached.digest, digest) else { throw ServiceKitError(.api(.authInvalid), "unknown or revoked ingest key") }
             return cached.tenant
         }
-        var found: (String, [UInt8])?
+        let found: (String, [UInt8])?
         do {
-            let rows = try await self.client.query(
-                "SELECT tenant_id, secret_sha256 FROM ingest_keys WHERE key_id = \(keyID) AND revoked_at IS NULL",
-                logger: self.logger
-            )
-            for try await (tenant, stored) in rows.decode((String, ByteBuffer).self) {
-                found = (tenant, Array(buffer: stored))
-            }
+            found = try await self.lookup(keyID: keyID)
         } catch {
             throw ServiceKitError(.api(.serviceUnavailable), "ingest keys cannot be checked right now", retryAfterSeconds: 1)
         }
@@ -104,6 +100,34 @@ final class IngestKeyStore: Sendable {
         }
         self.cache.withLock { $0[keyID] = CachedKey(tenant: tenant, digest: stored, expires: now + self.cacheLifetime) }
         return tenant
+    }
+
+    /// The key's tenant and digest, or nil; gives up after the lookup timeout (the pool would
+    /// otherwise hold the request while Postgres is unreachable).
+    private func lookup(keyID: String) async throws -> (String, [UInt8])? {
+        let timeout = self.lookupTimeout
+        return try await withThrowingTaskGroup(of: (String, [UInt8])??.self) { group in
+            group.addTask {
+                var found: (String, [UInt8])?
+                let rows = try await self.client.query(
+                    "SELECT tenant_id, secret_sha256 FROM ingest_keys WHERE key_id = \(keyID) AND revoked_at IS NULL",
+                    logger: self.logger
+                )
+                for try await (tenant, stored) in rows.decode((String, ByteBuffer).self) {
+                    found = (tenant, Array(buffer: stored))
+                }
+                return .some(found)
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let answer = try await group.next(), let found = answer else {
+                throw ServiceKitError(.api(.serviceUnavailable), "ingest keys cannot be checked right now", retryAfterSeconds: 1)
+            }
+            return found
+        }
     }
 
     private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {

@@ -28,6 +28,12 @@ struct IngestSettings: Sendable {
         self.writeBatchEvents = try reader.setting(.writeBatchEvents, in: 1...100_000)
         self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
+        guard self.maxQueuedEvents >= self.maxBatchEvents else {
+            throw ServiceKitError(
+                .configuration,
+                "\(SettingKey.maxQueuedEvents) (\(self.maxQueuedEvents)) must be at least \(SettingKey.maxBatchEvents) (\(self.maxBatchEvents)), or full batches would always get 429"
+            )
+        }
     }
 }
 

@@ -48,6 +48,8 @@ struct NativeEvent {
 /// Why an event was rejected.
 struct Rejection: Error {
     var reason: String
+    /// The event's msgId, when it could be read.
+    var msgId: String?
 }
 
 extension NativeEvent {
@@ -61,6 +63,9 @@ extension NativeEvent {
         for (field, value) in [("msgId", msgId), ("swarmId", swarmId), ("agentId", agentId)] {
             guard !value.isEmpty, value.utf8.count <= Self.maxIdentifierBytes else {
                 throw Rejection(reason: "\(field) must be 1 to \(Self.maxIdentifierBytes) bytes")
+            }
+            guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
+                throw Rejection(reason: "\(field) must not contain control characters")
             }
         }
         guard let kind = BusEventKind(nativeName: kindName) else {

@@ -11,6 +11,9 @@ struct NativeBatchParser {
 
     private let bytes: [UInt8]
     private var index = 0
+    private var depth = 0
+    /// Nesting deeper than this is refused (recursion would otherwise exhaust the stack).
+    static let maxDepth = 64
 
     private init(_ bytes: [UInt8]) {
         self.bytes = bytes
@@ -92,9 +95,9 @@ struct NativeBatchParser {
             default: try parser.skipValue()
             }
         }
-        if let problem { return .failure(Rejection(reason: problem)) }
+        if let problem { return .failure(Rejection(reason: problem, msgId: event.msgId)) }
         for (name, value) in [("msgId", event.msgId), ("swarmId", event.swarmId), ("agentId", event.agentId), ("kind", event.kind)] where value == nil {
-            return .failure(Rejection(reason: "\(name) is required"))
+            return .failure(Rejection(reason: "\(name) is required", msgId: event.msgId))
         }
         return .success(event)
     }
@@ -270,19 +273,31 @@ struct NativeBatchParser {
         return string
     }
 
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, finite as a Double.
     private mutating func number() throws(Malformed) -> Double {
         let start = self.index
-        if self.peek == UInt8(ascii: "-") { self.index += 1 }
-        while let byte = self.peek,
-            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e")
-                || byte == UInt8(ascii: "E") || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-")
-        {
-            self.index += 1
+        func digits(_ parser: inout NativeBatchParser) -> Int {
+            let from = parser.index
+            while let byte = parser.peek, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { parser.index += 1 }
+            return parser.index - from
         }
-        guard self.index > start, let text = String(validating: self.bytes[start..<self.index], as: UTF8.self), let value = Double(text),
-            value.isFinite
-        else {
+        if self.peek == UInt8(ascii: "-") { self.index += 1 }
+        if self.peek == UInt8(ascii: "0") {
+            self.index += 1
+        } else if digits(&self) == 0 {
             throw Malformed(reason: "malformed number at byte \(start)")
+        }
+        if self.peek == UInt8(ascii: ".") {
+            self.index += 1
+            guard digits(&self) > 0 else { throw Malformed(reason: "malformed number at byte \(start)") }
+        }
+        if self.peek == UInt8(ascii: "e") || self.peek == UInt8(ascii: "E") {
+            self.index += 1
+            if self.peek == UInt8(ascii: "+") || self.peek == UInt8(ascii: "-") { self.index += 1 }
+            guard digits(&self) > 0 else { throw Malformed(reason: "malformed number at byte \(start)") }
+        }
+        guard let text = String(validating: self.bytes[start..<self.index], as: UTF8.self), let value = Double(text), value.isFinite else {
+            throw Malformed(reason: "number at byte \(start) is out of range")
         }
         return value
     }
@@ -301,6 +316,9 @@ struct NativeBatchParser {
 
     private mutating func value() throws(Malformed) -> JSONValue {
         try self.skipWhitespace()
+        self.depth += 1
+        defer { self.depth -= 1 }
+        guard self.depth <= Self.maxDepth else { throw Malformed(reason: "JSON nested deeper than \(Self.maxDepth) levels") }
         switch self.peek {
         case UInt8(ascii: "{"):
             var fields: [(String, JSONValue)] = []

@@ -10,6 +10,8 @@ struct PreparedEvent: Sendable {
     var severity: BusSeverity
     /// Unix milliseconds at the source.
     var occurredAtMilliseconds: Int64
+    /// The request that brought it in (for the envelope's log correlation).
+    var requestID = ""
     /// The frame after its opening `{"seq":N,"eventId":"N"` — starts with `,`, ends with `}`.
     var frameTail: [UInt8]
 

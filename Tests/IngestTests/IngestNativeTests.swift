@@ -170,13 +170,16 @@ struct IngestNativeTests {
                 ["msgId": "bad-ts", "swarmId": "s", "agentId": "a", "kind": "log", "message": "x", "ts": -5],
                 ["msgId": "bad-attrs", "swarmId": "s", "agentId": "a", "kind": "log", "message": "x", "attrs": [1, 2]],
                 ["msgId": "", "swarmId": "s", "agentId": "a", "kind": "log", "message": "x"],
+                ["msgId": "nul\u{0}id", "swarmId": "s", "agentId": "a", "kind": "log", "message": "x"],
                 logEvent("ok-2"),
             ]
             let (status, answer) = try await harness.post(client, key: key, events: items)
             #expect(status == .ok)
             #expect(answer?.accepted == 2)
-            #expect(answer?.rejected == 7)
-            #expect(answer?.results.map(\.status) == ["accepted"] + Array(repeating: "rejected", count: 7) + ["accepted"])
+            #expect(answer?.rejected == 8)
+            #expect(answer?.results.map(\.status) == ["accepted"] + Array(repeating: "rejected", count: 8) + ["accepted"])
+            #expect(answer?.results[8].reason == "msgId must not contain control characters")
+            #expect(answer?.results[3].msgId == "no-message")
             #expect(answer?.results[2].reason == "events[2].msgId must be a string")
             #expect(answer?.results.allSatisfy { $0.status != "rejected" || !($0.reason ?? "").isEmpty } == true)
 

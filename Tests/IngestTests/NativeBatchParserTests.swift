@@ -30,9 +30,10 @@ struct NativeBatchParserTests {
             return nil
         }
         #expect(reasons == ["events[0].msgId must be a string", "msgId is required", "events[2] must be an object", "events[3].ok must be a boolean"])
+        if case .failure(let rejection) = events[3] { #expect(rejection.msgId == "ok") }
     }
 
-    @Test("broken JSON fails the whole body", arguments: ["", "{", "[]", #"{"events": {}}"#, #"{"events": [}"#, #"{"events": []} x"#, "{\"events\": [\"\u{01}\"]}", #"{"events": ["\ud800"]}"#, #"{"events": [1e999]}"#])
+    @Test("broken JSON fails the whole body", arguments: ["", "{", "[]", #"{"events": {}}"#, #"{"events": [}"#, #"{"events": []} x"#, "{\"events\": [\"\u{01}\"]}", #"{"events": ["\ud800"]}"#, #"{"events": [1e999]}"#, #"{"events": [01]}"#, #"{"events": [1.]}"#, #"{"events": [-]}"#, #"{"events": [.5]}"#, #"{"events": [+1]}"#, #"{"events": [1e]}"#, #"{"x": "#, #"{"events": [], "deep": "# + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000) + "}"])
     func malformed(body: String) {
         #expect(throws: NativeBatchParser.Malformed.self) { try NativeBatchParser.parse(Array(body.utf8)) }
     }
