@@ -35,7 +35,8 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
 
     let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: "ingest"))
     let publisher = EventPublisher(connection: nats, subjects: try reader.subjects(), logger: logger)
-    let writer = EventLogWriter(log: EventLog(client: postgres, logger: logger), publisher: publisher, settings: settings, logger: logger)
+    let eventLog = EventLog(client: postgres, logger: logger)
+    let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, logger: logger)
     let controller = IngestController(
         keys: IngestKeyStore(
             client: postgres,
@@ -44,6 +45,7 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
             lookupTimeout: .seconds(settings.commitTimeoutSeconds)
         ),
         writer: writer,
+        log: eventLog,
         settings: settings,
         verifier: try await reader.accessTokenVerifier()
     )

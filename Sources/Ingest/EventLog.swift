@@ -14,6 +14,8 @@ enum ItemOutcome: Sendable, Equatable {
 /// An event with its seq, committed.
 struct CommittedEvent: Sendable {
     var seq: Int64
+    /// The per-thread seq of an ACP envelope; 0 otherwise.
+    var threadSeq: Int64 = 0
     var event: PreparedEvent
     var frame: [UInt8]
 }
@@ -59,11 +61,17 @@ struct EventLog: Sendable {
                     outcomes.append(.duplicate(seq: old))
                     continue
                 }
-                committed.append(CommittedEvent(seq: seq, event: event, frame: event.frame(seq: seq)))
+                committed.append(CommittedEvent(seq: seq, event: event, frame: []))
                 outcomes.append(.accepted(seq: seq))
                 seq += 1
             }
             guard !committed.isEmpty else { return (outcomes, committed) }
+            if committed.contains(where: { $0.event.acp != nil }) {
+                try await self.assignThreadSeqs(tenant: tenant, to: &committed, connection: connection)
+            }
+            for index in committed.indices {
+                committed[index].frame = committed[index].event.frame(seq: committed[index].seq, threadSeq: committed[index].threadSeq)
+            }
 
             let committedMilliseconds = Int64(committedAt.timeIntervalSince1970 * 1000)
             try await connection.query(
@@ -80,8 +88,68 @@ struct EventLog: Sendable {
                 logger: self.logger
             )
             try await connection.query("UPDATE tenants SET next_seq = \(seq) WHERE tenant_id = \(tenant)", logger: self.logger)
+            let envelopes = committed.filter { $0.event.acp != nil }
+            if !envelopes.isEmpty {
+                try await self.insertEnvelopes(tenant: tenant, envelopes, committedMilliseconds: committedMilliseconds, connection: connection)
+            }
             return (outcomes, committed)
         }
+    }
+
+    /// The per-thread seq of the ACP envelope stored as tenant seq `seq`.
+    func threadSeq(tenant: String, seq: Int64) async throws -> Int64? {
+        let rows = try await self.client.query(
+            "SELECT thread_seq FROM acp_envelopes WHERE tenant_id = \(tenant) AND seq = \(seq)",
+            logger: self.logger
+        )
+        for try await threadSeq in rows.decode(Int64.self) { return threadSeq }
+        return nil
+    }
+
+    /// Locks the threads of the ACP envelopes in `committed` and gives each envelope the next
+    /// seq of its thread, in order. The tenant's row lock is already held, so threads are never
+    /// locked in two orders.
+    private func assignThreadSeqs(tenant: String, to committed: inout [CommittedEvent], connection: PostgresConnection) async throws {
+        let threads = Array(Set(committed.compactMap { $0.event.acp?.threadID })).sorted()
+        try await connection.query(
+            "INSERT INTO acp_threads (tenant_id, thread_id) SELECT \(tenant), unnest(\(threads)::text[]) ON CONFLICT DO NOTHING",
+            logger: self.logger
+        )
+        var next: [String: Int64] = [:]
+        let rows = try await connection.query(
+            "SELECT thread_id, next_seq FROM acp_threads WHERE tenant_id = \(tenant) AND thread_id = ANY(\(threads)) ORDER BY thread_id FOR UPDATE",
+            logger: self.logger
+        )
+        for try await (thread, nextSeq) in rows.decode((String, Int64).self) { next[thread] = nextSeq }
+        for index in committed.indices {
+            guard let thread = committed[index].event.acp?.threadID, let threadSeq = next[thread] else { continue }
+            committed[index].threadSeq = threadSeq
+            next[thread] = threadSeq + 1
+        }
+        try await connection.query(
+            """
+            UPDATE acp_threads AS t SET next_seq = u.next_seq
+            FROM unnest(\(Array(next.keys)), \(Array(next.values))) AS u(thread_id, next_seq)
+            WHERE t.tenant_id = \(tenant) AND t.thread_id = u.thread_id
+            """,
+            logger: self.logger
+        )
+    }
+
+    private func insertEnvelopes(tenant: String, _ envelopes: [CommittedEvent], committedMilliseconds: Int64, connection: PostgresConnection) async throws {
+        let parts = envelopes.map { $0.event.acp! }
+        try await connection.query(
+            """
+            INSERT INTO acp_envelopes (tenant_id, thread_id, thread_seq, seq, session_id, direction, kind, msg_id, checksum, received_at, body)
+            SELECT \(tenant), u.thread_id, u.thread_seq, u.seq, nullif(u.session_id, ''), u.direction, u.kind, u.msg_id, u.checksum,
+                   to_timestamp(\(committedMilliseconds) / 1000.0), u.body
+            FROM unnest(\(parts.map(\.threadID)), \(envelopes.map(\.threadSeq)), \(envelopes.map(\.seq)), \(parts.map { $0.sessionID ?? "" }),
+                        \(parts.map(\.direction.rawValue)), \(parts.map(\.kind.rawValue)), \(parts.map(\.msgID)),
+                        \(parts.map { ByteBuffer(bytes: $0.checksum) }), \(parts.map { ByteBuffer(bytes: $0.body) }))
+                 AS u(thread_id, thread_seq, seq, session_id, direction, kind, msg_id, checksum, body)
+            """,
+            logger: self.logger
+        )
     }
 }
 

@@ -36,6 +36,10 @@ struct EventPublisher: Sendable {
             envelope.committedUnixNano = committedAtNanoseconds
             envelope.frame = Data(committed.frame)
             envelope.requestID = committed.event.requestID
+            if let acp = committed.event.acp {
+                envelope.threadID = acp.threadID
+                envelope.threadSeq = committed.threadSeq
+            }
             do {
                 let bytes: [UInt8] = try envelope.serializedBytes()
                 let subject = self.subjects.event(tenant: tenant, swarm: committed.event.swarmID, agent: committed.event.agentID, kind: committed.event.kind)

@@ -11,12 +11,16 @@ import ServiceKit
 struct IngestController: Sendable {
     let keys: IngestKeyStore
     let writer: EventLogWriter
+    let log: EventLog
     let settings: IngestSettings
     let verifier: AccessTokenVerifier
 
     func addRoutes(to router: Router<ServiceRequestContext>) {
         router.post("v1/ingest/events") { request, context in
             try await self.ingest(request, context: context)
+        }
+        router.post("v1/ingest/acp/:threadId") { request, context in
+            try await self.appendACP(request, context: context)
         }
         let admin = router.group("v1/admin/ingest-keys").add(middleware: AuthenticationMiddleware(verifier: self.verifier, requiring: .admin))
         admin.post { request, context in
@@ -110,6 +114,57 @@ struct IngestController: Sendable {
             }
         }
         return response
+    }
+
+    // MARK: ACP
+
+    struct ACPResponse: ResponseEncodable {
+        var status: String
+        var seq: Int64
+        var threadSeq: Int64?
+    }
+
+    /// `POST /v1/ingest/acp/{threadId}?swarmId=…&agentId=…&direction=agent_to_client&msgId=…[&sessionId=…]`
+    /// with one JSON-RPC message as the body, stored byte for byte.
+    private func appendACP(_ request: Request, context: ServiceRequestContext) async throws -> ACPResponse {
+        let tenant = try await self.authenticate(request)
+        guard request.headers[.contentType].map({ $0.lowercased().hasPrefix("application/json") }) ?? false else {
+            throw ServiceKitError(.api(.unsupportedMediaType), "send application/json")
+        }
+        let query = request.uri.queryParameters
+        func required(_ name: String) throws -> String {
+            guard let value = query[Substring(name)] else {
+                throw ServiceKitError(.api(.invalidRequest), "query parameter \(name) is required", details: [name: "required"])
+            }
+            return String(value)
+        }
+        let body = try await request.body.collect(upTo: self.settings.maxACPBodyBytes)
+        let event: PreparedEvent
+        do {
+            event = try ACPFrame.prepare(
+                body: Array(buffer: body),
+                threadID: try context.parameters.require("threadId"),
+                sessionID: query["sessionId"].map(String.init),
+                direction: try required("direction"),
+                msgID: try required("msgId"),
+                swarmID: try required("swarmId"),
+                agentID: try required("agentId"),
+                now: Date()
+            )
+        } catch let rejection as Rejection {
+            throw ServiceKitError(.api(.invalidRequest), rejection.reason)
+        }
+        let outcome = try await self.writer.submit(tenant: tenant, events: [event], requestID: context.requestID)
+        switch outcome.first {
+        case .accepted(let seq)?:
+            return ACPResponse(status: "accepted", seq: seq, threadSeq: try await self.log.threadSeq(tenant: tenant, seq: seq))
+        case .duplicate(let seq)?:
+            return ACPResponse(status: "duplicate", seq: seq, threadSeq: try await self.log.threadSeq(tenant: tenant, seq: seq))
+        case .rejected(let reason)?:
+            throw ServiceKitError(.api(.invalidRequest), reason)
+        case nil:
+            throw ServiceKitError(.api(.serverError), "no outcome for the envelope")
+        }
     }
 
     private func authenticate(_ request: Request) async throws -> String {

@@ -41,6 +41,35 @@ enum IngestMigrations {
                 CREATE UNIQUE INDEX events_msg_id ON events (tenant_id, msg_id);
                 CREATE INDEX events_committed_at ON events (committed_at);
                 """
-        )
+        ),
+        Migration(
+            version: 2,
+            name: "ACP threads and envelopes",
+            sql: """
+                CREATE TABLE acp_threads (
+                    tenant_id text NOT NULL,
+                    thread_id text NOT NULL,
+                    -- The next per-thread seq; its row lock serializes appends to the thread.
+                    next_seq bigint NOT NULL DEFAULT 1,
+                    PRIMARY KEY (tenant_id, thread_id)
+                );
+                CREATE TABLE acp_envelopes (
+                    tenant_id text NOT NULL,
+                    thread_id text NOT NULL,
+                    thread_seq bigint NOT NULL,
+                    -- The tenant-wide seq of the same event in events.
+                    seq bigint NOT NULL,
+                    session_id text,
+                    direction smallint NOT NULL,
+                    kind smallint NOT NULL,
+                    msg_id text NOT NULL,
+                    checksum bytea NOT NULL,
+                    received_at timestamptz NOT NULL,
+                    -- The JSON-RPC message exactly as received.
+                    body bytea NOT NULL,
+                    PRIMARY KEY (tenant_id, thread_id, thread_seq)
+                );
+                """
+        ),
     ]
 }

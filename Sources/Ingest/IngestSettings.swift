@@ -15,10 +15,12 @@ struct IngestSettings: Sendable {
     var writeBatchEvents: Int
     /// How long a positive ingest-key lookup is cached; revocation takes effect within it.
     var keyCacheSeconds: Int
+    /// One ACP message's body; larger is a 413.
+    var maxACPBodyBytes: Int
     /// How long a group's transaction may take before its requests get 503.
     var commitTimeoutSeconds: Int
 
-    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds]
+    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds, .maxACPBodyBytes]
 
     init(reader: ConfigReader) throws(ServiceKitError) {
         self.maxBodyBytes = try reader.setting(.maxBodyBytes, in: 1024...(256 << 20))
@@ -28,6 +30,7 @@ struct IngestSettings: Sendable {
         self.writeBatchEvents = try reader.setting(.writeBatchEvents, in: 1...100_000)
         self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
+        self.maxACPBodyBytes = try reader.setting(.maxACPBodyBytes, in: 1024...(64 << 20))
         guard self.maxQueuedEvents >= self.maxBatchEvents else {
             throw ServiceKitError(
                 .configuration,
@@ -44,5 +47,6 @@ extension SettingKey {
     static let maxQueuedEvents = SettingKey("ingest.max-queued-events", "events waiting for commit across tenants (429 beyond)", default: "200000")
     static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
     static let commitTimeoutSeconds = SettingKey("ingest.commit-timeout-seconds", "seconds a transaction may take before its requests get 503", default: "5")
+    static let maxACPBodyBytes = SettingKey("ingest.max-acp-body-bytes", "one ACP message's body in bytes (413 beyond)", default: "1048576")
     static let keyCacheSeconds = SettingKey("ingest.key-cache-seconds", "seconds a verified ingest key is cached (revocation delay)", default: "10")
 }

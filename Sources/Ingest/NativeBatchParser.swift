@@ -19,6 +19,15 @@ struct NativeBatchParser {
         self.bytes = bytes
     }
 
+    /// One JSON value spanning the whole body (depth-limited, strict).
+    static func parseJSON(_ bytes: [UInt8]) throws(Malformed) -> JSONValue {
+        var parser = NativeBatchParser(bytes)
+        let value = try parser.value()
+        try parser.skipWhitespace()
+        guard parser.index == parser.bytes.count else { throw Malformed(reason: "trailing bytes after the JSON body") }
+        return value
+    }
+
     /// The events of a batch body, each parsed or rejected.
     static func parse(_ bytes: [UInt8]) throws(Malformed) -> [Result<NativeEvent, Rejection>] {
         var parser = NativeBatchParser(bytes)

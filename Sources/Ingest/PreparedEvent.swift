@@ -13,17 +13,69 @@ struct PreparedEvent: Sendable {
     /// The request that brought it in (for the envelope's log correlation).
     var requestID = ""
     /// The frame after its opening `{"seq":N,"eventId":"N"` — starts with `,`, ends with `}`.
+    /// For an ACP envelope: up to the envelope's own `"seq":`, continued by ``ACPPart/frameRest``.
     var frameTail: [UInt8]
+    /// Set for an ACP envelope appended to a thread.
+    var acp: ACPPart?
 
-    /// The client frame for `seq`.
-    func frame(seq: Int64) -> [UInt8] {
-        var writer = JSONWriter(capacity: self.frameTail.count + 40)
+    /// The client frame for `seq` (and, for ACP, the per-thread seq).
+    func frame(seq: Int64, threadSeq: Int64 = 0) -> [UInt8] {
+        var writer = JSONWriter(capacity: self.frameTail.count + (self.acp?.frameRest.count ?? 0) + 60)
         writer.raw("{\"seq\":")
         writer.integer(seq)
         writer.raw(",\"eventId\":\"")
         writer.integer(seq)
         writer.raw("\"")
         writer.bytes.append(contentsOf: self.frameTail)
+        if let acp = self.acp {
+            writer.integer(threadSeq)
+            writer.bytes.append(contentsOf: acp.frameRest)
+        }
         return writer.bytes
     }
+}
+
+/// The ACP side of an event: one JSON-RPC message appended to a thread (seed 003).
+struct ACPPart: Sendable {
+    enum Direction: Int16, Sendable {
+        case agentToClient = 1
+        case clientToAgent = 2
+
+        init?(name: String) {
+            switch name {
+            case "agent_to_client": self = .agentToClient
+            case "client_to_agent": self = .clientToAgent
+            default: return nil
+            }
+        }
+
+        var name: String { self == .agentToClient ? "agent_to_client" : "client_to_agent" }
+    }
+
+    enum Kind: Int16, Sendable {
+        case request = 1
+        case result = 2
+        case notification = 3
+
+        var name: String {
+            switch self {
+            case .request: "request"
+            case .result: "result"
+            case .notification: "notification"
+            }
+        }
+    }
+
+    var threadID: String
+    var sessionID: String?
+    var direction: Direction
+    var kind: Kind
+    /// The sender's msg_id (de-duplicated per thread).
+    var msgID: String
+    /// SHA-256 of the body.
+    var checksum: [UInt8]
+    /// The JSON-RPC message exactly as received.
+    var body: [UInt8]
+    /// The frame after the envelope's `"seq":` value.
+    var frameRest: [UInt8]
 }

@@ -1,0 +1,105 @@
+import Contracts
+import Crypto
+import Foundation
+
+/// An ACP JSON-RPC message posted to a thread, validated and rendered as an event.
+enum ACPFrame {
+    /// The event for one message. The body is kept byte for byte; it must be a JSON-RPC 2.0
+    /// object (a request, a result/error or a notification).
+    static func prepare(
+        body: [UInt8],
+        threadID: String,
+        sessionID: String?,
+        direction: String,
+        msgID: String,
+        swarmID: String,
+        agentID: String,
+        now: Date
+    ) throws(Rejection) -> PreparedEvent {
+        for (field, value) in [("threadId", threadID), ("msgId", msgID), ("swarmId", swarmID), ("agentId", agentID), ("sessionId", sessionID ?? "s")] {
+            guard !value.isEmpty, value.utf8.count <= NativeEvent.maxIdentifierBytes, value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
+                throw Rejection(reason: "\(field) must be 1 to \(NativeEvent.maxIdentifierBytes) bytes without control characters")
+            }
+        }
+        guard let direction = ACPPart.Direction(name: direction) else {
+            throw Rejection(reason: "direction must be agent_to_client or client_to_agent")
+        }
+        let message: JSONValue
+        do {
+            message = try NativeBatchParser.parseJSON(body)
+        } catch {
+            throw Rejection(reason: "the body is not JSON: \(error.reason)")
+        }
+        guard case .object(let fields) = message else { throw Rejection(reason: "the body must be a JSON-RPC 2.0 object") }
+        let keys = Dictionary(fields, uniquingKeysWith: { $1 })
+        guard keys["jsonrpc"] == .string("2.0") else { throw Rejection(reason: "the body must carry \"jsonrpc\": \"2.0\"") }
+        let kind: ACPPart.Kind
+        if case .string = keys["method"] {
+            kind = keys["id"].map { $0 == .null ? ACPPart.Kind.notification : .request } ?? .notification
+        } else if keys["result"] != nil || keys["error"] != nil {
+            kind = .result
+        } else {
+            throw Rejection(reason: "a JSON-RPC message needs method (request, notification) or result/error")
+        }
+        let severity: BusSeverity = keys["error"] != nil ? .error : .info
+        let checksum = Array(SHA256.hash(data: body))
+        let milliseconds = Int64(now.timeIntervalSince1970 * 1000)
+
+        var head = JSONWriter(capacity: 256)
+        head.key("type")
+        head.string(BusEventKind.acp.frameType)
+        head.key("ts")
+        head.integer(milliseconds)
+        head.key("swarmId")
+        head.string(swarmID)
+        head.key("agentId")
+        head.string(agentID)
+        head.key("severity")
+        head.string(severity.name)
+        head.raw(",\"envelope\":{\"thread_id\":")
+        head.string(threadID)
+        if let sessionID {
+            head.key("session_id")
+            head.string(sessionID)
+        }
+        head.raw(",\"seq\":")
+
+        var rest = JSONWriter(capacity: body.count + 200)
+        rest.key("ts")
+        rest.string(now.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
+        rest.key("direction")
+        rest.string(direction.name)
+        rest.key("kind")
+        rest.string(kind.name)
+        rest.key("jsonrpc")
+        rest.string("2.0")
+        rest.key("body")
+        rest.bytes.append(contentsOf: body)
+        rest.key("msg_id")
+        rest.string(msgID)
+        rest.key("checksum")
+        rest.string("sha256:" + checksum.map { String(format: "%02x", $0) }.joined())
+        rest.raw("}}")
+
+        return PreparedEvent(
+            // One namespace with native events: thread and msg_id together are the key.
+            msgID: "acp:\(threadID):\(msgID)",
+            swarmID: swarmID,
+            agentID: agentID,
+            kind: .acp,
+            severity: severity,
+            occurredAtMilliseconds: milliseconds,
+            frameTail: head.bytes,
+            acp: ACPPart(
+                threadID: threadID,
+                sessionID: sessionID,
+                direction: direction,
+                kind: kind,
+                msgID: msgID,
+                checksum: checksum,
+                body: body,
+                frameRest: rest.bytes
+            )
+        )
+    }
+}
