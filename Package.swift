@@ -98,12 +98,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "TestSupport",
+            dependencies: ["ServiceKit"],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "IngestTests",
             dependencies: [
                 "Contracts",
                 "Ingest",
                 "ServiceKit",
+                "TestSupport",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -123,6 +130,7 @@ let package = Package(
                 "CNATS",
                 "Contracts",
                 "ServiceKit",
+                "TestSupport",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

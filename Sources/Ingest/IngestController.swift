@@ -168,14 +168,7 @@ struct IngestController: Sendable {
     }
 
     private func authenticate(_ request: Request) async throws -> String {
-        guard let authorization = request.headers[.authorization] else {
-            throw ServiceKitError(.api(.authInvalid), "missing Authorization: Bearer <ingest key>")
-        }
-        let parts = authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw ServiceKitError(.api(.authInvalid), "the Authorization header must be Bearer <ingest key>")
-        }
-        return try await self.keys.authenticate(String(parts[1]))
+        try await self.keys.authenticate(try request.bearerToken("ingest key"))
     }
 
     /// A one-line reason for a decoding error, naming the field.

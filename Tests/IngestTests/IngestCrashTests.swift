@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import PostgresNIO
 import ServiceKit
+import TestSupport
 import Testing
 
 @Suite("Ingest killed mid-load (live, the real executable)")
@@ -16,7 +17,7 @@ struct IngestCrashTests {
     @Test("kill -9 during a load run: every acknowledged event is in the log")
     func killNine() async throws {
         let harness = try await IngestHarness()
-        let port = try Self.freePort()
+        let port = try freeLoopbackPort()
         let process = Process()
         process.executableURL = Self.executable
         var environment = try harness.environment
@@ -103,17 +104,5 @@ struct IngestCrashTests {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         let (data, _) = try await URLSession.shared.data(for: request)
         return try JSONDecoder().decode(CreatedKey.self, from: data).key
-    }
-
-    static func freePort() throws -> Int {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

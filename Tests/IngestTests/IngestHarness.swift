@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
 import ServiceKit
+import TestSupport
 import Testing
 
 @testable import Ingest
@@ -30,8 +31,8 @@ struct IngestHarness {
     var environment: [String: String] {
         get throws {
             var environment = [
-                "NATS_URL": try value("SWARMDECK_TEST_NATS_URL"),
-                "POSTGRES_URL": try value("SWARMDECK_TEST_DATABASE_URL"),
+                "NATS_URL": try TestEnvironment.natsURL,
+                "POSTGRES_URL": try TestEnvironment.databaseURL,
                 "POSTGRES_MAX_CONNECTIONS": "8",
                 "INGEST_SCHEMA": self.schema,
                 "SUBJECTS_PREFIX": self.prefix,
@@ -77,13 +78,6 @@ struct IngestHarness {
             (response.status, try? JSONDecoder().decode(BatchAnswer.self, from: Data(buffer: response.body)))
         }
     }
-
-    private func value(_ name: String) throws -> String {
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
-            throw MissingInfrastructure(variable: name)
-        }
-        return value
-    }
 }
 
 struct CreatedKey: Decodable {
@@ -104,10 +98,6 @@ struct BatchAnswer: Decodable {
     var results: [Result]
 }
 
-struct MissingInfrastructure: Error, CustomStringConvertible {
-    var variable: String
-    var description: String { "\(self.variable) is not set: run the tests with ./scripts/test (it starts NATS and Postgres)" }
-}
 
 func logEvent(_ msgID: String, swarm: String = "s1", agent: String = "a1", message: String = "hello") -> [String: Any] {
     ["msgId": msgID, "swarmId": swarm, "agentId": agent, "kind": "log", "level": "info", "message": message]

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
+import TestSupport
 import Testing
 
 @Suite("Ingest when Postgres goes away (live, private Postgres)")

@@ -1,5 +1,6 @@
 import Foundation
 import ServiceKit
+import TestSupport
 import Testing
 
 @Suite("JetStream (live)")

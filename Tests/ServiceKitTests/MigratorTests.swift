@@ -1,6 +1,7 @@
 import Logging
 import PostgresNIO
 import ServiceKit
+import TestSupport
 import Testing
 
 @Suite("Migrations (live Postgres)")

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import JWTKit
 import PostgresNIO
 import ServiceKit
+import TestSupport
 import Testing
 
 @Suite("Service HTTP: envelope, request id, auth, health (in-process)")

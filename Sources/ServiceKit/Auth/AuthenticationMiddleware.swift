@@ -19,14 +19,7 @@ public struct AuthenticationMiddleware: RouterMiddleware {
         context: ServiceRequestContext,
         next: (Request, ServiceRequestContext) async throws -> Response
     ) async throws -> Response {
-        guard let authorization = request.headers[.authorization] else {
-            throw ServiceKitError(.api(.authInvalid), "missing Authorization: Bearer <access token>")
-        }
-        let parts = authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
-            throw ServiceKitError(.api(.authInvalid), "the Authorization header must be Bearer <access token>")
-        }
-        let identity = try await self.verifier.verify(String(parts[1]))
+        let identity = try await self.verifier.verify(try request.bearerToken("access token"))
         for scope in self.scopes { try identity.require(scope) }
         var context = context
         context.identity = identity

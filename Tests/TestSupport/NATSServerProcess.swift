@@ -1,21 +1,21 @@
-import Foundation
+public import Foundation
 
 /// A nats-server of the test's own, for tests that kill and restart the server.
-final class NATSServerProcess: @unchecked Sendable {
-    let port: Int
-    let storeDirectory: URL
+public final class NATSServerProcess: @unchecked Sendable {
+    public let port: Int
+    public let storeDirectory: URL
     private var process: Process?
 
-    init() throws {
+    public init() throws {
         self.port = try freeLoopbackPort()
         self.storeDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("nats-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.storeDirectory, withIntermediateDirectories: true)
     }
 
-    var url: String { "nats://127.0.0.1:\(self.port)" }
+    public var url: String { "nats://127.0.0.1:\(self.port)" }
 
-    func start() throws {
+    public func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestEnvironment.natsServerBinary)
         process.arguments = ["-a", "127.0.0.1", "-p", String(self.port), "-js", "-sd", self.storeDirectory.path]
@@ -27,7 +27,7 @@ final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// SIGKILL: the server vanishes without a goodbye.
-    func kill() {
+    public func kill() {
         guard let process else { return }
         Foundation.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
@@ -41,7 +41,7 @@ final class NATSServerProcess: @unchecked Sendable {
 }
 
 /// A TCP port on 127.0.0.1 that nothing listens on right now.
-func freeLoopbackPort() throws -> Int {
+public func freeLoopbackPort() throws -> Int {
     let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard socketFD >= 0 else { throw POSIXError(.EMFILE) }
     defer { close(socketFD) }
@@ -61,7 +61,7 @@ func freeLoopbackPort() throws -> Int {
 }
 
 /// Waits until something accepts connections on 127.0.0.1:`port`.
-func waitForPort(_ port: Int, timeout: TimeInterval = 10) throws {
+public func waitForPort(_ port: Int, timeout: TimeInterval = 10) throws {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -1,15 +1,15 @@
-import Foundation
+public import Foundation
 
 /// A Postgres cluster of the test's own, to stop and restart under a running service.
 /// Runs as the `postgres` user when the tests run as root (Postgres refuses root).
-final class PostgresServerProcess: @unchecked Sendable {
-    let port: Int
-    let directory: URL
+public final class PostgresServerProcess: @unchecked Sendable {
+    public let port: Int
+    public let directory: URL
     private let binaries: String
 
-    init() throws {
+    public init() throws {
         self.binaries = ProcessInfo.processInfo.environment["SWARMDECK_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
-        self.port = try Self.freePort()
+        self.port = try freeLoopbackPort()
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         try self.asPostgres(["chown", "postgres", self.directory.path], asRoot: true)
@@ -21,14 +21,14 @@ final class PostgresServerProcess: @unchecked Sendable {
         try handle.close()
     }
 
-    var url: String { "postgres://postgres@127.0.0.1:\(self.port)/postgres" }
+    public var url: String { "postgres://postgres@127.0.0.1:\(self.port)/postgres" }
     private var dataPath: String { self.directory.path + "/data" }
 
     // Run in the foreground as our child: waiting on a daemonizing pg_ctl hung under Foundation's
     // Process (the postmaster keeps a descriptor Process waits on).
     private var server: Process?
 
-    func start() throws {
+    public func start() throws {
         let process = Process()
         let command = ["\(self.binaries)/postgres", "-D", self.dataPath]
         if getuid() == 0 {
@@ -46,7 +46,7 @@ final class PostgresServerProcess: @unchecked Sendable {
     }
 
     /// Stops at once (SIGQUIT to the postmaster: immediate shutdown), as a crash would.
-    func stop() throws {
+    public func stop() throws {
         let pidFile = try String(contentsOfFile: self.dataPath + "/postmaster.pid", encoding: .utf8)
         guard let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else { throw POSIXError(.ESRCH) }
         kill(pid, SIGQUIT)
@@ -99,17 +99,5 @@ final class PostgresServerProcess: @unchecked Sendable {
         guard process.terminationStatus == 0 else {
             throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "\(command.joined(separator: " ")) exited \(process.terminationStatus)"])
         }
-    }
-
-    private static func freePort() throws -> Int {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -1,18 +1,18 @@
 import Foundation
-import ServiceKit
+public import ServiceKit
 
 /// The real infrastructure the live tests run against, started by `scripts/test`
 /// (`scripts/with-infra`). A live test without it fails with a message saying so.
-enum TestEnvironment {
-    static var natsURL: String {
+public enum TestEnvironment {
+    public static var natsURL: String {
         get throws { try self.value("SWARMDECK_TEST_NATS_URL") }
     }
 
-    static var databaseURL: String {
+    public static var databaseURL: String {
         get throws { try self.value("SWARMDECK_TEST_DATABASE_URL") }
     }
 
-    static var natsServerBinary: String {
+    public static var natsServerBinary: String {
         ProcessInfo.processInfo.environment["SWARMDECK_NATS_SERVER_BIN"] ?? "/usr/sbin/nats-server"
     }
 
@@ -24,26 +24,26 @@ enum TestEnvironment {
     }
 
     /// A subject prefix / schema name no other test uses.
-    static func uniqueName(_ stem: String = "t") -> String {
+    public static func uniqueName(_ stem: String = "t") -> String {
         let random = UInt64.random(in: 0..<UInt64.max)
         return "\(stem)_\(String(random, radix: 36))"
     }
 
     /// A connection to the shared test NATS.
-    static func connect(name: String = #function, sendAsap: Bool = false) async throws -> NATSConnection {
+    public static func connect(name: String = #function, sendAsap: Bool = false) async throws -> NATSConnection {
         try await NATSConnection.connect(NATSConfiguration(servers: [self.natsURL], name: name, sendAsap: sendAsap))
     }
 }
 
-struct MissingInfrastructure: Error, CustomStringConvertible {
-    var variable: String
-    var description: String {
+public struct MissingInfrastructure: Error, CustomStringConvertible {
+    public var variable: String
+    public var description: String {
         "\(self.variable) is not set: run the tests with ./scripts/test (it starts NATS and Postgres)"
     }
 }
 
 /// Polls `condition` until it holds or `timeout` passes.
-func eventually(
+public func eventually(
     timeout: Duration = .seconds(10),
     _ condition: () async throws -> Bool
 ) async rethrows -> Bool {

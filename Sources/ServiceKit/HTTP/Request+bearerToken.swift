@@ -1,0 +1,17 @@
+public import Hummingbird
+
+extension Request {
+    /// The token of `Authorization: Bearer <token>`.
+    /// - Parameter credential: what the token is, for the error message (e.g. "access token").
+    /// - Throws: `AuthInvalid` when the header is missing or not a bearer token.
+    public func bearerToken(_ credential: String) throws(ServiceKitError) -> String {
+        guard let authorization = self.headers[.authorization] else {
+            throw ServiceKitError(.api(.authInvalid), "missing Authorization: Bearer <\(credential)>")
+        }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+            throw ServiceKitError(.api(.authInvalid), "the Authorization header must be Bearer <\(credential)>")
+        }
+        return String(parts[1])
+    }
+}
