@@ -16,11 +16,10 @@ enum ACPFrame {
         agentID: String,
         now: Date
     ) throws(Rejection) -> PreparedEvent {
-        for (field, value) in [("threadId", threadID), ("msgId", msgID), ("swarmId", swarmID), ("agentId", agentID), ("sessionId", sessionID ?? "s")] {
-            guard !value.isEmpty, value.utf8.count <= NativeEvent.maxIdentifierBytes, value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
-                throw Rejection(reason: "\(field) must be 1 to \(NativeEvent.maxIdentifierBytes) bytes without control characters")
-            }
+        for (field, value) in [("threadId", threadID), ("msgId", msgID), ("swarmId", swarmID), ("agentId", agentID)] {
+            try Rejection.checkIdentifier(value, field: field)
         }
+        if let sessionID { try Rejection.checkIdentifier(sessionID, field: "sessionId") }
         guard let direction = ACPPart.Direction(name: direction) else {
             throw Rejection(reason: "direction must be agent_to_client or client_to_agent")
         }

@@ -98,24 +98,19 @@ final class EventLogWriter: Sendable {
     /// that long. The outcome of a timed-out append is left to the client's retry (duplicates).
     private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> ([ItemOutcome], [CommittedEvent]) {
         let timeout = self.commitTimeout
-        return try await withThrowingTaskGroup(of: ([ItemOutcome], [CommittedEvent]).self) { group in
-            group.addTask {
-                // Published here, not by the caller: a commit that completes after the deadline
-                // (the client got 503) is still on the live feed.
-                let (outcomes, committed) = try await self.log.append(tenant: tenant, events: events, committedAt: committedAt)
-                self.publisher.publish(tenant: tenant, events: committed, committedAtNanoseconds: Int64(committedAt.timeIntervalSince1970 * 1e9))
-                return (outcomes, committed)
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw ServiceKitError(
-                    .api(.serviceUnavailable),
-                    "the event log did not answer within \(timeout); retry (events already stored are then reported as duplicates)",
-                    retryAfterSeconds: 1
-                )
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
+        return try await withDeadline(
+            timeout,
+            orThrow: ServiceKitError(
+                .api(.serviceUnavailable),
+                "the event log did not answer within \(timeout); retry (events already stored are then reported as duplicates)",
+                retryAfterSeconds: 1
+            )
+        ) {
+            // Published here, not by the caller: a commit that completes after the deadline
+            // (the client got 503) is still on the live feed.
+            let (outcomes, committed) = try await self.log.append(tenant: tenant, events: events, committedAt: committedAt)
+            self.publisher.publish(tenant: tenant, events: committed, committedAtNanoseconds: Int64(committedAt.timeIntervalSince1970 * 1e9))
+            return (outcomes, committed)
         }
     }
 

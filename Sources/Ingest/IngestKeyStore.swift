@@ -105,26 +105,17 @@ final class IngestKeyStore: Sendable {
     /// The key's tenant and digest, or nil; gives up after the lookup timeout (the pool would
     /// otherwise hold the request while Postgres is unreachable).
     private func lookup(keyID: String) async throws -> (String, [UInt8])? {
-        let timeout = self.lookupTimeout
-        return try await withThrowingTaskGroup(of: (String, [UInt8])??.self) { group in
-            group.addTask {
-                var found: (String, [UInt8])?
-                let rows = try await self.client.query(
-                    "SELECT tenant_id, secret_sha256 FROM ingest_keys WHERE key_id = \(keyID) AND revoked_at IS NULL",
-                    logger: self.logger
-                )
-                for try await (tenant, stored) in rows.decode((String, ByteBuffer).self) {
-                    found = (tenant, Array(buffer: stored))
-                }
-                return .some(found)
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let answer = try await group.next(), let found = answer else {
-                throw ServiceKitError(.api(.serviceUnavailable), "ingest keys cannot be checked right now", retryAfterSeconds: 1)
+        try await withDeadline(
+            self.lookupTimeout,
+            orThrow: ServiceKitError(.api(.serviceUnavailable), "ingest keys cannot be checked right now", retryAfterSeconds: 1)
+        ) {
+            var found: (String, [UInt8])?
+            let rows = try await self.client.query(
+                "SELECT tenant_id, secret_sha256 FROM ingest_keys WHERE key_id = \(keyID) AND revoked_at IS NULL",
+                logger: self.logger
+            )
+            for try await (tenant, stored) in rows.decode((String, ByteBuffer).self) {
+                found = (tenant, Array(buffer: stored))
             }
             return found
         }

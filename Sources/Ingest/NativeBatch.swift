@@ -50,6 +50,18 @@ struct Rejection: Error {
     var reason: String
     /// The event's msgId, when it could be read.
     var msgId: String?
+
+    /// Identifiers (ids of messages, swarms, agents, threads, sessions) are 1 to
+    /// `NativeEvent.maxIdentifierBytes` bytes without control characters: they become subject
+    /// tokens and Postgres text, which cannot hold NUL.
+    static func checkIdentifier(_ value: String, field: String) throws(Rejection) {
+        guard !value.isEmpty, value.utf8.count <= NativeEvent.maxIdentifierBytes else {
+            throw Rejection(reason: "\(field) must be 1 to \(NativeEvent.maxIdentifierBytes) bytes")
+        }
+        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
+            throw Rejection(reason: "\(field) must not contain control characters")
+        }
+    }
 }
 
 extension NativeEvent {
@@ -61,12 +73,7 @@ extension NativeEvent {
             throw Rejection(reason: "msgId, swarmId, agentId and kind are required")
         }
         for (field, value) in [("msgId", msgId), ("swarmId", swarmId), ("agentId", agentId)] {
-            guard !value.isEmpty, value.utf8.count <= Self.maxIdentifierBytes else {
-                throw Rejection(reason: "\(field) must be 1 to \(Self.maxIdentifierBytes) bytes")
-            }
-            guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
-                throw Rejection(reason: "\(field) must not contain control characters")
-            }
+            try Rejection.checkIdentifier(value, field: field)
         }
         guard let kind = BusEventKind(nativeName: kindName) else {
             throw Rejection(reason: "kind must be one of log, trace, metric, state, tool_call, usage")

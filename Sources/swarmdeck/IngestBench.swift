@@ -13,20 +13,13 @@ struct IngestBench: AsyncParsableCommand {
         abstract: "Ingest at full load, at half load, and raw COPY of as many rows into a copy of the events table, side by side."
     )
 
-    @Option(help: "Base URL of ingest or the edge.")
-    var url = "http://127.0.0.1:8080"
-
-    @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
-    var key: String?
+    @OptionGroup var target: IngestTargetOptions
 
     @Option(help: "Postgres URL of ingest's database (default: $SWARMDECK_DATABASE_URL).")
     var databaseURL: String?
 
     @Option(help: "Ingest's schema.")
     var schema = "ingest"
-
-    @Option(help: "Concurrent connections.")
-    var connections = 8
 
     @Option(help: "Events per request.")
     var batch = 1000
@@ -38,17 +31,18 @@ struct IngestBench: AsyncParsableCommand {
     var duration: Double = 10
 
     func run() async throws {
-        let key = try resolveIngestKey(self.key)
+        let key = try self.target.ingestKey()
         guard let databaseURL = self.databaseURL ?? ProcessInfo.processInfo.environment["SWARMDECK_DATABASE_URL"] else {
             throw ValidationError("no database URL: pass --database-url or source .swarmdeck/local.env")
         }
         guard self.schema.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { throw ValidationError("bad schema name") }
 
-        print("ingest bench: \(self.connections) connections, batch \(self.batch), \(self.duration) s per phase, \(self.url)")
-        let full = try await IngestLoad(url: self.url, key: key, connections: self.connections, batch: self.batch, rate: 0, duration: .seconds(self.duration)).run()
+        let target = self.target
+        print("ingest bench: \(target.connections) connections, batch \(self.batch), \(self.duration) s per phase, \(target.url)")
+        let full = try await IngestLoad(url: target.url, key: key, connections: target.connections, batch: self.batch, rate: 0, duration: .seconds(self.duration)).run()
         print(full.printed(title: "full load"))
         let halfRate = full.eventsPerSecond / 2
-        let half = try await IngestLoad(url: self.url, key: key, connections: self.connections, batch: self.latencyBatch, rate: halfRate, duration: .seconds(self.duration)).run()
+        let half = try await IngestLoad(url: target.url, key: key, connections: target.connections, batch: self.latencyBatch, rate: halfRate, duration: .seconds(self.duration)).run()
         print(half.printed(title: String(format: "half load (%.0f events/s target, batch %d)", halfRate, self.latencyBatch)))
 
         let rows = max(full.accepted, 10_000)

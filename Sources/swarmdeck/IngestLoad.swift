@@ -116,11 +116,3 @@ struct IngestLoad {
     }
 }
 
-extension Duration {
-    var secondsDouble: Double {
-        let (seconds, attoseconds) = self.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-
-    var millisecondsDouble: Double { self.secondsDouble * 1000 }
-}

@@ -93,8 +93,8 @@ struct NATSBench: AsyncParsableCommand {
         natsSubscription_GetDropped(subscription, &dropped)
         natsSubscription_Unsubscribe(subscription)
         return Round(
-            publishPerSecond: Double(self.count) / (published - start).seconds,
-            receivePerSecond: Double(counter.value.load(ordering: .relaxed)) / (received - start).seconds,
+            publishPerSecond: Double(self.count) / (published - start).secondsDouble,
+            receivePerSecond: Double(counter.value.load(ordering: .relaxed)) / (received - start).secondsDouble,
             dropped: dropped
         )
     }
@@ -129,8 +129,8 @@ struct NATSBench: AsyncParsableCommand {
         let dropped = subscription.dropped
         await connection.close()
         return Round(
-            publishPerSecond: Double(self.count) / (published - start).seconds,
-            receivePerSecond: Double(received) / (finished - start).seconds,
+            publishPerSecond: Double(self.count) / (published - start).secondsDouble,
+            receivePerSecond: Double(received) / (finished - start).secondsDouble,
             dropped: dropped
         )
     }
@@ -141,9 +141,3 @@ final class PlainCounter: Sendable {
     let value = Atomic<Int>(0)
 }
 
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = self.components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

@@ -60,8 +60,9 @@ public func freeLoopbackPort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-/// Waits until something accepts connections on 127.0.0.1:`port`.
-public func waitForPort(_ port: Int, timeout: TimeInterval = 10) throws {
+/// Waits until something accepts connections on 127.0.0.1:`port` (or, with `open: false`, until
+/// nothing does any more).
+public func waitForPort(_ port: Int, open: Bool = true, timeout: TimeInterval = 10) throws {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -75,7 +76,7 @@ public func waitForPort(_ port: Int, timeout: TimeInterval = 10) throws {
             }
         }
         close(socketFD)
-        if connected == 0 { return }
+        if (connected == 0) == open { return }
         usleep(20_000)
     }
     throw POSIXError(.ETIMEDOUT)

@@ -56,24 +56,9 @@ public final class PostgresServerProcess: @unchecked Sendable {
     }
 
     private func waitForPort(open: Bool) throws {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(self.port).bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            close(socketFD)
-            if (connected == 0) == open {
-                if open { usleep(200_000) }  // accepting TCP a moment before it accepts logins
-                return
-            }
-            usleep(50_000)
-        }
-        throw POSIXError(.ETIMEDOUT)
+        try TestSupport.waitForPort(self.port, open: open, timeout: 30)
+        // Postgres accepts TCP a moment before it accepts logins.
+        if open { usleep(200_000) }
     }
 
     deinit {

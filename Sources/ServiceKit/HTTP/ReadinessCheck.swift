@@ -18,23 +18,11 @@ public struct ReadinessCheck: Sendable {
     /// Ready while `SELECT 1` answers within `timeout`.
     public static func postgres(_ client: PostgresClient, timeout: Duration = .seconds(1)) -> ReadinessCheck {
         ReadinessCheck(name: "postgres") {
-            await withTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    do {
-                        try await client.query("SELECT 1")
-                        return true
-                    } catch {
-                        return false
-                    }
-                }
-                group.addTask {
-                    try? await Task.sleep(for: timeout)
-                    return false
-                }
-                let first = await group.next() ?? false
-                group.cancelAll()
-                return first
+            let answered = try? await withDeadline(timeout, orThrow: CancellationError()) {
+                try await client.query("SELECT 1")
+                return true
             }
+            return answered ?? false
         }
     }
 }

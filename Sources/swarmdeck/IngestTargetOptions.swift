@@ -1,0 +1,25 @@
+import ArgumentParser
+import Foundation
+
+/// Where load goes: the options `loadgen ingest` and `bench ingest` share.
+struct IngestTargetOptions: ParsableArguments {
+    @Option(help: "Base URL of ingest or the edge.")
+    var url = "http://127.0.0.1:8080"
+
+    @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
+    var key: String?
+
+    @Option(help: "Concurrent connections.")
+    var connections = 8
+
+    func validate() throws {
+        guard (1...1024).contains(self.connections) else { throw ValidationError("connections must be 1…1024") }
+    }
+
+    /// `--key`, else `$SWARMDECK_INGEST_KEY`.
+    func ingestKey() throws -> String {
+        if let key = self.key { return key }
+        if let key = ProcessInfo.processInfo.environment["SWARMDECK_INGEST_KEY"], !key.isEmpty { return key }
+        throw ValidationError("no ingest key: pass --key or source .swarmdeck/local.env")
+    }
+}
