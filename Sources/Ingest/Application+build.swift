@@ -10,7 +10,7 @@ extension SettingKey {
 }
 
 /// Assembles the ingest service: Postgres (its schema migrated before the server starts),
-/// NATS, the group-commit writer, the routes.
+/// NATS, the group-commit writer, partition maintenance, the routes.
 func buildApplication(reader: ConfigReader) async throws -> some ApplicationProtocol {
     var logger = Logger(label: "ingest")
     logger.logLevel = try reader.logLevel()
@@ -36,6 +36,7 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
     let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: "ingest"))
     let publisher = EventPublisher(connection: nats, subjects: try reader.subjects(), logger: logger)
     let eventLog = EventLog(client: postgres, logger: logger)
+    let retention = EventLogRetention(client: postgres, retentionDays: settings.retentionDays, logger: logger)
     let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, logger: logger)
     let controller = IngestController(
         keys: IngestKeyStore(
@@ -57,11 +58,12 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
     var application = Application(
         router: router,
         configuration: try reader.applicationConfiguration(serverName: "ingest", defaultPort: 8081),
-        services: [postgres, NATSService(connection: nats)],
+        services: [postgres, NATSService(connection: nats), retention],
         logger: logger
     )
     application.beforeServerStarts { [logger] in
         try await migrator.migrate(postgres, logger: logger)
+        try await retention.maintain()
     }
     return application
 }

@@ -1,7 +1,8 @@
 import ServiceKit
 
 /// The `ingest` schema: tenants with their sequence counters, ingest keys, the event log and
-/// its de-duplication index.
+/// its de-duplication index, ACP threads and envelopes. From version 3 the event log and the
+/// envelopes are partitioned by day (UTC) of commit, so retention drops whole partitions.
 enum IngestMigrations {
     static let all: [Migration] = [
         Migration(
@@ -69,6 +70,95 @@ enum IngestMigrations {
                     body bytea NOT NULL,
                     PRIMARY KEY (tenant_id, thread_id, thread_seq)
                 );
+                """
+        ),
+        Migration(
+            version: 3,
+            name: "event log and envelopes partitioned by day",
+            sql: """
+                -- Creates parent's partition for one UTC day, named <parent>_pYYYYMMDD; false if
+                -- it exists. The advisory lock keeps replicas from creating the same one at once.
+                CREATE FUNCTION create_day_partition(parent text, day date) RETURNS boolean
+                    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+                DECLARE
+                    child text := parent || '_p' || to_char(day, 'YYYYMMDD');
+                BEGIN
+                    PERFORM pg_advisory_xact_lock(hashtext(current_schema() || '.partitions'));
+                    IF to_regclass(format('%I.%I', current_schema(), child)) IS NOT NULL THEN
+                        RETURN false;
+                    END IF;
+                    EXECUTE format('CREATE TABLE %I.%I PARTITION OF %I.%I FOR VALUES FROM (%L) TO (%L)',
+                                   current_schema(), child, current_schema(), parent,
+                                   day::timestamp AT TIME ZONE 'UTC', (day + 1)::timestamp AT TIME ZONE 'UTC');
+                    RETURN true;
+                END
+                $$;
+                -- Drops parent's day partitions older than keep_from; returns their names.
+                CREATE FUNCTION drop_day_partitions_before(parent text, keep_from date) RETURNS SETOF text
+                    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+                DECLARE
+                    child text;
+                BEGIN
+                    PERFORM pg_advisory_xact_lock(hashtext(current_schema() || '.partitions'));
+                    FOR child IN
+                        SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                        WHERE i.inhparent = format('%I.%I', current_schema(), parent)::regclass
+                          AND c.relname ~ ('^' || parent || '_p[0-9]{8}$')
+                          AND to_date(right(c.relname, 8), 'YYYYMMDD') < keep_from
+                        ORDER BY c.relname
+                    LOOP
+                        EXECUTE format('DROP TABLE %I.%I', current_schema(), child);
+                        RETURN NEXT child;
+                    END LOOP;
+                END
+                $$;
+
+                ALTER TABLE events RENAME TO events_unpartitioned;
+                ALTER INDEX events_pkey RENAME TO events_unpartitioned_pkey;
+                ALTER INDEX events_msg_id RENAME TO events_unpartitioned_msg_id;
+                ALTER INDEX events_committed_at RENAME TO events_unpartitioned_committed_at;
+                CREATE TABLE events (
+                    tenant_id text NOT NULL,
+                    seq bigint NOT NULL,
+                    msg_id text NOT NULL,
+                    swarm_id text NOT NULL,
+                    agent_id text NOT NULL,
+                    kind smallint NOT NULL,
+                    severity smallint NOT NULL,
+                    occurred_at timestamptz NOT NULL,
+                    committed_at timestamptz NOT NULL,
+                    frame bytea NOT NULL,
+                    PRIMARY KEY (tenant_id, seq, committed_at)
+                ) PARTITION BY RANGE (committed_at);
+                -- Not unique (a partitioned unique index must hold committed_at): appends look
+                -- msg_ids up under the tenant's row lock, so a duplicate is never inserted.
+                CREATE INDEX events_msg_id ON events (tenant_id, msg_id);
+                SELECT create_day_partition('events', day)
+                FROM (SELECT DISTINCT (committed_at AT TIME ZONE 'UTC')::date AS day FROM events_unpartitioned) AS days;
+                INSERT INTO events SELECT * FROM events_unpartitioned;
+                DROP TABLE events_unpartitioned;
+
+                ALTER TABLE acp_envelopes RENAME TO acp_envelopes_unpartitioned;
+                ALTER INDEX acp_envelopes_pkey RENAME TO acp_envelopes_unpartitioned_pkey;
+                CREATE TABLE acp_envelopes (
+                    tenant_id text NOT NULL,
+                    thread_id text NOT NULL,
+                    thread_seq bigint NOT NULL,
+                    seq bigint NOT NULL,
+                    session_id text,
+                    direction smallint NOT NULL,
+                    kind smallint NOT NULL,
+                    msg_id text NOT NULL,
+                    checksum bytea NOT NULL,
+                    received_at timestamptz NOT NULL,
+                    body bytea NOT NULL,
+                    PRIMARY KEY (tenant_id, thread_id, thread_seq, received_at)
+                ) PARTITION BY RANGE (received_at);
+                CREATE INDEX acp_envelopes_seq ON acp_envelopes (tenant_id, seq);
+                SELECT create_day_partition('acp_envelopes', day)
+                FROM (SELECT DISTINCT (received_at AT TIME ZONE 'UTC')::date AS day FROM acp_envelopes_unpartitioned) AS days;
+                INSERT INTO acp_envelopes SELECT * FROM acp_envelopes_unpartitioned;
+                DROP TABLE acp_envelopes_unpartitioned;
                 """
         ),
     ]

@@ -19,8 +19,10 @@ struct IngestSettings: Sendable {
     var maxACPBodyBytes: Int
     /// How long a group's transaction may take before its requests get 503.
     var commitTimeoutSeconds: Int
+    /// Days of the event log kept (whole days of commit, UTC); older day partitions are dropped.
+    var retentionDays: Int
 
-    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds, .maxACPBodyBytes]
+    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays]
 
     init(reader: ConfigReader) throws(ServiceKitError) {
         self.maxBodyBytes = try reader.setting(.maxBodyBytes, in: 1024...(256 << 20))
@@ -31,6 +33,7 @@ struct IngestSettings: Sendable {
         self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
         self.maxACPBodyBytes = try reader.setting(.maxACPBodyBytes, in: 1024...(64 << 20))
+        self.retentionDays = try reader.setting(.retentionDays, in: 1...3650)
         guard self.maxQueuedEvents >= self.maxBatchEvents else {
             throw ServiceKitError(
                 .configuration,
@@ -48,5 +51,6 @@ extension SettingKey {
     static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
     static let commitTimeoutSeconds = SettingKey("ingest.commit-timeout-seconds", "seconds a transaction may take before its requests get 503", default: "5")
     static let maxACPBodyBytes = SettingKey("ingest.max-acp-body-bytes", "one ACP message's body in bytes (413 beyond)", default: "1048576")
+    static let retentionDays = SettingKey("ingest.retention-days", "days of event log kept; older day partitions are dropped hourly", default: "7")
     static let keyCacheSeconds = SettingKey("ingest.key-cache-seconds", "seconds a verified ingest key is cached (revocation delay)", default: "10")
 }

@@ -1,0 +1,102 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import ServiceKit
+import Testing
+
+@testable import Ingest
+
+@Suite("Ingest event log retention (live Postgres)")
+struct IngestRetentionTests {
+    @Test("day partitions exist ahead of time; past retention they are dropped whole; what is kept replays and de-duplicates")
+    func retention() async throws {
+        let harness = try await IngestHarness(overrides: ["INGEST_RETENTION_DAYS": "3"])
+        try await harness.application().test(.router) { client in
+            let key = try await harness.createKey(client)
+            #expect(try await harness.post(client, key: key, events: [logEvent("r1"), logEvent("r2")]).1?.accepted == 2)
+
+            try await harness.withDatabase { database in
+                let now = Date()
+                func partition(_ table: String, daysFromNow: Int) -> String {
+                    table + "_p" + EventLogRetention.utcDay(now.addingTimeInterval(Double(daysFromNow) * 86_400)).replacingOccurrences(of: "-", with: "")
+                }
+                func exists(_ table: String) async throws -> Bool {
+                    let rows = try await database.query("SELECT to_regclass(\(table)) IS NOT NULL")
+                    for try await found in rows.decode(Bool.self) { return found }
+                    return false
+                }
+                // The server's start made today's partitions and two days ahead.
+                for table in EventLogRetention.partitionedTables {
+                    #expect(try await exists(partition(table, daysFromNow: 0)))
+                    #expect(try await exists(partition(table, daysFromNow: 2)))
+                }
+
+                // An event committed ten days ago, in its own day partition; and one three days ago.
+                for daysAgo in [10, 3] {
+                    let then = now.addingTimeInterval(Double(-daysAgo) * 86_400)
+                    try await database.query("SELECT create_day_partition('events', \(EventLogRetention.utcDay(then))::date)")
+                    try await database.query(
+                        """
+                        INSERT INTO events (tenant_id, seq, msg_id, swarm_id, agent_id, kind, severity, occurred_at, committed_at, frame)
+                        VALUES (\(harness.tenant), \(-daysAgo), \("old-\(daysAgo)"), 's1', 'a1', 1, 1, \(then), \(then), '\\x7b7d')
+                        """
+                    )
+                }
+
+                let retention = EventLogRetention(client: database, retentionDays: 3, logger: Logger(label: "test"))
+                let round = try await retention.maintain(now: now)
+                #expect(round.created == [])
+                #expect(round.dropped == [partition("events", daysFromNow: -10)])
+                #expect(try await retention.maintain(now: now) == EventLogRetention.Round())
+
+                let rows = try await database.query("SELECT seq FROM events WHERE tenant_id = \(harness.tenant) ORDER BY seq")
+                var seqs: [Int64] = []
+                for try await seq in rows.decode(Int64.self) { seqs.append(seq) }
+                #expect(seqs == [-3, 1, 2])
+            }
+
+            // What is kept still de-duplicates, and new events continue the seqs.
+            let again = try await harness.post(client, key: key, events: [logEvent("r2"), logEvent("r3")])
+            #expect(again.1?.results.map(\.status) == ["duplicate", "accepted"])
+            #expect(again.1?.results.map(\.seq) == [2, 3])
+        }
+    }
+
+    @Test("migrating an unpartitioned log (version 2) keeps every event and envelope, in their day partitions")
+    func upgradeFromVersion2() async throws {
+        let harness = try await IngestHarness()
+        try await harness.withDatabase { database in
+            let logger = Logger(label: "test")
+            try await Migrator(schema: harness.schema, migrations: Array(IngestMigrations.all.prefix(2))).migrate(database, logger: logger)
+            let yesterday = Date().addingTimeInterval(-86_400)
+            try await database.query(
+                """
+                INSERT INTO \(unescaped: harness.schema).events (tenant_id, seq, msg_id, swarm_id, agent_id, kind, severity, occurred_at, committed_at, frame)
+                SELECT 't', n, 'm' || n, 's', 'a', 1, 1, now(), CASE WHEN n % 2 = 0 THEN now() ELSE \(yesterday) END, '\\x7b7d'
+                FROM generate_series(1, 100) AS n
+                """
+            )
+            try await database.query(
+                """
+                INSERT INTO \(unescaped: harness.schema).acp_envelopes (tenant_id, thread_id, thread_seq, seq, direction, kind, msg_id, checksum, received_at, body)
+                VALUES ('t', 'th', 1, 7, 1, 1, 'x', '\\x00', now(), '\\x7b7d')
+                """
+            )
+            #expect(try await Migrator(schema: harness.schema, migrations: IngestMigrations.all).migrate(database, logger: logger) == [3])
+            let counts = try await database.query(
+                """
+                SELECT (SELECT count(*) FROM \(unescaped: harness.schema).events)::int,
+                       (SELECT count(DISTINCT tableoid) FROM \(unescaped: harness.schema).events)::int,
+                       (SELECT count(*) FROM \(unescaped: harness.schema).acp_envelopes WHERE seq = 7)::int
+                """
+            )
+            for try await (events, partitions, envelopes) in counts.decode((Int, Int, Int).self) {
+                #expect(events == 100)
+                #expect(partitions == 2)
+                #expect(envelopes == 1)
+            }
+        }
+    }
+}
