@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
     ],
     dependencies: [
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(
             url: "https://github.com/apple/swift-configuration.git",
@@ -50,6 +51,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "OTLP",
+            dependencies: [
+                .product(name: "SwiftProtobuf", package: "swift-protobuf")
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "ServiceKit",
             dependencies: [
                 "CNATS",
@@ -72,7 +80,9 @@ let package = Package(
             name: "Ingest",
             dependencies: [
                 "Contracts",
+                "OTLP",
                 "ServiceKit",
+                .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -88,6 +98,7 @@ let package = Package(
             dependencies: [
                 "CNATS",
                 "Contracts",
+                "OTLP",
                 "ServiceKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -109,12 +120,15 @@ let package = Package(
             dependencies: [
                 "Contracts",
                 "Ingest",
+                "OTLP",
                 "ServiceKit",
                 "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings

@@ -10,7 +10,7 @@ extension SettingKey {
 }
 
 /// Assembles the ingest service: Postgres (its schema migrated before the server starts),
-/// NATS, the group-commit writer, partition maintenance, the routes.
+/// NATS, the group-commit writer, partition maintenance, the native, ACP and OTLP routes.
 func buildApplication(reader: ConfigReader) async throws -> some ApplicationProtocol {
     var logger = Logger(label: "ingest")
     logger.logLevel = try reader.logLevel()
@@ -38,22 +38,25 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
     let eventLog = EventLog(client: postgres, logger: logger)
     let retention = EventLogRetention(client: postgres, retentionDays: settings.retentionDays, logger: logger)
     let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, logger: logger)
+    let keys = IngestKeyStore(
+        client: postgres,
+        logger: logger,
+        cacheLifetime: .seconds(settings.keyCacheSeconds),
+        lookupTimeout: .seconds(settings.commitTimeoutSeconds)
+    )
     let controller = IngestController(
-        keys: IngestKeyStore(
-            client: postgres,
-            logger: logger,
-            cacheLifetime: .seconds(settings.keyCacheSeconds),
-            lookupTimeout: .seconds(settings.commitTimeoutSeconds)
-        ),
+        keys: keys,
         writer: writer,
         log: eventLog,
         settings: settings,
         verifier: try await reader.accessTokenVerifier()
     )
+    let otlp = OTLPReceiver(keys: keys, writer: writer, settings: settings)
 
     let router = Router.service()
     router.addOperationalRoutes(readiness: [.nats(nats), .postgres(postgres)])
     controller.addRoutes(to: router)
+    otlp.addRoutes(to: router)
 
     var application = Application(
         router: router,

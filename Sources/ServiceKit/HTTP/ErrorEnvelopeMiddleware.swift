@@ -1,6 +1,7 @@
 public import Contracts
 public import Hummingbird
 import Foundation
+public import Logging
 
 /// Turns every error into the shared JSON error envelope: ``ServiceKitError`` with its code,
 /// Hummingbird's own errors (unknown route, body too large, undecodable body) by their status,
@@ -19,14 +20,20 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch {
             let (status, body) = Self.envelope(for: error, requestID: context.requestID)
-            if body.code == .serverError {
-                context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
-            } else if body.code == .serviceUnavailable {
-                context.logger.warning("request failed: dependency unavailable", metadata: ["error": "\(String(reflecting: error))"])
-            } else {
-                context.logger.debug("request refused", metadata: ["code": "\(body.code.rawValue)", "reason": "\(body.message)"])
-            }
+            Self.log(error, as: body, logger: context.logger)
             return Self.response(status: status, body: body)
+        }
+    }
+
+    /// Logs a failed request: internal failures at `error` with their detail, unavailable
+    /// dependencies at `warning`, refusals (the client's fault) at `debug`.
+    public static func log(_ error: any Error, as body: ErrorEnvelope.Body, logger: Logger) {
+        if body.code == .serverError {
+            logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
+        } else if body.code == .serviceUnavailable {
+            logger.warning("request failed: dependency unavailable", metadata: ["error": "\(String(reflecting: error))"])
+        } else {
+            logger.debug("request refused", metadata: ["code": "\(body.code.rawValue)", "reason": "\(body.message)"])
         }
     }
 

@@ -1,0 +1,174 @@
+import CompressNIO
+import Contracts
+import Foundation
+import Hummingbird
+import OTLP
+import ServiceKit
+import SwiftProtobuf
+
+/// The OTLP/HTTP receivers: `POST /v1/traces`, `/v1/logs` and `/v1/metrics`, authenticated by
+/// an ingest key (`Authorization: Bearer sdi_…`, e.g. through `OTEL_EXPORTER_OTLP_HEADERS`).
+///
+/// Bodies are `application/x-protobuf` or `application/json` (OTLP JSON: hex ids, integer
+/// enums, unknown fields ignored), optionally `Content-Encoding: gzip`, with or without a
+/// Content-Length. Answers use the request's content type: 200 with the export response (its
+/// `partial_success` counting rejected items), or an error status with a `google.rpc.Status`
+/// body: 400 bad data, 401 bad key, 413 over `ingest.max-body-bytes` (compressed or not) or
+/// `ingest.max-batch-events`, 415 another type or encoding, 429/503 with `Retry-After`.
+struct OTLPReceiver: Sendable {
+    let keys: IngestKeyStore
+    let writer: EventLogWriter
+    let settings: IngestSettings
+
+    enum Encoding: Sendable {
+        case protobuf
+        case json
+
+        var contentType: String { self == .json ? "application/json" : "application/x-protobuf" }
+    }
+
+    private static let jsonDecoding: JSONDecodingOptions = {
+        var options = JSONDecodingOptions()
+        options.ignoreUnknownFields = true
+        return options
+    }()
+
+    func addRoutes(to router: Router<ServiceRequestContext>) {
+        router.post("v1/traces") { request, context in
+            await self.receive(request, context: context, as: OTLPExportTraceRequest.self, map: { $0.add($1) }) { rejected, message in
+                var response = OTLPExportTraceResponse()
+                if rejected > 0 {
+                    response.partialSuccess.rejectedSpans = rejected
+                    response.partialSuccess.errorMessage = message
+                }
+                return response
+            }
+        }
+        router.post("v1/logs") { request, context in
+            await self.receive(request, context: context, as: OTLPExportLogsRequest.self, map: { $0.add($1) }) { rejected, message in
+                var response = OTLPExportLogsResponse()
+                if rejected > 0 {
+                    response.partialSuccess.rejectedLogRecords = rejected
+                    response.partialSuccess.errorMessage = message
+                }
+                return response
+            }
+        }
+        router.post("v1/metrics") { request, context in
+            await self.receive(request, context: context, as: OTLPExportMetricsRequest.self, map: { $0.add($1) }) { rejected, message in
+                var response = OTLPExportMetricsResponse()
+                if rejected > 0 {
+                    response.partialSuccess.rejectedDataPoints = rejected
+                    response.partialSuccess.errorMessage = message
+                }
+                return response
+            }
+        }
+    }
+
+    /// Reads, decodes, maps and commits one export; every failure becomes a `google.rpc.Status`.
+    private func receive<Export: SwiftProtobuf.Message, Answer: SwiftProtobuf.Message>(
+        _ request: Request,
+        context: ServiceRequestContext,
+        as type: Export.Type,
+        map: (inout OTLPBatch, Export) -> Void,
+        answer: (Int64, String) -> Answer
+    ) async -> Response {
+        var encoding = Encoding.json
+        do {
+            encoding = try Self.encoding(of: request)
+            let tenant = try await self.keys.authenticate(try request.bearerToken("ingest key"))
+            let body = Array(buffer: try await self.body(of: request))
+            let export: Export
+            do {
+                export =
+                    switch encoding {
+                    case .protobuf: try Export(serializedBytes: body)
+                    case .json: try Export(jsonUTF8Bytes: body, options: Self.jsonDecoding)
+                    }
+            } catch {
+                throw ServiceKitError(.api(.invalidRequest), "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))")
+            }
+            var batch = OTLPBatch(now: Int64(Date().timeIntervalSince1970 * 1000), maxEventBytes: self.settings.maxEventBytes, json: encoding == .json)
+            map(&batch, export)
+            guard batch.events.count <= self.settings.maxBatchEvents else {
+                throw ServiceKitError(
+                    .api(.payloadTooLarge),
+                    "the export maps to \(batch.events.count) events; at most \(self.settings.maxBatchEvents) per request"
+                )
+            }
+            batch.apply(try await self.writer.submit(tenant: tenant, events: batch.events, requestID: context.requestID))
+            return try Self.response(.ok, answer(Int64(batch.rejectedItems.count), batch.errorMessage), encoding: encoding)
+        } catch {
+            return Self.failure(error, encoding: encoding, context: context)
+        }
+    }
+
+    private static func encoding(of request: Request) throws(ServiceKitError) -> Encoding {
+        let mediaType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        switch mediaType {
+        case "application/x-protobuf": return .protobuf
+        case "application/json": return .json
+        default:
+            throw ServiceKitError(.api(.unsupportedMediaType), "send application/x-protobuf or application/json, not \(mediaType ?? "no Content-Type")")
+        }
+    }
+
+    /// The body, whole (chunked or not) and gunzipped, within `ingest.max-body-bytes` both
+    /// before and after decompression.
+    private func body(of request: Request) async throws -> ByteBuffer {
+        let limit = self.settings.maxBodyBytes
+        var body = try await request.body.collect(upTo: limit)
+        switch request.headers[.contentEncoding]?.trimmingCharacters(in: .whitespaces).lowercased() {
+        case nil, "", "identity":
+            return body
+        case "gzip", "x-gzip":
+            do {
+                return try body.decompress(with: .gzip(), maxSize: limit)
+            } catch let error as CompressNIOError where error == .bufferOverflow {
+                throw ServiceKitError(.api(.payloadTooLarge), "the body inflates past \(limit) bytes")
+            } catch {
+                throw ServiceKitError(.api(.invalidRequest), "the body is not valid gzip (\(error))")
+            }
+        case let other?:
+            throw ServiceKitError(.api(.unsupportedMediaType), "Content-Encoding \(other) is not supported; send gzip or none")
+        }
+    }
+
+    private static func response(_ status: HTTPResponse.Status, _ message: some SwiftProtobuf.Message, encoding: Encoding) throws -> Response {
+        let bytes: [UInt8] =
+            switch encoding {
+            case .protobuf: try message.serializedBytes()
+            case .json: try message.jsonUTF8Bytes()
+            }
+        return Response(status: status, headers: [.contentType: encoding.contentType], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// An error as OTLP/HTTP wants it: the status code, a `google.rpc.Status` body in the
+    /// request's encoding, `Retry-After` when retrying later can help.
+    private static func failure(_ error: any Error, encoding: Encoding, context: ServiceRequestContext) -> Response {
+        let (status, envelope) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: context.requestID)
+        ErrorEnvelopeMiddleware.log(error, as: envelope, logger: context.logger)
+        var rpc = OTLPStatus()
+        rpc.code = Self.grpcCode(status)
+        rpc.message = "\(envelope.code.rawValue): \(envelope.message)"
+        var response = (try? Self.response(status, rpc, encoding: encoding)) ?? Response(status: status)
+        if let retryAfter = envelope.retryAfterSeconds {
+            response.headers[.retryAfter] = String(retryAfter)
+        }
+        return response
+    }
+
+    /// The gRPC status code matching an HTTP status, as OTLP/HTTP's `Status.code` carries.
+    static func grpcCode(_ status: HTTPResponse.Status) -> Int32 {
+        switch status.code {
+        case 400, 413, 415: 3  // INVALID_ARGUMENT
+        case 401: 16  // UNAUTHENTICATED
+        case 403: 7  // PERMISSION_DENIED
+        case 404: 5  // NOT_FOUND
+        case 429: 8  // RESOURCE_EXHAUSTED
+        case 503: 14  // UNAVAILABLE
+        default: 13  // INTERNAL
+        }
+    }
+}
