@@ -4,8 +4,8 @@ import PostgresNIO
 import ServiceLifecycle
 
 /// Keeps the event log's day partitions: creates them ahead of time and drops the ones past
-/// retention. Runs once before the server starts (so the first append has a partition) and
-/// then every ``interval``.
+/// retention, without making appends wait. Runs once before the server starts (so the first
+/// append has a partition) and then every ``interval``.
 ///
 /// The event log and the ACP envelopes are partitioned by UTC day of commit. A partition is
 /// dropped whole once its day is more than ``retentionDays`` days before today, so events are
@@ -26,35 +26,91 @@ struct EventLogRetention: Service {
     }
 
     /// Creates the partitions for yesterday through two days ahead and drops those whose day
-    /// is before `now` minus ``retentionDays``.
+    /// is before `now` minus ``retentionDays``. A failure to create throws (appends need the
+    /// partitions); a failure to drop is logged and left to the next round.
     @discardableResult
     func maintain(now: Date = Date()) async throws -> Round {
-        let today = Self.utcDay(now)
-        let keepFrom = Self.utcDay(now.addingTimeInterval(-Double(self.retentionDays) * 86_400))
+        var round = Round()
+        round.created = try await self.createPartitions(now: now)
+        do {
+            round.dropped = try await self.dropExpiredPartitions(now: now)
+        } catch {
+            self.logger.error("dropping expired event log partitions failed; the next round retries", metadata: ["error": "\(String(reflecting: error))"])
+        }
+        if !round.created.isEmpty || !round.dropped.isEmpty {
+            self.logger.info("event log partitions maintained", metadata: ["created": "\(round.created)", "dropped": "\(round.dropped)"])
+        }
+        return round
+    }
+
+    /// One transaction per table; attaching waits for no append (see migration 3).
+    private func createPartitions(now: Date) async throws -> [String] {
         let days = (-1...2).map { Self.utcDay(now.addingTimeInterval(Double($0) * 86_400)) }
-        return try await self.client.withTransaction(logger: self.logger) { connection in
-            // A long append holding the parent table must not stall behind a DROP: give up
-            // this round instead, the next one retries.
-            try await connection.query("SET LOCAL lock_timeout = '2s'", logger: self.logger)
-            var round = Round()
-            for table in Self.partitionedTables {
+        var created: [String] = []
+        for table in Self.partitionedTables {
+            try await self.client.withTransaction(logger: self.logger) { connection in
+                try await connection.query("SET LOCAL lock_timeout = '10s'", logger: self.logger)
                 for day in days {
                     let rows = try await connection.query("SELECT create_day_partition(\(table), \(day)::date)", logger: self.logger)
-                    for try await created in rows.decode(Bool.self) where created {
-                        round.created.append("\(table)_p\(day.replacingOccurrences(of: "-", with: ""))")
+                    for try await made in rows.decode(Bool.self) where made {
+                        created.append("\(table)_p\(day.replacingOccurrences(of: "-", with: ""))")
                     }
                 }
-                let dropped = try await connection.query("SELECT drop_day_partitions_before(\(table), \(keepFrom)::date)", logger: self.logger)
-                for try await name in dropped.decode(String.self) { round.dropped.append(name) }
             }
-            if !round.created.isEmpty || !round.dropped.isEmpty {
-                self.logger.info(
-                    "event log partitions maintained",
-                    metadata: ["created": "\(round.created)", "dropped": "\(round.dropped)", "today": "\(today)"]
-                )
-            }
-            return round
         }
+        return created
+    }
+
+    /// Detaches expired partitions `CONCURRENTLY` (appends and reads go on meanwhile), then drops
+    /// them. One replica at a time (a session advisory lock; the others skip the round). A
+    /// detach interrupted half-way is finalized on the next round.
+    private func dropExpiredPartitions(now: Date) async throws -> [String] {
+        let keepFrom = Self.utcDay(now.addingTimeInterval(-Double(self.retentionDays) * 86_400))
+        return try await self.client.withConnection { connection in
+            let lock = try await connection.query(
+                "SELECT pg_try_advisory_lock(hashtext(current_schema() || '.partition-drop'))",
+                logger: self.logger
+            )
+            var locked = false
+            for try await value in lock.decode(Bool.self) { locked = value }
+            guard locked else { return [] }
+            do {
+                let dropped = try await self.dropExpiredPartitions(keepFrom: keepFrom, connection: connection)
+                try await connection.query("SELECT pg_advisory_unlock(hashtext(current_schema() || '.partition-drop'))", logger: self.logger)
+                return dropped
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext(current_schema() || '.partition-drop'))", logger: self.logger)
+                throw error
+            }
+        }
+    }
+
+    private func dropExpiredPartitions(keepFrom: String, connection: PostgresConnection) async throws -> [String] {
+        var dropped: [String] = []
+        for table in Self.partitionedTables {
+            let rows = try await connection.query(
+                """
+                SELECT c.relname::text, i.inhdetachpending FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = \(table)::text::regclass
+                  AND c.relname ~ \("^\(table)_p[0-9]{8}$")
+                  AND to_date(right(c.relname, 8), 'YYYYMMDD') < \(keepFrom)::date
+                ORDER BY c.relname
+                """,
+                logger: self.logger
+            )
+            var expired: [(String, Bool)] = []
+            for try await (name, pending) in rows.decode((String, Bool).self) { expired.append((name, pending)) }
+            for (name, pending) in expired {
+                // Names are <table>_pYYYYMMDD (checked by the query), safe to splice.
+                try await connection.query(
+                    "ALTER TABLE \(unescaped: table) DETACH PARTITION \(unescaped: name) \(unescaped: pending ? "FINALIZE" : "CONCURRENTLY")",
+                    logger: self.logger
+                )
+                try await connection.query("DROP TABLE \(unescaped: name)", logger: self.logger)
+                dropped.append(name)
+            }
+        }
+        return dropped
     }
 
     func run() async throws {

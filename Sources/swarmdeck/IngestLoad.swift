@@ -1,12 +1,25 @@
+import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import OTLP
 
-/// Drives ingest's native endpoint: `connections` workers, each posting batches of `batch`
-/// events back to back, paced to `rate` events/s in total (0 = as fast as they go).
+/// What a load run sends.
+enum IngestProtocol: String, ExpressibleByArgument, CaseIterable, Sendable {
+    /// Native JSON batches to `/v1/ingest/events` (log events).
+    case native
+    /// OTLP/HTTP protobuf log records to `/v1/logs`.
+    case otlpLogs = "otlp-logs"
+    /// OTLP/HTTP protobuf spans to `/v1/traces` (GenAI chat spans: a trace and a usage event each).
+    case otlpTraces = "otlp-traces"
+}
+
+/// Drives ingest: `connections` workers, each posting batches of `batch` items back to back,
+/// paced to `rate` items/s in total (0 = as fast as they go).
 struct IngestLoad {
     var url: String
+    var protocolName: IngestProtocol = .native
     var key: String
     var connections: Int
     var batch: Int
@@ -79,19 +92,11 @@ struct IngestLoad {
                 if next > ContinuousClock.now { try await Task.sleep(until: next) }
                 next += interval
             }
-            var body = "{\"events\":["
-            body.reserveCapacity(self.batch * 150)
-            for index in 0..<self.batch {
-                if index > 0 { body += "," }
-                body += "{\"msgId\":\"lg-\(run)-\(worker)-\(sequence)\",\"swarmId\":\"load\",\"agentId\":\"agent-\(worker)\",\"kind\":\"log\",\"level\":\"info\",\"message\":\"load test event \(sequence)\"}"
-                sequence += 1
-            }
-            body += "]}"
-            var request = HTTPClientRequest(url: self.url + "/v1/ingest/events")
+            var request = HTTPClientRequest(url: self.url + self.path)
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(self.key)")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: body))
+            request.headers.add(name: "Content-Type", value: self.protocolName == .native ? "application/json" : "application/x-protobuf")
+            request.body = .bytes(try self.body(worker: worker, run: run, sequence: &sequence))
             let sent = ContinuousClock.now
             do {
                 let response = try await client.execute(request, timeout: .seconds(30))
@@ -99,7 +104,7 @@ struct IngestLoad {
                 report.latencies.append(ContinuousClock.now - sent)
                 report.requests += 1
                 if response.status == .ok {
-                    report.accepted += Self.acceptedCount(answer)
+                    report.accepted += try self.acceptedCount(answer)
                 } else {
                     report.errors["HTTP \(response.status.code)", default: 0] += 1
                 }
@@ -110,9 +115,87 @@ struct IngestLoad {
         return report
     }
 
-    private static func acceptedCount(_ body: ByteBuffer) -> Int {
-        struct Counts: Decodable { var accepted: Int }
-        return (try? JSONDecoder().decode(Counts.self, from: body))?.accepted ?? 0
+    private var path: String {
+        switch self.protocolName {
+        case .native: "/v1/ingest/events"
+        case .otlpLogs: "/v1/logs"
+        case .otlpTraces: "/v1/traces"
+        }
+    }
+
+    /// One request's body: `batch` items no earlier request had (so none is a duplicate).
+    private func body(worker: Int, run: String, sequence: inout Int) throws -> ByteBuffer {
+        switch self.protocolName {
+        case .native:
+            var body = "{\"events\":["
+            body.reserveCapacity(self.batch * 150)
+            for index in 0..<self.batch {
+                if index > 0 { body += "," }
+                body += "{\"msgId\":\"lg-\(run)-\(worker)-\(sequence)\",\"swarmId\":\"load\",\"agentId\":\"agent-\(worker)\",\"kind\":\"log\",\"level\":\"info\",\"message\":\"load test event \(sequence)\"}"
+                sequence += 1
+            }
+            body += "]}"
+            return ByteBuffer(string: body)
+        case .otlpLogs:
+            let now = UInt64(Date().timeIntervalSince1970 * 1_000_000_000)
+            var scope = Opentelemetry_Proto_Logs_V1_ScopeLogs()
+            scope.logRecords = (0..<self.batch).map { index in
+                var record = OTLPLogRecord()
+                record.timeUnixNano = now + UInt64(index)
+                record.severityNumber = .info
+                record.body.stringValue = "load test record \(run) \(worker) \(sequence + index)"
+                record.attributes = [OTLPKeyValue("session.id", "agent-\(worker)")]
+                return record
+            }
+            sequence += self.batch
+            var resourceLogs = Opentelemetry_Proto_Logs_V1_ResourceLogs()
+            resourceLogs.resource.attributes = [OTLPKeyValue("swarmdeck.swarm.id", "load"), OTLPKeyValue("service.name", "swarmdeck-loadgen")]
+            resourceLogs.scopeLogs = [scope]
+            var export = OTLPExportLogsRequest()
+            export.resourceLogs = [resourceLogs]
+            return ByteBuffer(bytes: try export.serializedBytes() as [UInt8])
+        case .otlpTraces:
+            let now = UInt64(Date().timeIntervalSince1970 * 1_000_000_000)
+            // Trace ids unique per run, worker and request; span ids per span within it.
+            var trace = Data()
+            withUnsafeBytes(of: (UInt64(run, radix: 36) ?? 0).bigEndian) { trace.append(contentsOf: $0) }
+            withUnsafeBytes(of: (UInt64(worker) << 40 | UInt64(sequence)).bigEndian) { trace.append(contentsOf: $0) }
+            var scope = Opentelemetry_Proto_Trace_V1_ScopeSpans()
+            scope.spans = (0..<self.batch).map { index in
+                var span = OTLPSpan()
+                span.traceID = trace
+                span.spanID = withUnsafeBytes(of: UInt64(index + 1).bigEndian) { Data($0) }
+                span.name = "chat load-model"
+                span.startTimeUnixNano = now
+                span.endTimeUnixNano = now + 1_000_000
+                span.attributes = [
+                    OTLPKeyValue("gen_ai.operation.name", "chat"), OTLPKeyValue("gen_ai.request.model", "load-model"),
+                    OTLPKeyValue("gen_ai.usage.input_tokens", Int64(100)), OTLPKeyValue("gen_ai.usage.output_tokens", Int64(20)),
+                ]
+                return span
+            }
+            sequence += self.batch
+            var resourceSpans = Opentelemetry_Proto_Trace_V1_ResourceSpans()
+            resourceSpans.resource.attributes = [
+                OTLPKeyValue("swarmdeck.swarm.id", "load"), OTLPKeyValue("swarmdeck.agent.id", "agent-\(worker)"),
+            ]
+            resourceSpans.scopeSpans = [scope]
+            var export = OTLPExportTraceRequest()
+            export.resourceSpans = [resourceSpans]
+            return ByteBuffer(bytes: try export.serializedBytes() as [UInt8])
+        }
+    }
+
+    /// Events the answer accepted: a span is two (its trace event and its usage).
+    private func acceptedCount(_ body: ByteBuffer) throws -> Int {
+        switch self.protocolName {
+        case .native:
+            struct Counts: Decodable { var accepted: Int }
+            return (try? JSONDecoder().decode(Counts.self, from: body))?.accepted ?? 0
+        case .otlpLogs:
+            return self.batch - Int(try OTLPExportLogsResponse(serializedBytes: Array(buffer: body)).partialSuccess.rejectedLogRecords)
+        case .otlpTraces:
+            return 2 * (self.batch - Int(try OTLPExportTraceResponse(serializedBytes: Array(buffer: body)).partialSuccess.rejectedSpans))
+        }
     }
 }
-

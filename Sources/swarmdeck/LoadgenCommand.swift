@@ -11,12 +11,15 @@ struct LoadgenCommand: AsyncParsableCommand {
     struct Ingest: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "ingest",
-            abstract: "Post native batches to ingest; prints events/s accepted, p50/p99 acknowledgement latency and errors."
+            abstract: "Post batches to ingest (native JSON or OTLP protobuf); prints events/s accepted, p50/p99 acknowledgement latency and errors."
         )
+
+        @Option(name: .customLong("protocol"), help: "What to send: \(IngestProtocol.allCases.map(\.rawValue).joined(separator: ", ")).")
+        var protocolName: IngestProtocol = .native
 
         @OptionGroup var target: IngestTargetOptions
 
-        @Option(help: "Events per request.")
+        @Option(help: "Items per request: events, log records or spans.")
         var batch = 500
 
         @Option(help: "Target events/s in total; 0 = as fast as possible.")
@@ -34,13 +37,14 @@ struct LoadgenCommand: AsyncParsableCommand {
         func run() async throws {
             let load = IngestLoad(
                 url: self.target.url,
+                protocolName: self.protocolName,
                 key: try self.target.ingestKey(),
                 connections: self.target.connections,
                 batch: self.batch,
                 rate: self.rate,
                 duration: .seconds(self.duration)
             )
-            print(try await load.run().printed(title: "ingest load (\(self.target.connections) connections, batch \(self.batch))"))
+            print(try await load.run().printed(title: "ingest load (\(self.protocolName.rawValue), \(self.target.connections) connections, batch \(self.batch))"))
         }
     }
 }

@@ -64,6 +64,34 @@ struct IngestRetentionTests {
         }
     }
 
+    @Test("dropping an expired partition while a long reader holds the log does not hold up appends")
+    func dropDoesNotBlockAppends() async throws {
+        let harness = try await IngestHarness(overrides: ["INGEST_COMMIT_TIMEOUT_SECONDS": "1"])
+        try await harness.application().test(.router) { client in
+            let key = try await harness.createKey(client)
+            #expect(try await harness.post(client, key: key, events: [logEvent("x1")]).0 == .ok)
+            try await harness.withDatabase { database in
+                let old = EventLogRetention.utcDay(Date().addingTimeInterval(-20 * 86_400))
+                try await database.query("SELECT create_day_partition('events', \(old)::date)")
+                let retention = EventLogRetention(client: database, retentionDays: 3, logger: Logger(label: "test"))
+                let logger = Logger(label: "test")
+                try await database.withTransaction(logger: logger) { reader in
+                    // A long reader: its snapshot keeps the partition in use.
+                    try await reader.query("SELECT count(*) FROM events", logger: logger)
+                    async let round = retention.maintain()
+                    // While the detach waits for the reader, appends go on.
+                    for index in 0..<3 {
+                        try await Task.sleep(for: .milliseconds(300))
+                        #expect(try await harness.post(client, key: key, events: [logEvent("during-\(index)")]).0 == .ok)
+                    }
+                    _ = try await reader.query("COMMIT", logger: logger)
+                    _ = try await reader.query("BEGIN", logger: logger)
+                    #expect(try await round.dropped == ["events_p" + old.replacingOccurrences(of: "-", with: "")])
+                }
+            }
+        }
+    }
+
     @Test("migrating an unpartitioned log (version 2) keeps every event and envelope, in their day partitions")
     func upgradeFromVersion2() async throws {
         let harness = try await IngestHarness()

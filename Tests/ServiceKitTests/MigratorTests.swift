@@ -28,6 +28,22 @@ struct MigratorTests {
     }
 
 
+    @Test("a migration outlasts the session's statement_timeout (which the service sets for its requests)")
+    func ignoresSessionTimeouts() async throws {
+        let schema = TestEnvironment.uniqueName("s")
+        var configuration = try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 1)
+        configuration.options.additionalStartupParameters = [("statement_timeout", "100"), ("lock_timeout", "100")]
+        let client = PostgresClient(configuration: configuration)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        let slow = Migration(version: 1, name: "slow", sql: "CREATE TABLE t (x int); SELECT pg_sleep(0.5);")
+        #expect(try await Migrator(schema: schema, migrations: [slow]).migrate(client, logger: Logger(label: "test")) == [1])
+        // The session's own limit is back once the migration is done.
+        await #expect(throws: PSQLError.self) {
+            for try await _ in try await client.query("SELECT pg_sleep(0.5)") {}
+        }
+    }
+
     @Test("applying twice is a no-op")
     func idempotent() async throws {
         let schema = TestEnvironment.uniqueName("m")

@@ -39,6 +39,11 @@ public struct Migrator: Sendable {
         let lockKey = "swarmdeck.migrate.\(schema)"
         try await connection.query("BEGIN", logger: logger)
         do {
+            // A service's sessions may carry short statement and lock timeouts for its
+            // requests; a migration (copying a large table, waiting for another replica's
+            // migration) must not inherit them.
+            try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
+            try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
             try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(lockKey)))", logger: logger)
             try await self.run(
                 """
