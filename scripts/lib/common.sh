@@ -7,7 +7,7 @@
 # Swift targets, protoc regenerates the bus contracts. python3 gives free_port
 # a portable way to ask the kernel for a port; curl probes /readyz.
 SWARMDECK_PACKAGES=(
-  nats-server postgresql libnats-dev libpq-dev nginx-light tmux
+  nats-server postgresql libnats-dev libpq-dev zlib1g-dev nginx-light tmux
   openssh-server protobuf-compiler libcurl4-openssl-dev libssh2-1-dev
   python3 curl
 )
