@@ -4,24 +4,30 @@ import SwiftProtobuf
 extension OTLPBatch {
     /// Maps every data point to a `metric` event named after its metric: a gauge's or sum's
     /// value; a histogram's, exponential histogram's or summary's sum, with `count` (and `min`,
-    /// `max`) in `attrs`. Sums carry their temporality, so `claude_code.token.usage` and
+    /// `max`) in `attrs` (a histogram point without a sum is rejected: there is no value to
+    /// show). Points flagged `NO_RECORDED_VALUE` are skipped. Sums carry their temporality, so `claude_code.token.usage` and
     /// `claude_code.cost.usage` (delta by default) can be added up as they come.
     mutating func add(_ request: OTLPExportMetricsRequest) {
         for resourceMetrics in request.resourceMetrics {
             let resource = OTLPAttributes(resource: resourceMetrics.resource.attributes)
             let resourceBytes: [UInt8] = (try? resourceMetrics.resource.serializedBytes()) ?? []
             for scopeMetrics in resourceMetrics.scopeMetrics {
+                let scope = Array("\(scopeMetrics.scope.name)\u{0}\(scopeMetrics.scope.version)".utf8)
                 for metric in scopeMetrics.metrics {
-                    self.add(metric, resource: resource, resourceBytes: resourceBytes)
+                    self.add(metric, resource: resource, resourceBytes: resourceBytes, scope: scope)
                 }
             }
         }
     }
 
-    private mutating func add(_ metric: OTLPMetric, resource: OTLPAttributes, resourceBytes: [UInt8]) {
-        let name = Array(metric.name.utf8)
-        func point(_ point: some SwiftProtobuf.Message, attributes: [OTLPKeyValue], time: UInt64, value: Double?, extra: [(String, JSONValue)]) {
+    private mutating func add(_ metric: OTLPMetric, resource: OTLPAttributes, resourceBytes: [UInt8], scope: [UInt8]) {
+        // The metric's name and type with its scope: two scopes (or types) with the same point
+        // are two items, not duplicates.
+        let name = Array(metric.name.utf8) + [0] + Array(Self.typeName(metric.data).utf8) + [0] + scope
+        func point(_ point: some SwiftProtobuf.Message, attributes: [OTLPKeyValue], time: UInt64, flags: UInt32, value: Double?, extra: [(String, JSONValue)]) {
             let item = self.beginItem()
+            // NO_RECORDED_VALUE: a staleness marker, not a measurement.
+            if flags & 1 != 0 { return }
             guard let value else {
                 self.reject(item, "a data point of \(OTLPAttributes.cut(metric.name, to: 64)) has no value")
                 return
@@ -44,7 +50,7 @@ extension OTLPBatch {
         switch metric.data {
         case .gauge(let gauge)?:
             for dataPoint in gauge.dataPoints {
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, value: dataPoint.number, extra: [])
+                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.number, extra: [])
             }
         case .sum(let sum)?:
             let temporality: [(String, JSONValue)] = [
@@ -52,28 +58,41 @@ extension OTLPBatch {
                 ("monotonic", .bool(sum.isMonotonic)),
             ]
             for dataPoint in sum.dataPoints {
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, value: dataPoint.number, extra: temporality)
+                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.number, extra: temporality)
             }
         case .histogram(let histogram)?:
             for dataPoint in histogram.dataPoints {
                 var extra: [(String, JSONValue)] = [("count", .number(Double(dataPoint.count)))]
                 if dataPoint.hasMin { extra.append(("min", .number(dataPoint.min))) }
                 if dataPoint.hasMax { extra.append(("max", .number(dataPoint.max))) }
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, value: dataPoint.hasSum ? dataPoint.sum : 0, extra: extra)
+                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.hasSum ? dataPoint.sum : nil, extra: extra)
             }
         case .exponentialHistogram(let histogram)?:
             for dataPoint in histogram.dataPoints {
                 var extra: [(String, JSONValue)] = [("count", .number(Double(dataPoint.count)))]
                 if dataPoint.hasMin { extra.append(("min", .number(dataPoint.min))) }
                 if dataPoint.hasMax { extra.append(("max", .number(dataPoint.max))) }
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, value: dataPoint.hasSum ? dataPoint.sum : 0, extra: extra)
+                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.hasSum ? dataPoint.sum : nil, extra: extra)
             }
         case .summary(let summary)?:
             for dataPoint in summary.dataPoints {
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, value: dataPoint.sum, extra: [("count", .number(Double(dataPoint.count)))])
+                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.sum, extra: [("count", .number(Double(dataPoint.count)))])
             }
         case nil:
             break
+        }
+    }
+}
+
+extension OTLPBatch {
+    static func typeName(_ data: OTLPMetric.OneOf_Data?) -> String {
+        switch data {
+        case .gauge?: "gauge"
+        case .sum?: "sum"
+        case .histogram?: "histogram"
+        case .exponentialHistogram?: "exponential_histogram"
+        case .summary?: "summary"
+        case nil: ""
         }
     }
 }

@@ -55,7 +55,7 @@ extension OTLPBatch {
                 call.error = span.status.message.isEmpty ? attributes.string("error.type") ?? "error" : OTLPAttributes.cut(span.status.message, to: 1024)
             }
             call.attrs = .object([("spanId", .string(spanID))] + (attributes.string("gen_ai.tool.call.id").map { [("callId", .string($0))] } ?? []))
-            self.add(call, item: item)
+            self.add(call, item: item, primary: false)
         }
 
         let input = attributes.integer("gen_ai.usage.input_tokens")
@@ -70,7 +70,7 @@ extension OTLPBatch {
                 if let value = attributes.integer(key) { extra.append((key, .number(Double(value)))) }
             }
             usage.attrs = .object(extra)
-            self.add(usage, item: item)
+            self.add(usage, item: item, primary: false)
         }
     }
 }

@@ -19,8 +19,13 @@ struct OTLPBatch {
     private(set) var events: [PreparedEvent] = []
     /// The item each event came from.
     private var itemOfEvent: [Int] = []
-    private var items = 0
+    /// Items seen (spans, log records, data points).
+    private(set) var items = 0
     private(set) var rejectedItems = Set<Int>()
+    /// Items whose own event is stored but a derived one (tool call, usage) was not.
+    private var degradedItems = Set<Int>()
+    /// Events that are an item's own (a span's trace event), not derived from it.
+    private var primary: [Bool] = []
     private var reasons: [String] = []
 
     init(now: Int64, maxEventBytes: Int, json: Bool) {
@@ -35,32 +40,47 @@ struct OTLPBatch {
         return self.items
     }
 
-    /// Validates and renders `event` as part of `item`; a rejection rejects the item.
-    mutating func add(_ event: NativeEvent, item: Int) {
+    /// Validates and renders `event` as part of `item`. The rejection of an item's own event
+    /// rejects the item; that of an event derived from it (`primary: false`) is only reported.
+    mutating func add(_ event: NativeEvent, item: Int, primary: Bool = true) {
         do {
             self.events.append(try event.prepare(now: self.now, maxEventBytes: self.maxEventBytes))
             self.itemOfEvent.append(item)
+            self.primary.append(primary)
         } catch {
-            self.reject(item, error.reason)
+            self.refuse(item, primary: primary, error.reason)
         }
     }
 
     mutating func reject(_ item: Int, _ reason: String) {
-        self.rejectedItems.insert(item)
+        self.refuse(item, primary: true, reason)
+    }
+
+    private mutating func refuse(_ item: Int, primary: Bool, _ reason: String) {
+        if primary {
+            self.rejectedItems.insert(item)
+        } else {
+            self.degradedItems.insert(item)
+        }
         if self.reasons.count < 3 { self.reasons.append(reason) }
     }
 
     /// Applies the log's outcomes for ``events`` (in the same order).
     mutating func apply(_ outcomes: [ItemOutcome]) {
         for (index, outcome) in outcomes.enumerated() {
-            if case .rejected(let reason) = outcome { self.reject(self.itemOfEvent[index], reason) }
+            if case .rejected(let reason) = outcome { self.refuse(self.itemOfEvent[index], primary: self.primary[index], reason) }
         }
     }
 
-    /// The partial-success message: the first few reasons.
+    /// The partial-success message (empty when all went well): counts and the first reasons.
+    /// OTLP allows a message with nothing rejected, as a warning.
     var errorMessage: String {
-        guard !self.rejectedItems.isEmpty else { return "" }
-        return "\(self.rejectedItems.count) of \(self.items) rejected: " + self.reasons.joined(separator: "; ")
+        let degraded = self.degradedItems.subtracting(self.rejectedItems)
+        guard !self.rejectedItems.isEmpty || !degraded.isEmpty else { return "" }
+        var counts: [String] = []
+        if !self.rejectedItems.isEmpty { counts.append("\(self.rejectedItems.count) of \(self.items) rejected") }
+        if !degraded.isEmpty { counts.append("\(degraded.count) stored without a derived event") }
+        return counts.joined(separator: ", ") + ": " + self.reasons.joined(separator: "; ")
     }
 
     /// An id of `bytes` bytes as lowercase hex; nil when it is not that long or all zero.

@@ -14,7 +14,8 @@ import SwiftProtobuf
 /// Content-Length. Answers use the request's content type: 200 with the export response (its
 /// `partial_success` counting rejected items), or an error status with a `google.rpc.Status`
 /// body: 400 bad data, 401 bad key, 413 over `ingest.max-body-bytes` (compressed or not) or
-/// `ingest.max-batch-events`, 415 another type or encoding, 429/503 with `Retry-After`.
+/// over `ingest.max-batch-events` items, 415 another type or encoding, 429/503 with
+/// `Retry-After`.
 struct OTLPReceiver: Sendable {
     let keys: IngestKeyStore
     let writer: EventLogWriter
@@ -37,7 +38,7 @@ struct OTLPReceiver: Sendable {
         router.post("v1/traces") { request, context in
             await self.receive(request, context: context, as: OTLPExportTraceRequest.self, map: { $0.add($1) }) { rejected, message in
                 var response = OTLPExportTraceResponse()
-                if rejected > 0 {
+                if !message.isEmpty {
                     response.partialSuccess.rejectedSpans = rejected
                     response.partialSuccess.errorMessage = message
                 }
@@ -47,7 +48,7 @@ struct OTLPReceiver: Sendable {
         router.post("v1/logs") { request, context in
             await self.receive(request, context: context, as: OTLPExportLogsRequest.self, map: { $0.add($1) }) { rejected, message in
                 var response = OTLPExportLogsResponse()
-                if rejected > 0 {
+                if !message.isEmpty {
                     response.partialSuccess.rejectedLogRecords = rejected
                     response.partialSuccess.errorMessage = message
                 }
@@ -57,7 +58,7 @@ struct OTLPReceiver: Sendable {
         router.post("v1/metrics") { request, context in
             await self.receive(request, context: context, as: OTLPExportMetricsRequest.self, map: { $0.add($1) }) { rejected, message in
                 var response = OTLPExportMetricsResponse()
-                if rejected > 0 {
+                if !message.isEmpty {
                     response.partialSuccess.rejectedDataPoints = rejected
                     response.partialSuccess.errorMessage = message
                 }
@@ -91,10 +92,12 @@ struct OTLPReceiver: Sendable {
             }
             var batch = OTLPBatch(now: Int64(Date().timeIntervalSince1970 * 1000), maxEventBytes: self.settings.maxEventBytes, json: encoding == .json)
             map(&batch, export)
-            guard batch.events.count <= self.settings.maxBatchEvents else {
+            // Items (spans, records, points) are what the client counts; the events they map to
+            // (up to three a span) must still fit the queue, or the export could never pass.
+            guard batch.items <= self.settings.maxBatchEvents, batch.events.count <= self.settings.maxQueuedEvents else {
                 throw ServiceKitError(
                     .api(.payloadTooLarge),
-                    "the export maps to \(batch.events.count) events; at most \(self.settings.maxBatchEvents) per request"
+                    "\(batch.items) items (\(batch.events.count) events); at most \(self.settings.maxBatchEvents) items per export"
                 )
             }
             batch.apply(try await self.writer.submit(tenant: tenant, events: batch.events, requestID: context.requestID))
@@ -123,13 +126,24 @@ struct OTLPReceiver: Sendable {
         case nil, "", "identity":
             return body
         case "gzip", "x-gzip":
+            let compressed = body
+            let inflated: ByteBuffer
             do {
-                return try body.decompress(with: .gzip(), maxSize: limit)
+                inflated = try body.decompress(with: .gzip(), maxSize: limit)
             } catch let error as CompressNIOError where error == .bufferOverflow {
                 throw ServiceKitError(.api(.payloadTooLarge), "the body inflates past \(limit) bytes")
             } catch {
                 throw ServiceKitError(.api(.invalidRequest), "the body is not valid gzip (\(error))")
             }
+            // zlib stops quietly at the end of its input: a cut-off body would pass as a
+            // shorter one. The gzip trailer's ISIZE (length mod 2^32) tells.
+            guard compressed.readableBytes >= 18,
+                let size = compressed.getInteger(at: compressed.readerIndex + compressed.readableBytes - 4, endianness: .little, as: UInt32.self),
+                size == UInt32(truncatingIfNeeded: inflated.readableBytes)
+            else {
+                throw ServiceKitError(.api(.invalidRequest), "the gzip body is truncated (or has several members, which is not supported)")
+            }
+            return inflated
         case let other?:
             throw ServiceKitError(.api(.unsupportedMediaType), "Content-Encoding \(other) is not supported; send gzip or none")
         }
@@ -155,6 +169,9 @@ struct OTLPReceiver: Sendable {
         var response = (try? Self.response(status, rpc, encoding: encoding)) ?? Response(status: status)
         if let retryAfter = envelope.retryAfterSeconds {
             response.headers[.retryAfter] = String(retryAfter)
+        }
+        if envelope.errorClass == .auth {
+            response.headers[.wwwAuthenticate] = #"Bearer error="invalid_token""#
         }
         return response
     }

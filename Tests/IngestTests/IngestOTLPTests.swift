@@ -109,6 +109,7 @@ struct IngestOTLPTests {
 
             let again = try await Self.post(client, "/v1/traces", key: key, body: body)
             #expect(again.status == .ok)
+            #expect(try OTLPExportTraceResponse(serializedBytes: Array(buffer: again.body)).hasPartialSuccess == false)
             #expect(try await Self.rows(harness) == 5)
         }
         await feed.nats.drain()
@@ -160,6 +161,28 @@ struct IngestOTLPTests {
             #expect(frames[1]["tool"] as? String == "grep")
             #expect(frames[1]["ok"] as? Bool == true)
             #expect(frames[1]["latencyMs"] as? Double == 120)
+        }
+        await feed.nats.drain()
+    }
+
+    @Test("OTLP JSON ids in upper-case hex are read as hex; a base64 id (not OTLP, but seen) is read as base64")
+    func jsonIdentifierForms() async throws {
+        let harness = try await IngestHarness()
+        let feed = try await Feed(harness)
+        @Sendable func export(trace: String, span: String) -> [UInt8] {
+            Array(#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"\#(trace)","spanId":"\#(span)","name":"s","startTimeUnixNano":"1763780000000000000"}]}]}]}"#.utf8)
+        }
+        try await harness.application().test(.router) { client in
+            let key = try await harness.createKey(client)
+            let upper = try await Self.post(client, "/v1/traces", key: key, contentType: "application/json", body: export(trace: "5B8EFFF798038103D269B633813FC60C", span: "EEE19B7EC3C1B174"))
+            #expect(upper.status == .ok)
+            let base64 = try await Self.post(client, "/v1/traces", key: key, contentType: "application/json", body: export(trace: "AQIDBAUGBwgJCgsMDQ4PEA==", span: "oAAAAAAAAAE="))
+            #expect(base64.status == .ok)
+            let frames = try await feed.frames(2)
+            #expect(frames[0]["traceId"] as? String == "5b8efff798038103d269b633813fc60c")
+            #expect(frames[0]["spanId"] as? String == "eee19b7ec3c1b174")
+            #expect(frames[1]["traceId"] as? String == OTLPPayloads.traceHex)
+            #expect(frames[1]["spanId"] as? String == OTLPPayloads.spanHex(1))
         }
         await feed.nats.drain()
     }
@@ -298,14 +321,33 @@ struct IngestOTLPTests {
             #expect(logAnswer.partialSuccess.rejectedLogRecords == 1)
             #expect(logAnswer.partialSuccess.errorMessage.contains("1024"))
             #expect(try await Self.rows(harness) == 4)
+
+            // A span whose derived usage is invalid is stored (its trace event): a warning, not a rejection.
+            var negative = OTLPPayloads.genAITraces(start: Self.nowNanos + 1)
+            negative.resourceSpans[0].scopeSpans[0].spans = [negative.resourceSpans[0].scopeSpans[0].spans[1]]
+            negative.resourceSpans[0].scopeSpans[0].spans[0].spanID = OTLPPayloads.spanID(42)
+            negative.resourceSpans[0].scopeSpans[0].spans[0].attributes.append(.init("gen_ai.usage.input_tokens", Int64(-5)))
+            let warned = try await Self.post(client, "/v1/traces", key: key, body: try negative.serializedBytes())
+            let warning = try OTLPExportTraceResponse(serializedBytes: Array(buffer: warned.body))
+            #expect(warning.partialSuccess.rejectedSpans == 0)
+            #expect(warning.partialSuccess.errorMessage.contains("stored without a derived event"))
+            #expect(try await Self.rows(harness) == 5)
         }
     }
 
     @Test("bad requests: 400 with google.rpc.Status, 401, 413, 415, in the request's encoding; the service stays healthy")
     func badRequests() async throws {
-        let harness = try await IngestHarness(overrides: ["INGEST_MAX_BODY_BYTES": "65536"])
+        let harness = try await IngestHarness(overrides: ["INGEST_MAX_BODY_BYTES": "65536", "INGEST_MAX_BATCH_EVENTS": "4"])
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
+            let valid: [UInt8] = try OTLPPayloads.genAITraces(start: Self.nowNanos).serializedBytes()
+            let gzipped = try OTLPPayloads.gzip(valid)
+            var five = OTLPPayloads.genAITraces(start: Self.nowNanos)
+            for n in UInt8(4)...5 {
+                var span = five.resourceSpans[0].scopeSpans[0].spans[0]
+                span.spanID = OTLPPayloads.spanID(n)
+                five.resourceSpans[0].scopeSpans[0].spans.append(span)
+            }
             var random = SystemRandomNumberGenerator()
             let garbage = (0..<60_000).map { _ in UInt8.random(in: 0...255, using: &random) }
             let cases: [(String, String?, String?, [UInt8], HTTPResponse.Status, Int32)] = [
@@ -313,6 +355,8 @@ struct IngestOTLPTests {
                 ("application/json", key, nil, Array(#"{"resourceSpans": [{"#.utf8), .badRequest, 3),
                 ("application/json", key, nil, Array(#"{"resourceSpans": "many"}"#.utf8), .badRequest, 3),
                 ("application/json", key, "gzip", Array("not gzip at all".utf8), .badRequest, 3),
+                ("application/x-protobuf", key, "gzip", Array(gzipped.dropLast(12)), .badRequest, 3),
+                ("application/x-protobuf", key, nil, try five.serializedBytes(), .contentTooLarge, 3),
                 ("application/x-protobuf", nil, nil, [], .unauthorized, 16),
                 ("application/x-protobuf", "sdi_0123456789abcdef_" + String(repeating: "0", count: 64), nil, [], .unauthorized, 16),
                 ("text/plain", key, nil, Array("hello".utf8), .unsupportedMediaType, 3),
@@ -330,7 +374,12 @@ struct IngestOTLPTests {
                 let rpc = try Self.status(response)
                 #expect(rpc.code == code)
                 #expect(!rpc.message.isEmpty)
+                if status == .unauthorized {
+                    #expect(response.headers[.wwwAuthenticate] != nil)
+                }
             }
+            let whole = try await Self.post(client, "/v1/traces", key: key, encoding: "gzip", body: gzipped)
+            #expect(whole.status == .ok)
             try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
             let fine = try await Self.post(client, "/v1/traces", key: key, body: try OTLPPayloads.genAITraces(start: Self.nowNanos).serializedBytes())
             #expect(fine.status == .ok)
@@ -340,7 +389,7 @@ struct IngestOTLPTests {
     @Test("overloaded: 429 when the queue is full, 503 when Postgres does not answer in time, both with Retry-After")
     func overloaded() async throws {
         let harness = try await IngestHarness(overrides: [
-            "INGEST_MAX_BATCH_EVENTS": "5", "INGEST_MAX_QUEUED_EVENTS": "5", "INGEST_COMMIT_TIMEOUT_SECONDS": "1",
+            "INGEST_MAX_BATCH_EVENTS": "5", "INGEST_MAX_QUEUED_EVENTS": "5", "INGEST_COMMIT_TIMEOUT_SECONDS": "2",
         ])
         @Sendable func logs(_ count: Int, from: UInt64) throws -> [UInt8] {
             var request = OTLPPayloads.claudeCodeLogs(nanos: Self.nowNanos)
