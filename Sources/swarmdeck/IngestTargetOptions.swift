@@ -18,7 +18,12 @@ struct IngestTargetOptions: ParsableArguments {
 
     /// `--key`, else `$SWARMDECK_INGEST_KEY`.
     func ingestKey() throws -> String {
-        if let key = self.key { return key }
+        try Self.ingestKey(self.key)
+    }
+
+    /// `key`, else `$SWARMDECK_INGEST_KEY`.
+    static func ingestKey(_ key: String?) throws -> String {
+        if let key { return key }
         if let key = ProcessInfo.processInfo.environment["SWARMDECK_INGEST_KEY"], !key.isEmpty { return key }
         throw ValidationError("no ingest key: pass --key or source .swarmdeck/local.env")
     }
