@@ -9,13 +9,14 @@ import Synchronization
 /// Group commit: requests of one tenant queue here and one writer task per tenant commits them
 /// together, up to `ingest.write-batch-events` events per transaction, then publishes them.
 ///
-/// Bounded: more than `ingest.max-queued-events` events waiting across tenants answers 429
-/// (nothing queued). A failed transaction answers 503 to every request in it (nothing stored,
+/// Bounded: more than `ingest.max-queued-events` events, or `ingest.max-queued-bytes` of them,
+/// waiting across tenants answers 429 (nothing queued). A failed transaction answers 503 to every request in it (nothing stored,
 /// unless the commit reached Postgres and only its answer was lost, in which case the retry
 /// reports those events as duplicates).
 final class EventLogWriter: Sendable {
     private struct Submission {
         var events: [PreparedEvent]
+        var bytes: Int
         var requestID: String
         var continuation: CheckedContinuation<[ItemOutcome], any Error>
     }
@@ -24,12 +25,14 @@ final class EventLogWriter: Sendable {
         var queues: [String: [Submission]] = [:]
         var writing: Set<String> = []
         var queuedEvents = 0
+        var queuedBytes = 0
     }
 
     private let state = Mutex(State())
     private let log: EventLog
     private let publisher: EventPublisher
     private let maxQueuedEvents: Int
+    private let maxQueuedBytes: Int
     private let writeBatchEvents: Int
     private let commitTimeout: Duration
     private let logger: Logger
@@ -40,6 +43,7 @@ final class EventLogWriter: Sendable {
         self.log = log
         self.publisher = publisher
         self.maxQueuedEvents = settings.maxQueuedEvents
+        self.maxQueuedBytes = settings.maxQueuedBytes
         self.writeBatchEvents = settings.writeBatchEvents
         self.commitTimeout = .seconds(settings.commitTimeoutSeconds)
         self.logger = logger
@@ -48,11 +52,16 @@ final class EventLogWriter: Sendable {
     /// Stores `events` for `tenant` and publishes them; returns once they are committed.
     func submit(tenant: String, events: [PreparedEvent], requestID: String) async throws -> [ItemOutcome] {
         if events.isEmpty { return [] }
+        let bytes = events.reduce(0) { $0 + $1.footprint }
+        guard bytes <= self.maxQueuedBytes else {
+            throw ServiceKitError(.api(.payloadTooLarge), "the request's events take \(bytes) bytes; at most \(self.maxQueuedBytes) can wait for commit")
+        }
         return try await withCheckedThrowingContinuation { continuation in
             let start: Bool? = self.state.withLock { state in
-                guard state.queuedEvents + events.count <= self.maxQueuedEvents else { return nil }
+                guard state.queuedEvents + events.count <= self.maxQueuedEvents, state.queuedBytes + bytes <= self.maxQueuedBytes else { return nil }
                 state.queuedEvents += events.count
-                state.queues[tenant, default: []].append(Submission(events: events, requestID: requestID, continuation: continuation))
+                state.queuedBytes += bytes
+                state.queues[tenant, default: []].append(Submission(events: events, bytes: bytes, requestID: requestID, continuation: continuation))
                 return state.writing.insert(tenant).inserted
             }
             switch start {
@@ -135,7 +144,13 @@ final class EventLogWriter: Sendable {
             positions.append(mine)
         }
         let eventCount = group.reduce(0) { $0 + $1.events.count }
-        defer { self.state.withLock { $0.queuedEvents -= eventCount } }
+        let byteCount = group.reduce(0) { $0 + $1.bytes }
+        defer {
+            self.state.withLock {
+                $0.queuedEvents -= eventCount
+                $0.queuedBytes -= byteCount
+            }
+        }
 
         let committedAt = Date()
         let result: Result<[ItemOutcome], any Error>

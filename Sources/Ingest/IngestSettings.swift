@@ -11,6 +11,8 @@ struct IngestSettings: Sendable {
     var maxEventBytes: Int
     /// Events accepted but not yet committed, across tenants; past it requests get 429.
     var maxQueuedEvents: Int
+    /// Bytes of those events (their rendered frames, roughly); past it requests get 429.
+    var maxQueuedBytes: Int
     /// Events committed in one transaction (requests queued behind it are grouped up to this).
     var writeBatchEvents: Int
     /// How long a positive ingest-key lookup is cached; revocation takes effect within it.
@@ -22,13 +24,14 @@ struct IngestSettings: Sendable {
     /// Days of the event log kept (whole days of commit, UTC); older day partitions are dropped.
     var retentionDays: Int
 
-    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays]
+    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .maxQueuedBytes, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays]
 
     init(reader: ConfigReader) throws(ServiceKitError) {
         self.maxBodyBytes = try reader.setting(.maxBodyBytes, in: 1024...(256 << 20))
         self.maxBatchEvents = try reader.setting(.maxBatchEvents, in: 1...100_000)
         self.maxEventBytes = try reader.setting(.maxEventBytes, in: 256...(16 << 20))
         self.maxQueuedEvents = try reader.setting(.maxQueuedEvents, in: 1...10_000_000)
+        self.maxQueuedBytes = try reader.setting(.maxQueuedBytes, in: (1 << 20)...(64 << 30))
         self.writeBatchEvents = try reader.setting(.writeBatchEvents, in: 1...100_000)
         self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
@@ -48,6 +51,7 @@ extension SettingKey {
     static let maxBatchEvents = SettingKey("ingest.max-batch-events", "events per request (413 beyond)", default: "10000")
     static let maxEventBytes = SettingKey("ingest.max-event-bytes", "one event's size in bytes (that event is rejected beyond)", default: "65536")
     static let maxQueuedEvents = SettingKey("ingest.max-queued-events", "events waiting for commit across tenants (429 beyond)", default: "200000")
+    static let maxQueuedBytes = SettingKey("ingest.max-queued-bytes", "bytes of events waiting for commit across tenants (429 beyond)", default: "268435456")
     static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
     static let commitTimeoutSeconds = SettingKey("ingest.commit-timeout-seconds", "seconds a transaction may take before its requests get 503", default: "5")
     static let maxACPBodyBytes = SettingKey("ingest.max-acp-body-bytes", "one ACP message's body in bytes (413 beyond)", default: "1048576")

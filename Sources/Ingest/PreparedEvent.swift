@@ -18,6 +18,12 @@ struct PreparedEvent: Sendable {
     /// Set for an ACP envelope appended to a thread.
     var acp: ACPPart?
 
+    /// Roughly the memory it holds while it waits for commit, for the queue's byte bound.
+    var footprint: Int {
+        128 + self.msgID.utf8.count + self.swarmID.utf8.count + self.agentID.utf8.count + self.frameTail.count
+            + (self.acp.map { $0.body.count + $0.frameRest.count + $0.threadID.utf8.count + $0.msgID.utf8.count } ?? 0)
+    }
+
     /// The client frame for `seq` (and, for ACP, the per-thread seq).
     func frame(seq: Int64, threadSeq: Int64 = 0) -> [UInt8] {
         var writer = JSONWriter(capacity: self.frameTail.count + (self.acp?.frameRest.count ?? 0) + 60)

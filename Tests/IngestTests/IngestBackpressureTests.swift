@@ -1,0 +1,50 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import TestSupport
+import Testing
+
+@testable import Ingest
+
+@Suite("Ingest queue bounded in bytes (live NATS + Postgres)")
+struct IngestBackpressureTests {
+    @Test("large events fill the byte bound: 429 while it is full, 413 for a request larger than the bound, then accepted")
+    func byteBound() async throws {
+        let harness = try await IngestHarness(overrides: ["INGEST_MAX_QUEUED_BYTES": "1048576", "INGEST_COMMIT_TIMEOUT_SECONDS": "2"])
+        let big = String(repeating: "x", count: 30_000)
+        @Sendable func events(_ prefix: String, _ count: Int) -> [[String: Any]] {
+            (0..<count).map { logEvent("\(prefix)-\($0)", message: big) }
+        }
+        try await harness.application().test(.router) { client in
+            let key = try await harness.createKey(client)
+            let tooLarge = try await harness.post(client, key: key, events: events("huge", 40))
+            #expect(tooLarge.0 == .contentTooLarge)
+
+            try await harness.withDatabase { database in
+                let logger = Logger(label: "test")
+                try await database.withTransaction(logger: logger) { connection in
+                    // Hold the tenant's row lock so the first request waits in the queue.
+                    try await connection.query("SELECT 1 FROM tenants WHERE tenant_id = \(harness.tenant) FOR UPDATE", logger: logger)
+                    var pid = 0
+                    for try await value in try await connection.query("SELECT pg_backend_pid()", logger: logger).decode(Int.self) { pid = value }
+                    async let first = harness.post(client, key: key, events: events("a", 20))
+                    #expect(
+                        try await eventually {
+                            let rows = try await database.query("SELECT count(*)::int FROM pg_stat_activity WHERE \(pid) = ANY(pg_blocking_pids(pid))")
+                            for try await count in rows.decode(Int.self) { return count > 0 }
+                            return false
+                        }
+                    )
+                    let second = try await harness.post(client, key: key, events: events("b", 20))
+                    #expect(second.0 == .tooManyRequests)
+                    _ = try await first
+                }
+            }
+            let after = try await harness.post(client, key: key, events: events("b", 20))
+            #expect(after.0 == .ok)
+            #expect(after.1?.accepted == 20)
+        }
+    }
+}
