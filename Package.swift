@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "swarmdeck", targets: ["swarmdeck"]),
         .executable(name: "ingest", targets: ["Ingest"]),
+        .executable(name: "stream-fanout", targets: ["StreamFanout"]),
         .library(name: "Contracts", targets: ["Contracts"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
     ],
@@ -31,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.28.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.24.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
@@ -94,6 +96,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "StreamFanout",
+            dependencies: [
+                "Contracts",
+                "ServiceKit",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "swarmdeck",
             dependencies: [
                 "CNATS",
@@ -113,6 +132,35 @@ let package = Package(
             name: "TestSupport",
             dependencies: ["ServiceKit"],
             path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "IngestTestSupport",
+            dependencies: [
+                "Ingest",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Tests/IngestTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FanoutTests",
+            dependencies: [
+                "Contracts",
+                "IngestTestSupport",
+                "ServiceKit",
+                "StreamFanout",
+                "TestSupport",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

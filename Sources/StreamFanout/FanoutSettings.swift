@@ -1,0 +1,60 @@
+import Configuration
+import ServiceKit
+
+/// Stream-fanout's own configuration keys and their values.
+struct FanoutSettings: Sendable {
+    /// The schema of ingest's event log, read (never written) for replay and back-fill.
+    var eventLogSchema: String
+    /// Live events queued for one connection; past it the connection catches up from the log.
+    var queueEvents: Int
+    /// Bytes of those events.
+    var queueBytes: Int
+    /// Events one connection may be behind before it skips to the head with a gap notice.
+    var maxCatchUpEvents: Int
+    /// Seconds between server pings; a client that has not answered two is disconnected.
+    var pingSeconds: Int
+    /// The rate cap of a subscription that names none (the seed's default stream cap).
+    var defaultEventsPerSecond: Int
+    /// The highest rate cap a client may ask for.
+    var maxEventsPerSecond: Int
+    /// Largest client message; larger closes the connection (1009).
+    var maxMessageBytes: Int
+    /// Client messages per 10 seconds; more closes the connection (1008).
+    var maxMessagesPer10Seconds: Int
+    /// Seconds a connection may accept nothing before it is disconnected (1008).
+    var stalledSeconds: Int
+
+    static let keys: [SettingKey] = [
+        .eventLogSchema, .queueEvents, .queueBytes, .maxCatchUpEvents, .pingSeconds, .defaultEventsPerSecond, .maxEventsPerSecond,
+        .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds,
+    ]
+
+    init(reader: ConfigReader) throws(ServiceKitError) {
+        self.eventLogSchema = try reader.setting(.eventLogSchema)
+        guard self.eventLogSchema.range(of: "^[a-z_][a-z0-9_]{0,62}$", options: .regularExpression) != nil else {
+            throw ServiceKitError(.configuration, "\(SettingKey.eventLogSchema) must match [a-z_][a-z0-9_]{0,62}")
+        }
+        self.queueEvents = try reader.setting(.queueEvents, in: 16...1_000_000)
+        self.queueBytes = try reader.setting(.queueBytes, in: (16 << 10)...(1 << 30))
+        self.maxCatchUpEvents = try reader.setting(.maxCatchUpEvents, in: 0...10_000_000)
+        self.pingSeconds = try reader.setting(.pingSeconds, in: 1...3600)
+        self.defaultEventsPerSecond = try reader.setting(.defaultEventsPerSecond, in: 1...1_000_000)
+        self.maxEventsPerSecond = try reader.setting(.maxEventsPerSecond, in: 1...1_000_000)
+        self.maxMessageBytes = try reader.setting(.maxMessageBytes, in: 1024...(16 << 20))
+        self.maxMessagesPer10Seconds = try reader.setting(.maxMessagesPer10Seconds, in: 1...100_000)
+        self.stalledSeconds = try reader.setting(.stalledSeconds, in: 1...3600)
+    }
+}
+
+extension SettingKey {
+    static let eventLogSchema = SettingKey("fanout.event-log-schema", "ingest's schema, read for replay and back-fill", default: "ingest")
+    static let queueEvents = SettingKey("fanout.queue-events", "live events queued per connection before it catches up from the log", default: "1024")
+    static let queueBytes = SettingKey("fanout.queue-bytes", "bytes of live events queued per connection", default: "1048576")
+    static let maxCatchUpEvents = SettingKey("fanout.max-catch-up-events", "events a connection may lag before it skips ahead with a gap notice", default: "10000")
+    static let pingSeconds = SettingKey("fanout.ping-seconds", "seconds between server pings (two unanswered: disconnect)", default: "15")
+    static let defaultEventsPerSecond = SettingKey("fanout.default-events-per-second", "a subscription's rate cap when it names none", default: "200")
+    static let maxEventsPerSecond = SettingKey("fanout.max-events-per-second", "the highest rate cap a client may ask for", default: "10000")
+    static let maxMessageBytes = SettingKey("fanout.max-message-bytes", "largest client message (larger: close 1009)", default: "65536")
+    static let maxMessagesPer10Seconds = SettingKey("fanout.max-messages-per-10s", "client messages per 10 s (more: close 1008)", default: "50")
+    static let stalledSeconds = SettingKey("fanout.stalled-seconds", "seconds a connection may accept nothing before it is closed", default: "30")
+}

@@ -1,0 +1,74 @@
+import Contracts
+import Logging
+import ServiceKit
+import Synchronization
+
+/// The tenant feeds of this replica: a feed starts with its tenant's first connection and
+/// stops (unsubscribing) with its last.
+final class FeedHub: Sendable {
+    private struct Entry {
+        var feed: TenantFeed
+        var subscription: NATSSubscription
+        var task: Task<Void, Never>
+        var users: Int
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+    private let nats: NATSConnection
+    private let subjects: Subjects
+    private let reader: EventLogReader
+    private let logger: Logger
+
+    init(nats: NATSConnection, subjects: Subjects, reader: EventLogReader, logger: Logger) {
+        self.nats = nats
+        self.subjects = subjects
+        self.reader = reader
+        self.logger = logger
+    }
+
+    /// The tenant's feed, started if need be; pair with ``release(_:)``.
+    func acquire(tenant: String) async throws -> TenantFeed {
+        if let feed = self.entries.withLock({ entries -> TenantFeed? in
+            guard entries[tenant] != nil else { return nil }
+            entries[tenant]!.users += 1
+            return entries[tenant]!.feed
+        }) {
+            return feed
+        }
+        // Subscribe before the feed reads the log's head (see TenantFeed.run), and make sure the
+        // server has the subscription.
+        let subscription = try self.nats.subscribe(to: self.subjects.events(tenant: tenant))
+        try await self.nats.flush()
+        let feed = TenantFeed(tenant: tenant, reader: self.reader, logger: self.logger)
+        let (winner, loser): (TenantFeed, NATSSubscription?) = self.entries.withLock { entries in
+            if entries[tenant] != nil {
+                // Another connection started it meanwhile.
+                entries[tenant]!.users += 1
+                return (entries[tenant]!.feed, subscription)
+            }
+            let task = Task { await feed.run(subscription) }
+            entries[tenant] = Entry(feed: feed, subscription: subscription, task: task, users: 1)
+            return (feed, nil)
+        }
+        if let loser { loser.unsubscribe() }
+        return winner
+    }
+
+    /// Releases a feed from ``acquire(tenant:)``; the last release stops it.
+    func release(_ feed: TenantFeed) {
+        let stopped: Entry? = self.entries.withLock { entries in
+            guard var entry = entries[feed.tenant], entry.feed === feed else { return nil }
+            entry.users -= 1
+            if entry.users > 0 {
+                entries[feed.tenant] = entry
+                return nil
+            }
+            entries[feed.tenant] = nil
+            return entry
+        }
+        if let stopped {
+            stopped.subscription.unsubscribe()
+            stopped.task.cancel()
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import Contracts
+
+/// What a subscription wants: matched against an event's envelope fields, never its JSON.
+struct StreamFilter: Sendable, Equatable {
+    var swarmIDs: Set<String>?
+    var agentIDs: Set<String>?
+    var minimumSeverity: BusSeverity?
+    var kinds: Set<BusEventKind>?
+
+    static let everything = StreamFilter()
+
+    func matches(_ event: FeedEvent) -> Bool {
+        if let kinds = self.kinds, !kinds.contains(event.kind) { return false }
+        if let minimum = self.minimumSeverity, event.severity.rawValue < minimum.rawValue { return false }
+        if let swarms = self.swarmIDs, !swarms.contains(event.swarmID) { return false }
+        if let agents = self.agentIDs, !agents.contains(event.agentID) { return false }
+        return true
+    }
+
+    /// The kind an `include` entry names: the seed's plural names (`traceEvents`, `logs`,
+    /// `metrics`, `approvals`) or a frame `type`.
+    static func kind(named name: String) -> BusEventKind? {
+        switch name {
+        case "traceEvents", "traceEvent", "traces", "trace": .trace
+        case "logs", "log": .log
+        case "metrics", "metric": .metric
+        case "states", "state": .state
+        case "toolCalls", "toolCall": .toolCall
+        case "usage": .usage
+        case "acp": .acp
+        case "approvals", "approvalGate", "approval": .approval
+        case "incidents", "incident": .incident
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import Configuration
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import HummingbirdWSClient
+import IngestTestSupport
+import Logging
+import NIOCore
+import ServiceKit
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import StreamFanout
+
+/// Ingest and stream-fanout in this process, against the test NATS and Postgres, sharing a
+/// schema (ingest's event log) and a subject prefix of their own.
+struct FanoutHarness {
+    typealias Frame = [String: Any]
+
+    let schema = "fan_" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    let prefix = "f" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    let tenant = "tenant-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    let keyFile: URL
+    let signer: AccessTokenSigner
+    var fanoutOverrides: [String: String]
+
+    init(fanout overrides: [String: String] = [:]) async throws {
+        let pair = AccessTokenSigner.generateKeyPair()
+        self.keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("fanout-test-\(UUID().uuidString).pub")
+        try Data(pair.publicKey.utf8).write(to: self.keyFile)
+        self.signer = try await AccessTokenSigner(privateKeyPEM: pair.privateKey, keyID: "swarmdeck-1", issuer: "swarmdeck", audience: "swarmdeck")
+        self.fanoutOverrides = overrides
+    }
+
+    func environment(prefix: String? = nil) throws -> [String: String] {
+        [
+            "NATS_URL": try TestEnvironment.natsURL,
+            "POSTGRES_URL": try TestEnvironment.databaseURL,
+            "POSTGRES_MAX_CONNECTIONS": "8",
+            "INGEST_SCHEMA": self.schema,
+            "FANOUT_EVENT_LOG_SCHEMA": self.schema,
+            "SUBJECTS_PREFIX": prefix ?? self.prefix,
+            "AUTH_JWT_PUBLIC_KEY_FILE": self.keyFile.path,
+            "LOG_LEVEL": "warning",
+        ]
+    }
+
+    /// Ingest; with another `prefix`, its publishes never reach this fanout (lost publishes).
+    func ingest(prefix: String? = nil) async throws -> some ApplicationProtocol {
+        try await buildIngestApplication(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: try self.environment(prefix: prefix)))
+    }
+
+    func fanout() async throws -> some ApplicationProtocol {
+        var environment = try self.environment()
+        environment.merge(self.fanoutOverrides) { $1 }
+        return try await buildApplication(reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: environment))
+    }
+
+    func token(tenant: String? = nil, scopes: Set<Scope> = [.streamRead]) async throws -> String {
+        try await self.signer.sign(tenant: tenant ?? self.tenant, subject: "phone", scopes: scopes)
+    }
+
+    /// An ingest key for `tenant`, through ingest's admin API.
+    func createKey(_ ingest: some TestClientProtocol, tenant: String? = nil) async throws -> String {
+        let token = try await self.signer.sign(tenant: tenant ?? self.tenant, subject: "admin", scopes: [.admin])
+        return try await ingest.execute(
+            uri: "/v1/admin/ingest-keys",
+            method: .post,
+            headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
+            body: ByteBuffer(string: #"{"name":"test"}"#)
+        ) { response in
+            let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+            return try #require(object?["key"] as? String)
+        }
+    }
+
+    /// Posts native events; returns their seqs.
+    @discardableResult
+    func post(_ ingest: some TestClientProtocol, key: String, _ events: [[String: Any]]) async throws -> [Int64] {
+        let body = try JSONSerialization.data(withJSONObject: ["events": events])
+        return try await ingest.execute(
+            uri: "/v1/ingest/events",
+            method: .post,
+            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+            body: ByteBuffer(bytes: body)
+        ) { response in
+            #expect(response.status == .ok)
+            let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+            let results = object?["results"] as? [[String: Any]] ?? []
+            return results.compactMap { ($0["seq"] as? NSNumber)?.int64Value }
+        }
+    }
+}
+
+func log(_ id: String, agent: String = "a1", swarm: String = "s1", level: String = "info", message: String = "hello") -> [String: Any] {
+    ["msgId": id, "swarmId": swarm, "agentId": agent, "kind": "log", "level": level, "message": message]
+}
+
+/// A WebSocket client of `/v1/stream` that sends `messages`, then collects frames until
+/// `until` says so (or the server closes).
+struct StreamClient {
+    typealias Frame = [String: Any]
+
+    final class Received: Sendable {
+        let texts = Mutex<[String]>([])
+    }
+
+    var port: Int
+    var token: String?
+    var protocolVersion: String? = "1"
+    /// Answer the server's pings.
+    var answerPings = true
+    /// Wait this long before reading anything (a slow client).
+    var readDelay: Duration?
+
+    var url: String {
+        var query: [String] = []
+        if let protocolVersion { query.append("protocol=\(protocolVersion)") }
+        if let token { query.append("access_token=\(token)") }
+        return "ws://127.0.0.1:\(self.port)/v1/stream" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+    }
+
+    /// The frames received, parsed, and how the connection was closed (nil: by us).
+    func run(
+        sending messages: [String],
+        timeout: Duration = .seconds(30),
+        until: @escaping @Sendable (Frame) -> Bool
+    ) async throws -> (frames: [Frame], close: WebSocketCloseFrame?) {
+        let received = Received()
+        let answerPings = self.answerPings
+        let readDelay = self.readDelay
+        let url = self.url
+        let close = try await withDeadline(timeout, orThrow: ServiceKitError(.natsTimeout, "stream client timed out after \(timeout); got \(received.texts.withLock { $0.prefix(8) })")) {
+            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: Logger(label: "stream-client")) { inbound, outbound, _ in
+                for message in messages { try await outbound.write(.text(message)) }
+                if let readDelay { try await Task.sleep(for: readDelay) }
+                for try await message in inbound.messages(maxSize: 1 << 24) {
+                    guard case .text(let text) = message else { continue }
+                    received.texts.withLock { $0.append(text) }
+                    let frame = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? Frame ?? [:]
+                    if answerPings, frame["type"] as? String == "ping" {
+                        try await outbound.write(.text(#"{"type":"pong"}"#))
+                    }
+                    if until(frame) { return }
+                }
+            }
+        }
+        let frames = received.texts.withLock { $0 }.map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? Frame ?? [:] }
+        return (frames, close)
+    }
+}
+
+extension Array where Element == [String: Any] {
+    /// The event frames (those with a seq), in order.
+    var events: [[String: Any]] { self.filter { $0["seq"] != nil } }
+    var seqs: [Int64] { self.events.compactMap { ($0["seq"] as? NSNumber)?.int64Value } }
+    func ofType(_ type: String) -> [[String: Any]] { self.filter { $0["type"] as? String == type } }
+}
+
+func subscribe(lastEventId: Int64? = nil, filters: [String: Any]? = nil, requestID: String = "r1", extra: [String: Any] = [:]) -> String {
+    var message: [String: Any] = ["type": "subscribe", "requestId": requestID]
+    if let lastEventId { message["lastEventId"] = String(lastEventId) }
+    if let filters { message["filters"] = filters }
+    message.merge(extra) { $1 }
+    return String(decoding: try! JSONSerialization.data(withJSONObject: message), as: UTF8.self)
+}

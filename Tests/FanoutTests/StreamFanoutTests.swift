@@ -1,0 +1,212 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import HummingbirdWSClient
+import NIOCore
+import ServiceKit
+import TestSupport
+import Synchronization
+import Testing
+
+@testable import StreamFanout
+
+@Suite("Stream-fanout /v1/stream (live NATS + Postgres, ingest in process)")
+struct StreamFanoutTests {
+    @Test("resume with lastEventId: the log after it, then live, while ingest writes: every seq once, in order")
+    func resumeThenTail() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            for batch in 0..<5 {
+                try await harness.post(ingest, key: key, (0..<20).map { log("pre-\(batch)-\($0)") })
+            }
+            try await harness.fanout().test(.live) { fanout in
+                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                async let writes: Void = {
+                    for batch in 0..<20 {
+                        try await harness.post(ingest, key: key, (0..<10).map { log("live-\(batch)-\($0)") })
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                }()
+                let (frames, _) = try await client.run(sending: [subscribe(lastEventId: 40)]) { ($0["seq"] as? Int) == 300 }
+                try await writes
+                #expect(frames.first?["type"] as? String == "subscribed")
+                #expect(frames.first?["fromSeq"] as? Int == 41)
+                #expect(frames.seqs == Array(41...300))
+            }
+        }
+    }
+
+    @Test("filters by swarm, agent, severity and kind; a tenant sees only its own events, even naming another's agents")
+    func filtersAndTenancy() async throws {
+        let harness = try await FanoutHarness()
+        let other = "other-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            let otherKey = try await harness.createKey(ingest, tenant: other)
+            try await harness.fanout().test(.live) { fanout in
+                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                let filters: [String: Any] = ["agentIds": ["a1", "theirs"], "severityGte": "warn", "include": ["logs"]]
+                async let received = client.run(sending: [subscribe(filters: filters)]) { ($0["message"] as? String) == "last" }
+                try await Task.sleep(for: .milliseconds(300))  // subscribed; events from here are live
+                try await harness.post(ingest, key: otherKey, [log("o1", agent: "theirs", level: "error", message: "not yours")])
+                try await harness.post(
+                    ingest,
+                    key: key,
+                    [
+                        log("e1", agent: "a1", level: "info", message: "too quiet"),
+                        log("e2", agent: "a2", level: "error", message: "other agent"),
+                        log("e3", agent: "a1", level: "error", message: "wanted 1"),
+                        ["msgId": "e4", "swarmId": "s1", "agentId": "a1", "kind": "tool_call", "tool": "bash", "ok": false],
+                        log("e5", agent: "a1", level: "warn", message: "wanted 2"),
+                        log("e6", agent: "a1", level: "fatal", message: "last"),
+                    ]
+                )
+                let frames = try await received.frames.events
+                #expect(frames.map { $0["message"] as? String } == ["wanted 1", "wanted 2", "last"])
+            }
+        }
+    }
+
+    @Test("protocol: wrong version, bad token, missing scope, not an upgrade, malformed and unknown messages, oversized and flooding clients")
+    func protocolErrors() async throws {
+        let harness = try await FanoutHarness(fanout: ["FANOUT_MAX_MESSAGE_BYTES": "4096", "FANOUT_MAX_MESSAGES_PER_10S": "20"])
+        try await harness.ingest().test(.router) { _ in  // ingest creates the event log
+        try await harness.fanout().test(.live) { fanout in
+            let port = try #require(fanout.port)
+            let token = try await harness.token()
+
+            var wrongVersion = StreamClient(port: port, token: token)
+            wrongVersion.protocolVersion = "2"
+            let mismatch = try await wrongVersion.run(sending: []) { _ in false }
+            #expect((mismatch.frames.first?["error"] as? [String: Any])?["code"] as? String == "ProtocolMismatch")
+            #expect(mismatch.close?.closeCode == .protocolError)
+
+            for (token, status) in [(nil, HTTPResponse.Status.unauthorized), ("garbage", .unauthorized), (try await harness.token(scopes: [.admin]), .forbidden)] {
+                var headers: HTTPFields = [:]
+                if let token { headers[.authorization] = "Bearer \(token)" }
+                try await fanout.execute(uri: "/v1/stream?protocol=1", method: .get, headers: headers) { response in
+                    #expect(response.status == status)
+                    let envelope = try JSONDecoder().decode(ErrorEnvelope.self, from: Data(buffer: response.body))
+                    #expect(envelope.error.code.httpStatus == Int(status.code))
+                }
+            }
+            try await fanout.execute(uri: "/v1/stream?protocol=1", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                #expect(response.status == .badRequest)
+            }
+
+            let client = StreamClient(port: port, token: token)
+            let bad = try await client.run(sending: ["{not json", #"{"type":"dance"}"#, #"{"type":"subscribe","filters":{"severityGte":"loud"}}"#, subscribe()]) {
+                $0["type"] as? String == "subscribed"
+            }
+            let errors = bad.frames.ofType("error").compactMap { ($0["error"] as? [String: Any])?["code"] as? String }
+            #expect(errors == ["InvalidRequest", "InvalidRequest", "InvalidRequest"])
+            #expect(bad.frames.last?["type"] as? String == "subscribed")
+
+            let oversized = try await client.run(sending: [String(repeating: " ", count: 10_000)]) { _ in false }
+            #expect(oversized.close?.closeCode == .messageTooLarge)
+
+            let flood = try await client.run(sending: Array(repeating: subscribe(), count: 30)) { _ in false }
+            #expect(flood.close?.closeCode == .policyViolation)
+
+            try await fanout.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
+        }
+        }
+    }
+
+    @Test("a publish lost after commit is back-filled from the log, in order")
+    func lostPublishBackfilled() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            try await harness.post(ingest, key: key, [log("before")])
+            // The same log, publishing where this fanout does not listen: commits whose publish is lost.
+            try await harness.ingest(prefix: "lost" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)).test(.router) { silent in
+                try await harness.fanout().test(.live) { fanout in
+                    let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                    async let received = client.run(sending: [subscribe()]) { ($0["seq"] as? Int) == 7 }
+                    try await Task.sleep(for: .milliseconds(300))
+                    try await harness.post(silent, key: key, (0..<5).map { log("silent-\($0)") })
+                    try await harness.post(ingest, key: key, [log("heard", message: "heard")])
+                    let frames = try await received.frames
+                    #expect(frames.seqs == Array(2...7))
+                    #expect(frames.events.last?["message"] as? String == "heard")
+                }
+            }
+        }
+    }
+
+    @Test("a client that stops reading: its queue stays bounded, it catches up from the log or gets a gap notice, never silent loss; a fast client meanwhile gets everything")
+    func slowClient() async throws {
+        let harness = try await FanoutHarness(fanout: ["FANOUT_QUEUE_EVENTS": "16", "FANOUT_MAX_CATCH_UP_EVENTS": "500"])
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            try await harness.fanout().test(.live) { fanout in
+                let port = try #require(fanout.port)
+                let token = try await harness.token()
+                let body = String(repeating: "x", count: 2000)
+                let total = 2000
+                var slow = StreamClient(port: port, token: token)
+                slow.readDelay = .seconds(3)
+                let fast = StreamClient(port: port, token: token)
+                async let slowFrames = slow.run(sending: [subscribe(extra: ["maxEventsPerSecond": 10000])], timeout: .seconds(60)) { ($0["seq"] as? Int) == total }
+                async let fastFrames = fast.run(sending: [subscribe(extra: ["maxEventsPerSecond": 10000])], timeout: .seconds(60)) { ($0["seq"] as? Int) == total }
+                try await Task.sleep(for: .milliseconds(300))
+                for batch in 0..<(total / 100) {
+                    try await harness.post(ingest, key: key, (0..<100).map { log("s-\(batch)-\($0)", message: body) })
+                }
+                let fastSeqs = try await fastFrames.frames.seqs
+                #expect(fastSeqs == Array(1...Int64(total)))
+                let slowResult = try await slowFrames.frames
+                // Every seq is either delivered or inside a gap notice, and none twice.
+                var covered = Set(slowResult.seqs)
+                #expect(covered.count == slowResult.seqs.count)
+                for gap in slowResult.ofType("gap") {
+                    let from = (gap["fromSeq"] as? NSNumber)?.int64Value ?? 0
+                    let to = (gap["toSeq"] as? NSNumber)?.int64Value ?? -1
+                    for seq in from...max(from, to) where to >= from { covered.insert(seq) }
+                }
+                #expect(covered == Set(1...Int64(total)))
+                #expect(slowResult.seqs == slowResult.seqs.sorted())
+            }
+        }
+    }
+
+    @Test("a client that never answers pings is disconnected; one that does stays")
+    func deadPeer() async throws {
+        let harness = try await FanoutHarness(fanout: ["FANOUT_PING_SECONDS": "1"])
+        try await harness.ingest().test(.router) { _ in
+        try await harness.fanout().test(.live) { fanout in
+            let port = try #require(fanout.port)
+            var silent = StreamClient(port: port, token: try await harness.token())
+            silent.answerPings = false
+            let started = ContinuousClock.now
+            let dropped = try await silent.run(sending: [subscribe()], timeout: .seconds(15)) { _ in false }
+            #expect(dropped.close?.closeCode == .goingAway)
+            #expect(dropped.frames.ofType("ping").count >= 1)
+            #expect(ContinuousClock.now - started < .seconds(10))
+
+            let alive = StreamClient(port: port, token: try await harness.token())
+            let pings = Counted()
+            let kept = try await alive.run(sending: [subscribe()], timeout: .seconds(15)) { frame in
+                frame["type"] as? String == "ping" && pings.next() >= 4
+            }
+            // Still open after four pings; the client closed it (normally).
+            #expect(kept.frames.ofType("ping").count == 4)
+            #expect(kept.close?.closeCode == .normalClosure)
+        }
+        }
+    }
+}
+
+final class Counted: Sendable {
+    private let value = Mutex(0)
+
+    func next() -> Int {
+        self.value.withLock {
+            $0 += 1
+            return $0
+        }
+    }
+}
