@@ -21,7 +21,10 @@ struct IngestBench: AsyncParsableCommand {
     @Option(help: "Ingest's schema.")
     var schema = "ingest"
 
-    @Option(help: "Events per request.")
+    @Option(name: .customLong("protocol"), help: "What to send: \(IngestProtocol.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var protocolName: IngestProtocol = .native
+
+    @Option(help: "Items per request.")
     var batch = 1000
 
     @Option(help: "Events per request in the half-load phase (smaller batches, lower latency).")
@@ -38,11 +41,11 @@ struct IngestBench: AsyncParsableCommand {
         guard self.schema.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { throw ValidationError("bad schema name") }
 
         let target = self.target
-        print("ingest bench: \(target.connections) connections, batch \(self.batch), \(self.duration) s per phase, \(target.url)")
-        let full = try await IngestLoad(url: target.url, key: key, connections: target.connections, batch: self.batch, rate: 0, duration: .seconds(self.duration)).run()
+        print("ingest bench (\(self.protocolName.rawValue)): \(target.connections) connections, batch \(self.batch), \(self.duration) s per phase, \(target.url)")
+        let full = try await IngestLoad(url: target.url, protocolName: self.protocolName, key: key, connections: target.connections, batch: self.batch, rate: 0, duration: .seconds(self.duration)).run()
         print(full.printed(title: "full load"))
         let halfRate = full.eventsPerSecond / 2
-        let half = try await IngestLoad(url: target.url, key: key, connections: target.connections, batch: self.latencyBatch, rate: halfRate, duration: .seconds(self.duration)).run()
+        let half = try await IngestLoad(url: target.url, protocolName: self.protocolName, key: key, connections: target.connections, batch: self.latencyBatch, rate: halfRate, duration: .seconds(self.duration)).run()
         print(half.printed(title: String(format: "half load (%.0f events/s target, batch %d)", halfRate, self.latencyBatch)))
 
         let rows = max(full.accepted, 10_000)
