@@ -21,6 +21,17 @@ struct EventLogReader: Sendable {
         return 0
     }
 
+    /// The tenant's oldest seq still in the log (older ones are past retention); nil when it
+    /// has none.
+    func oldest(tenant: String) async throws -> Int64? {
+        let rows = try await self.client.query(
+            "SELECT min(seq) FROM \(unescaped: self.schema).events WHERE tenant_id = \(tenant)",
+            logger: self.logger
+        )
+        for try await oldest in rows.decode(Int64?.self) { return oldest }
+        return nil
+    }
+
     /// The events with `after < seq <= through` that `filter` matches, in seq order, at most
     /// `limit`. The filter runs in SQL.
     func events(tenant: String, after: Int64, through: Int64, filter: StreamFilter, limit: Int) async throws -> [FeedEvent] {

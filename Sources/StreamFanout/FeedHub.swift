@@ -38,7 +38,12 @@ final class FeedHub: Sendable {
         // Subscribe before the feed reads the log's head (see TenantFeed.run), and make sure the
         // server has the subscription.
         let subscription = try self.nats.subscribe(to: self.subjects.events(tenant: tenant))
-        try await self.nats.flush()
+        do {
+            try await self.nats.flush()
+        } catch {
+            subscription.unsubscribe()
+            throw error
+        }
         let feed = TenantFeed(tenant: tenant, reader: self.reader, logger: self.logger)
         let (winner, loser): (TenantFeed, NATSSubscription?) = self.entries.withLock { entries in
             if entries[tenant] != nil {

@@ -3,13 +3,15 @@ import Synchronization
 
 /// What a connection's writer does next.
 enum OutboxItem: Sendable {
-    /// A protocol message (acknowledgement, error, ping, gap notice): always sent, first.
+    /// A protocol message (acknowledgement, error, ping): sent before queued events.
     case control(ByteBuffer)
-    /// A live event of subscription `generation`; `after` is the seq up to which everything
-    /// was queued or filtered out when it was queued.
+    /// A live event of subscription `generation`. Everything in `(after, event.seq)` was
+    /// filtered out for this connection; `after` itself was queued, or replayed by the writer.
     case event(FeedEvent, after: Int64, generation: Int)
+    /// The feed could not deliver `from...to` (the log was unreachable for its back-fill).
+    case gap(from: Int64, to: Int64, generation: Int)
     /// Live events were dropped because the queue was full: catch up from the log.
-    case catchUp
+    case catchUp(generation: Int)
     case closed
 }
 
@@ -17,22 +19,31 @@ enum OutboxItem: Sendable {
 /// (which waits for the socket).
 ///
 /// Past ``maxEvents`` or ``maxBytes`` it stops queueing live events and marks itself
-/// overflowed; once the writer has sent what was queued, it catches up from the event log.
-/// Control messages are few (they answer client messages, which are rate-limited) and bypass
-/// the bounds.
+/// overflowed; once the writer has sent what was queued, it catches up from the event log
+/// through ``caughtUp()``. Control messages are few (they answer client messages, which are
+/// rate-limited) and bypass the bounds.
 final class StreamOutbox: Sendable {
+    private enum Queued {
+        case event(FeedEvent, after: Int64)
+        case gap(from: Int64, to: Int64)
+    }
+
     private struct State {
         var control: [ByteBuffer] = []
-        var events: [(FeedEvent, Int64)] = []
-        var generation = 0
-        var reserved = 0
-        var eventsHead = 0
+        var queue: [Queued] = []
+        var queueHead = 0
+        var events = 0
         var bytes = 0
-        /// Everything up to this seq is queued or filtered out (not dropped).
+        /// The seq the next queued event follows: advanced by queued events, a subscription's
+        /// head and a catch-up; not by filtered ones.
         var accounted: Int64 = 0
+        /// The last seq the feed offered, whatever became of it.
+        var lastOffered: Int64 = 0
         var overflowed = false
         var closed = false
         var filter: StreamFilter?
+        var generation = 0
+        var reserved = 0
         var waiter: CheckedContinuation<OutboxItem, Never>?
     }
 
@@ -45,21 +56,6 @@ final class StreamOutbox: Sendable {
         self.maxBytes = maxBytes
     }
 
-    /// Starts a subscription (or, with no filter, ends one): live events after `head` that
-    /// match `filter` are queued from now on; anything queued before is discarded. Sets the
-    /// subscription's `generation` (from ``nextGeneration()``), which its events carry.
-    func subscribe(_ filter: StreamFilter?, head: Int64, generation: Int) {
-        self.state.withLock { state in
-            state.generation = generation
-            state.filter = filter
-            state.events = []
-            state.eventsHead = 0
-            state.bytes = 0
-            state.accounted = head
-            state.overflowed = false
-        }
-    }
-
     /// A new generation number for ``subscribe(_:head:generation:)``.
     func nextGeneration() -> Int {
         self.state.withLock { state in
@@ -68,50 +64,78 @@ final class StreamOutbox: Sendable {
         }
     }
 
+    /// Starts a subscription (or, with no filter, ends one): live events after `head` that
+    /// match `filter` are queued from now on, as `generation`; anything queued before is
+    /// discarded. Called under the feed's lock when joining, so no event falls in between.
+    func subscribe(_ filter: StreamFilter?, head: Int64, generation: Int) {
+        self.state.withLock { state in
+            state.generation = generation
+            state.filter = filter
+            state.queue = []
+            state.queueHead = 0
+            state.events = 0
+            state.bytes = 0
+            state.accounted = head
+            state.lastOffered = head
+            state.overflowed = false
+        }
+    }
+
     /// A live event from the feed. Never waits.
     func offer(_ event: FeedEvent) {
-        let waiter: CheckedContinuation<OutboxItem, Never>? = self.state.withLock { state in
-            guard let filter = state.filter, !state.closed, !state.overflowed, event.seq > state.accounted else { return nil }
-            guard filter.matches(event) else {
-                state.accounted = event.seq
-                return nil
-            }
-            guard state.events.count - state.eventsHead < self.maxEvents, state.bytes + event.frame.readableBytes <= self.maxBytes else {
+        self.deliver { state in
+            guard let filter = state.filter, !state.closed, event.seq > state.lastOffered else { return }
+            state.lastOffered = event.seq
+            guard !state.overflowed, filter.matches(event) else { return }
+            guard state.events < self.maxEvents, state.bytes + event.frame.readableBytes <= self.maxBytes else {
                 state.overflowed = true
-                return Self.take(&state)
+                return
             }
-            state.events.append((event, state.accounted))
+            state.queue.append(.event(event, after: state.accounted))
+            state.events += 1
             state.bytes += event.frame.readableBytes
             state.accounted = event.seq
-            return Self.take(&state)
         }
-        waiter?.resume(returning: self.next(locked: ()))
+    }
+
+    /// Seqs the feed could not deliver, in order with the events.
+    func offerGap(from: Int64, to: Int64) {
+        self.deliver { state in
+            guard state.filter != nil, !state.closed, to > state.lastOffered else { return }
+            state.lastOffered = to
+            guard !state.overflowed else { return }
+            state.queue.append(.gap(from: max(from, state.accounted + 1), to: to))
+            state.accounted = to
+        }
     }
 
     /// Queues a protocol message.
     func send(_ message: ByteBuffer) {
-        let waiter = self.state.withLock { state -> CheckedContinuation<OutboxItem, Never>? in
-            guard !state.closed else { return nil }
+        self.deliver { state in
+            guard !state.closed else { return }
             state.control.append(message)
-            return Self.take(&state)
         }
-        waiter?.resume(returning: self.next(locked: ()))
     }
 
-    /// The writer is catching up from the log through `seq`: live events up to it are covered.
-    func caughtUp(through seq: Int64) {
+    /// The writer starts catching up from the log: returns the seq through which it must
+    /// replay; live events after it are queued again.
+    func caughtUp() -> Int64 {
         self.state.withLock { state in
             state.overflowed = false
-            state.accounted = max(state.accounted, seq)
+            state.accounted = state.lastOffered
+            return state.lastOffered
         }
     }
 
     func close() {
-        let waiter = self.state.withLock { state -> CheckedContinuation<OutboxItem, Never>? in
-            state.closed = true
-            return Self.take(&state)
+        self.deliver { $0.closed = true }
+    }
+
+    /// Whether the writer would get something without waiting.
+    var isIdle: Bool {
+        self.state.withLock { state in
+            state.control.isEmpty && state.queueHead == state.queue.count && !state.overflowed && !state.closed
         }
-        waiter?.resume(returning: .closed)
     }
 
     /// The next thing to write; waits when there is none.
@@ -126,34 +150,41 @@ final class StreamOutbox: Sendable {
         }
     }
 
-    private static func take(_ state: inout State) -> CheckedContinuation<OutboxItem, Never>? {
-        defer { state.waiter = nil }
-        return state.waiter
-    }
-
-    /// Pops under the lock for a waiter just taken; the waiter exists only when nothing was
-    /// ready, so something is now.
-    private func next(locked: Void) -> OutboxItem {
-        self.state.withLock { Self.pop(&$0) } ?? .closed
+    /// Changes the state and, when that made something ready for a waiting writer, hands it
+    /// over (popped under the same lock, so nothing can take it in between).
+    private func deliver(_ change: (inout State) -> Void) {
+        let handOver: (CheckedContinuation<OutboxItem, Never>, OutboxItem)? = self.state.withLock { state in
+            change(&state)
+            guard let waiter = state.waiter, let item = Self.pop(&state) else { return nil }
+            state.waiter = nil
+            return (waiter, item)
+        }
+        if let (waiter, item) = handOver { waiter.resume(returning: item) }
     }
 
     private static func pop(_ state: inout State) -> OutboxItem? {
         if state.closed { return .closed }
         if !state.control.isEmpty { return .control(state.control.removeFirst()) }
-        if state.eventsHead < state.events.count {
-            let (event, after) = state.events[state.eventsHead]
-            state.eventsHead += 1
-            state.bytes -= event.frame.readableBytes
-            if state.eventsHead == state.events.count {
-                state.events.removeAll(keepingCapacity: true)
-                state.eventsHead = 0
-            } else if state.eventsHead > 1024 && state.eventsHead * 2 > state.events.count {
-                state.events.removeFirst(state.eventsHead)
-                state.eventsHead = 0
+        if state.queueHead < state.queue.count {
+            let queued = state.queue[state.queueHead]
+            state.queueHead += 1
+            if state.queueHead == state.queue.count {
+                state.queue.removeAll(keepingCapacity: true)
+                state.queueHead = 0
+            } else if state.queueHead > 1024 && state.queueHead * 2 > state.queue.count {
+                state.queue.removeFirst(state.queueHead)
+                state.queueHead = 0
             }
-            return .event(event, after: after, generation: state.generation)
+            switch queued {
+            case .event(let event, let after):
+                state.events -= 1
+                state.bytes -= event.frame.readableBytes
+                return .event(event, after: after, generation: state.generation)
+            case .gap(let from, let to):
+                return .gap(from: from, to: to, generation: state.generation)
+            }
         }
-        if state.overflowed { return .catchUp }
+        if state.overflowed { return .catchUp(generation: state.generation) }
         return nil
     }
 }

@@ -4,6 +4,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOWebSocket
+import PostgresNIO
 import ServiceKit
 import Synchronization
 
@@ -31,6 +32,8 @@ final class StreamSession: FeedListener, Sendable {
         var head: Int64
         var acknowledgement: ByteBuffer
         var generation: Int
+        var filter: StreamFilter
+        var eventsPerSecond: Int
     }
 
     let tenant: String
@@ -58,8 +61,7 @@ final class StreamSession: FeedListener, Sendable {
     }
 
     func offerGap(from: Int64, to: Int64) {
-        FanoutMetrics.gapNotices.increment()
-        self.outbox.send(ServerMessage.gap(from: from, to: to, reason: "unavailable"))
+        self.outbox.offerGap(from: from, to: to)
     }
 
     // MARK: Running
@@ -67,13 +69,7 @@ final class StreamSession: FeedListener, Sendable {
     /// Runs the connection until the client leaves or breaks the protocol.
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
         FanoutMetrics.connections.increment(by: 1)
-        defer {
-            FanoutMetrics.connections.decrement(by: 1)
-            if let feed = self.state.withLock({ $0.feed }) {
-                feed.leave(self)
-                self.hub.release(feed)
-            }
-        }
+        defer { FanoutMetrics.connections.decrement(by: 1) }
         // Whichever ends first (the client leaves or breaks the protocol, a write fails, the
         // watchdog gives up) ends the others.
         await withTaskGroup(of: Void.self) { group in
@@ -83,6 +79,14 @@ final class StreamSession: FeedListener, Sendable {
             await group.next()
             self.outbox.close()
             group.cancelAll()
+        }
+        // Off the feed before closing: a close frame to a stalled socket can take a while.
+        if let feed = self.state.withLock({ state -> TenantFeed? in
+            defer { state.feed = nil }
+            return state.feed
+        }) {
+            feed.leave(self)
+            self.hub.release(feed)
         }
         let reason = self.state.withLock { $0.closeReason }
         if let (code, text) = reason {
@@ -179,13 +183,13 @@ final class StreamSession: FeedListener, Sendable {
             self.outbox.send(ServerMessage.error(.invalidRequest, error.message, requestID: message.requestId))
             return false
         }
-        var rate = self.state.withLock { $0.eventsPerSecond }
+        var askedRate = self.state.withLock { $0.eventsPerSecond }
         if let asked = message.maxEventsPerSecond {
             guard (1...self.settings.maxEventsPerSecond).contains(asked) else {
                 self.outbox.send(ServerMessage.error(.invalidRequest, "maxEventsPerSecond must be in 1...\(self.settings.maxEventsPerSecond)", requestID: message.requestId))
                 return false
             }
-            rate = asked
+            askedRate = asked
         }
         let feed: TenantFeed
         if let existing = self.state.withLock({ $0.feed }) {
@@ -199,9 +203,32 @@ final class StreamSession: FeedListener, Sendable {
             }
             self.state.withLock { $0.feed = feed }
         }
-        let head: Int64
+        // The new subscription takes effect under the feed's lock, at the head of that instant:
+        // the outbox queues exactly the events after it, and the writer finds the resume
+        // (acknowledgement, then a replay up to the head) before any of them.
+        let generation = self.outbox.nextGeneration()
+        let rate = askedRate
+        let lastEventID = message.lastEventId?.seq
+        let requestID = message.requestId
         do {
-            head = try await feed.join(self)
+            _ = try await feed.join(self) { head in
+                let from = min(lastEventID ?? head, head)
+                self.state.withLock { state in
+                    state.subscribed = true
+                    state.requestID = requestID
+                    state.filter = filter
+                    state.eventsPerSecond = rate
+                    state.resume = Resume(
+                        from: from,
+                        head: head,
+                        acknowledgement: ServerMessage.subscribed(requestID: requestID, from: from + 1, head: head, maxEventsPerSecond: rate),
+                        generation: generation,
+                        filter: filter,
+                        eventsPerSecond: rate
+                    )
+                }
+                self.outbox.subscribe(filter, head: head, generation: generation)
+            }
         } catch {
             // Let go of a feed that could not start, so the next subscribe starts a new one.
             feed.leave(self)
@@ -210,21 +237,7 @@ final class StreamSession: FeedListener, Sendable {
             self.outbox.send(ServerMessage.error(.serviceUnavailable, "the event log is unavailable; retry", requestID: message.requestId))
             return true
         }
-        // Without lastEventId the stream starts at the head: live events only.
-        let from = min(message.lastEventId?.seq ?? head, head)
-        let acknowledgement = ServerMessage.subscribed(requestID: message.requestId, from: from + 1, head: head, maxEventsPerSecond: rate)
-        // The resume is recorded before the outbox starts the new generation, so the writer
-        // that sees one of its events finds the resume to apply first.
-        let generation = self.outbox.nextGeneration()
-        self.state.withLock { state in
-            state.subscribed = true
-            state.requestID = message.requestId
-            state.filter = filter
-            state.eventsPerSecond = rate
-            state.resume = Resume(from: from, head: head, acknowledgement: acknowledgement, generation: generation)
-        }
-        self.outbox.subscribe(filter, head: head, generation: generation)
-        self.outbox.send(ByteBuffer())  // wakes the writer
+        self.outbox.send(ByteBuffer())  // wakes the writer for the resume
         return true
     }
 
@@ -281,64 +294,72 @@ final class StreamSession: FeedListener, Sendable {
     /// Writes the outbox to the socket: protocol messages first, then events; replays from the
     /// log where the live queue cannot account for a seq range; applies the rate cap.
     private func writeLoop(_ outbound: WebSocketOutboundWriter) async {
-        var cursor: Int64 = 0  // everything the client should have up to here was written
+        var cursor: Int64 = 0  // everything the client should have up to here was sent or announced
         var generation = 0
+        var filter = StreamFilter.everything
         var limiter = RateLimiter(perSecond: self.settings.defaultEventsPerSecond)
         var skipped: (from: Int64, to: Int64)?
+
+        func takeResume(_ wanted: Int? = nil) -> Resume? {
+            self.state.withLock { state in
+                guard let resume = state.resume, wanted == nil || resume.generation == wanted else { return nil }
+                state.resume = nil
+                return resume
+            }
+        }
+        func apply(_ resume: Resume) async throws {
+            generation = resume.generation
+            filter = resume.filter
+            skipped = nil
+            limiter = RateLimiter(perSecond: resume.eventsPerSecond)
+            try await self.write(resume.acknowledgement, outbound)
+            cursor = try await self.replay(after: resume.from, through: resume.head, filter: filter, outbound: outbound, checkRetention: true)
+        }
+        func current(_ itemGeneration: Int) async throws -> Bool {
+            if itemGeneration == generation { return true }
+            guard let resume = takeResume(itemGeneration) else { return false }  // an ended subscription's
+            try await apply(resume)
+            return true
+        }
+
         do {
             while true {
-                // A new subscription: acknowledge it, then replay what the client missed up to
-                // the head it joined at.
-                if let resume = self.state.withLock({ state -> Resume? in
-                    guard let resume = state.resume else { return nil }
-                    state.resume = nil
-                    return resume
-                }) {
-                    generation = resume.generation
-                    skipped = nil
-                    limiter = RateLimiter(perSecond: self.state.withLock { $0.eventsPerSecond })
-                    try await self.write(resume.acknowledgement, outbound)
-                    cursor = try await self.replay(after: resume.from, through: resume.head, outbound: outbound)
+                if let resume = takeResume() {
+                    try await apply(resume)
                     continue
                 }
+                if let range = skipped, self.outbox.isIdle {
+                    // The end of a burst over the cap: say what was skipped now, not later.
+                    FanoutMetrics.gapNotices.increment()
+                    try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), outbound)
+                    skipped = nil
+                }
                 let item = await self.outbox.next()
-                let (rate, filter) = self.state.withLock { ($0.eventsPerSecond, $0.filter) }
-                limiter.perSecond = rate
+                limiter.perSecond = self.state.withLock { $0.eventsPerSecond }
                 switch item {
                 case .closed:
                     return
                 case .control(let message):
                     if message.readableBytes > 0 { try await self.write(message, outbound) }
-                case .catchUp:
-                    guard let feed = self.state.withLock({ $0.feed }), let head = feed.head else { continue }
-                    self.outbox.caughtUp(through: head)
-                    if head - cursor > Int64(self.settings.maxCatchUpEvents) {
+                case .catchUp(let itemGeneration):
+                    guard try await current(itemGeneration) else { continue }
+                    let through = self.outbox.caughtUp()
+                    if through - cursor > Int64(self.settings.maxCatchUpEvents) {
                         FanoutMetrics.gapNotices.increment()
-                        try await self.write(ServerMessage.gap(from: cursor + 1, to: head, reason: "slow_consumer"), outbound)
-                        cursor = head
-                    } else {
-                        cursor = try await self.replay(after: cursor, through: head, outbound: outbound, filter: filter)
+                        try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "slow_consumer"), outbound)
+                        cursor = through
+                    } else if through > cursor {
+                        cursor = try await self.replay(after: cursor, through: through, filter: filter, outbound: outbound)
                     }
-                case .event(let event, let after, let eventGeneration):
-                    if eventGeneration != generation {
-                        // Queued for a subscription whose resume is still to be applied; put
-                        // back by replaying through it once the resume is done.
-                        if let resume = self.state.withLock({ state -> Resume? in
-                            guard let resume = state.resume, resume.generation == eventGeneration else { return nil }
-                            state.resume = nil
-                            return resume
-                        }) {
-                            generation = resume.generation
-                            skipped = nil
-                            try await self.write(resume.acknowledgement, outbound)
-                            cursor = try await self.replay(after: resume.from, through: resume.head, outbound: outbound)
-                        } else {
-                            continue  // from a subscription that has ended
-                        }
-                    }
-                    if event.seq <= cursor { continue }
+                case .gap(let from, let to, let itemGeneration):
+                    guard try await current(itemGeneration), to > cursor else { continue }
+                    FanoutMetrics.gapNotices.increment()
+                    try await self.write(ServerMessage.gap(from: max(from, cursor + 1), to: to, reason: "unavailable"), outbound)
+                    cursor = to
+                case .event(let event, let after, let itemGeneration):
+                    guard try await current(itemGeneration), event.seq > cursor else { continue }
                     if after > cursor {
-                        cursor = try await self.replay(after: cursor, through: after, outbound: outbound, filter: filter)
+                        cursor = try await self.replay(after: cursor, through: after, filter: filter, outbound: outbound)
                     }
                     if limiter.take() {
                         if let range = skipped {
@@ -360,26 +381,33 @@ final class StreamSession: FeedListener, Sendable {
         }
     }
 
-    /// Sends the events of `(after, through]` from the log (matching the filter) and returns
-    /// `through`. The rate cap does not apply: the client asked for them.
-    private func replay(after: Int64, through: Int64, outbound: WebSocketOutboundWriter, filter: StreamFilter? = nil) async throws -> Int64 {
-        let filter = filter ?? self.state.withLock { $0.filter }
+    /// Sends the events of `(after, through]` from the log that match `filter`, and returns
+    /// `through`. The rate cap does not apply: the client asked for them. With
+    /// `checkRetention`, seqs already dropped by the log's retention are announced as a gap.
+    private func replay(after: Int64, through: Int64, filter: StreamFilter, outbound: WebSocketOutboundWriter, checkRetention: Bool = false) async throws -> Int64 {
         var cursor = after
-        while cursor < through {
-            let page: [FeedEvent]
-            do {
-                page = try await self.reader.events(tenant: self.tenant, after: cursor, through: through, filter: filter, limit: 1000)
-            } catch {
-                FanoutMetrics.gapNotices.increment()
-                try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "unavailable"), outbound)
-                return through
+        do {
+            if checkRetention, after < through {
+                let oldest = try await self.reader.oldest(tenant: self.tenant) ?? (through + 1)
+                if oldest > after + 1 {
+                    FanoutMetrics.gapNotices.increment()
+                    try await self.write(ServerMessage.gap(from: after + 1, to: min(oldest - 1, through), reason: "expired"), outbound)
+                    cursor = min(oldest - 1, through)
+                }
             }
-            for event in page {
-                try await self.write(event.frame, outbound)
+            while cursor < through {
+                let page = try await self.reader.events(tenant: self.tenant, after: cursor, through: through, filter: filter, limit: 1000)
+                for event in page {
+                    try await self.write(event.frame, outbound)
+                }
+                FanoutMetrics.caughtUp.increment(by: page.count)
+                guard page.count == 1000, let last = page.last else { break }
+                cursor = last.seq
             }
-            FanoutMetrics.caughtUp.increment(by: page.count)
-            if page.count < 1000 { break }
-            cursor = page.last!.seq
+        } catch let error as PSQLError {
+            self.logger.warning("replay from the event log failed", metadata: ["error": "\(String(reflecting: error))"])
+            FanoutMetrics.gapNotices.increment()
+            try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "unavailable"), outbound)
         }
         return through
     }

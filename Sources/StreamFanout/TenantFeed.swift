@@ -21,11 +21,17 @@ protocol FeedListener: AnyObject, Sendable {
 /// tenant's row lock, a committed seq means every lower seq is committed too, so the missing
 /// ones are read from the log at once and delivered first; their late copies are dropped.
 final class TenantFeed: Sendable {
+    private struct Waiter {
+        var continuation: CheckedContinuation<Int64, any Error>
+        var listener: any FeedListener
+        var arm: @Sendable (Int64) -> Void
+    }
+
     private struct State {
         /// The last seq handed to listeners; nil until the feed has read the log's head.
         var head: Int64?
         var listeners: [ObjectIdentifier: any FeedListener] = [:]
-        var waiting: [CheckedContinuation<Int64, any Error>] = []
+        var waiting: [Waiter] = []
         var failure: (any Error)?
     }
 
@@ -41,21 +47,22 @@ final class TenantFeed: Sendable {
         self.logger = logger
     }
 
-    /// The seq up to which a listener joining now must replay from the log; everything after
-    /// it reaches the listener live.
-    func join(_ listener: any FeedListener) async throws -> Int64 {
+    /// Adds `listener`: `arm` runs with the head at that instant, under the feed's lock, so
+    /// the listener can prepare for exactly the events after it, which it is then offered.
+    /// Returns the same head: up to it, the listener replays from the log.
+    func join(_ listener: any FeedListener, arm: @escaping @Sendable (Int64) -> Void) async throws -> Int64 {
         try await withCheckedThrowingContinuation { continuation in
-            self.state.withLock { state in
-                state.listeners[ObjectIdentifier(listener)] = listener
+            let outcome: Result<Int64, any Error>? = self.state.withLock { state in
                 if let head = state.head {
-                    continuation.resume(returning: head)
-                } else if let failure = state.failure {
-                    state.listeners[ObjectIdentifier(listener)] = nil
-                    continuation.resume(throwing: failure)
-                } else {
-                    state.waiting.append(continuation)
+                    arm(head)
+                    state.listeners[ObjectIdentifier(listener)] = listener
+                    return .success(head)
                 }
+                if let failure = state.failure { return .failure(failure) }
+                state.waiting.append(Waiter(continuation: continuation, listener: listener, arm: arm))
+                return nil
             }
+            if let outcome { continuation.resume(with: outcome) }
         }
     }
 
@@ -74,20 +81,25 @@ final class TenantFeed: Sendable {
             head = try await self.reader.head(tenant: self.tenant)
         } catch {
             self.logger.warning("tenant feed cannot read the log's head", metadata: ["tenant": "\(self.tenant)", "error": "\(String(reflecting: error))"])
+            let failure = ServiceKitError(.api(.serviceUnavailable), "the event log is unavailable; retry", retryAfterSeconds: 1)
             let waiting = self.state.withLock { state in
-                state.failure = ServiceKitError(.api(.serviceUnavailable), "the event log is unavailable; retry", retryAfterSeconds: 1)
+                state.failure = failure
                 defer { state.waiting = [] }
                 return state.waiting
             }
-            for continuation in waiting { continuation.resume(throwing: ServiceKitError(.api(.serviceUnavailable), "the event log is unavailable; retry", retryAfterSeconds: 1)) }
+            for waiter in waiting { waiter.continuation.resume(throwing: failure) }
             return
         }
         let waiting = self.state.withLock { state in
             state.head = head
+            for waiter in state.waiting {
+                waiter.arm(head)
+                state.listeners[ObjectIdentifier(waiter.listener)] = waiter.listener
+            }
             defer { state.waiting = [] }
             return state.waiting
         }
-        for continuation in waiting { continuation.resume(returning: head) }
+        for waiter in waiting { waiter.continuation.resume(returning: head) }
 
         for await message in subscription {
             guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else {

@@ -122,13 +122,29 @@ struct StreamClient {
         return "ws://127.0.0.1:\(self.port)/v1/stream" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
     }
 
-    /// The frames received, parsed, and how the connection was closed (nil: by us).
+    /// The frames received, parsed, and how the connection was closed (nil: by us, or, with
+    /// `toleratingDrop`, by the connection breaking).
     func run(
         sending messages: [String],
         timeout: Duration = .seconds(30),
+        toleratingDrop: Bool = false,
         until: @escaping @Sendable (Frame) -> Bool
     ) async throws -> (frames: [Frame], close: WebSocketCloseFrame?) {
         let received = Received()
+        do {
+            return try await self.run(sending: messages, timeout: timeout, received: received, until: until)
+        } catch where toleratingDrop && !(error is ServiceKitError) {
+            let frames = received.texts.withLock { $0 }.map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? Frame ?? [:] }
+            return (frames, nil)
+        }
+    }
+
+    private func run(
+        sending messages: [String],
+        timeout: Duration,
+        received: Received,
+        until: @escaping @Sendable (Frame) -> Bool
+    ) async throws -> (frames: [Frame], close: WebSocketCloseFrame?) {
         let answerPings = self.answerPings
         let readDelay = self.readDelay
         let url = self.url

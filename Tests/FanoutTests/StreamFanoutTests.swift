@@ -48,8 +48,8 @@ struct StreamFanoutTests {
             try await harness.fanout().test(.live) { fanout in
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
                 let filters: [String: Any] = ["agentIds": ["a1", "theirs"], "severityGte": "warn", "include": ["logs"]]
-                async let received = client.run(sending: [subscribe(filters: filters)]) { ($0["message"] as? String) == "last" }
-                try await Task.sleep(for: .milliseconds(300))  // subscribed; events from here are live
+                // From seq 0: whether the events come replayed or live does not matter here.
+                async let received = client.run(sending: [subscribe(lastEventId: 0, filters: filters)]) { ($0["message"] as? String) == "last" }
                 try await harness.post(ingest, key: otherKey, [log("o1", agent: "theirs", level: "error", message: "not yours")])
                 try await harness.post(
                     ingest,
@@ -125,8 +125,7 @@ struct StreamFanoutTests {
             try await harness.ingest(prefix: "lost" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)).test(.router) { silent in
                 try await harness.fanout().test(.live) { fanout in
                     let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
-                    async let received = client.run(sending: [subscribe()]) { ($0["seq"] as? Int) == 7 }
-                    try await Task.sleep(for: .milliseconds(300))
+                    async let received = client.run(sending: [subscribe(lastEventId: 1)]) { ($0["seq"] as? Int) == 7 }
                     try await harness.post(silent, key: key, (0..<5).map { log("silent-\($0)") })
                     try await harness.post(ingest, key: key, [log("heard", message: "heard")])
                     let frames = try await received.frames
@@ -145,14 +144,17 @@ struct StreamFanoutTests {
             try await harness.fanout().test(.live) { fanout in
                 let port = try #require(fanout.port)
                 let token = try await harness.token()
-                let body = String(repeating: "x", count: 2000)
-                let total = 2000
+                let body = String(repeating: "x", count: 4000)
+                let total = 4000
                 var slow = StreamClient(port: port, token: token)
-                slow.readDelay = .seconds(3)
+                slow.readDelay = .seconds(4)
                 let fast = StreamClient(port: port, token: token)
-                async let slowFrames = slow.run(sending: [subscribe(extra: ["maxEventsPerSecond": 10000])], timeout: .seconds(60)) { ($0["seq"] as? Int) == total }
-                async let fastFrames = fast.run(sending: [subscribe(extra: ["maxEventsPerSecond": 10000])], timeout: .seconds(60)) { ($0["seq"] as? Int) == total }
-                try await Task.sleep(for: .milliseconds(300))
+                // Both stop at the last event, or at a gap notice that reaches it.
+                let done: @Sendable ([String: Any]) -> Bool = { frame in
+                    (frame["seq"] as? Int) == total || ((frame["type"] as? String) == "gap" && (frame["toSeq"] as? Int ?? 0) >= total)
+                }
+                async let slowFrames = slow.run(sending: [subscribe(lastEventId: 0, extra: ["maxEventsPerSecond": 10000])], timeout: .seconds(90), until: done)
+                async let fastFrames = fast.run(sending: [subscribe(lastEventId: 0, extra: ["maxEventsPerSecond": 10000])], timeout: .seconds(90), until: done)
                 for batch in 0..<(total / 100) {
                     try await harness.post(ingest, key: key, (0..<100).map { log("s-\(batch)-\($0)", message: body) })
                 }
