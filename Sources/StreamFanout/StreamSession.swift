@@ -343,6 +343,7 @@ final class StreamSession: FeedListener, Sendable {
                     if message.readableBytes > 0 { try await self.write(message, outbound) }
                 case .catchUp(let itemGeneration):
                     guard try await current(itemGeneration) else { continue }
+                    FanoutMetrics.catchUps.increment()
                     let through = self.outbox.caughtUp()
                     if through - cursor > Int64(self.settings.maxCatchUpEvents) {
                         FanoutMetrics.gapNotices.increment()

@@ -13,6 +13,15 @@ import Testing
 
 @Suite("Stream-fanout /v1/stream (live NATS + Postgres, ingest in process)")
 struct StreamFanoutTests {
+    /// A counter's value on `/metrics` (process-wide).
+    static func metric(_ name: String, _ client: some TestClientProtocol) async throws -> Double {
+        try await client.execute(uri: "/metrics", method: .get) { response in
+            let text = String(buffer: response.body)
+            let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+            return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+        }
+    }
+
     @Test("resume with lastEventId: the log after it, then live, while ingest writes: every seq once, in order")
     func resumeThenTail() async throws {
         let harness = try await FanoutHarness()
@@ -144,6 +153,7 @@ struct StreamFanoutTests {
             try await harness.fanout().test(.live) { fanout in
                 let port = try #require(fanout.port)
                 let token = try await harness.token()
+                let catchUpsBefore = try await Self.metric("fanout_catch_ups_total", fanout)
                 let body = String(repeating: "x", count: 4000)
                 let total = 4000
                 var slow = StreamClient(port: port, token: token)
@@ -171,6 +181,8 @@ struct StreamFanoutTests {
                 }
                 #expect(covered == Set(1...Int64(total)))
                 #expect(slowResult.seqs == slowResult.seqs.sorted())
+                // Its queue did overflow (so this tested the catch-up, not just a big socket buffer).
+                #expect(try await Self.metric("fanout_catch_ups_total", fanout) > catchUpsBefore)
             }
         }
     }
