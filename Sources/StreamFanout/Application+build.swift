@@ -23,7 +23,7 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
     let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: "stream-fanout"))
 
     let eventLog = EventLogReader(client: postgres, schema: settings.eventLogSchema, logger: logger)
-    let hub = FeedHub(nats: nats, subjects: try reader.subjects(), reader: eventLog, logger: logger)
+    let hub = FeedHub(nats: nats, subjects: try reader.subjects(), reader: eventLog, tailCheckInterval: .seconds(settings.tailCheckSeconds), logger: logger)
     let controller = StreamController(
         verifier: try await reader.accessTokenVerifier(),
         hub: hub,

@@ -23,10 +23,12 @@ struct FanoutSettings: Sendable {
     var maxMessagesPer10Seconds: Int
     /// Seconds a connection may accept nothing before it is disconnected (1008).
     var stalledSeconds: Int
+    /// Seconds a silent feed waits before it checks the log for events whose publish was lost.
+    var tailCheckSeconds: Int
 
     static let keys: [SettingKey] = [
         .eventLogSchema, .queueEvents, .queueBytes, .maxCatchUpEvents, .pingSeconds, .defaultEventsPerSecond, .maxEventsPerSecond,
-        .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds,
+        .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds, .tailCheckSeconds,
     ]
 
     init(reader: ConfigReader) throws(ServiceKitError) {
@@ -43,6 +45,7 @@ struct FanoutSettings: Sendable {
         self.maxMessageBytes = try reader.setting(.maxMessageBytes, in: 1024...(16 << 20))
         self.maxMessagesPer10Seconds = try reader.setting(.maxMessagesPer10Seconds, in: 1...100_000)
         self.stalledSeconds = try reader.setting(.stalledSeconds, in: 1...3600)
+        self.tailCheckSeconds = try reader.setting(.tailCheckSeconds, in: 1...3600)
     }
 }
 
@@ -56,5 +59,6 @@ extension SettingKey {
     static let maxEventsPerSecond = SettingKey("fanout.max-events-per-second", "the highest rate cap a client may ask for", default: "10000")
     static let maxMessageBytes = SettingKey("fanout.max-message-bytes", "largest client message (larger: close 1009)", default: "65536")
     static let maxMessagesPer10Seconds = SettingKey("fanout.max-messages-per-10s", "client messages per 10 s (more: close 1008)", default: "50")
+    static let tailCheckSeconds = SettingKey("fanout.tail-check-seconds", "seconds a silent feed waits before checking the log for lost publishes", default: "2")
     static let stalledSeconds = SettingKey("fanout.stalled-seconds", "seconds a connection may accept nothing before it is closed", default: "30")
 }

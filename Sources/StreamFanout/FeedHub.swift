@@ -17,12 +17,14 @@ final class FeedHub: Sendable {
     private let nats: NATSConnection
     private let subjects: Subjects
     private let reader: EventLogReader
+    private let tailCheckInterval: Duration
     private let logger: Logger
 
-    init(nats: NATSConnection, subjects: Subjects, reader: EventLogReader, logger: Logger) {
+    init(nats: NATSConnection, subjects: Subjects, reader: EventLogReader, tailCheckInterval: Duration, logger: Logger) {
         self.nats = nats
         self.subjects = subjects
         self.reader = reader
+        self.tailCheckInterval = tailCheckInterval
         self.logger = logger
     }
 
@@ -44,19 +46,29 @@ final class FeedHub: Sendable {
             subscription.unsubscribe()
             throw error
         }
-        let feed = TenantFeed(tenant: tenant, reader: self.reader, logger: self.logger)
+        let feed = TenantFeed(tenant: tenant, reader: self.reader, tailCheckInterval: self.tailCheckInterval, logger: self.logger)
         let (winner, loser): (TenantFeed, NATSSubscription?) = self.entries.withLock { entries in
             if entries[tenant] != nil {
                 // Another connection started it meanwhile.
                 entries[tenant]!.users += 1
                 return (entries[tenant]!.feed, subscription)
             }
-            let task = Task { await feed.run(subscription) }
+            let task = Task {
+                await feed.run(subscription)
+                self.ended(feed)
+            }
             entries[tenant] = Entry(feed: feed, subscription: subscription, task: task, users: 1)
             return (feed, nil)
         }
         if let loser { loser.unsubscribe() }
         return winner
+    }
+
+    /// Forgets a feed whose subscription ended, so the next connection starts a new one.
+    private func ended(_ feed: TenantFeed) {
+        self.entries.withLock { entries in
+            if entries[feed.tenant]?.feed === feed { entries[feed.tenant] = nil }
+        }
     }
 
     /// Releases a feed from ``acquire(tenant:)``; the last release stops it.

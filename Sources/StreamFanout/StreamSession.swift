@@ -64,6 +64,10 @@ final class StreamSession: FeedListener, Sendable {
         self.outbox.offerGap(from: from, to: to)
     }
 
+    func feedEnded() {
+        self.close(.unexpectedServerError, "the live feed ended; reconnect and resume")
+    }
+
     // MARK: Running
 
     /// Runs the connection until the client leaves or breaks the protocol.

@@ -11,6 +11,8 @@ protocol FeedListener: AnyObject, Sendable {
     /// Events `from...to` were committed but cannot be delivered (the log was unreachable for
     /// their back-fill).
     func offerGap(from: Int64, to: Int64)
+    /// The feed stopped (its NATS subscription ended): nothing more will come.
+    func feedEnded()
 }
 
 /// One tenant's live feed on this replica: one NATS subscription shared by every connection of
@@ -39,11 +41,16 @@ final class TenantFeed: Sendable {
     private let state = Mutex(State())
     private let reader: EventLogReader
     private let logger: Logger
+    /// Seconds between checks that the log's head is not ahead of a silent feed.
+    private let tailCheckInterval: Duration
+    /// Message handling and the tail check take turns.
+    private let serializer = AsyncSerializer()
     private let backfilled = FanoutMetrics.backfilled
 
-    init(tenant: String, reader: EventLogReader, logger: Logger) {
+    init(tenant: String, reader: EventLogReader, tailCheckInterval: Duration, logger: Logger) {
         self.tenant = tenant
         self.reader = reader
+        self.tailCheckInterval = tailCheckInterval
         self.logger = logger
     }
 
@@ -101,18 +108,53 @@ final class TenantFeed: Sendable {
         }
         for waiter in waiting { waiter.continuation.resume(returning: head) }
 
-        for await message in subscription {
-            guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else {
-                self.logger.warning("undecodable envelope on the live feed", metadata: ["subject": "\(message.subject)"])
-                continue
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.checkTail() }
+            for await message in subscription {
+                guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else {
+                    self.logger.warning("undecodable envelope on the live feed", metadata: ["subject": "\(message.subject)"])
+                    continue
+                }
+                let event = FeedEvent(envelope)
+                await self.serializer.run {
+                    let expected = (self.head ?? 0) + 1
+                    if event.seq < expected { return }  // a late or repeated copy
+                    if event.seq > expected {
+                        await self.backfill(from: expected, to: event.seq - 1)
+                    }
+                    self.deliver(event)
+                }
             }
-            let event = FeedEvent(envelope)
-            let expected = (self.head ?? 0) + 1
-            if event.seq < expected { continue }  // a late or repeated copy
-            if event.seq > expected {
-                await self.backfill(from: expected, to: event.seq - 1)
+            group.cancelAll()
+        }
+        // The subscription ended (the connection closed or drained): the listeners must go
+        // elsewhere.
+        let listeners = self.state.withLock { state in
+            state.failure = ServiceKitError(.api(.serviceUnavailable), "the live feed ended; retry", retryAfterSeconds: 1)
+            defer { state.listeners = [:] }
+            return Array(state.listeners.values)
+        }
+        for listener in listeners { listener.feedEnded() }
+    }
+
+    /// A publish lost after the last commit has no later event to reveal it: every interval,
+    /// a feed that has not moved since the last check compares its head with the log's and
+    /// back-fills the difference.
+    private func checkTail() async {
+        var seen = self.head ?? 0
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: self.tailCheckInterval)
+            } catch {
+                return
             }
-            self.deliver(event)
+            await self.serializer.run {
+                let head = self.head ?? 0
+                defer { seen = self.head ?? 0 }
+                guard head == seen, let logHead = try? await self.reader.head(tenant: self.tenant), logHead > head else { return }
+                self.logger.info("live feed behind the log; back-filling", metadata: ["tenant": "\(self.tenant)", "from": "\(head + 1)", "to": "\(logHead)"])
+                await self.backfill(from: head + 1, to: logHead)
+            }
         }
     }
 

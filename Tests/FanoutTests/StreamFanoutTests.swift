@@ -145,6 +145,29 @@ struct StreamFanoutTests {
         }
     }
 
+    @Test("a publish lost at the end of a burst (no later event to reveal it) is back-filled by the tail check")
+    func lostTailBackfilled() async throws {
+        let harness = try await FanoutHarness(fanout: ["FANOUT_TAIL_CHECK_SECONDS": "1"])
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            try await harness.post(ingest, key: key, [log("first")])
+            try await harness.ingest(prefix: "lost" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)).test(.router) { silent in
+                try await harness.fanout().test(.live) { fanout in
+                    let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                    let live = Counted()
+                    async let received = client.run(sending: [subscribe(lastEventId: 0)]) { frame in
+                        if (frame["seq"] as? Int) == 1 { _ = live.next() }
+                        return (frame["seq"] as? Int) == 4
+                    }
+                    // Once the client is live (it has seq 1), commit three events whose publish is lost.
+                    #expect(await eventually { live.value > 0 })
+                    try await harness.post(silent, key: key, (0..<3).map { log("silent-\($0)") })
+                    #expect(try await received.frames.seqs == [1, 2, 3, 4])
+                }
+            }
+        }
+    }
+
     @Test("a client that stops reading: its queue stays bounded, it catches up from the log or gets a gap notice, never silent loss; a fast client meanwhile gets everything")
     func slowClient() async throws {
         let harness = try await FanoutHarness(fanout: ["FANOUT_QUEUE_EVENTS": "16", "FANOUT_MAX_CATCH_UP_EVENTS": "500"])
@@ -215,10 +238,12 @@ struct StreamFanoutTests {
 }
 
 final class Counted: Sendable {
-    private let value = Mutex(0)
+    private let count = Mutex(0)
+
+    var value: Int { self.count.withLock { $0 } }
 
     func next() -> Int {
-        self.value.withLock {
+        self.count.withLock {
             $0 += 1
             return $0
         }
