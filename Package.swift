@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "swarmdeck", targets: ["swarmdeck"]),
         .executable(name: "ingest", targets: ["Ingest"]),
         .executable(name: "stream-fanout", targets: ["StreamFanout"]),
+        .executable(name: "fanout-bench", targets: ["FanoutBench"]),
         .library(name: "Contracts", targets: ["Contracts"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
     ],
@@ -109,6 +110,18 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FanoutBench",
+            dependencies: [
+                "ServiceKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -138,6 +138,11 @@ final class StreamOutbox: Sendable {
         }
     }
 
+    /// The next thing to write, if there is one now (no suspension: the writer's fast path).
+    func poll() -> OutboxItem? {
+        self.state.withLock { Self.pop(&$0) }
+    }
+
     /// The next thing to write; waits when there is none.
     func next() async -> OutboxItem {
         await withCheckedContinuation { continuation in

@@ -338,7 +338,12 @@ final class StreamSession: FeedListener, Sendable {
                     try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), outbound)
                     skipped = nil
                 }
-                let item = await self.outbox.next()
+                let item: OutboxItem
+                if let ready = self.outbox.poll() {
+                    item = ready
+                } else {
+                    item = await self.outbox.next()
+                }
                 limiter.perSecond = self.state.withLock { $0.eventsPerSecond }
                 switch item {
                 case .closed:

@@ -1,0 +1,396 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import ServiceKit
+import Synchronization
+
+/// `fanout-bench`: N WebSocket clients on stream-fanout, events driven through ingest; then the
+/// same fanout by nats-server's own WebSocket listener to as many clients, in the same run.
+/// Prints delivered messages/s, latency p50/p99 and memory per connection for both, and the
+/// throughput ratio. Point it only at servers of your own on this machine.
+@main
+struct FanoutBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fanout-bench",
+        abstract: "Stream-fanout beside nats-server's WebSocket listener: N clients, delivered msgs/s, latency, memory per connection."
+    )
+
+    @Option(help: "Client counts to run, comma-separated.")
+    var clients = "1000"
+
+    @Option(help: "Events per run (each goes to every client).")
+    var events = 300
+
+    @Option(help: "Events per ingest request.")
+    var batch = 50
+
+    @Option(help: "Events per second to send (0: as fast as ingest takes them). A modest rate measures latency; 0 measures throughput.")
+    var rate: Double = 0
+
+    @Option(help: "stream-fanout base URL.")
+    var fanoutURL = "ws://127.0.0.1:9102"
+
+    @Option(help: "ingest base URL.")
+    var ingestURL = "http://127.0.0.1:9101"
+
+    @Option(help: "Access token with stream:read (default: $SWARMDECK_TOKEN).")
+    var token: String?
+
+    @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
+    var key: String?
+
+    @Option(help: "stream-fanout's pid, for its memory (default: .swarmdeck/run/stream-fanout.pid).")
+    var fanoutPID: Int32?
+
+    @Option(help: "The nats-server binary for the comparison.")
+    var natsServer = "/usr/sbin/nats-server"
+
+    @Option(help: "Resumes to time, each replaying a 10k-event backlog to the head.")
+    var resumes = 20
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let token = self.token ?? environment["SWARMDECK_TOKEN"], let key = self.key ?? environment["SWARMDECK_INGEST_KEY"] else {
+            throw ValidationError("need --token and --key (or source .swarmdeck/local.env)")
+        }
+        let fanoutPID = try self.fanoutPID ?? Int32(String(contentsOfFile: ".swarmdeck/run/stream-fanout.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let counts = self.clients.split(separator: ",").compactMap { Int($0) }
+        let nats = try NATSWebSocketServer(binary: self.natsServer)
+        defer { nats.stop() }
+        for count in counts {
+            let (fanout, head) = try await self.fanoutRun(clients: count, token: token, key: key, pid: fanoutPID)
+            print(fanout.printed("stream-fanout", clients: count))
+            let reference = try await self.natsRun(clients: count, server: nats)
+            print(reference.printed("nats-server ws", clients: count))
+            print(String(format: "ratio stream-fanout/nats-server ws (delivered msgs/s, %d clients): %.2f", count, fanout.rate / reference.rate))
+            if head > 10_000, self.resumes > 0 {
+                print(try await self.resumeRun(token: token, head: head))
+            }
+        }
+    }
+
+    // MARK: resume
+
+    /// Connect, subscribe with `lastEventId` 10000 behind the head, time until the head arrives.
+    private func resumeRun(token: String, head: Int64) async throws -> String {
+        var times: [Duration] = []
+        for _ in 0..<self.resumes {
+            let started = ContinuousClock.now
+            let message = #"{"type":"subscribe","maxEventsPerSecond":10000,"lastEventId":"\#(head - 10_000)"}"#
+            try await WebSocketClient.connect(
+                url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token,
+                configuration: WebSocketClientConfiguration(maxFrameSize: 1 << 20),
+                logger: Logger(label: "bench")
+            ) { inbound, outbound, _ in
+                try await outbound.write(.text(message))
+                let marker = Array(#"{"seq":\#(head),"#.utf8)
+                for try await frame in inbound where frame.data.readableBytesView.starts(with: marker) {
+                    return
+                }
+            }
+            times.append(ContinuousClock.now - started)
+        }
+        let sorted = times.sorted()
+        func ms(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].seconds * 1000 }
+        return String(format: "resume to head with a 10000-event backlog (%d resumes, connect included): p50 %.1f ms, p99 %.1f ms", sorted.count, ms(0.5), ms(0.99))
+    }
+
+    // MARK: stream-fanout
+
+    /// The run's report and the last seq it wrote.
+    private func fanoutRun(clients: Int, token: String, key: String, pid: Int32) async throws -> (Report, Int64) {
+        let board = Board(expected: clients * self.events)
+        let rssBefore = Memory.rss(pid)
+        let subscribe = #"{"type":"subscribe","maxEventsPerSecond":10000,"filters":{"swarmIds":["bench"]}}"#
+        let sessions = try await Connector.open(clients, board: board) {
+            Connection(url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token, hello: [subscribe], ready: #""type":"subscribed""#)
+        }
+        let rssAfter = Memory.rss(pid)
+        // Drive the events through ingest, stamped with the time they are sent.
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+        board.start()
+        var sent = 0
+        var head: Int64 = 0
+        let started = ContinuousClock.now
+        while sent < self.events {
+            if self.rate > 0 {
+                try await Task.sleep(until: started + .seconds(Double(sent) / self.rate))
+            }
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let items = (0..<min(self.batch, self.events - sent)).map { index in
+                #"{"msgId":"fb-\#(run)-\#(sent + index)","swarmId":"bench","agentId":"bench","kind":"log","ts":\#(now),"message":"fanout bench event"}"#
+            }
+            var request = HTTPClientRequest(url: self.ingestURL + "/v1/ingest/events")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(key)")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: #"{"events":["# + items.joined(separator: ",") + "]}"))
+            let response = try await http.execute(request, timeout: .seconds(30))
+            let answer = try await response.body.collect(upTo: 1 << 20)
+            guard response.status == .ok else { throw ValidationError("ingest answered \(response.status)") }
+            struct Answer: Decodable {
+                struct Item: Decodable { var seq: Int64? }
+                var results: [Item]
+            }
+            head = (try? JSONDecoder().decode(Answer.self, from: answer))?.results.compactMap(\.seq).max() ?? head
+            sent += items.count
+        }
+        try await http.shutdown()
+        let report = await board.finish(timeout: .seconds(120), memoryPerConnection: clients > 0 ? (rssAfter - rssBefore) / clients : 0)
+        await sessions.close()
+        return (report, head)
+    }
+
+    // MARK: nats-server's WebSocket listener
+
+    private func natsRun(clients: Int, server: NATSWebSocketServer) async throws -> Report {
+        let board = Board(expected: clients * self.events)
+        let rssBefore = Memory.rss(server.pid)
+        let subject = "bench." + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+        let sessions = try await Connector.open(clients, board: board) {
+            Connection(
+                url: "ws://127.0.0.1:\(server.webSocketPort)",
+                hello: ["CONNECT {\"verbose\":false,\"pedantic\":false,\"protocol\":1}\r\nSUB \(subject) 1\r\nPING\r\n"],
+                ready: "PONG"
+            )
+        }
+        let rssAfter = Memory.rss(server.pid)
+        let publisher = try await NATSConnection.connect(NATSConfiguration(servers: ["nats://127.0.0.1:\(server.clientPort)"], name: "bench"))
+        board.start()
+        let started = ContinuousClock.now
+        for index in 0..<self.events {
+            if self.rate > 0, index % self.batch == 0 {
+                try await Task.sleep(until: started + .seconds(Double(index) / self.rate))
+            }
+            // The same shape and size as a stream frame, stamped like one.
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let payload = #"{"seq":1,"eventId":"1","type":"log","ts":\#(now),"swarmId":"bench","agentId":"bench","severity":"info","level":"info","message":"fanout bench event"}"#
+            try publisher.publish(Array(payload.utf8), to: subject)
+        }
+        try await publisher.flush()
+        let report = await board.finish(timeout: .seconds(120), memoryPerConnection: clients > 0 ? (rssAfter - rssBefore) / clients : 0)
+        await publisher.drain()
+        await sessions.close()
+        return report
+    }
+}
+
+/// What one run measured.
+struct Report {
+    var delivered: Int
+    var expected: Int
+    var elapsed: Duration
+    var latencies: [Int32]
+    var memoryPerConnection: Int
+
+    var rate: Double { Double(self.delivered) / max(self.elapsed.seconds, 1e-9) }
+
+    func printed(_ name: String, clients: Int) -> String {
+        let sorted = self.latencies.sorted()
+        func percentile(_ p: Double) -> Int32 { sorted.isEmpty ? -1 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        return String(
+            format: "%@, %d clients: %.0f msgs/s delivered (%d of %d in %.2f s); send-to-client latency p50 %d ms, p99 %d ms; %d bytes per idle connection",
+            name, clients, self.rate, self.delivered, self.expected, self.elapsed.seconds, percentile(0.5), percentile(0.99), self.memoryPerConnection
+        )
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = self.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+/// Counts deliveries across clients and their latencies (from the `"ts":` stamp in each).
+final class Board: Sendable {
+    private struct State {
+        var delivered = 0
+        var latencies: [Int32] = []
+        var started: ContinuousClock.Instant?
+        var last: ContinuousClock.Instant?
+    }
+
+    let expected: Int
+    private let state = Mutex(State())
+
+    init(expected: Int) {
+        self.expected = expected
+    }
+
+    func start() {
+        self.state.withLock { $0.started = .now }
+    }
+
+    /// One text frame: every `"ts":<ms>` in it is one delivered message (a stream event, or
+    /// a NATS message); the stream's pings (`{"ts":…,"type":"ping"}`) are not.
+    func received(_ buffer: ByteBuffer) {
+        if buffer.readableBytesView.starts(with: #"{"ts":"#.utf8) { return }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var stamps: [Int32] = []
+        buffer.withUnsafeReadableBytes { bytes in
+            let key = Array(#""ts":"#.utf8)
+            var index = 0
+            while index + key.count < bytes.count {
+                if bytes[index] == key[0], Array(bytes[index..<(index + key.count)]) == key {
+                    var cursor = index + key.count
+                    var value: Int64 = 0
+                    while cursor < bytes.count, bytes[cursor] >= 48, bytes[cursor] <= 57 {
+                        value = value * 10 + Int64(bytes[cursor] - 48)
+                        cursor += 1
+                    }
+                    stamps.append(Int32(clamping: now - value))
+                    index = cursor
+                } else {
+                    index += 1
+                }
+            }
+        }
+        guard !stamps.isEmpty else { return }
+        self.state.withLock { state in
+            state.delivered += stamps.count
+            state.latencies += stamps
+            state.last = .now
+        }
+    }
+
+    func finish(timeout: Duration, memoryPerConnection: Int) async -> Report {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline, self.state.withLock({ $0.delivered < self.expected }) {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return self.state.withLock { state in
+            Report(
+                delivered: state.delivered,
+                expected: self.expected,
+                elapsed: (state.last ?? .now) - (state.started ?? .now),
+                latencies: state.latencies,
+                memoryPerConnection: memoryPerConnection
+            )
+        }
+    }
+}
+
+/// How to open one client: its URL, what it sends first, and the text that says it is ready.
+struct Connection: Sendable {
+    var url: String
+    var hello: [String]
+    var ready: String
+}
+
+/// Opens many WebSocket clients, each counting what it receives on the board.
+struct Connector {
+    let tasks: [Task<Void, any Error>]
+
+    static func open(_ count: Int, board: Board, _ make: @Sendable () -> Connection) async throws -> Connector {
+        let readyCount = Tally()
+        var tasks: [Task<Void, any Error>] = []
+        for index in 0..<count {
+            let connection = make()
+            tasks.append(Task {
+                var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
+                configuration.closeTimeout = .seconds(1)
+                try await WebSocketClient.connect(url: connection.url, configuration: configuration, logger: Logger(label: "bench")) { inbound, outbound, _ in
+                    for message in connection.hello { try await outbound.write(.text(message)) }
+                    var isReady = false
+                    for try await frame in inbound {
+                        if !isReady {
+                            if String(buffer: frame.data).contains(connection.ready) {
+                                isReady = true
+                                readyCount.add()
+                            }
+                            continue
+                        }
+                        board.received(frame.data)
+                    }
+                }
+            })
+            // Open in waves, so the servers' accept queues keep up.
+            if index % 200 == 199 {
+                while readyCount.value < index - 400 { try await Task.sleep(for: .milliseconds(10)) }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while readyCount.value < count {
+            guard ContinuousClock.now < deadline else { throw ValidationError("only \(readyCount.value) of \(count) clients became ready") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return Connector(tasks: tasks)
+    }
+
+    func close() async {
+        for task in self.tasks { task.cancel() }
+        for task in self.tasks { _ = await task.result }
+    }
+}
+
+final class Tally: Sendable {
+    private let count = Mutex(0)
+
+    var value: Int { self.count.withLock { $0 } }
+
+    func add() {
+        self.count.withLock { $0 += 1 }
+    }
+}
+
+/// A process's resident memory, from /proc.
+enum Memory {
+    static func rss(_ pid: Int32) -> Int {
+        guard pid > 0, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+        }
+        return 0
+    }
+}
+
+/// A nats-server of the bench's own with a WebSocket listener, on free loopback ports.
+final class NATSWebSocketServer: Sendable {
+    let clientPort: Int
+    let webSocketPort: Int
+    let pid: Int32
+    private let process: Process
+
+    init(binary: String) throws {
+        func freePort() throws -> Int {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+        self.clientPort = try freePort()
+        self.webSocketPort = try freePort()
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("fanout-bench-nats-\(UUID().uuidString).conf")
+        try """
+            listen: 127.0.0.1:\(self.clientPort)
+            max_connections: 100000
+            websocket { listen: "127.0.0.1:\(self.webSocketPort)", no_tls: true }
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["-c", config.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        self.pid = process.processIdentifier
+        Thread.sleep(forTimeInterval: 0.5)
+    }
+
+    func stop() {
+        if self.process.isRunning {
+            self.process.terminate()
+            self.process.waitUntilExit()
+        }
+    }
+}
