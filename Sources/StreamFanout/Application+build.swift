@@ -6,18 +6,17 @@ import Logging
 import PostgresNIO
 import ServiceKit
 
-/// Assembles stream-fanout: Postgres (read-only, ingest's event log), NATS (the live feed),
-/// the tenant feeds, the WebSocket route and the operational routes.
+/// Assembles stream-fanout: Postgres (ingest's event log, read-only; its own schema for ACP
+/// acknowledgements, migrated before the server starts), NATS (the live feed), the tenant
+/// feeds, the WebSocket routes and the operational routes.
 func buildApplication(reader: ConfigReader) async throws -> some ApplicationProtocol {
     var logger = Logger(label: "stream-fanout")
     logger.logLevel = try reader.logLevel()
     let settings = try FanoutSettings(reader: reader)
 
+    let migrator = try Migrator(schema: settings.schema, migrations: FanoutMigrations.all)
     var postgresConfiguration = try reader.postgresConfiguration()
-    postgresConfiguration.options.additionalStartupParameters = [
-        ("statement_timeout", "10000"),
-        ("default_transaction_read_only", "on"),
-    ]
+    postgresConfiguration.options.additionalStartupParameters = [("statement_timeout", "10000")]
     postgresConfiguration.options.connectTimeout = .seconds(2)
     let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
     let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: "stream-fanout"))
@@ -28,6 +27,7 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
         verifier: try await reader.accessTokenVerifier(),
         hub: hub,
         reader: eventLog,
+        cache: ACPCache(client: postgres, eventLogSchema: settings.eventLogSchema, schema: settings.schema, logger: logger),
         settings: settings,
         logger: logger
     )
@@ -37,8 +37,9 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
     controller.addFallbackRoute(to: router)
     let webSocketRouter = Router(context: StreamRequestContext.self)
     controller.addWebSocketRoute(to: webSocketRouter)
+    controller.addACPRoute(to: webSocketRouter)
 
-    return Application(
+    var application = Application(
         router: router,
         server: .http1WebSocketUpgrade(
             webSocketRouter: webSocketRouter,
@@ -48,4 +49,8 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
         services: [postgres, NATSService(connection: nats)],
         logger: logger
     )
+    application.beforeServerStarts { [logger] in
+        try await migrator.migrate(postgres, logger: logger)
+    }
+    return application
 }

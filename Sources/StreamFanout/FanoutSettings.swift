@@ -5,6 +5,8 @@ import ServiceKit
 struct FanoutSettings: Sendable {
     /// The schema of ingest's event log, read (never written) for replay and back-fill.
     var eventLogSchema: String
+    /// Stream-fanout's own schema (ACP acknowledgements).
+    var schema: String
     /// Live events queued for one connection; past it the connection catches up from the log.
     var queueEvents: Int
     /// Bytes of those events.
@@ -27,7 +29,7 @@ struct FanoutSettings: Sendable {
     var tailCheckSeconds: Int
 
     static let keys: [SettingKey] = [
-        .eventLogSchema, .queueEvents, .queueBytes, .maxCatchUpEvents, .pingSeconds, .defaultEventsPerSecond, .maxEventsPerSecond,
+        .eventLogSchema, .fanoutSchema, .queueEvents, .queueBytes, .maxCatchUpEvents, .pingSeconds, .defaultEventsPerSecond, .maxEventsPerSecond,
         .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds, .tailCheckSeconds,
     ]
 
@@ -36,6 +38,7 @@ struct FanoutSettings: Sendable {
         guard self.eventLogSchema.range(of: "^[a-z_][a-z0-9_]{0,62}$", options: .regularExpression) != nil else {
             throw ServiceKitError(.configuration, "\(SettingKey.eventLogSchema) must match [a-z_][a-z0-9_]{0,62}")
         }
+        self.schema = try reader.setting(.fanoutSchema)
         self.queueEvents = try reader.setting(.queueEvents, in: 16...1_000_000)
         self.queueBytes = try reader.setting(.queueBytes, in: (16 << 10)...(1 << 30))
         self.maxCatchUpEvents = try reader.setting(.maxCatchUpEvents, in: 0...10_000_000)
@@ -51,6 +54,7 @@ struct FanoutSettings: Sendable {
 
 extension SettingKey {
     static let eventLogSchema = SettingKey("fanout.event-log-schema", "ingest's schema, read for replay and back-fill", default: "ingest")
+    static let fanoutSchema = SettingKey("fanout.schema", "the Postgres schema stream-fanout owns (ACP acknowledgements)", default: "fanout")
     static let queueEvents = SettingKey("fanout.queue-events", "live events queued per connection before it catches up from the log", default: "1024")
     static let queueBytes = SettingKey("fanout.queue-bytes", "bytes of live events queued per connection", default: "1048576")
     static let maxCatchUpEvents = SettingKey("fanout.max-catch-up-events", "events a connection may lag before it skips ahead with a gap notice", default: "10000")

@@ -10,6 +10,9 @@ struct FeedEvent: Sendable {
     var swarmID: String
     var agentID: String
     var frame: ByteBuffer
+    /// For an ACP envelope: its thread and per-thread seq.
+    var threadID = ""
+    var threadSeq: Int64 = 0
 
     init(seq: Int64, kind: BusEventKind, severity: BusSeverity, swarmID: String, agentID: String, frame: ByteBuffer) {
         self.seq = seq
@@ -18,6 +21,17 @@ struct FeedEvent: Sendable {
         self.swarmID = swarmID
         self.agentID = agentID
         self.frame = frame
+    }
+
+    /// An ACP event's envelope (seed 003's persisted form), cut from its frame: ingest renders
+    /// it as the frame's last field, `…,"envelope":{…}}`, and every field before it is an
+    /// escaped string or a number, so the first `,"envelope":{` is the one.
+    var envelope: ByteBuffer? {
+        let marker = Array(#","envelope":{"#.utf8)
+        let bytes = self.frame.readableBytesView
+        guard let start = bytes.firstRange(of: marker)?.lowerBound else { return nil }
+        let offset = bytes.distance(from: bytes.startIndex, to: start) + marker.count - 1
+        return self.frame.getSlice(at: self.frame.readerIndex + offset, length: self.frame.readableBytes - offset - 1)
     }
 
     init(_ envelope: BusEventEnvelope) {
@@ -29,5 +43,7 @@ struct FeedEvent: Sendable {
             agentID: envelope.agentID,
             frame: ByteBuffer(bytes: envelope.frame)
         )
+        self.threadID = envelope.threadID
+        self.threadSeq = envelope.threadSeq
     }
 }

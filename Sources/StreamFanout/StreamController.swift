@@ -18,6 +18,7 @@ struct StreamController: Sendable {
     let verifier: AccessTokenVerifier
     let hub: FeedHub
     let reader: EventLogReader
+    let cache: ACPCache
     let settings: FanoutSettings
     let logger: Logger
 
@@ -53,12 +54,40 @@ struct StreamController: Sendable {
         )
     }
 
-    /// The same path on the HTTP router, for requests that were not upgraded: their
+    /// `GET /v1/acp?protocol=1`: the ACP cache (seed 003), JSON-RPC 2.0.
+    func addACPRoute(to router: Router<StreamRequestContext>) {
+        router.ws(
+            "v1/acp",
+            shouldUpgrade: { request, context in
+                let identity = try await self.authenticate(request)
+                context.identity.value.withLock { $0 = identity }
+                return .upgrade([:])
+            },
+            onUpgrade: { inbound, outbound, context in
+                guard let identity = context.requestContext.identity.value.withLock({ $0 }) else { return }
+                guard context.request.uri.queryParameters["protocol"].map(String.init) == Self.protocolVersion else {
+                    let message = ACPSession.error(id: nil, -32600, "ProtocolMismatch: this server speaks ACP cache protocol \(Self.protocolVersion); connect with ?protocol=\(Self.protocolVersion)")
+                    try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: message)))
+                    try await outbound.close(.protocolError, reason: "protocol mismatch")
+                    return
+                }
+                var logger = self.logger
+                logger[metadataKey: "tenant"] = .string(identity.tenant)
+                logger[metadataKey: "subject"] = .string(identity.subject)
+                let session = ACPSession(identity: identity, settings: self.settings, hub: self.hub, cache: self.cache, logger: logger)
+                try await session.run(inbound: inbound, outbound: outbound)
+            }
+        )
+    }
+
+    /// The same paths on the HTTP router, for requests that were not upgraded: their
     /// authentication error, or 400 when they should have asked for an upgrade.
     func addFallbackRoute(to router: Router<ServiceRequestContext>) {
-        router.get("v1/stream") { request, _ -> Response in
-            _ = try await self.authenticate(request)
-            throw ServiceKitError(.api(.invalidRequest), "/v1/stream is a WebSocket: send an upgrade request with ?protocol=\(Self.protocolVersion)")
+        for path in ["v1/stream", "v1/acp"] {
+            router.get(RouterPath(path)) { request, _ -> Response in
+                _ = try await self.authenticate(request)
+                throw ServiceKitError(.api(.invalidRequest), "/\(path) is a WebSocket: send an upgrade request with ?protocol=\(Self.protocolVersion)")
+            }
         }
     }
 

@@ -12,6 +12,8 @@ enum OutboxItem: Sendable {
     case gap(from: Int64, to: Int64, generation: Int)
     /// Live events were dropped because the queue was full: catch up from the log.
     case catchUp(generation: Int)
+    /// A client request for the writer to handle in order with the events.
+    case request(String)
     case closed
 }
 
@@ -30,6 +32,7 @@ final class StreamOutbox: Sendable {
 
     private struct State {
         var control: [ByteBuffer] = []
+        var requests: [String] = []
         var queue: [Queued] = []
         var queueHead = 0
         var events = 0
@@ -117,6 +120,14 @@ final class StreamOutbox: Sendable {
         }
     }
 
+    /// Queues a client request for the writer (requests are rate-limited by the reader).
+    func forward(_ request: String) {
+        self.deliver { state in
+            guard !state.closed else { return }
+            state.requests.append(request)
+        }
+    }
+
     /// The writer starts catching up from the log: returns the seq through which it must
     /// replay; live events after it are queued again.
     func caughtUp() -> Int64 {
@@ -134,7 +145,7 @@ final class StreamOutbox: Sendable {
     /// Whether the writer would get something without waiting.
     var isIdle: Bool {
         self.state.withLock { state in
-            state.control.isEmpty && state.queueHead == state.queue.count && !state.overflowed && !state.closed
+            state.control.isEmpty && state.requests.isEmpty && state.queueHead == state.queue.count && !state.overflowed && !state.closed
         }
     }
 
@@ -170,6 +181,7 @@ final class StreamOutbox: Sendable {
     private static func pop(_ state: inout State) -> OutboxItem? {
         if state.closed { return .closed }
         if !state.control.isEmpty { return .control(state.control.removeFirst()) }
+        if !state.requests.isEmpty { return .request(state.requests.removeFirst()) }
         if state.queueHead < state.queue.count {
             let queued = state.queue[state.queueHead]
             state.queueHead += 1

@@ -350,6 +350,8 @@ final class StreamSession: FeedListener, Sendable {
                     return
                 case .control(let message):
                     if message.readableBytes > 0 { try await self.write(message, outbound) }
+                case .request:
+                    continue  // the stream protocol handles its messages in the reader
                 case .catchUp(let itemGeneration):
                     guard try await current(itemGeneration) else { continue }
                     FanoutMetrics.catchUps.increment()

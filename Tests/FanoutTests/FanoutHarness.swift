@@ -58,8 +58,20 @@ struct FanoutHarness {
         return try await buildApplication(reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: environment))
     }
 
-    func token(tenant: String? = nil, scopes: Set<Scope> = [.streamRead]) async throws -> String {
-        try await self.signer.sign(tenant: tenant ?? self.tenant, subject: "phone", scopes: scopes)
+    func token(tenant: String? = nil, subject: String = "phone", scopes: Set<Scope> = [.streamRead]) async throws -> String {
+        try await self.signer.sign(tenant: tenant ?? self.tenant, subject: subject, scopes: scopes)
+    }
+
+    /// Posts one ACP message (its exact bytes) to `thread`.
+    func postACP(_ ingest: some TestClientProtocol, key: String, thread: String, body: String, msgID: String) async throws {
+        try await ingest.execute(
+            uri: "/v1/ingest/acp/\(thread)?swarmId=s1&agentId=a1&direction=agent_to_client&msgId=\(msgID)",
+            method: .post,
+            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+            body: ByteBuffer(string: body)
+        ) { response in
+            #expect(response.status == .ok)
+        }
     }
 
     /// An ingest key for `tenant`, through ingest's admin API.
@@ -109,6 +121,7 @@ struct StreamClient {
 
     var port: Int
     var token: String?
+    var path = "/v1/stream"
     var protocolVersion: String? = "1"
     /// Answer the server's pings.
     var answerPings = true
@@ -119,7 +132,7 @@ struct StreamClient {
         var query: [String] = []
         if let protocolVersion { query.append("protocol=\(protocolVersion)") }
         if let token { query.append("access_token=\(token)") }
-        return "ws://127.0.0.1:\(self.port)/v1/stream" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+        return "ws://127.0.0.1:\(self.port)\(self.path)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
     }
 
     /// The frames received, parsed, and how the connection was closed (nil: by us, or, with

@@ -1,0 +1,368 @@
+import Contracts
+import Foundation
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOWebSocket
+import PostgresNIO
+import ServiceKit
+import Synchronization
+
+/// One `/v1/acp` connection: the ACP cache methods of seed 003 as JSON-RPC 2.0
+/// (docs/stream-protocol.md, "ACP cache"). Envelopes are sent bare, exactly as stored.
+///
+/// Everything a connection does happens in its writer, in order: requests (replays, fetches,
+/// acks) and live envelopes, so a replay and the live tail of a thread meet at its cursor
+/// without a gap or a repeat.
+final class ACPSession: FeedListener, Sendable {
+    static let maxThreads = 100
+    static let maxFetch = 1000
+
+    private struct State {
+        var feed: TenantFeed?
+        var closeReason: (WebSocketErrorCode, String)?
+        var lastWrite = ContinuousClock.now
+        var writing = false
+    }
+
+    let tenant: String
+    /// The access token's subject: acknowledgements are kept per device.
+    let device: String
+    private let settings: FanoutSettings
+    private let hub: FeedHub
+    private let cache: ACPCache
+    private let logger: Logger
+    private let outbox: StreamOutbox
+    private let state = Mutex(State())
+
+    init(identity: AccessIdentity, settings: FanoutSettings, hub: FeedHub, cache: ACPCache, logger: Logger) {
+        self.tenant = identity.tenant
+        self.device = identity.subject
+        self.settings = settings
+        self.hub = hub
+        self.cache = cache
+        self.logger = logger
+        self.outbox = StreamOutbox(maxEvents: settings.queueEvents, maxBytes: settings.queueBytes)
+    }
+
+    func offer(_ event: FeedEvent) { self.outbox.offer(event) }
+    func offerGap(from: Int64, to: Int64) {}  // each thread's cursor finds its own gaps
+    func feedEnded() { self.close(.unexpectedServerError, "the live feed ended; reconnect and resubscribe") }
+
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.readLoop(inbound) }
+            group.addTask { await self.writeLoop(outbound) }
+            group.addTask { await self.watchStalls() }
+            await group.next()
+            self.outbox.close()
+            group.cancelAll()
+        }
+        if let feed = self.state.withLock({ state -> TenantFeed? in
+            defer { state.feed = nil }
+            return state.feed
+        }) {
+            feed.leave(self)
+            self.hub.release(feed)
+        }
+        if let (code, text) = self.state.withLock({ $0.closeReason }) {
+            try? await outbound.close(code, reason: text)
+        }
+    }
+
+    private func close(_ code: WebSocketErrorCode, _ reason: String) {
+        self.state.withLock { state in
+            if state.closeReason == nil { state.closeReason = (code, reason) }
+        }
+        self.outbox.close()
+    }
+
+    // MARK: Reading
+
+    private func readLoop(_ inbound: WebSocketInboundStream) async {
+        var window = ContinuousClock.now
+        var count = 0
+        do {
+            for try await message in inbound.messages(maxSize: self.settings.maxMessageBytes) {
+                let now = ContinuousClock.now
+                if now - window > .seconds(10) {
+                    window = now
+                    count = 0
+                }
+                count += 1
+                guard count <= self.settings.maxMessagesPer10Seconds else {
+                    self.close(.policyViolation, "more than \(self.settings.maxMessagesPer10Seconds) messages in 10 s")
+                    return
+                }
+                switch message {
+                case .text(let text): self.outbox.forward(text)
+                case .binary: self.outbox.send(Self.error(id: nil, -32600, "JSON-RPC messages are text frames"))
+                }
+            }
+        } catch {
+            self.logger.debug("ACP connection read ended", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    // MARK: Writing
+
+    private func writeLoop(_ outbound: WebSocketOutboundWriter) async {
+        /// Live threads and the last per-thread seq sent of each.
+        var cursors: [String: Int64] = [:]
+        var errors = 0
+        do {
+            while true {
+                let item: OutboxItem
+                if let ready = self.outbox.poll() {
+                    item = ready
+                } else {
+                    item = await self.outbox.next()
+                }
+                switch item {
+                case .closed:
+                    return
+                case .control(let message):
+                    try await self.write(message, outbound)
+                case .request(let text):
+                    if try await !self.handle(text, cursors: &cursors, outbound: outbound) {
+                        errors += 1
+                        if errors >= 10 {
+                            self.close(.policyViolation, "too many invalid requests")
+                            return
+                        }
+                    }
+                case .event(let event, _, _):
+                    guard event.kind == .acp, let cursor = cursors[event.threadID], event.threadSeq > cursor else { continue }
+                    if event.threadSeq > cursor + 1 {
+                        cursors[event.threadID] = try await self.replay(event.threadID, after: cursor, through: event.threadSeq - 1, outbound: outbound)
+                    }
+                    if let envelope = event.envelope {
+                        try await self.write(envelope, outbound)
+                    }
+                    cursors[event.threadID] = event.threadSeq
+                case .catchUp:
+                    _ = self.outbox.caughtUp()
+                    for (thread, cursor) in cursors {
+                        cursors[thread] = try await self.replay(thread, after: cursor, through: .max, outbound: outbound)
+                    }
+                case .gap:
+                    continue
+                }
+            }
+        } catch {
+            self.logger.debug("ACP connection write ended", metadata: ["error": "\(String(reflecting: error))"])
+            self.close(.goingAway, "write failed")
+        }
+    }
+
+    /// Sends the thread's envelopes with `after < threadSeq <= through`; returns the last seq
+    /// sent (or `after`).
+    private func replay(_ thread: String, after: Int64, through: Int64, outbound: WebSocketOutboundWriter) async throws -> Int64 {
+        var cursor = after
+        while cursor < through {
+            let page = try await self.cache.envelopes(tenant: self.tenant, thread: thread, from: cursor + 1, limit: 500)
+            for envelope in page where envelope.threadSeq <= through {
+                try await self.write(envelope.bytes, outbound)
+                cursor = envelope.threadSeq
+            }
+            if page.count < 500 { break }
+        }
+        return cursor
+    }
+
+    // MARK: Requests
+
+    private struct Request: Decodable {
+        var jsonrpc: String?
+        var id: RequestID?
+        var method: String?
+        var params: Params?
+    }
+
+    /// A JSON-RPC id: a string or a number, echoed as it came.
+    enum RequestID: Decodable, Sendable {
+        case string(String)
+        case number(Int64)
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let number = try? container.decode(Int64.self) {
+                self = .number(number)
+            } else {
+                self = .string(try container.decode(String.self))
+            }
+        }
+
+        var json: Any {
+            switch self {
+            case .string(let text): text
+            case .number(let number): number
+            }
+        }
+    }
+
+    private struct Params: Decodable {
+        var thread_id: String?
+        var from_seq: Int64?
+        var live: Bool?
+        var limit: Int?
+        var seq: Int64?
+    }
+
+    private struct InvalidParams: Error {
+        var message: String
+    }
+
+    /// Handles one request; false when it was invalid (an error was answered).
+    private func handle(_ text: String, cursors: inout [String: Int64], outbound: WebSocketOutboundWriter) async throws -> Bool {
+        let request: Request
+        do {
+            request = try JSONDecoder().decode(Request.self, from: Data(text.utf8))
+        } catch is DecodingError {
+            let parses = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) != nil
+            try await self.write(Self.error(id: nil, parses ? -32600 : -32700, parses ? "not a JSON-RPC 2.0 request" : "parse error"), outbound)
+            return false
+        }
+        guard request.jsonrpc == "2.0", let method = request.method else {
+            try await self.write(Self.error(id: request.id, -32600, "a JSON-RPC 2.0 request needs \"jsonrpc\": \"2.0\" and a method"), outbound)
+            return false
+        }
+        let params = request.params ?? Params()
+        do {
+            switch method {
+            case "acp.cache.subscribe":
+                let thread = try Self.thread(params)
+                let from = params.from_seq ?? 1
+                guard from >= 1 else { throw InvalidParams(message: "from_seq must be at least 1") }
+                guard cursors[thread] != nil || cursors.count < Self.maxThreads else {
+                    throw InvalidParams(message: "at most \(Self.maxThreads) live threads per connection")
+                }
+                let live = params.live ?? true
+                if live { try await self.joinFeed() }  // before the replay: nothing committed after it is missed
+                let head = try await self.cache.head(tenant: self.tenant, thread: thread)
+                try await self.write(Self.result(id: request.id, ["thread_id": thread, "from_seq": from, "head_seq": head, "live": live]), outbound)
+                let sent = try await self.replay(thread, after: from - 1, through: .max, outbound: outbound)
+                if live { cursors[thread] = sent } else { cursors[thread] = nil }
+            case "acp.cache.unsubscribe":
+                let thread = try Self.thread(params)
+                cursors[thread] = nil
+                try await self.write(Self.result(id: request.id, ["thread_id": thread]), outbound)
+            case "acp.cache.fetch":
+                let thread = try Self.thread(params)
+                let from = params.from_seq ?? 1
+                let limit = params.limit ?? 100
+                guard from >= 1, (1...Self.maxFetch).contains(limit) else {
+                    throw InvalidParams(message: "from_seq must be at least 1 and limit 1...\(Self.maxFetch)")
+                }
+                let envelopes = try await self.cache.envelopes(tenant: self.tenant, thread: thread, from: from, limit: limit)
+                let head = try await self.cache.head(tenant: self.tenant, thread: thread)
+                try await self.write(Self.fetchResult(id: request.id, thread: thread, envelopes: envelopes, head: head, from: from), outbound)
+            case "acp.cache.ack":
+                let thread = try Self.thread(params)
+                guard let seq = params.seq, seq >= 0 else { throw InvalidParams(message: "seq (a non-negative integer) is required") }
+                let head = try await self.cache.head(tenant: self.tenant, thread: thread)
+                guard seq <= head else { throw InvalidParams(message: "seq \(seq) is past the thread's head \(head)") }
+                let acked = try await self.cache.ack(tenant: self.tenant, device: self.device, thread: thread, seq: seq)
+                try await self.write(
+                    Self.result(id: request.id, ["thread_id": thread, "acked_seq": acked, "head_seq": head, "unread": max(0, head - acked)]),
+                    outbound
+                )
+            case "acp.cache.threads":
+                let limit = params.limit ?? 100
+                guard (1...Self.maxFetch).contains(limit) else { throw InvalidParams(message: "limit must be 1...\(Self.maxFetch)") }
+                let threads = try await self.cache.threads(tenant: self.tenant, device: self.device, limit: limit)
+                let list: [[String: Any]] = threads.map { ["thread_id": $0.thread, "head_seq": $0.head, "acked_seq": $0.acked, "unread": $0.unread] }
+                try await self.write(Self.result(id: request.id, ["threads": list]), outbound)
+            default:
+                try await self.write(Self.error(id: request.id, -32601, "no method \(method.prefix(64)); the cache has acp.cache.subscribe, fetch, ack, unsubscribe, threads"), outbound)
+                return false
+            }
+        } catch let invalid as InvalidParams {
+            try await self.write(Self.error(id: request.id, -32602, invalid.message), outbound)
+            return false
+        } catch let error as ServiceKitError {
+            try await self.write(Self.error(id: request.id, -32000, error.message), outbound)
+        } catch let error as PSQLError {
+            self.logger.warning("ACP cache request failed", metadata: ["error": "\(String(reflecting: error))"])
+            try await self.write(Self.error(id: request.id, -32000, "the cache is unavailable; retry"), outbound)
+        }
+        return true
+    }
+
+    private static func thread(_ params: Params) throws(InvalidParams) -> String {
+        guard let thread = params.thread_id, !thread.isEmpty, thread.utf8.count <= 256 else {
+            throw InvalidParams(message: "thread_id (1 to 256 bytes) is required")
+        }
+        return thread
+    }
+
+    /// Joins the tenant's feed once, for ACP envelopes only.
+    private func joinFeed() async throws {
+        guard self.state.withLock({ $0.feed }) == nil else { return }
+        let feed = try await self.hub.acquire(tenant: self.tenant)
+        self.state.withLock { $0.feed = feed }
+        let generation = self.outbox.nextGeneration()
+        do {
+            _ = try await feed.join(self) { head in
+                self.outbox.subscribe(StreamFilter(kinds: [.acp]), head: head, generation: generation)
+            }
+        } catch {
+            feed.leave(self)
+            self.state.withLock { $0.feed = nil }
+            self.hub.release(feed)
+            throw error
+        }
+    }
+
+    // MARK: Messages
+
+    private static func result(id: RequestID?, _ result: [String: Any]) -> ByteBuffer {
+        Self.json(["jsonrpc": "2.0", "id": id?.json ?? NSNull(), "result": result])
+    }
+
+    static func error(id: RequestID?, _ code: Int, _ message: String) -> ByteBuffer {
+        Self.json(["jsonrpc": "2.0", "id": id?.json ?? NSNull(), "error": ["code": code, "message": message]])
+    }
+
+    /// The fetch result, with the envelopes spliced in as stored (not re-encoded).
+    private static func fetchResult(id: RequestID?, thread: String, envelopes: [ACPCache.Envelope], head: Int64, from: Int64) -> ByteBuffer {
+        var buffer = Self.json(["jsonrpc": "2.0", "id": id?.json ?? NSNull()])
+        buffer.moveWriterIndex(to: buffer.writerIndex - 1)  // reopen the object
+        let next = (envelopes.last?.threadSeq).map { $0 + 1 } ?? from
+        let summary = Self.json(["thread_id": thread, "head_seq": head, "next_seq": next])
+        buffer.writeString(#","result":"#)
+        buffer.writeBytes(summary.readableBytesView.dropLast())
+        buffer.writeString(#","envelopes":["#)
+        for (index, envelope) in envelopes.enumerated() {
+            if index > 0 { buffer.writeString(",") }
+            buffer.writeImmutableBuffer(envelope.bytes)
+        }
+        buffer.writeString("]}}")
+        return buffer
+    }
+
+    private static func json(_ object: [String: Any]) -> ByteBuffer {
+        ByteBuffer(bytes: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8))
+    }
+
+    private func write(_ buffer: ByteBuffer, _ outbound: WebSocketOutboundWriter) async throws {
+        self.state.withLock { state in
+            state.writing = true
+            state.lastWrite = .now
+        }
+        try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: buffer)))
+        self.state.withLock { $0.writing = false }
+    }
+
+    /// Closes a connection whose socket has accepted nothing for `fanout.stalled-seconds`.
+    private func watchStalls() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(500))
+            let (writing, lastWrite) = self.state.withLock { ($0.writing, $0.lastWrite) }
+            if writing, ContinuousClock.now - lastWrite > .seconds(self.settings.stalledSeconds) {
+                self.close(.policyViolation, "the connection accepted nothing for \(self.settings.stalledSeconds) s")
+                return
+            }
+        }
+    }
+}

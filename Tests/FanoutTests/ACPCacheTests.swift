@@ -1,0 +1,137 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import HummingbirdWSClient
+import ServiceKit
+import TestSupport
+import Testing
+
+@testable import StreamFanout
+
+@Suite("Stream-fanout ACP cache /v1/acp (live NATS + Postgres, ingest in process)")
+struct ACPCacheTests {
+    static func body(_ n: Int) -> String {
+        // Odd spacing, escapes and non-ASCII: what comes back must be these exact bytes.
+        #"{"jsonrpc":"2.0",  "method":"session/update","params":{"n":\#(n), "text":"caf\u00e9 é\n"}}"#
+    }
+
+    static func request(_ id: Int, _ method: String, _ params: [String: Any]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": id, "method": method, "params": params]), as: UTF8.self)
+    }
+
+    @Test("subscribe replays from from_seq then tails live, envelopes byte for byte; fetch pages; acks per device give unread counts; other tenants see nothing")
+    func cache() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            for n in 1...5 {
+                try await harness.postACP(ingest, key: key, thread: "t1", body: Self.body(n), msgID: "m\(n)")
+            }
+            try await harness.fanout().test(.live) { fanout in
+                let port = try #require(fanout.port)
+                var phone = StreamClient(port: port, token: try await harness.token(subject: "phone-1"))
+                phone.path = "/v1/acp"
+
+                let live = Counted()
+                async let subscribed = phone.run(sending: [Self.request(1, "acp.cache.subscribe", ["thread_id": "t1", "from_seq": 3, "live": true])]) { frame in
+                    if frame["seq"] as? Int == 5 { _ = live.next() }
+                    return frame["seq"] as? Int == 7
+                }
+                #expect(await eventually { live.value > 0 })
+                for n in 6...7 {
+                    try await harness.postACP(ingest, key: key, thread: "t1", body: Self.body(n), msgID: "m\(n)")
+                }
+                let frames = try await subscribed.frames
+                let result = try #require(frames.first?["result"] as? [String: Any])
+                #expect(result["head_seq"] as? Int == 5)
+                let envelopes = frames.dropFirst()
+                #expect(envelopes.map { $0["seq"] as? Int } == [3, 4, 5, 6, 7])
+                #expect(envelopes.allSatisfy { $0["thread_id"] as? String == "t1" && $0["direction"] as? String == "agent_to_client" })
+
+                // Byte for byte: the raw text of an envelope holds the posted body unchanged.
+                var raw = StreamClient(port: port, token: try await harness.token(subject: "phone-1"))
+                raw.path = "/v1/acp"
+                let texts = try await raw.runRaw(sending: [Self.request(2, "acp.cache.fetch", ["thread_id": "t1", "from_seq": 1, "limit": 2])])
+                #expect(texts.count == 1)
+                #expect(texts.first?.contains(#""body":"# + Self.body(1)) == true)
+                #expect(texts.first?.contains(#""body":"# + Self.body(2)) == true)
+                let fetched = try #require((try JSONSerialization.jsonObject(with: Data(texts[0].utf8)) as? [String: Any])?["result"] as? [String: Any])
+                #expect((fetched["envelopes"] as? [[String: Any]])?.map { $0["seq"] as? Int } == [1, 2])
+                #expect(fetched["next_seq"] as? Int == 3)
+                #expect(fetched["head_seq"] as? Int == 7)
+
+                let acks = try await phone.run(
+                    sending: [
+                        Self.request(3, "acp.cache.ack", ["thread_id": "t1", "seq": 4]),
+                        Self.request(4, "acp.cache.ack", ["thread_id": "t1", "seq": 2]),
+                        Self.request(5, "acp.cache.threads", [:]),
+                    ]
+                ) { $0["id"] as? Int == 5 }
+                let answers = acks.frames.compactMap { $0["result"] as? [String: Any] }
+                #expect(answers[0]["acked_seq"] as? Int == 4)
+                #expect(answers[0]["unread"] as? Int == 3)
+                #expect(answers[1]["acked_seq"] as? Int == 4)  // never goes back
+                let threads = try #require(answers[2]["threads"] as? [[String: Any]])
+                #expect(threads.count == 1)
+                #expect(threads.first?["unread"] as? Int == 3)
+
+                var tablet = StreamClient(port: port, token: try await harness.token(subject: "tablet"))
+                tablet.path = "/v1/acp"
+                let other = try await tablet.run(sending: [Self.request(6, "acp.cache.threads", [:])]) { $0["id"] as? Int == 6 }
+                let tabletThreads = try #require((other.frames.first?["result"] as? [String: Any])?["threads"] as? [[String: Any]])
+                #expect(tabletThreads.first?["acked_seq"] as? Int == 0)
+                #expect(tabletThreads.first?["unread"] as? Int == 7)
+
+                var stranger = StreamClient(port: port, token: try await harness.token(tenant: "someone-else"))
+                stranger.path = "/v1/acp"
+                let nothing = try await stranger.run(sending: [Self.request(7, "acp.cache.fetch", ["thread_id": "t1"])]) { $0["id"] as? Int == 7 }
+                let empty = try #require(nothing.frames.first?["result"] as? [String: Any])
+                #expect((empty["envelopes"] as? [Any])?.isEmpty == true)
+                #expect(empty["head_seq"] as? Int == 0)
+            }
+        }
+    }
+
+    @Test("JSON-RPC errors: parse error, invalid request, unknown method, invalid params; the connection stays")
+    func errors() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { _ in
+            try await harness.fanout().test(.live) { fanout in
+                var client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                client.path = "/v1/acp"
+                let result = try await client.run(
+                    sending: [
+                        "{nope",
+                        #"{"id":1,"method":"acp.cache.fetch"}"#,
+                        Self.request(2, "acp.cache.dance", [:]),
+                        Self.request(3, "acp.cache.subscribe", ["from_seq": 1]),
+                        Self.request(4, "acp.cache.ack", ["thread_id": "t9", "seq": 5]),
+                        Self.request(5, "acp.cache.threads", [:]),
+                    ]
+                ) { $0["id"] as? Int == 5 }
+                let codes = result.frames.compactMap { ($0["error"] as? [String: Any])?["code"] as? Int }
+                #expect(codes == [-32700, -32600, -32601, -32602, -32602])
+                #expect(result.frames.last?["result"] != nil)
+            }
+        }
+    }
+}
+
+extension StreamClient {
+    /// Sends `messages` and returns the raw texts of as many answers.
+    func runRaw(sending messages: [String]) async throws -> [String] {
+        let received = StreamClient.Received()
+        let url = self.url
+        let count = messages.count
+        _ = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no answer")) {
+            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: .init(label: "raw")) { inbound, outbound, _ in
+                for message in messages { try await outbound.write(.text(message)) }
+                for try await message in inbound.messages(maxSize: 1 << 24) {
+                    guard case .text(let text) = message else { continue }
+                    if received.texts.withLock({ $0.append(text); return $0.count }) == count { return }
+                }
+            }
+        }
+        return received.texts.withLock { $0 }
+    }
+}
