@@ -145,7 +145,7 @@ final class ACPSession: FeedListener, Sendable {
                     for (thread, cursor) in cursors {
                         cursors[thread] = try await self.replay(thread, after: cursor, through: .max, outbound: outbound)
                     }
-                case .gap:
+                case .gap, .tick:
                     continue
                 }
             }

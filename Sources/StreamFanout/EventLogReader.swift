@@ -54,16 +54,16 @@ struct EventLogReader: Sendable {
         )
         var events: [FeedEvent] = []
         for try await (seq, kind, severity, swarm, agent, frame) in rows.decode((Int64, Int16, Int16, String, String, ByteBuffer).self) {
-            events.append(
-                FeedEvent(
-                    seq: seq,
-                    kind: BusEventKind(rawValue: Int(kind)) ?? .unspecified,
-                    severity: BusSeverity(rawValue: Int(severity)) ?? .unspecified,
-                    swarmID: swarm,
-                    agentID: agent,
-                    frame: frame
-                )
+            var event = FeedEvent(
+                seq: seq,
+                kind: BusEventKind(rawValue: Int(kind)) ?? .unspecified,
+                severity: BusSeverity(rawValue: Int(severity)) ?? .unspecified,
+                swarmID: swarm,
+                agentID: agent,
+                frame: frame
             )
+            if event.kind == .log { event.repeatKey = FeedEvent.repeatKey(agent: agent, frame: frame) }
+            events.append(event)
         }
         return events
     }

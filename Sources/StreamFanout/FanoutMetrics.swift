@@ -10,4 +10,6 @@ enum FanoutMetrics {
     /// Times a connection's queue overflowed and it caught up from the log.
     static let catchUps = Counter(label: "fanout_catch_ups_total")
     static let delivered = Counter(label: "fanout_events_delivered_total")
+    /// Repeated log lines collapsed into `suppressed` notices.
+    static let suppressed = Counter(label: "fanout_suppressed_events_total")
 }

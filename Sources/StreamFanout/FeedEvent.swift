@@ -13,6 +13,9 @@ struct FeedEvent: Sendable {
     /// For an ACP envelope: its thread and per-thread seq.
     var threadID = ""
     var threadSeq: Int64 = 0
+    /// For a log: a hash of its agent and message text (as rendered), so repeats can be
+    /// collapsed without reading the frame per connection; 0 otherwise.
+    var repeatKey = 0
 
     init(seq: Int64, kind: BusEventKind, severity: BusSeverity, swarmID: String, agentID: String, frame: ByteBuffer) {
         self.seq = seq
@@ -45,5 +48,26 @@ struct FeedEvent: Sendable {
         )
         self.threadID = envelope.threadID
         self.threadSeq = envelope.threadSeq
+        if self.kind == .log { self.repeatKey = Self.repeatKey(agent: self.agentID, frame: self.frame) }
+    }
+
+    /// The hash of a log frame's agent and `"message":"…"` bytes (escaped as rendered).
+    static func repeatKey(agent: String, frame: ByteBuffer) -> Int {
+        let marker = Array(#","message":""#.utf8)
+        let bytes = frame.readableBytesView
+        guard let start = bytes.firstRange(of: marker)?.upperBound else { return 0 }
+        var hasher = Hasher()
+        hasher.combine(agent)
+        var index = start
+        var escaped = false
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if !escaped && byte == UInt8(ascii: "\"") { break }
+            escaped = !escaped && byte == UInt8(ascii: "\\")
+            hasher.combine(byte)
+            index = bytes.index(after: index)
+        }
+        let key = hasher.finalize()
+        return key == 0 ? 1 : key
     }
 }

@@ -17,6 +17,8 @@ struct ClientMessage: Decodable {
     /// The last event the client has; a string (`eventId`) or a number.
     var lastEventId: EventID?
     var maxEventsPerSecond: Int?
+    /// Collapse consecutive identical log lines of an agent into one `suppressed` count.
+    var collapseRepeats: Bool?
 
     struct EventID: Decodable {
         var seq: Int64
@@ -49,6 +51,11 @@ enum ServerMessage {
 
     static func throttled(requestID: String?, maxEventsPerSecond: Int) -> ByteBuffer {
         Self.json(["type": "throttled", "maxEventsPerSecond": maxEventsPerSecond], requestID: requestID)
+    }
+
+    /// Log lines `from...to` of an agent, identical to the one sent before them, not sent.
+    static func suppressed(swarmID: String, agentID: String, count: Int, from: Int64, to: Int64) -> ByteBuffer {
+        Self.json(["type": "suppressed", "swarmId": swarmID, "agentId": agentID, "count": count, "fromSeq": from, "toSeq": to], requestID: nil)
     }
 
     static func ping(now: Date) -> ByteBuffer {

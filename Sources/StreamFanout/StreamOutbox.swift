@@ -14,6 +14,8 @@ enum OutboxItem: Sendable {
     case catchUp(generation: Int)
     /// A client request for the writer to handle in order with the events.
     case request(String)
+    /// Time passed (the writer's timers: collapsed-line notices).
+    case tick
     case closed
 }
 
@@ -33,6 +35,7 @@ final class StreamOutbox: Sendable {
     private struct State {
         var control: [ByteBuffer] = []
         var requests: [String] = []
+        var ticked = false
         var queue: [Queued] = []
         var queueHead = 0
         var events = 0
@@ -120,6 +123,11 @@ final class StreamOutbox: Sendable {
         }
     }
 
+    /// Wakes the writer with a `.tick` (after anything queued).
+    func tick() {
+        self.deliver { $0.ticked = true }
+    }
+
     /// Queues a client request for the writer (requests are rate-limited by the reader).
     func forward(_ request: String) {
         self.deliver { state in
@@ -202,6 +210,10 @@ final class StreamOutbox: Sendable {
             }
         }
         if state.overflowed { return .catchUp(generation: state.generation) }
+        if state.ticked {
+            state.ticked = false
+            return .tick
+        }
         return nil
     }
 }

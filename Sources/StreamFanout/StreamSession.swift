@@ -25,6 +25,8 @@ final class StreamSession: FeedListener, Sendable {
         var lastWrite = ContinuousClock.now
         var writing = false
         var closeReason: (WebSocketErrorCode, String)?
+        /// The writer holds collapsed lines not yet announced.
+        var collapsePending = false
     }
 
     private struct Resume {
@@ -34,6 +36,7 @@ final class StreamSession: FeedListener, Sendable {
         var generation: Int
         var filter: StreamFilter
         var eventsPerSecond: Int
+        var collapseRepeats: Bool
     }
 
     let tenant: String
@@ -212,6 +215,7 @@ final class StreamSession: FeedListener, Sendable {
         // (acknowledgement, then a replay up to the head) before any of them.
         let generation = self.outbox.nextGeneration()
         let rate = askedRate
+        let collapse = message.collapseRepeats ?? false
         let lastEventID = message.lastEventId?.seq
         let requestID = message.requestId
         do {
@@ -228,7 +232,8 @@ final class StreamSession: FeedListener, Sendable {
                         acknowledgement: ServerMessage.subscribed(requestID: requestID, from: from + 1, head: head, maxEventsPerSecond: rate),
                         generation: generation,
                         filter: filter,
-                        eventsPerSecond: rate
+                        eventsPerSecond: rate,
+                        collapseRepeats: collapse
                     )
                 }
                 self.outbox.subscribe(filter, head: head, generation: generation)
@@ -303,6 +308,7 @@ final class StreamSession: FeedListener, Sendable {
         var filter = StreamFilter.everything
         var limiter = RateLimiter(perSecond: self.settings.defaultEventsPerSecond)
         var skipped: (from: Int64, to: Int64)?
+        var collapse = Collapser(enabled: false)
 
         func takeResume(_ wanted: Int? = nil) -> Resume? {
             self.state.withLock { state in
@@ -315,6 +321,7 @@ final class StreamSession: FeedListener, Sendable {
             generation = resume.generation
             filter = resume.filter
             skipped = nil
+            collapse = Collapser(enabled: resume.collapseRepeats)
             limiter = RateLimiter(perSecond: resume.eventsPerSecond)
             try await self.write(resume.acknowledgement, outbound)
             cursor = try await self.replay(after: resume.from, through: resume.head, filter: filter, outbound: outbound, checkRetention: true)
@@ -338,6 +345,9 @@ final class StreamSession: FeedListener, Sendable {
                     try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), outbound)
                     skipped = nil
                 }
+                // Collapsed lines are counted until the agent says something else, or for a
+                // second at most (the watchdog ticks the writer while some are pending).
+                self.state.withLock { $0.collapsePending = collapse.hasPending }
                 let item: OutboxItem
                 if let ready = self.outbox.poll() {
                     item = ready
@@ -352,6 +362,8 @@ final class StreamSession: FeedListener, Sendable {
                     if message.readableBytes > 0 { try await self.write(message, outbound) }
                 case .request:
                     continue  // the stream protocol handles its messages in the reader
+                case .tick:
+                    for notice in collapse.flush(olderThan: .seconds(1)) { try await self.write(notice, outbound) }
                 case .catchUp(let itemGeneration):
                     guard try await current(itemGeneration) else { continue }
                     FanoutMetrics.catchUps.increment()
@@ -372,6 +384,13 @@ final class StreamSession: FeedListener, Sendable {
                     guard try await current(itemGeneration), event.seq > cursor else { continue }
                     if after > cursor {
                         cursor = try await self.replay(after: cursor, through: after, filter: filter, outbound: outbound)
+                    }
+                    switch collapse.admit(event) {
+                    case .suppress:
+                        cursor = event.seq
+                        continue
+                    case .send(let notice):
+                        if let notice { try await self.write(notice, outbound) }
                     }
                     if limiter.take() {
                         if let range = skipped {
@@ -450,7 +469,8 @@ final class StreamSession: FeedListener, Sendable {
             try? await Task.sleep(for: min(interval, .milliseconds(250)))
             if Task.isCancelled { return }
             let now = ContinuousClock.now
-            let (heard, writing, lastWrite) = self.state.withLock { ($0.lastHeardFrom, $0.writing, $0.lastWrite) }
+            let (heard, writing, lastWrite, collapsePending) = self.state.withLock { ($0.lastHeardFrom, $0.writing, $0.lastWrite, $0.collapsePending) }
+            if collapsePending { self.outbox.tick() }
             if writing, now - lastWrite > .seconds(self.settings.stalledSeconds) {
                 self.close(.policyViolation, "the connection accepted nothing for \(self.settings.stalledSeconds) s")
                 return
@@ -467,6 +487,73 @@ final class StreamSession: FeedListener, Sendable {
             lastPing = now
             pingedAfterHearing += 1
             self.outbox.send(ServerMessage.ping(now: Date()))
+        }
+    }
+}
+
+/// Collapses an agent's consecutive identical log lines (same message text) into one
+/// `suppressed` notice with their count, sent when the agent says something else or a second
+/// after the first suppressed line.
+struct Collapser {
+    enum Decision {
+        case suppress
+        /// Send the event, after this notice of what was suppressed before it (if any).
+        case send(ByteBuffer?)
+    }
+
+    private struct Agent {
+        var key: Int
+        var swarmID: String
+        var suppressed = 0
+        var from: Int64 = 0
+        var to: Int64 = 0
+        var since = ContinuousClock.now
+    }
+
+    let enabled: Bool
+    private var agents: [String: Agent] = [:]
+
+    init(enabled: Bool) {
+        self.enabled = enabled
+    }
+
+    var hasPending: Bool { self.enabled && self.agents.values.contains { $0.suppressed > 0 } }
+
+    mutating func admit(_ event: FeedEvent) -> Decision {
+        guard self.enabled, event.kind == .log else { return .send(nil) }
+        if var agent = self.agents[event.agentID], agent.key == event.repeatKey, event.repeatKey != 0 {
+            if agent.suppressed == 0 {
+                agent.from = event.seq
+                agent.since = .now
+            }
+            agent.suppressed += 1
+            agent.to = event.seq
+            self.agents[event.agentID] = agent
+            return .suppress
+        }
+        let notice = self.agents[event.agentID].flatMap(Self.notice(agentID: event.agentID))
+        if self.agents.count >= 10_000 && self.agents[event.agentID] == nil { self.agents = [:] }  // bounded
+        self.agents[event.agentID] = Agent(key: event.repeatKey, swarmID: event.swarmID)
+        return .send(notice)
+    }
+
+    /// Notices for the agents whose suppressed lines began more than `age` ago; their counts
+    /// start again.
+    mutating func flush(olderThan age: Duration) -> [ByteBuffer] {
+        var notices: [ByteBuffer] = []
+        let now = ContinuousClock.now
+        for (id, agent) in self.agents where agent.suppressed > 0 && now - agent.since >= age {
+            if let notice = Self.notice(agentID: id)(agent) { notices.append(notice) }
+            self.agents[id]?.suppressed = 0
+        }
+        return notices
+    }
+
+    private static func notice(agentID: String) -> (Agent) -> ByteBuffer? {
+        { agent in
+            guard agent.suppressed > 0 else { return nil }
+            FanoutMetrics.suppressed.increment(by: agent.suppressed)
+            return ServerMessage.suppressed(swarmID: agent.swarmID, agentID: agentID, count: agent.suppressed, from: agent.from, to: agent.to)
         }
     }
 }

@@ -168,6 +168,35 @@ struct StreamFanoutTests {
         }
     }
 
+    @Test("collapseRepeats: an agent's identical log lines become one line and a suppressed count, never silently")
+    func collapseRepeats() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            try await harness.fanout().test(.live) { fanout in
+                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                let ready = Counted()
+                async let received = client.run(sending: [subscribe(extra: ["collapseRepeats": true])]) { frame in
+                    if frame["type"] as? String == "subscribed" { _ = ready.next() }
+                    return frame["type"] as? String == "suppressed" && frame["toSeq"] as? Int == 10
+                }
+                #expect(await eventually { ready.value > 0 })
+                var events = (0..<5).map { log("d\($0)", agent: "a1", message: "disk full") }
+                events += [log("r", agent: "a1", message: "recovered"), log("x", agent: "a2", message: "disk full")]
+                events += (0..<3).map { log("s\($0)", agent: "a1", message: "spam \"quoted\"") }
+                try await harness.post(ingest, key: key, events)
+                let frames = try await received.frames.filter { $0["type"] as? String != "subscribed" }
+                #expect(frames.map { $0["message"] as? String ?? "count \($0["count"] as? Int ?? -1)" } == [
+                    "disk full", "count 4", "recovered", "disk full", "spam \"quoted\"", "count 2",
+                ])
+                let notice = try #require(frames.first { $0["type"] as? String == "suppressed" })
+                #expect(notice["fromSeq"] as? Int == 2)
+                #expect(notice["toSeq"] as? Int == 5)
+                #expect(notice["agentId"] as? String == "a1")
+            }
+        }
+    }
+
     @Test("a client that stops reading: its queue stays bounded, it catches up from the log or gets a gap notice, never silent loss; a fast client meanwhile gets everything")
     func slowClient() async throws {
         let harness = try await FanoutHarness(fanout: ["FANOUT_QUEUE_EVENTS": "16", "FANOUT_MAX_CATCH_UP_EVENTS": "500"])
