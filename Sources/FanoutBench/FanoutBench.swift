@@ -27,6 +27,9 @@ struct FanoutBench: AsyncParsableCommand {
     @Option(help: "Events per ingest request.")
     var batch = 50
 
+    @Option(help: "Bytes of padding in each event's message (bigger events fill slow sockets sooner).")
+    var payload = 0
+
     @Option(help: "Events per second to send (0: as fast as ingest takes them). A modest rate measures latency; 0 measures throughput.")
     var rate: Double = 0
 
@@ -51,6 +54,9 @@ struct FanoutBench: AsyncParsableCommand {
     @Option(help: "Resumes to time, each replaying a 10k-event backlog to the head.")
     var resumes = 20
 
+    @Option(help: "Then run stream-fanout again beside this many clients that subscribe and never read, to compare the others' latency.")
+    var slowClients = 0
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let token = self.token ?? environment["SWARMDECK_TOKEN"], let key = self.key ?? environment["SWARMDECK_INGEST_KEY"] else {
@@ -68,6 +74,15 @@ struct FanoutBench: AsyncParsableCommand {
             print(String(format: "ratio stream-fanout/nats-server ws (delivered msgs/s, %d clients): %.2f", count, fanout.rate / reference.rate))
             if head > 10_000, self.resumes > 0 {
                 print(try await self.resumeRun(token: token, head: head))
+            }
+            if self.slowClients > 0 {
+                let subscribe = #"{"type":"subscribe","maxEventsPerSecond":10000,"filters":{"swarmIds":["bench"]}}"#
+                let slow = try await Connector.open(self.slowClients, board: Board(expected: 0)) {
+                    Connection(url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token, hello: [subscribe], ready: #""type":"subscribed""#, reads: false)
+                }
+                let (beside, _) = try await self.fanoutRun(clients: count, token: token, key: key, pid: fanoutPID)
+                print(beside.printed("stream-fanout beside \(self.slowClients) clients that never read", clients: count))
+                await slow.close()
             }
         }
     }
@@ -112,6 +127,7 @@ struct FanoutBench: AsyncParsableCommand {
         // Drive the events through ingest, stamped with the time they are sent.
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+        let padding = String(repeating: "x", count: self.payload)
         board.start()
         var sent = 0
         var head: Int64 = 0
@@ -122,7 +138,7 @@ struct FanoutBench: AsyncParsableCommand {
             }
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let items = (0..<min(self.batch, self.events - sent)).map { index in
-                #"{"msgId":"fb-\#(run)-\#(sent + index)","swarmId":"bench","agentId":"bench","kind":"log","ts":\#(now),"message":"fanout bench event"}"#
+                #"{"msgId":"fb-\#(run)-\#(sent + index)","swarmId":"bench","agentId":"bench","kind":"log","ts":\#(now),"message":"fanout bench event\#(padding)"}"#
             }
             var request = HTTPClientRequest(url: self.ingestURL + "/v1/ingest/events")
             request.method = .POST
@@ -140,7 +156,7 @@ struct FanoutBench: AsyncParsableCommand {
             sent += items.count
         }
         try await http.shutdown()
-        let report = await board.finish(timeout: .seconds(120), memoryPerConnection: clients > 0 ? (rssAfter - rssBefore) / clients : 0)
+        let report = await board.finish(timeout: .seconds(120), memoryPerConnection: pid > 0 && clients > 0 ? (rssAfter - rssBefore) / clients : nil)
         await sessions.close()
         return (report, head)
     }
@@ -160,6 +176,7 @@ struct FanoutBench: AsyncParsableCommand {
         }
         let rssAfter = Memory.rss(server.pid)
         let publisher = try await NATSConnection.connect(NATSConfiguration(servers: ["nats://127.0.0.1:\(server.clientPort)"], name: "bench"))
+        let padding = String(repeating: "x", count: self.payload)
         board.start()
         let started = ContinuousClock.now
         for index in 0..<self.events {
@@ -168,11 +185,11 @@ struct FanoutBench: AsyncParsableCommand {
             }
             // The same shape and size as a stream frame, stamped like one.
             let now = Int64(Date().timeIntervalSince1970 * 1000)
-            let payload = #"{"seq":1,"eventId":"1","type":"log","ts":\#(now),"swarmId":"bench","agentId":"bench","severity":"info","level":"info","message":"fanout bench event"}"#
+            let payload = #"{"seq":1,"eventId":"1","type":"log","ts":\#(now),"swarmId":"bench","agentId":"bench","severity":"info","level":"info","message":"fanout bench event\#(padding)"}"#
             try publisher.publish(Array(payload.utf8), to: subject)
         }
         try await publisher.flush()
-        let report = await board.finish(timeout: .seconds(120), memoryPerConnection: clients > 0 ? (rssAfter - rssBefore) / clients : 0)
+        let report = await board.finish(timeout: .seconds(120), memoryPerConnection: clients > 0 ? (rssAfter - rssBefore) / clients : nil)
         await publisher.drain()
         await sessions.close()
         return report
@@ -185,7 +202,8 @@ struct Report {
     var expected: Int
     var elapsed: Duration
     var latencies: [Int32]
-    var memoryPerConnection: Int
+    /// nil when the server's pid is unknown.
+    var memoryPerConnection: Int?
 
     var rate: Double { Double(self.delivered) / max(self.elapsed.seconds, 1e-9) }
 
@@ -193,8 +211,9 @@ struct Report {
         let sorted = self.latencies.sorted()
         func percentile(_ p: Double) -> Int32 { sorted.isEmpty ? -1 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
         return String(
-            format: "%@, %d clients: %.0f msgs/s delivered (%d of %d in %.2f s); send-to-client latency p50 %d ms, p99 %d ms; %d bytes per idle connection",
-            name, clients, self.rate, self.delivered, self.expected, self.elapsed.seconds, percentile(0.5), percentile(0.99), self.memoryPerConnection
+            format: "%@, %d clients: %.0f msgs/s delivered (%d of %d in %.2f s); send-to-client latency p50 %d ms, p99 %d ms; %@ per idle connection",
+            name, clients, self.rate, self.delivered, self.expected, self.elapsed.seconds, percentile(0.5), percentile(0.99),
+            self.memoryPerConnection.map { "\($0) bytes" } ?? "unknown memory"
         )
     }
 }
@@ -258,7 +277,7 @@ final class Board: Sendable {
         }
     }
 
-    func finish(timeout: Duration, memoryPerConnection: Int) async -> Report {
+    func finish(timeout: Duration, memoryPerConnection: Int?) async -> Report {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline, self.state.withLock({ $0.delivered < self.expected }) {
             try? await Task.sleep(for: .milliseconds(20))
@@ -280,6 +299,8 @@ struct Connection: Sendable {
     var url: String
     var hello: [String]
     var ready: String
+    /// false: once ready, read nothing more (a slow client).
+    var reads = true
 }
 
 /// Opens many WebSocket clients, each counting what it receives on the board.
@@ -302,6 +323,7 @@ struct Connector {
                             if String(buffer: frame.data).contains(connection.ready) {
                                 isReady = true
                                 readyCount.add()
+                                if !connection.reads { try await Task.sleep(for: .seconds(86_400)) }
                             }
                             continue
                         }

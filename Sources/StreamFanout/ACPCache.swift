@@ -24,7 +24,8 @@ struct ACPCache: Sendable {
             """
             SELECT a.thread_seq, e.seq, e.frame
             FROM \(unescaped: self.eventLogSchema).acp_envelopes a
-            JOIN \(unescaped: self.eventLogSchema).events e ON e.tenant_id = a.tenant_id AND e.seq = a.seq
+            JOIN \(unescaped: self.eventLogSchema).events e
+                ON e.tenant_id = a.tenant_id AND e.seq = a.seq AND e.committed_at = a.received_at  -- the same instant: prunes to one partition
             WHERE a.tenant_id = \(tenant) AND a.thread_id = \(thread) AND a.thread_seq >= \(from)
             ORDER BY a.thread_seq
             LIMIT \(limit)

@@ -140,12 +140,14 @@ final class ACPSession: FeedListener, Sendable {
                         try await self.write(envelope, outbound)
                     }
                     cursors[event.threadID] = event.threadSeq
-                case .catchUp:
-                    _ = self.outbox.caughtUp()
+                case .catchUp, .gap:
+                    // Dropped from the queue, or not delivered by the feed: every live thread
+                    // catches up from the log.
+                    if case .catchUp = item { _ = self.outbox.caughtUp() }
                     for (thread, cursor) in cursors {
                         cursors[thread] = try await self.replay(thread, after: cursor, through: .max, outbound: outbound)
                     }
-                case .gap, .tick:
+                case .tick:
                     continue
                 }
             }
@@ -159,13 +161,20 @@ final class ACPSession: FeedListener, Sendable {
     /// sent (or `after`).
     private func replay(_ thread: String, after: Int64, through: Int64, outbound: WebSocketOutboundWriter) async throws -> Int64 {
         var cursor = after
-        while cursor < through {
-            let page = try await self.cache.envelopes(tenant: self.tenant, thread: thread, from: cursor + 1, limit: 500)
-            for envelope in page where envelope.threadSeq <= through {
-                try await self.write(envelope.bytes, outbound)
-                cursor = envelope.threadSeq
+        do {
+            while cursor < through {
+                let page = try await self.cache.envelopes(tenant: self.tenant, thread: thread, from: cursor + 1, limit: 500)
+                for envelope in page where envelope.threadSeq <= through {
+                    try await self.write(envelope.bytes, outbound)
+                    cursor = envelope.threadSeq
+                }
+                // A short page is the end; a page entirely past `through` (or no progress) too.
+                guard page.count == 500, let last = page.last, last.threadSeq <= through, last.threadSeq == cursor else { break }
             }
-            if page.count < 500 { break }
+        } catch let error as PSQLError {
+            // The cursor stays where the client is: the next envelope of the thread (or a
+            // catch-up) replays the rest.
+            self.logger.warning("ACP replay failed", metadata: ["thread": "\(thread)", "error": "\(String(reflecting: error))"])
         }
         return cursor
     }
@@ -241,8 +250,10 @@ final class ACPSession: FeedListener, Sendable {
                 if live { try await self.joinFeed() }  // before the replay: nothing committed after it is missed
                 let head = try await self.cache.head(tenant: self.tenant, thread: thread)
                 try await self.write(Self.result(id: request.id, ["thread_id": thread, "from_seq": from, "head_seq": head, "live": live]), outbound)
+                // Live from here: a replay that stops early is resumed by the next envelope.
+                if live { cursors[thread] = from - 1 } else { cursors[thread] = nil }
                 let sent = try await self.replay(thread, after: from - 1, through: .max, outbound: outbound)
-                if live { cursors[thread] = sent } else { cursors[thread] = nil }
+                if live { cursors[thread] = sent }
             case "acp.cache.unsubscribe":
                 let thread = try Self.thread(params)
                 cursors[thread] = nil
@@ -285,6 +296,11 @@ final class ACPSession: FeedListener, Sendable {
         } catch let error as PSQLError {
             self.logger.warning("ACP cache request failed", metadata: ["error": "\(String(reflecting: error))"])
             try await self.write(Self.error(id: request.id, -32000, "the cache is unavailable; retry"), outbound)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            self.logger.warning("ACP cache request failed", metadata: ["error": "\(String(reflecting: error))"])
+            try await self.write(Self.error(id: request.id, -32000, "the live feed is unavailable; retry"), outbound)
         }
         return true
     }

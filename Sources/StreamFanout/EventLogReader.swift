@@ -41,19 +41,22 @@ struct EventLogReader: Sendable {
         let agents: [String]? = filter.agentIDs.map(Array.init)
         let rows = try await self.client.query(
             """
-            SELECT seq, kind, severity, swarm_id, agent_id, frame FROM \(unescaped: self.schema).events
-            WHERE tenant_id = \(tenant) AND seq > \(after) AND seq <= \(through)
-              AND (\(kinds)::smallint[] IS NULL OR kind = ANY(\(kinds)::smallint[]))
-              AND (\(severity)::smallint IS NULL OR severity >= \(severity)::smallint)
-              AND (\(swarms)::text[] IS NULL OR swarm_id = ANY(\(swarms)::text[]))
-              AND (\(agents)::text[] IS NULL OR agent_id = ANY(\(agents)::text[]))
-            ORDER BY seq
+            SELECT e.seq, e.kind, e.severity, e.swarm_id, e.agent_id, e.frame, coalesce(a.thread_id, ''), coalesce(a.thread_seq, 0)
+            FROM \(unescaped: self.schema).events e
+            LEFT JOIN \(unescaped: self.schema).acp_envelopes a
+                ON e.kind = \(Int16(BusEventKind.acp.rawValue)) AND a.tenant_id = e.tenant_id AND a.seq = e.seq AND a.received_at = e.committed_at
+            WHERE e.tenant_id = \(tenant) AND e.seq > \(after) AND e.seq <= \(through)
+              AND (\(kinds)::smallint[] IS NULL OR e.kind = ANY(\(kinds)::smallint[]))
+              AND (\(severity)::smallint IS NULL OR e.severity >= \(severity)::smallint)
+              AND (\(swarms)::text[] IS NULL OR e.swarm_id = ANY(\(swarms)::text[]))
+              AND (\(agents)::text[] IS NULL OR e.agent_id = ANY(\(agents)::text[]))
+            ORDER BY e.seq
             LIMIT \(limit)
             """,
             logger: self.logger
         )
         var events: [FeedEvent] = []
-        for try await (seq, kind, severity, swarm, agent, frame) in rows.decode((Int64, Int16, Int16, String, String, ByteBuffer).self) {
+        for try await (seq, kind, severity, swarm, agent, frame, thread, threadSeq) in rows.decode((Int64, Int16, Int16, String, String, ByteBuffer, String, Int64).self) {
             var event = FeedEvent(
                 seq: seq,
                 kind: BusEventKind(rawValue: Int(kind)) ?? .unspecified,
@@ -62,7 +65,9 @@ struct EventLogReader: Sendable {
                 agentID: agent,
                 frame: frame
             )
-            if event.kind == .log { event.repeatKey = FeedEvent.repeatKey(agent: agent, frame: frame) }
+            if event.kind == .log { event.repeatKey = FeedEvent.repeatKey(swarm: swarm, agent: agent, severity: event.severity, frame: frame) }
+            event.threadID = thread
+            event.threadSeq = threadSeq
             events.append(event)
         }
         return events

@@ -13,7 +13,7 @@ struct FeedEvent: Sendable {
     /// For an ACP envelope: its thread and per-thread seq.
     var threadID = ""
     var threadSeq: Int64 = 0
-    /// For a log: a hash of its agent and message text (as rendered), so repeats can be
+    /// For a log: a hash of its swarm, agent, severity and message text (as rendered), so repeats can be
     /// collapsed without reading the frame per connection; 0 otherwise.
     var repeatKey = 0
 
@@ -48,16 +48,19 @@ struct FeedEvent: Sendable {
         )
         self.threadID = envelope.threadID
         self.threadSeq = envelope.threadSeq
-        if self.kind == .log { self.repeatKey = Self.repeatKey(agent: self.agentID, frame: self.frame) }
+        if self.kind == .log { self.repeatKey = Self.repeatKey(swarm: self.swarmID, agent: self.agentID, severity: self.severity, frame: self.frame) }
     }
 
-    /// The hash of a log frame's agent and `"message":"…"` bytes (escaped as rendered).
-    static func repeatKey(agent: String, frame: ByteBuffer) -> Int {
+    /// The hash of a log frame's swarm, agent, severity and `"message":"…"` bytes (escaped as
+    /// rendered).
+    static func repeatKey(swarm: String, agent: String, severity: BusSeverity, frame: ByteBuffer) -> Int {
         let marker = Array(#","message":""#.utf8)
         let bytes = frame.readableBytesView
         guard let start = bytes.firstRange(of: marker)?.upperBound else { return 0 }
         var hasher = Hasher()
+        hasher.combine(swarm)
         hasher.combine(agent)
+        hasher.combine(severity.rawValue)
         var index = start
         var escaped = false
         while index < bytes.endIndex {

@@ -318,6 +318,8 @@ final class StreamSession: FeedListener, Sendable {
             }
         }
         func apply(_ resume: Resume) async throws {
+            // What the old subscription collapsed is announced before the new one starts.
+            for notice in collapse.flush(olderThan: .zero) { try await self.write(notice, outbound) }
             generation = resume.generation
             filter = resume.filter
             skipped = nil
@@ -384,6 +386,9 @@ final class StreamSession: FeedListener, Sendable {
                     guard try await current(itemGeneration), event.seq > cursor else { continue }
                     if after > cursor {
                         cursor = try await self.replay(after: cursor, through: after, filter: filter, outbound: outbound)
+                    }
+                    if collapse.isDue(.seconds(1)) {
+                        for notice in collapse.flush(olderThan: .seconds(1)) { try await self.write(notice, outbound) }
                     }
                     switch collapse.admit(event) {
                     case .suppress:
@@ -510,51 +515,78 @@ struct Collapser {
         var since = ContinuousClock.now
     }
 
+    private struct AgentKey: Hashable {
+        var swarmID: String
+        var agentID: String
+    }
+
     let enabled: Bool
-    private var agents: [String: Agent] = [:]
+    private var agents: [AgentKey: Agent] = [:]
+    /// Agents with suppressed lines not yet announced.
+    private var pending = 0
+    private var oldestPending: ContinuousClock.Instant?
 
     init(enabled: Bool) {
         self.enabled = enabled
     }
 
-    var hasPending: Bool { self.enabled && self.agents.values.contains { $0.suppressed > 0 } }
+    var hasPending: Bool { self.pending > 0 }
+
+    /// Whether some suppressed lines have waited `age` already.
+    func isDue(_ age: Duration) -> Bool {
+        self.oldestPending.map { ContinuousClock.now - $0 >= age } ?? false
+    }
 
     mutating func admit(_ event: FeedEvent) -> Decision {
         guard self.enabled, event.kind == .log else { return .send(nil) }
-        if var agent = self.agents[event.agentID], agent.key == event.repeatKey, event.repeatKey != 0 {
+        let id = AgentKey(swarmID: event.swarmID, agentID: event.agentID)
+        if var agent = self.agents[id], agent.key == event.repeatKey, event.repeatKey != 0 {
             if agent.suppressed == 0 {
                 agent.from = event.seq
                 agent.since = .now
+                self.pending += 1
+                if self.oldestPending == nil { self.oldestPending = agent.since }
             }
             agent.suppressed += 1
             agent.to = event.seq
-            self.agents[event.agentID] = agent
+            self.agents[id] = agent
             return .suppress
         }
-        let notice = self.agents[event.agentID].flatMap(Self.notice(agentID: event.agentID))
-        if self.agents.count >= 10_000 && self.agents[event.agentID] == nil { self.agents = [:] }  // bounded
-        self.agents[event.agentID] = Agent(key: event.repeatKey, swarmID: event.swarmID)
+        var notice: ByteBuffer?
+        if let agent = self.agents[id], agent.suppressed > 0 {
+            notice = Self.notice(id, agent)
+            self.pending -= 1
+        }
+        // Bounded: past 10,000 agents start over (those with pending lines are kept).
+        if self.agents.count >= 10_000 && self.agents[id] == nil { self.agents = self.agents.filter { $0.value.suppressed > 0 } }
+        self.agents[id] = Agent(key: event.repeatKey, swarmID: event.swarmID)
+        if self.pending == 0 { self.oldestPending = nil }
         return .send(notice)
     }
 
-    /// Notices for the agents whose suppressed lines began more than `age` ago; their counts
+    /// Notices for the agents whose suppressed lines began at least `age` ago; their counts
     /// start again.
     mutating func flush(olderThan age: Duration) -> [ByteBuffer] {
+        guard self.pending > 0 else { return [] }
         var notices: [ByteBuffer] = []
         let now = ContinuousClock.now
-        for (id, agent) in self.agents where agent.suppressed > 0 && now - agent.since >= age {
-            if let notice = Self.notice(agentID: id)(agent) { notices.append(notice) }
-            self.agents[id]?.suppressed = 0
+        var oldest: ContinuousClock.Instant?
+        for (id, agent) in self.agents where agent.suppressed > 0 {
+            if now - agent.since >= age {
+                notices.append(Self.notice(id, agent))
+                self.agents[id]?.suppressed = 0
+                self.pending -= 1
+            } else {
+                oldest = min(oldest ?? agent.since, agent.since)
+            }
         }
+        self.oldestPending = oldest
         return notices
     }
 
-    private static func notice(agentID: String) -> (Agent) -> ByteBuffer? {
-        { agent in
-            guard agent.suppressed > 0 else { return nil }
-            FanoutMetrics.suppressed.increment(by: agent.suppressed)
-            return ServerMessage.suppressed(swarmID: agent.swarmID, agentID: agentID, count: agent.suppressed, from: agent.from, to: agent.to)
-        }
+    private static func notice(_ id: AgentKey, _ agent: Agent) -> ByteBuffer {
+        FanoutMetrics.suppressed.increment(by: agent.suppressed)
+        return ServerMessage.suppressed(swarmID: id.swarmID, agentID: id.agentID, count: agent.suppressed, from: agent.from, to: agent.to)
     }
 }
 

@@ -60,12 +60,12 @@ final class TenantFeed: Sendable {
     func join(_ listener: any FeedListener, arm: @escaping @Sendable (Int64) -> Void) async throws -> Int64 {
         try await withCheckedThrowingContinuation { continuation in
             let outcome: Result<Int64, any Error>? = self.state.withLock { state in
+                if let failure = state.failure { return .failure(failure) }  // an ended feed
                 if let head = state.head {
                     arm(head)
                     state.listeners[ObjectIdentifier(listener)] = listener
                     return .success(head)
                 }
-                if let failure = state.failure { return .failure(failure) }
                 state.waiting.append(Waiter(continuation: continuation, listener: listener, arm: arm))
                 return nil
             }

@@ -92,6 +92,29 @@ struct ACPCacheTests {
         }
     }
 
+    @Test("an envelope whose publish was lost reaches a live subscriber through the back-fill")
+    func lostEnvelopeBackfilled() async throws {
+        let harness = try await FanoutHarness(fanout: ["FANOUT_TAIL_CHECK_SECONDS": "1"])
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            try await harness.postACP(ingest, key: key, thread: "t2", body: Self.body(1), msgID: "x1")
+            try await harness.ingest(prefix: "lost" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)).test(.router) { silent in
+                try await harness.fanout().test(.live) { fanout in
+                    var client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                    client.path = "/v1/acp"
+                    let live = Counted()
+                    async let received = client.run(sending: [Self.request(1, "acp.cache.subscribe", ["thread_id": "t2"])]) { frame in
+                        if frame["seq"] as? Int == 1 { _ = live.next() }
+                        return frame["seq"] as? Int == 2
+                    }
+                    #expect(await eventually { live.value > 0 })
+                    try await harness.postACP(silent, key: key, thread: "t2", body: Self.body(2), msgID: "x2")
+                    #expect(try await received.frames.dropFirst().map { $0["seq"] as? Int } == [1, 2])
+                }
+            }
+        }
+    }
+
     @Test("JSON-RPC errors: parse error, invalid request, unknown method, invalid params; the connection stays")
     func errors() async throws {
         let harness = try await FanoutHarness()
