@@ -57,6 +57,9 @@ struct FanoutBench: AsyncParsableCommand {
     @Option(help: "Then run stream-fanout again beside this many clients that subscribe and never read, to compare the others' latency.")
     var slowClients = 0
 
+    @Flag(help: "Subscribe with batchEvents (several events per WebSocket message when they queue up).")
+    var batchEvents = false
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let token = self.token ?? environment["SWARMDECK_TOKEN"], let key = self.key ?? environment["SWARMDECK_INGEST_KEY"] else {
@@ -68,7 +71,7 @@ struct FanoutBench: AsyncParsableCommand {
         defer { nats.stop() }
         for count in counts {
             let (fanout, head) = try await self.fanoutRun(clients: count, token: token, key: key, pid: fanoutPID)
-            print(fanout.printed("stream-fanout", clients: count))
+            print(fanout.printed(self.batchEvents ? "stream-fanout (batchEvents)" : "stream-fanout", clients: count))
             let reference = try await self.natsRun(clients: count, server: nats)
             print(reference.printed("nats-server ws", clients: count))
             print(String(format: "ratio stream-fanout/nats-server ws (delivered msgs/s, %d clients): %.2f", count, fanout.rate / reference.rate))
@@ -94,7 +97,7 @@ struct FanoutBench: AsyncParsableCommand {
         var times: [Duration] = []
         for _ in 0..<self.resumes {
             let started = ContinuousClock.now
-            let message = #"{"type":"subscribe","maxEventsPerSecond":10000,"lastEventId":"\#(head - 10_000)"}"#
+            let message = #"{"type":"subscribe","maxEventsPerSecond":10000,"lastEventId":"\#(head - 10_000)","batchEvents":\#(self.batchEvents)}"#
             try await WebSocketClient.connect(
                 url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token,
                 configuration: WebSocketClientConfiguration(maxFrameSize: 1 << 20),
@@ -102,7 +105,7 @@ struct FanoutBench: AsyncParsableCommand {
             ) { inbound, outbound, _ in
                 try await outbound.write(.text(message))
                 let marker = Array(#"{"seq":\#(head),"#.utf8)
-                for try await frame in inbound where frame.data.readableBytesView.starts(with: marker) {
+                for try await frame in inbound where frame.data.readableBytesView.firstRange(of: marker) != nil {
                     return
                 }
             }
@@ -119,7 +122,7 @@ struct FanoutBench: AsyncParsableCommand {
     private func fanoutRun(clients: Int, token: String, key: String, pid: Int32) async throws -> (Report, Int64) {
         let board = Board(expected: clients * self.events)
         let rssBefore = Memory.rss(pid)
-        let subscribe = #"{"type":"subscribe","maxEventsPerSecond":10000,"filters":{"swarmIds":["bench"]}}"#
+        let subscribe = #"{"type":"subscribe","maxEventsPerSecond":10000,"filters":{"swarmIds":["bench"]},"batchEvents":\#(self.batchEvents)}"#
         let sessions = try await Connector.open(clients, board: board) {
             Connection(url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token, hello: [subscribe], ready: #""type":"subscribed""#)
         }
@@ -188,7 +191,7 @@ struct FanoutBench: AsyncParsableCommand {
             let payload = #"{"seq":1,"eventId":"1","type":"log","ts":\#(now),"swarmId":"bench","agentId":"bench","severity":"info","level":"info","message":"fanout bench event\#(padding)"}"#
             try publisher.publish(Array(payload.utf8), to: subject)
         }
-        try await publisher.flush()
+        try await publisher.flush(timeout: .seconds(120))
         let report = await board.finish(timeout: .seconds(120), memoryPerConnection: clients > 0 ? (rssAfter - rssBefore) / clients : nil)
         await publisher.drain()
         await sessions.close()

@@ -41,22 +41,20 @@ struct EventLogReader: Sendable {
         let agents: [String]? = filter.agentIDs.map(Array.init)
         let rows = try await self.client.query(
             """
-            SELECT e.seq, e.kind, e.severity, e.swarm_id, e.agent_id, e.frame, coalesce(a.thread_id, ''), coalesce(a.thread_seq, 0)
-            FROM \(unescaped: self.schema).events e
-            LEFT JOIN \(unescaped: self.schema).acp_envelopes a
-                ON e.kind = \(Int16(BusEventKind.acp.rawValue)) AND a.tenant_id = e.tenant_id AND a.seq = e.seq AND a.received_at = e.committed_at
-            WHERE e.tenant_id = \(tenant) AND e.seq > \(after) AND e.seq <= \(through)
-              AND (\(kinds)::smallint[] IS NULL OR e.kind = ANY(\(kinds)::smallint[]))
-              AND (\(severity)::smallint IS NULL OR e.severity >= \(severity)::smallint)
-              AND (\(swarms)::text[] IS NULL OR e.swarm_id = ANY(\(swarms)::text[]))
-              AND (\(agents)::text[] IS NULL OR e.agent_id = ANY(\(agents)::text[]))
-            ORDER BY e.seq
+            SELECT seq, kind, severity, swarm_id, agent_id, frame FROM \(unescaped: self.schema).events
+            WHERE tenant_id = \(tenant) AND seq > \(after) AND seq <= \(through)
+              AND (\(kinds)::smallint[] IS NULL OR kind = ANY(\(kinds)::smallint[]))
+              AND (\(severity)::smallint IS NULL OR severity >= \(severity)::smallint)
+              AND (\(swarms)::text[] IS NULL OR swarm_id = ANY(\(swarms)::text[]))
+              AND (\(agents)::text[] IS NULL OR agent_id = ANY(\(agents)::text[]))
+            ORDER BY seq
             LIMIT \(limit)
             """,
             logger: self.logger
         )
         var events: [FeedEvent] = []
-        for try await (seq, kind, severity, swarm, agent, frame, thread, threadSeq) in rows.decode((Int64, Int16, Int16, String, String, ByteBuffer, String, Int64).self) {
+        var envelopeIndex: [Int64: Int] = [:]
+        for try await (seq, kind, severity, swarm, agent, frame) in rows.decode((Int64, Int16, Int16, String, String, ByteBuffer).self) {
             var event = FeedEvent(
                 seq: seq,
                 kind: BusEventKind(rawValue: Int(kind)) ?? .unspecified,
@@ -66,9 +64,20 @@ struct EventLogReader: Sendable {
                 frame: frame
             )
             if event.kind == .log { event.repeatKey = FeedEvent.repeatKey(swarm: swarm, agent: agent, severity: event.severity, frame: frame) }
-            event.threadID = thread
-            event.threadSeq = threadSeq
+            if event.kind == .acp { envelopeIndex[seq] = events.count }
             events.append(event)
+        }
+        // ACP envelopes carry their thread (which the live feed has from the bus envelope).
+        if !envelopeIndex.isEmpty {
+            let threads = try await self.client.query(
+                "SELECT seq, thread_id, thread_seq FROM \(unescaped: self.schema).acp_envelopes WHERE tenant_id = \(tenant) AND seq = ANY(\(Array(envelopeIndex.keys)))",
+                logger: self.logger
+            )
+            for try await (seq, thread, threadSeq) in threads.decode((Int64, String, Int64).self) {
+                guard let index = envelopeIndex[seq] else { continue }
+                events[index].threadID = thread
+                events[index].threadSeq = threadSeq
+            }
         }
         return events
     }

@@ -19,6 +19,8 @@ struct ClientMessage: Decodable {
     var maxEventsPerSecond: Int?
     /// Collapse consecutive identical log lines of an agent into one `suppressed` count.
     var collapseRepeats: Bool?
+    /// Let the server send several events in one message, as a JSON array.
+    var batchEvents: Bool?
 
     struct EventID: Decodable {
         var seq: Int64

@@ -37,6 +37,7 @@ final class StreamSession: FeedListener, Sendable {
         var filter: StreamFilter
         var eventsPerSecond: Int
         var collapseRepeats: Bool
+        var batchEvents: Bool
     }
 
     let tenant: String
@@ -216,6 +217,7 @@ final class StreamSession: FeedListener, Sendable {
         let generation = self.outbox.nextGeneration()
         let rate = askedRate
         let collapse = message.collapseRepeats ?? false
+        let batchEvents = message.batchEvents ?? false
         let lastEventID = message.lastEventId?.seq
         let requestID = message.requestId
         do {
@@ -233,7 +235,8 @@ final class StreamSession: FeedListener, Sendable {
                         generation: generation,
                         filter: filter,
                         eventsPerSecond: rate,
-                        collapseRepeats: collapse
+                        collapseRepeats: collapse,
+                        batchEvents: batchEvents
                     )
                 }
                 self.outbox.subscribe(filter, head: head, generation: generation)
@@ -324,6 +327,8 @@ final class StreamSession: FeedListener, Sendable {
             filter = resume.filter
             skipped = nil
             collapse = Collapser(enabled: resume.collapseRepeats)
+            try await self.flush(outbound)
+            self.batch.withLock { $0.enabled = resume.batchEvents }
             limiter = RateLimiter(perSecond: resume.eventsPerSecond)
             try await self.write(resume.acknowledgement, outbound)
             cursor = try await self.replay(after: resume.from, through: resume.head, filter: filter, outbound: outbound, checkRetention: true)
@@ -354,6 +359,7 @@ final class StreamSession: FeedListener, Sendable {
                 if let ready = self.outbox.poll() {
                     item = ready
                 } else {
+                    try await self.flush(outbound)  // nothing more to add: send what is batched
                     item = await self.outbox.next()
                 }
                 limiter.perSecond = self.state.withLock { $0.eventsPerSecond }
@@ -403,7 +409,7 @@ final class StreamSession: FeedListener, Sendable {
                             try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), outbound)
                             skipped = nil
                         }
-                        try await self.write(event.frame, outbound)
+                        try await self.writeEvent(event.frame, outbound)
                         FanoutMetrics.delivered.increment()
                     } else {
                         skipped = (skipped?.from ?? event.seq, event.seq)
@@ -434,7 +440,7 @@ final class StreamSession: FeedListener, Sendable {
             while cursor < through {
                 let page = try await self.reader.events(tenant: self.tenant, after: cursor, through: through, filter: filter, limit: 1000)
                 for event in page {
-                    try await self.write(event.frame, outbound)
+                    try await self.writeEvent(event.frame, outbound)
                 }
                 FanoutMetrics.caughtUp.increment(by: page.count)
                 guard page.count == 1000, let last = page.last else { break }
@@ -448,7 +454,63 @@ final class StreamSession: FeedListener, Sendable {
         return through
     }
 
+    /// Events waiting to go out together (with `batchEvents`): a JSON array in one message.
+    private struct Batch {
+        var enabled = false
+        var frames: [ByteBuffer] = []
+        var bytes = 0
+    }
+
+    private let batch = Mutex(Batch())
+
+    /// Writes an event frame, or adds it to the batch (sent when full, when the writer has
+    /// nothing more at hand, or before any other message, so the order is kept).
+    private func writeEvent(_ frame: ByteBuffer, _ outbound: WebSocketOutboundWriter) async throws {
+        let full: Bool? = self.batch.withLock { batch in
+            guard batch.enabled else { return nil }
+            batch.frames.append(frame)
+            batch.bytes += frame.readableBytes
+            return batch.frames.count >= 256 || batch.bytes >= 64 << 10
+        }
+        switch full {
+        case nil: try await self.send(frame, outbound)
+        case true?: try await self.flush(outbound)
+        case false?: break
+        }
+    }
+
+    /// Sends the batched events: one alone as itself, several as a JSON array.
+    private func flush(_ outbound: WebSocketOutboundWriter) async throws {
+        let frames: [ByteBuffer] = self.batch.withLock { batch in
+            defer {
+                batch.frames.removeAll(keepingCapacity: true)
+                batch.bytes = 0
+            }
+            return batch.frames
+        }
+        guard !frames.isEmpty else { return }
+        if frames.count == 1 {
+            try await self.send(frames[0], outbound)
+            return
+        }
+        var message = ByteBuffer()
+        message.reserveCapacity(frames.reduce(frames.count + 1) { $0 + $1.readableBytes })
+        message.writeString("[")
+        for (index, frame) in frames.enumerated() {
+            if index > 0 { message.writeString(",") }
+            message.writeImmutableBuffer(frame)
+        }
+        message.writeString("]")
+        try await self.send(message, outbound)
+    }
+
+    /// Writes a protocol message, after whatever events are batched.
     private func write(_ buffer: ByteBuffer, _ outbound: WebSocketOutboundWriter) async throws {
+        try await self.flush(outbound)
+        try await self.send(buffer, outbound)
+    }
+
+    private func send(_ buffer: ByteBuffer, _ outbound: WebSocketOutboundWriter) async throws {
         self.state.withLock { state in
             state.writing = true
             state.lastWrite = .now

@@ -128,6 +128,13 @@ struct StreamClient {
     /// Wait this long before reading anything (a slow client).
     var readDelay: Duration?
 
+    /// A message's frames: one object, or each of a batch (a JSON array of events).
+    static func frames(_ text: String) -> [Frame] {
+        let object = try? JSONSerialization.jsonObject(with: Data(text.utf8))
+        if let batch = object as? [Frame] { return batch }
+        return [object as? Frame ?? [:]]
+    }
+
     var url: String {
         var query: [String] = []
         if let protocolVersion { query.append("protocol=\(protocolVersion)") }
@@ -142,13 +149,13 @@ struct StreamClient {
         timeout: Duration = .seconds(30),
         toleratingDrop: Bool = false,
         until: @escaping @Sendable (Frame) -> Bool
-    ) async throws -> (frames: [Frame], close: WebSocketCloseFrame?) {
+    ) async throws -> (frames: [Frame], close: WebSocketCloseFrame?, messages: Int) {
         let received = Received()
         do {
             return try await self.run(sending: messages, timeout: timeout, received: received, until: until)
         } catch where toleratingDrop && !(error is ServiceKitError) {
-            let frames = received.texts.withLock { $0 }.map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? Frame ?? [:] }
-            return (frames, nil)
+            let texts = received.texts.withLock { $0 }
+            return (texts.flatMap(StreamClient.frames), nil, texts.count)
         }
     }
 
@@ -157,7 +164,7 @@ struct StreamClient {
         timeout: Duration,
         received: Received,
         until: @escaping @Sendable (Frame) -> Bool
-    ) async throws -> (frames: [Frame], close: WebSocketCloseFrame?) {
+    ) async throws -> (frames: [Frame], close: WebSocketCloseFrame?, messages: Int) {
         let answerPings = self.answerPings
         let readDelay = self.readDelay
         let url = self.url
@@ -168,16 +175,17 @@ struct StreamClient {
                 for try await message in inbound.messages(maxSize: 1 << 24) {
                     guard case .text(let text) = message else { continue }
                     received.texts.withLock { $0.append(text) }
-                    let frame = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? Frame ?? [:]
-                    if answerPings, frame["type"] as? String == "ping" {
-                        try await outbound.write(.text(#"{"type":"pong"}"#))
+                    for frame in StreamClient.frames(text) {
+                        if answerPings, frame["type"] as? String == "ping" {
+                            try await outbound.write(.text(#"{"type":"pong"}"#))
+                        }
+                        if until(frame) { return }
                     }
-                    if until(frame) { return }
                 }
             }
         }
-        let frames = received.texts.withLock { $0 }.map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? Frame ?? [:] }
-        return (frames, close)
+        let texts = received.texts.withLock { $0 }
+        return (texts.flatMap(StreamClient.frames), close, texts.count)
     }
 }
 

@@ -38,11 +38,33 @@ struct StreamFanoutTests {
                         try await Task.sleep(for: .milliseconds(10))
                     }
                 }()
-                let (frames, _) = try await client.run(sending: [subscribe(lastEventId: 40)]) { ($0["seq"] as? Int) == 300 }
+                let (frames, _, _) = try await client.run(sending: [subscribe(lastEventId: 40)]) { ($0["seq"] as? Int) == 300 }
                 try await writes
                 #expect(frames.first?["type"] as? String == "subscribed")
                 #expect(frames.first?["fromSeq"] as? Int == 41)
                 #expect(frames.seqs == Array(41...300))
+            }
+        }
+    }
+
+    @Test("batchEvents: several events per message, as a JSON array, still every seq once and in order")
+    func batchEvents() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            try await harness.post(ingest, key: key, (0..<500).map { log("b\($0)") })
+            try await harness.fanout().test(.live) { fanout in
+                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                async let received = client.run(sending: [subscribe(lastEventId: 0, extra: ["batchEvents": true, "maxEventsPerSecond": 10000])]) {
+                    ($0["seq"] as? Int) == 700
+                }
+                for batch in 0..<4 {
+                    try await harness.post(ingest, key: key, (0..<50).map { log("l\(batch)-\($0)") })
+                }
+                let result = try await received
+                #expect(result.frames.seqs == Array(1...700))
+                // The replay of 500 went out in far fewer messages than events.
+                #expect(result.messages < 400)
             }
         }
     }
