@@ -247,16 +247,27 @@ final class ACPSession: FeedListener, Sendable {
                     throw InvalidParams(message: "at most \(Self.maxThreads) live threads per connection")
                 }
                 let live = params.live ?? true
-                if live { try await self.joinFeed() }  // before the replay: nothing committed after it is missed
+                if live {
+                    try await self.joinFeed()
+                    // Queue the thread's envelopes from now on, before the replay reads the log.
+                    self.outbox.refilter { $0.threadIDs = Set(cursors.keys).union([thread]) }
+                }
                 let head = try await self.cache.head(tenant: self.tenant, thread: thread)
                 try await self.write(Self.result(id: request.id, ["thread_id": thread, "from_seq": from, "head_seq": head, "live": live]), outbound)
                 // Live from here: a replay that stops early is resumed by the next envelope.
-                if live { cursors[thread] = from - 1 } else { cursors[thread] = nil }
+                // (The thread joined the queue's filter before the replay: nothing after it is missed.)
+                if live {
+                    cursors[thread] = from - 1
+                } else {
+                    cursors[thread] = nil
+                }
+                self.outbox.refilter { $0.threadIDs = Set(cursors.keys) }
                 let sent = try await self.replay(thread, after: from - 1, through: .max, outbound: outbound)
                 if live { cursors[thread] = sent }
             case "acp.cache.unsubscribe":
                 let thread = try Self.thread(params)
                 cursors[thread] = nil
+                self.outbox.refilter { $0.threadIDs = Set(cursors.keys) }
                 try await self.write(Self.result(id: request.id, ["thread_id": thread]), outbound)
             case "acp.cache.fetch":
                 let thread = try Self.thread(params)
@@ -320,7 +331,7 @@ final class ACPSession: FeedListener, Sendable {
         let generation = self.outbox.nextGeneration()
         do {
             _ = try await feed.join(self) { head in
-                self.outbox.subscribe(StreamFilter(kinds: [.acp]), head: head, generation: generation)
+                self.outbox.subscribe(StreamFilter(kinds: [.acp], threadIDs: []), head: head, generation: generation)
             }
         } catch {
             feed.leave(self)

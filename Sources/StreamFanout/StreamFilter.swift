@@ -6,11 +6,14 @@ struct StreamFilter: Sendable, Equatable {
     var agentIDs: Set<String>?
     var minimumSeverity: BusSeverity?
     var kinds: Set<BusEventKind>?
+    /// ACP threads (the `/v1/acp` connections' subscriptions).
+    var threadIDs: Set<String>?
 
     static let everything = StreamFilter()
 
     func matches(_ event: FeedEvent) -> Bool {
         if let kinds = self.kinds, !kinds.contains(event.kind) { return false }
+        if let threads = self.threadIDs, !threads.contains(event.threadID) { return false }
         if let minimum = self.minimumSeverity, event.severity.rawValue < minimum.rawValue { return false }
         if let swarms = self.swarmIDs, !swarms.contains(event.swarmID) { return false }
         if let agents = self.agentIDs, !agents.contains(event.agentID) { return false }

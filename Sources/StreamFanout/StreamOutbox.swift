@@ -62,6 +62,15 @@ final class StreamOutbox: Sendable {
         self.maxBytes = maxBytes
     }
 
+    /// Changes the filter of the current subscription for events offered from now on (what is
+    /// queued stays).
+    func refilter(_ change: (inout StreamFilter) -> Void) {
+        self.state.withLock { state in
+            guard state.filter != nil else { return }
+            change(&state.filter!)
+        }
+    }
+
     /// A new generation number for ``subscribe(_:head:generation:)``.
     func nextGeneration() -> Int {
         self.state.withLock { state in
