@@ -46,7 +46,7 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
             configuration: .init(ws: .init(maxFrameSize: settings.maxMessageBytes, autoPing: .disabled))
         ),
         configuration: try reader.applicationConfiguration(serverName: "stream-fanout", defaultPort: 8082),
-        services: [postgres, NATSService(connection: nats)],
+        services: [postgres, NATSService(connection: nats), hub],
         logger: logger
     )
     application.beforeServerStarts { [logger] in

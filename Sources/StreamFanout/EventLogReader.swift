@@ -21,6 +21,17 @@ struct EventLogReader: Sendable {
         return 0
     }
 
+    /// The heads of `tenants` (those with no events are missing).
+    func heads(tenants: [String]) async throws -> [String: Int64] {
+        let rows = try await self.client.query(
+            "SELECT tenant_id, next_seq - 1 FROM \(unescaped: self.schema).tenants WHERE tenant_id = ANY(\(tenants))",
+            logger: self.logger
+        )
+        var heads: [String: Int64] = [:]
+        for try await (tenant, head) in rows.decode((String, Int64).self) { heads[tenant] = head }
+        return heads
+    }
+
     /// The tenant's oldest seq still in the log (older ones are past retention); nil when it
     /// has none.
     func oldest(tenant: String) async throws -> Int64? {

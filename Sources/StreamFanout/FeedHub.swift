@@ -1,11 +1,14 @@
 import Contracts
 import Logging
 import ServiceKit
+import ServiceLifecycle
 import Synchronization
 
 /// The tenant feeds of this replica: a feed starts with its tenant's first connection and
-/// stops (unsubscribing) with its last.
-final class FeedHub: Sendable {
+/// stops (unsubscribing) with its last. As a service, it runs the tail check of all its feeds:
+/// every `fanout.tail-check-seconds`, one query reads the log's heads of the tenants whose feeds
+/// have not moved since the previous check, and those behind back-fill.
+final class FeedHub: Service, Sendable {
     private struct Entry {
         var feed: TenantFeed
         var subscription: NATSSubscription
@@ -46,7 +49,7 @@ final class FeedHub: Sendable {
             subscription.unsubscribe()
             throw error
         }
-        let feed = TenantFeed(tenant: tenant, reader: self.reader, tailCheckInterval: self.tailCheckInterval, logger: self.logger)
+        let feed = TenantFeed(tenant: tenant, reader: self.reader, logger: self.logger)
         let (winner, loser): (TenantFeed, NATSSubscription?) = self.entries.withLock { entries in
             if entries[tenant] != nil {
                 // Another connection started it meanwhile.
@@ -86,6 +89,36 @@ final class FeedHub: Sendable {
         if let stopped {
             stopped.subscription.unsubscribe()
             stopped.task.cancel()
+        }
+    }
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    try await Task.sleep(for: self.tailCheckInterval)
+                    await self.checkTails()
+                }
+            }
+        } catch is CancellationError {
+            return
+        }
+    }
+
+    /// One round of the tail check.
+    func checkTails() async {
+        let feeds = self.entries.withLock { $0.values.map(\.feed) }
+        let idle = Dictionary(feeds.compactMap { feed in feed.idleHead().map { (feed.tenant, (feed, $0)) } }, uniquingKeysWith: { first, _ in first })
+        guard !idle.isEmpty else { return }
+        let heads: [String: Int64]
+        do {
+            heads = try await self.reader.heads(tenants: Array(idle.keys))
+        } catch {
+            self.logger.warning("tail check cannot read the log's heads", metadata: ["error": "\(String(reflecting: error))"])
+            return
+        }
+        for (tenant, (feed, head)) in idle {
+            if let logHead = heads[tenant], logHead > head { await feed.catchUp(toLogHead: logHead) }
         }
     }
 }

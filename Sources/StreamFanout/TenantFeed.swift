@@ -35,22 +35,21 @@ final class TenantFeed: Sendable {
         var listeners: [ObjectIdentifier: any FeedListener] = [:]
         var waiting: [Waiter] = []
         var failure: (any Error)?
+        /// The head at the hub's previous tail check.
+        var lastChecked: Int64 = -1
     }
 
     let tenant: String
     private let state = Mutex(State())
     private let reader: EventLogReader
     private let logger: Logger
-    /// Seconds between checks that the log's head is not ahead of a silent feed.
-    private let tailCheckInterval: Duration
     /// Message handling and the tail check take turns.
     private let serializer = AsyncSerializer()
     private let backfilled = FanoutMetrics.backfilled
 
-    init(tenant: String, reader: EventLogReader, tailCheckInterval: Duration, logger: Logger) {
+    init(tenant: String, reader: EventLogReader, logger: Logger) {
         self.tenant = tenant
         self.reader = reader
-        self.tailCheckInterval = tailCheckInterval
         self.logger = logger
     }
 
@@ -108,24 +107,20 @@ final class TenantFeed: Sendable {
         }
         for waiter in waiting { waiter.continuation.resume(returning: head) }
 
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.checkTail() }
-            for await message in subscription {
-                guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else {
-                    self.logger.warning("undecodable envelope on the live feed", metadata: ["subject": "\(message.subject)"])
-                    continue
-                }
-                let event = FeedEvent(envelope)
-                await self.serializer.run {
-                    let expected = (self.head ?? 0) + 1
-                    if event.seq < expected { return }  // a late or repeated copy
-                    if event.seq > expected {
-                        await self.backfill(from: expected, to: event.seq - 1)
-                    }
-                    self.deliver(event)
-                }
+        for await message in subscription {
+            guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else {
+                self.logger.warning("undecodable envelope on the live feed", metadata: ["subject": "\(message.subject)"])
+                continue
             }
-            group.cancelAll()
+            let event = FeedEvent(envelope)
+            await self.serializer.run {
+                let expected = (self.head ?? 0) + 1
+                if event.seq < expected { return }  // a late or repeated copy
+                if event.seq > expected {
+                    await self.backfill(from: expected, to: event.seq - 1)
+                }
+                self.deliver(event)
+            }
         }
         // The subscription ended (the connection closed or drained): the listeners must go
         // elsewhere.
@@ -137,24 +132,23 @@ final class TenantFeed: Sendable {
         for listener in listeners { listener.feedEnded() }
     }
 
-    /// A publish lost after the last commit has no later event to reveal it: every interval,
-    /// a feed that has not moved since the last check compares its head with the log's and
-    /// back-fills the difference.
-    private func checkTail() async {
-        var seen = self.head ?? 0
-        while !Task.isCancelled {
-            do {
-                try await Task.sleep(for: self.tailCheckInterval)
-            } catch {
-                return
-            }
-            await self.serializer.run {
-                let head = self.head ?? 0
-                defer { seen = self.head ?? 0 }
-                guard head == seen, let logHead = try? await self.reader.head(tenant: self.tenant), logHead > head else { return }
-                self.logger.info("live feed behind the log; back-filling", metadata: ["tenant": "\(self.tenant)", "from": "\(head + 1)", "to": "\(logHead)"])
-                await self.backfill(from: head + 1, to: logHead)
-            }
+    /// For the hub's tail check: the head, if it has not moved since the previous call.
+    func idleHead() -> Int64? {
+        self.state.withLock { state in
+            guard let head = state.head else { return nil }
+            defer { state.lastChecked = head }
+            return state.lastChecked == head ? head : nil
+        }
+    }
+
+    /// A publish lost after the last commit has no later event to reveal it: the hub's tail
+    /// check found the log ahead of this (silent) feed; back-fill the difference.
+    func catchUp(toLogHead logHead: Int64) async {
+        await self.serializer.run {
+            let head = self.head ?? 0
+            guard logHead > head else { return }
+            self.logger.info("live feed behind the log; back-filling", metadata: ["tenant": "\(self.tenant)", "from": "\(head + 1)", "to": "\(logHead)"])
+            await self.backfill(from: head + 1, to: logHead)
         }
     }
 
