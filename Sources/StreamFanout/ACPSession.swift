@@ -14,7 +14,7 @@ import Synchronization
 /// Everything a connection does happens in its writer, in order: requests (replays, fetches,
 /// acks) and live envelopes, so a replay and the live tail of a thread meet at its cursor
 /// without a gap or a repeat.
-final class ACPSession: FeedListener, Sendable {
+final class ACPSession: FeedListener, Heartbeating, Sendable {
     static let maxThreads = 100
     static let maxFetch = 1000
 
@@ -23,6 +23,7 @@ final class ACPSession: FeedListener, Sendable {
         var closeReason: (WebSocketErrorCode, String)?
         var lastWrite = ContinuousClock.now
         var writing = false
+        var done = false
     }
 
     let tenant: String
@@ -34,8 +35,10 @@ final class ACPSession: FeedListener, Sendable {
     private let logger: Logger
     private let outbox: StreamOutbox
     private let state = Mutex(State())
+    private let heartbeats: Heartbeats
 
-    init(identity: AccessIdentity, settings: FanoutSettings, hub: FeedHub, cache: ACPCache, logger: Logger) {
+    init(identity: AccessIdentity, settings: FanoutSettings, hub: FeedHub, cache: ACPCache, heartbeats: Heartbeats, logger: Logger) {
+        self.heartbeats = heartbeats
         self.tenant = identity.tenant
         self.device = identity.subject
         self.settings = settings
@@ -50,11 +53,20 @@ final class ACPSession: FeedListener, Sendable {
     func feedEnded() { self.close(.unexpectedServerError, "the live feed ended; reconnect and resubscribe") }
 
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+        self.heartbeats.add(self)
+        defer {
+            self.state.withLock { $0.done = true }
+            self.heartbeats.remove(self)
+        }
+        // The writer runs in this task and the reader in one child (a task is memory per
+        // connection): the reader ending closes the outbox, which ends the writer; the writer
+        // ending (closed by the heartbeat, a failed write) cancels the reader.
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.readLoop(inbound) }
-            group.addTask { await self.writeLoop(outbound) }
-            group.addTask { await self.watchStalls() }
-            await group.next()
+            group.addTask {
+                await self.readLoop(inbound)
+                self.outbox.close()
+            }
+            await self.writeLoop(outbound)
             self.outbox.close()
             group.cancelAll()
         }
@@ -382,14 +394,16 @@ final class ACPSession: FeedListener, Sendable {
     }
 
     /// Closes a connection whose socket has accepted nothing for `fanout.stalled-seconds`.
-    private func watchStalls() async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(500))
-            let (writing, lastWrite) = self.state.withLock { ($0.writing, $0.lastWrite) }
-            if writing, ContinuousClock.now - lastWrite > .seconds(self.settings.stalledSeconds) {
-                self.close(.policyViolation, "the connection accepted nothing for \(self.settings.stalledSeconds) s")
-                return
-            }
+    /// Called by the replica's ``Heartbeats``.
+    func heartbeat(now: ContinuousClock.Instant) -> Bool {
+        let (done, stalled) = self.state.withLock { state in
+            (state.done || state.closeReason != nil, state.writing && now - state.lastWrite > .seconds(self.settings.stalledSeconds))
         }
+        if done { return false }
+        if stalled {
+            self.close(.policyViolation, "the connection accepted nothing for \(self.settings.stalledSeconds) s")
+            return false
+        }
+        return true
     }
 }

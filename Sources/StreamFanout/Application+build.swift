@@ -23,11 +23,13 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
 
     let eventLog = EventLogReader(client: postgres, schema: settings.eventLogSchema, logger: logger)
     let hub = FeedHub(nats: nats, subjects: try reader.subjects(), reader: eventLog, tailCheckInterval: .seconds(settings.tailCheckSeconds), logger: logger)
+    let heartbeats = Heartbeats()
     let controller = StreamController(
         verifier: try await reader.accessTokenVerifier(),
         hub: hub,
         reader: eventLog,
         cache: ACPCache(client: postgres, eventLogSchema: settings.eventLogSchema, schema: settings.schema, logger: logger),
+        heartbeats: heartbeats,
         settings: settings,
         logger: logger
     )
@@ -46,7 +48,7 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
             configuration: .init(ws: .init(maxFrameSize: settings.maxMessageBytes, autoPing: .disabled))
         ),
         configuration: try reader.applicationConfiguration(serverName: "stream-fanout", defaultPort: 8082),
-        services: [postgres, NATSService(connection: nats), hub],
+        services: [postgres, NATSService(connection: nats), hub, heartbeats],
         logger: logger
     )
     application.beforeServerStarts { [logger] in

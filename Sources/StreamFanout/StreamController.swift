@@ -19,6 +19,7 @@ struct StreamController: Sendable {
     let hub: FeedHub
     let reader: EventLogReader
     let cache: ACPCache
+    let heartbeats: Heartbeats
     let settings: FanoutSettings
     let logger: Logger
 
@@ -48,7 +49,7 @@ struct StreamController: Sendable {
                     try await outbound.close(.protocolError, reason: "protocol mismatch")
                     return
                 }
-                let session = StreamSession(tenant: identity.tenant, settings: self.settings, hub: self.hub, reader: self.reader, logger: logger)
+                let session = StreamSession(tenant: identity.tenant, settings: self.settings, hub: self.hub, reader: self.reader, heartbeats: self.heartbeats, logger: logger)
                 try await session.run(inbound: inbound, outbound: outbound)
             }
         )
@@ -74,7 +75,7 @@ struct StreamController: Sendable {
                 var logger = self.logger
                 logger[metadataKey: "tenant"] = .string(identity.tenant)
                 logger[metadataKey: "subject"] = .string(identity.subject)
-                let session = ACPSession(identity: identity, settings: self.settings, hub: self.hub, cache: self.cache, logger: logger)
+                let session = ACPSession(identity: identity, settings: self.settings, hub: self.hub, cache: self.cache, heartbeats: self.heartbeats, logger: logger)
                 try await session.run(inbound: inbound, outbound: outbound)
             }
         )

@@ -11,7 +11,7 @@ import Synchronization
 /// One `/v1/stream` connection speaking protocol 1 (docs/stream-protocol.md): reads client
 /// messages, keeps one subscription, and writes its events, replayed from the log and then
 /// live, in seq order without gaps or repeats (or with an explicit `gap` notice).
-final class StreamSession: FeedListener, Sendable {
+final class StreamSession: FeedListener, Heartbeating, Sendable {
     private struct State {
         var feed: TenantFeed?
         var subscribed = false
@@ -27,6 +27,11 @@ final class StreamSession: FeedListener, Sendable {
         var closeReason: (WebSocketErrorCode, String)?
         /// The writer holds collapsed lines not yet announced.
         var collapsePending = false
+        // The heartbeat's own bookkeeping.
+        var lastPing = ContinuousClock.now
+        var pingedAfterHearing = 0
+        var lastHeardSeen = ContinuousClock.now
+        var done = false
     }
 
     private struct Resume {
@@ -47,12 +52,14 @@ final class StreamSession: FeedListener, Sendable {
     private let logger: Logger
     private let outbox: StreamOutbox
     private let state: Mutex<State>
+    private let heartbeats: Heartbeats
 
-    init(tenant: String, settings: FanoutSettings, hub: FeedHub, reader: EventLogReader, logger: Logger) {
+    init(tenant: String, settings: FanoutSettings, hub: FeedHub, reader: EventLogReader, heartbeats: Heartbeats, logger: Logger) {
         self.tenant = tenant
         self.settings = settings
         self.hub = hub
         self.reader = reader
+        self.heartbeats = heartbeats
         self.logger = logger
         self.outbox = StreamOutbox(maxEvents: settings.queueEvents, maxBytes: settings.queueBytes)
         self.state = Mutex(State(eventsPerSecond: settings.defaultEventsPerSecond))
@@ -78,13 +85,20 @@ final class StreamSession: FeedListener, Sendable {
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
         FanoutMetrics.connections.increment(by: 1)
         defer { FanoutMetrics.connections.decrement(by: 1) }
-        // Whichever ends first (the client leaves or breaks the protocol, a write fails, the
-        // watchdog gives up) ends the others.
+        self.heartbeats.add(self)
+        defer {
+            self.state.withLock { $0.done = true }
+            self.heartbeats.remove(self)
+        }
+        // The writer runs in this task and the reader in one child (a task is memory per
+        // connection): the reader ending closes the outbox, which ends the writer; the writer
+        // ending (closed by the heartbeat, a failed write) cancels the reader.
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.readLoop(inbound) }
-            group.addTask { await self.writeLoop(outbound) }
-            group.addTask { await self.watchdog() }
-            await group.next()
+            group.addTask {
+                await self.readLoop(inbound)
+                self.outbox.close()
+            }
+            await self.writeLoop(outbound)
             self.outbox.close()
             group.cancelAll()
         }
@@ -353,7 +367,7 @@ final class StreamSession: FeedListener, Sendable {
                     skipped = nil
                 }
                 // Collapsed lines are counted until the agent says something else, or for a
-                // second at most (the watchdog ticks the writer while some are pending).
+                // second at most (the heartbeat ticks the writer while some are pending).
                 self.state.withLock { $0.collapsePending = collapse.hasPending }
                 let item: OutboxItem
                 if let ready = self.outbox.poll() {
@@ -526,35 +540,38 @@ final class StreamSession: FeedListener, Sendable {
 
     /// Pings every `fanout.ping-seconds` and closes a connection that has let two pings go
     /// unanswered for a full interval (any client message counts as an answer), or whose socket
-    /// has accepted nothing for `fanout.stalled-seconds`.
-    private func watchdog() async {
+    /// has accepted nothing for `fanout.stalled-seconds`; ticks the writer while it holds
+    /// collapsed lines. Called by the replica's ``Heartbeats``.
+    func heartbeat(now: ContinuousClock.Instant) -> Bool {
         let interval = Duration.seconds(self.settings.pingSeconds)
-        var lastPing = ContinuousClock.now
-        var pingedAfterHearing = 0
-        var lastHeard = ContinuousClock.now
-        while !Task.isCancelled {
-            try? await Task.sleep(for: min(interval, .milliseconds(250)))
-            if Task.isCancelled { return }
-            let now = ContinuousClock.now
-            let (heard, writing, lastWrite, collapsePending) = self.state.withLock { ($0.lastHeardFrom, $0.writing, $0.lastWrite, $0.collapsePending) }
-            if collapsePending { self.outbox.tick() }
-            if writing, now - lastWrite > .seconds(self.settings.stalledSeconds) {
-                self.close(.policyViolation, "the connection accepted nothing for \(self.settings.stalledSeconds) s")
-                return
-            }
-            if heard > lastHeard {
-                lastHeard = heard
-                pingedAfterHearing = 0
-            }
-            guard now - lastPing >= interval else { continue }
-            if pingedAfterHearing >= 2 {
-                self.close(.goingAway, "no answer to two pings")
-                return
-            }
-            lastPing = now
-            pingedAfterHearing += 1
-            self.outbox.send(ServerMessage.ping(now: Date()))
+        enum Action {
+            case none, ping, close(WebSocketErrorCode, String)
         }
+        let (action, collapsePending, done): (Action, Bool, Bool) = self.state.withLock { state in
+            guard !state.done, state.closeReason == nil else { return (.none, false, true) }
+            if state.writing, now - state.lastWrite > .seconds(self.settings.stalledSeconds) {
+                return (.close(.policyViolation, "the connection accepted nothing for \(self.settings.stalledSeconds) s"), false, false)
+            }
+            if state.lastHeardFrom > state.lastHeardSeen {
+                state.lastHeardSeen = state.lastHeardFrom
+                state.pingedAfterHearing = 0
+            }
+            guard now - state.lastPing >= interval else { return (.none, state.collapsePending, false) }
+            if state.pingedAfterHearing >= 2 { return (.close(.goingAway, "no answer to two pings"), false, false) }
+            state.lastPing = now
+            state.pingedAfterHearing += 1
+            return (.ping, state.collapsePending, false)
+        }
+        if done { return false }
+        if collapsePending { self.outbox.tick() }
+        switch action {
+        case .none: break
+        case .ping: self.outbox.send(ServerMessage.ping(now: Date()))
+        case .close(let code, let reason):
+            self.close(code, reason)
+            return false
+        }
+        return true
     }
 }
 
