@@ -4,6 +4,7 @@ import HummingbirdTesting
 import Logging
 import PostgresNIO
 import ServiceKit
+import TestSupport
 import Testing
 
 @testable import Ingest
@@ -66,10 +67,13 @@ struct IngestRetentionTests {
 
     @Test("dropping an expired partition while a long reader holds the log does not hold up appends")
     func dropDoesNotBlockAppends() async throws {
-        let harness = try await IngestHarness(overrides: ["INGEST_COMMIT_TIMEOUT_SECONDS": "1"])
+        // Appends must not wait for the detach: with the 2 s commit deadline, one queued behind
+        // an ACCESS EXCLUSIVE lock for the reader's 3 s would get 503.
+        let harness = try await IngestHarness(overrides: ["INGEST_COMMIT_TIMEOUT_SECONDS": "2"])
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
-            #expect(try await harness.post(client, key: key, events: [logEvent("x1")]).0 == .ok)
+            // Something in the log first (retried: a busy machine may miss the first deadline).
+            #expect(try await eventually { try await harness.post(client, key: key, events: [logEvent("x1")]).0 == .ok })
             try await harness.withDatabase { database in
                 let old = EventLogRetention.utcDay(Date().addingTimeInterval(-20 * 86_400))
                 try await database.query("SELECT create_day_partition('events', \(old)::date)")
@@ -80,8 +84,8 @@ struct IngestRetentionTests {
                     try await reader.query("SELECT count(*) FROM events", logger: logger)
                     async let round = retention.maintain()
                     // While the detach waits for the reader, appends go on.
-                    for index in 0..<3 {
-                        try await Task.sleep(for: .milliseconds(300))
+                    for index in 0..<8 {
+                        try await Task.sleep(for: .milliseconds(400))
                         #expect(try await harness.post(client, key: key, events: [logEvent("during-\(index)")]).0 == .ok)
                     }
                     _ = try await reader.query("COMMIT", logger: logger)
