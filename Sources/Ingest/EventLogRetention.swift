@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceKit
 import ServiceLifecycle
 
 /// Keeps the event log's day partitions: creates them ahead of time and drops the ones past
@@ -114,21 +115,14 @@ struct EventLogRetention: Service {
     }
 
     func run() async throws {
-        do {
-            try await cancelWhenGracefulShutdown {
-                while true {
-                    try await Task.sleep(for: self.interval)
-                    do {
-                        try await self.maintain()
-                    } catch is CancellationError {
-                        throw CancellationError()
-                    } catch {
-                        self.logger.error("event log partition maintenance failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
-                    }
-                }
+        await repeatUntilShutdown(every: self.interval) {
+            do {
+                try await self.maintain()
+            } catch is CancellationError {
+                // shutting down
+            } catch {
+                self.logger.error("event log partition maintenance failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
             }
-        } catch is CancellationError {
-            return
         }
     }
 

@@ -93,16 +93,7 @@ final class FeedHub: Service, Sendable {
     }
 
     func run() async throws {
-        do {
-            try await cancelWhenGracefulShutdown {
-                while true {
-                    try await Task.sleep(for: self.tailCheckInterval)
-                    await self.checkTails()
-                }
-            }
-        } catch is CancellationError {
-            return
-        }
+        await repeatUntilShutdown(every: self.tailCheckInterval) { await self.checkTails() }
     }
 
     /// One round of the tail check.

@@ -1,3 +1,4 @@
+import ServiceKit
 import ServiceLifecycle
 import Synchronization
 
@@ -22,18 +23,11 @@ final class Heartbeats: Service, Sendable {
     }
 
     func run() async throws {
-        do {
-            try await cancelWhenGracefulShutdown {
-                while true {
-                    try await Task.sleep(for: .milliseconds(250))
-                    let now = ContinuousClock.now
-                    for member in self.members.withLock({ Array($0.values) }) where !member.heartbeat(now: now) {
-                        self.remove(member)
-                    }
-                }
+        await repeatUntilShutdown(every: .milliseconds(250)) {
+            let now = ContinuousClock.now
+            for member in self.members.withLock({ Array($0.values) }) where !member.heartbeat(now: now) {
+                self.remove(member)
             }
-        } catch is CancellationError {
-            return
         }
     }
 }

@@ -27,11 +27,7 @@ struct StreamController: Sendable {
     func addWebSocketRoute(to router: Router<StreamRequestContext>) {
         router.ws(
             "v1/stream",
-            shouldUpgrade: { request, context in
-                let identity = try await self.authenticate(request)
-                context.identity.value.withLock { $0 = identity }
-                return .upgrade([:])
-            },
+            shouldUpgrade: self.shouldUpgrade,
             onUpgrade: { inbound, outbound, context in
                 guard let identity = context.requestContext.identity.value.withLock({ $0 }) else { return }
                 var logger = self.logger
@@ -59,11 +55,7 @@ struct StreamController: Sendable {
     func addACPRoute(to router: Router<StreamRequestContext>) {
         router.ws(
             "v1/acp",
-            shouldUpgrade: { request, context in
-                let identity = try await self.authenticate(request)
-                context.identity.value.withLock { $0 = identity }
-                return .upgrade([:])
-            },
+            shouldUpgrade: self.shouldUpgrade,
             onUpgrade: { inbound, outbound, context in
                 guard let identity = context.requestContext.identity.value.withLock({ $0 }) else { return }
                 guard context.request.uri.queryParameters["protocol"].map(String.init) == Self.protocolVersion else {
@@ -90,6 +82,13 @@ struct StreamController: Sendable {
                 throw ServiceKitError(.api(.invalidRequest), "/\(path) is a WebSocket: send an upgrade request with ?protocol=\(Self.protocolVersion)")
             }
         }
+    }
+
+    /// Authenticates before the upgrade and hands the identity to the connection's handler.
+    @Sendable private func shouldUpgrade(_ request: Request, _ context: StreamRequestContext) async throws -> RouterShouldUpgrade {
+        let identity = try await self.authenticate(request)
+        context.identity.value.withLock { $0 = identity }
+        return .upgrade([:])
     }
 
     private func authenticate(_ request: Request) async throws -> AccessIdentity {
