@@ -40,6 +40,7 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
     let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, logger: logger)
     let keys = IngestKeyStore(
         client: postgres,
+        schema: schema,
         logger: logger,
         cacheLifetime: .seconds(settings.keyCacheSeconds),
         lookupTimeout: .seconds(settings.commitTimeoutSeconds)

@@ -172,36 +172,6 @@ struct IngestController: Sendable {
     }
 
     /// A one-line reason for a decoding error, naming the field.
-    static func describe(_ error: any Error) -> String {
-        guard let error = error as? DecodingError else { return "malformed JSON" }
-        func path(_ context: DecodingError.Context) -> String {
-            let path = context.codingPath.reduce(into: "") { path, key in
-                if let index = key.intValue {
-                    path += "[\(index)]"
-                } else {
-                    path += (path.isEmpty ? "" : ".") + key.stringValue
-                }
-            }
-            return path.isEmpty ? "the body" : path
-        }
-        switch error {
-        case .typeMismatch(let type, let context): return "\(path(context)) must be \(Self.typeName(type))"
-        case .valueNotFound(let type, let context): return "\(path(context)) must be \(Self.typeName(type)), not null"
-        case .keyNotFound(let key, _): return "\(key.stringValue) is required"
-        case .dataCorrupted(let context): return "malformed JSON at \(path(context))"
-        @unknown default: return "malformed JSON"
-        }
-    }
-
-    private static func typeName(_ type: Any.Type) -> String {
-        switch type {
-        case is String.Type: "a string"
-        case is Double.Type, is Int64.Type, is Int.Type: "a number"
-        case is Bool.Type: "a boolean"
-        default: "of another type"
-        }
-    }
-
     // MARK: Keys
 
     struct CreateKeyRequest: Decodable {
@@ -221,7 +191,7 @@ struct IngestController: Sendable {
         do {
             body = try JSONDecoder().decode(CreateKeyRequest.self, from: try await request.body.collect(upTo: 16 << 10))
         } catch {
-            throw ServiceKitError(.api(.invalidRequest), "expected {\"name\": \"…\"} (\(Self.describe(error)))")
+            throw ServiceKitError(.api(.invalidRequest), "expected {\"name\": \"…\"} (\(describeDecodingFailure(error)))")
         }
         guard (1...200).contains(body.name.count) else {
             throw ServiceKitError(.api(.invalidRequest), "name must be 1 to 200 characters", details: ["name": "1 to 200 characters"])

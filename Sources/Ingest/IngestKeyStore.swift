@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
-import Synchronization
 
 /// Per-tenant ingest keys: `sdi_<key id>_<secret>`, stored as the SHA-256 of the secret, shown
 /// once at creation, revocable. The tenant of everything sent with a key comes from the key.
@@ -15,23 +14,15 @@ final class IngestKeyStore: Sendable {
         var revokedAt: Date?
     }
 
-    private struct CachedKey {
-        var tenant: String
-        var digest: [UInt8]
-        var expires: ContinuousClock.Instant
-    }
-
     let client: PostgresClient
     let logger: Logger
-    let cacheLifetime: Duration
-    let lookupTimeout: Duration
-    private let cache = Mutex<[String: CachedKey]>([:])
+    /// Checks keys (shared with control-api, which authenticates agents with them).
+    let verifier: IngestKeyVerifier
 
-    init(client: PostgresClient, logger: Logger, cacheLifetime: Duration, lookupTimeout: Duration) {
+    init(client: PostgresClient, schema: String, logger: Logger, cacheLifetime: Duration, lookupTimeout: Duration) {
         self.client = client
         self.logger = logger
-        self.cacheLifetime = cacheLifetime
-        self.lookupTimeout = lookupTimeout
+        self.verifier = IngestKeyVerifier(client: client, schema: schema, logger: logger, cacheLifetime: cacheLifetime, lookupTimeout: lookupTimeout)
     }
 
     /// Creates a key for `tenant` (creating the tenant if new); returns its id and the full key.
@@ -70,60 +61,13 @@ final class IngestKeyStore: Sendable {
         )
         var found = false
         for try await _ in rows.decode(String.self) { found = true }
-        self.cache.withLock { _ = $0.removeValue(forKey: keyID) }
+        self.verifier.forget(keyID: keyID)
         return found
     }
 
-    /// The tenant a key belongs to.
-    /// - Throws: `AuthInvalid` for a malformed, unknown or revoked key; `ServiceUnavailable`
-    ///   when the key cannot be looked up.
+    /// The tenant a key belongs to (see ``IngestKeyVerifier/authenticate(_:)``).
     func authenticate(_ key: String) async throws(ServiceKitError) -> String {
-        let parts = key.split(separator: "_", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "sdi", parts[1].utf8.count == 16, parts[2].utf8.count == 64 else {
-            throw ServiceKitError(.api(.authInvalid), "not a Swarmdeck ingest key (sdi_…)")
-        }
-        let keyID = String(parts[1])
-        let digest = Array(SHA256.hash(data: Array(parts[2].utf8)))
-        let now = ContinuousClock.now
-        if let cached = self.cache.withLock({ $0[keyID] }), cached.expires > now {
-            guard Self.constantTimeEqual(cached.digest, digest) else { throw ServiceKitError(.api(.authInvalid), "unknown or revoked ingest key") }
-            return cached.tenant
-        }
-        let found: (String, [UInt8])?
-        do {
-            found = try await self.lookup(keyID: keyID)
-        } catch {
-            throw ServiceKitError(.api(.serviceUnavailable), "ingest keys cannot be checked right now", retryAfterSeconds: 1)
-        }
-        guard let (tenant, stored) = found, Self.constantTimeEqual(stored, digest) else {
-            throw ServiceKitError(.api(.authInvalid), "unknown or revoked ingest key")
-        }
-        self.cache.withLock { $0[keyID] = CachedKey(tenant: tenant, digest: stored, expires: now + self.cacheLifetime) }
-        return tenant
-    }
-
-    /// The key's tenant and digest, or nil; gives up after the lookup timeout (the pool would
-    /// otherwise hold the request while Postgres is unreachable).
-    private func lookup(keyID: String) async throws -> (String, [UInt8])? {
-        try await withDeadline(
-            self.lookupTimeout,
-            orThrow: ServiceKitError(.api(.serviceUnavailable), "ingest keys cannot be checked right now", retryAfterSeconds: 1)
-        ) {
-            var found: (String, [UInt8])?
-            let rows = try await self.client.query(
-                "SELECT tenant_id, secret_sha256 FROM ingest_keys WHERE key_id = \(keyID) AND revoked_at IS NULL",
-                logger: self.logger
-            )
-            for try await (tenant, stored) in rows.decode((String, ByteBuffer).self) {
-                found = (tenant, Array(buffer: stored))
-            }
-            return found
-        }
-    }
-
-    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        try await self.verifier.authenticate(key)
     }
 
     private static func randomHex(bytes: Int) -> String {

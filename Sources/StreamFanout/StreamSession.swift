@@ -171,7 +171,7 @@ final class StreamSession: FeedListener, Heartbeating, Sendable {
         do {
             message = try JSONDecoder().decode(ClientMessage.self, from: Data(text.utf8))
         } catch {
-            self.outbox.send(ServerMessage.error(.invalidRequest, "not a protocol 1 message: \(Self.describe(error))", requestID: nil))
+            self.outbox.send(ServerMessage.error(.invalidRequest, "not a protocol 1 message: \(describeDecodingFailure(error))", requestID: nil))
             return false
         }
         switch message.type {
@@ -302,17 +302,6 @@ final class StreamSession: FeedListener, Heartbeating, Sendable {
             filter.kinds = kinds
         }
         return filter
-    }
-
-    static func describe(_ error: any Error) -> String {
-        switch error {
-        case DecodingError.keyNotFound(let key, _): "\(key.stringValue) is required"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            "\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type"
-        case DecodingError.dataCorrupted(let context):
-            context.codingPath.isEmpty ? "malformed JSON" : context.debugDescription
-        default: "malformed JSON"
-        }
     }
 
     // MARK: Writing

@@ -9,14 +9,23 @@ public struct AccessTokenSigner: Sendable {
     public let keyID: String
     public let issuer: String
     public let audience: String
+    /// The public half as a JSON Web Key's coordinates (RFC 7518 §6.2.1, base64url), for a
+    /// JWKS document.
+    public let publicCoordinates: (x: String, y: String)
 
     public init(privateKeyPEM: String, keyID: String, issuer: String, audience: String) async throws(ServiceKitError) {
         let keys = JWTKeyCollection()
+        let key: ES256PrivateKey
         do {
-            await keys.add(ecdsa: try ES256PrivateKey(pem: privateKeyPEM), kid: JWKIdentifier(string: keyID))
+            key = try ES256PrivateKey(pem: privateKeyPEM)
         } catch {
             throw ServiceKitError(.token, "the signing key is not an ES256 private key in PEM: \(error)")
         }
+        guard let coordinates = key.publicKey.parameters else {
+            throw ServiceKitError(.token, "the signing key has no public coordinates")
+        }
+        await keys.add(ecdsa: key, kid: JWKIdentifier(string: keyID))
+        self.publicCoordinates = coordinates
         self.keys = keys
         self.keyID = keyID
         self.issuer = issuer

@@ -5,7 +5,13 @@ extension Request {
     /// - Parameter credential: what the token is, for the error message (e.g. "access token").
     /// - Throws: `AuthInvalid` when the header is missing or not a bearer token.
     public func bearerToken(_ credential: String) throws(ServiceKitError) -> String {
-        guard let authorization = self.headers[.authorization] else {
+        try Self.bearerToken(authorization: self.headers[.authorization], credential)
+    }
+
+    /// The token of an `Authorization` header's value `Bearer <token>`.
+    /// - Throws: `AuthInvalid` when the value is missing or not a bearer token.
+    public static func bearerToken(authorization: String?, _ credential: String) throws(ServiceKitError) -> String {
+        guard let authorization else {
             throw ServiceKitError(.api(.authInvalid), "missing Authorization: Bearer <\(credential)>")
         }
         let parts = authorization.split(separator: " ", maxSplits: 1)

@@ -18,7 +18,9 @@ public struct JetStreamMessage: Sendable {
     public let payload: [UInt8]
     /// Parsed from the reply subject; `nil` if the server sent an unknown format.
     public let metadata: Metadata?
-    private let replySubject: String?
+    /// The subject acknowledgements go to (`$JS.ACK.<stream>.<consumer>.…`): with it, any
+    /// connection can acknowledge the message (control-api hands it to agents as their ack token).
+    public let replySubject: String?
     private let connection: NATSConnection
 
     init(_ message: NATSMessage, connection: NATSConnection) {

@@ -1,0 +1,106 @@
+import Contracts
+import Foundation
+import ServiceKit
+
+extension ControlAPIHandler {
+    func controlAgent(_ input: Operations.ControlAgent.Input) async throws -> Operations.ControlAgent.Output {
+        let identity = try await self.caller(.agentsControl)
+        try Self.checkID(input.path.agentId, "agentId")
+        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        let receipt = try await self.control(identity, target: .agent, id: input.path.agentId, body) { now in
+            guard let agent = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
+                throw ServiceKitError(.api(.notFound), "no agent \(input.path.agentId)")
+            }
+            return [(agent.swarmID, agent.agentID)]
+        }
+        return .accepted(.init(body: .json(receipt)))
+    }
+
+    func controlSwarm(_ input: Operations.ControlSwarm.Input) async throws -> Operations.ControlSwarm.Output {
+        let identity = try await self.caller(.agentsControl)
+        try Self.checkID(input.path.swarmId, "swarmId")
+        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        let receipt = try await self.control(identity, target: .swarm, id: input.path.swarmId, body) { now in
+            let members = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
+            guard !members.isEmpty else { throw ServiceKitError(.api(.notFound), "no swarm \(input.path.swarmId)") }
+            // A swarm action goes to every agent that can still act on it.
+            let targets = members.filter { self.status(of: $0, now: now) != .terminated }.sorted { $0.agentID < $1.agentID }
+            guard !targets.isEmpty else {
+                throw ServiceKitError(.api(.conflict), "every agent of swarm \(input.path.swarmId) has terminated")
+            }
+            return targets.map { ($0.swarmID, $0.agentID) }
+        }
+        return .accepted(.init(body: .json(receipt)))
+    }
+
+    func getControl(_ input: Operations.GetControl.Input) async throws -> Operations.GetControl.Output {
+        let identity = try await self.caller(.streamRead)
+        try Self.checkRequestID(input.path.requestId)
+        guard let status = try await self.store.status(tenant: identity.tenant, requestID: input.path.requestId) else {
+            throw ServiceKitError(.api(.notFound), "no control request \(input.path.requestId)")
+        }
+        return .ok(.init(body: .json(status)))
+    }
+
+    func listAudit(_ input: Operations.ListAudit.Input) async throws -> Operations.ListAudit.Output {
+        let identity = try await self.caller(.agentsControl, .admin)
+        try Self.checkRange(input.query.limit, "limit", 1...500)
+        if let before = input.query.before, before < 1 {
+            throw ServiceKitError(.api(.invalidRequest), "before must be at least 1")
+        }
+        let page = try await self.store.audit(tenant: identity.tenant, limit: input.query.limit ?? 100, before: input.query.before)
+        return .ok(.init(body: .json(page)))
+    }
+
+    /// Checks a control request, answers a known request id with its stored receipt, else
+    /// stores the request with one command per agent `targets` names (inside the actor's rate
+    /// limit) and publishes the commands.
+    private func control(
+        _ identity: AccessIdentity,
+        target: Components.Schemas.ControlReceipt.TargetPayload,
+        id: String,
+        _ body: Components.Schemas.ControlRequest,
+        targets: (Date) throws -> [(swarm: String, agent: String)]
+    ) async throws -> Components.Schemas.ControlReceipt {
+        try Self.checkRequestID(body.requestId)
+        try Self.checkText(body.reason, "reason", max: 500)
+        if let confirm = body.confirm { try Self.checkText(confirm, "confirm", max: 64, required: false) }
+        if body.action == .terminate && body.confirm != "TERMINATE" {
+            throw ServiceKitError(.api(.invalidRequest), "terminate needs \"confirm\": \"TERMINATE\"")
+        }
+        let now = Date()
+        var submission = ControlStore.Submission(
+            tenant: identity.tenant,
+            actor: identity.subject,
+            target: target,
+            targetID: id,
+            action: body.action,
+            reason: body.reason,
+            requestID: body.requestId,
+            agents: [],
+            expiresAt: now.addingTimeInterval(TimeInterval(self.settings.commandSeconds))
+        )
+        // A known request id is answered before anything else is looked at, so a retry gets
+        // the first answer even if the fleet changed since.
+        if let receipt = try await self.store.replay(submission) { return receipt }
+        submission.agents = try targets(now)
+        let key = identity.tenant + "\u{0}" + identity.subject
+        let outcome = try await self.store.submit(submission) { [limiter] in
+            if let retryAfter = limiter.take(key) {
+                throw ServiceKitError(
+                    .api(.rateLimited),
+                    "more than \(limiter.perMinute) control requests a minute from \(identity.subject)",
+                    retryAfterSeconds: retryAfter
+                )
+            }
+        }
+        switch outcome {
+        case .replayed(let receipt):
+            return receipt
+        case .created(let receipt, let commands):
+            let stored = await self.bus.publish(commands, requestID: self.requestID)
+            try? await self.store.markPublished(stored)
+            return receipt
+        }
+    }
+}

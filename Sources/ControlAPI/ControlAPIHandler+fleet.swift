@@ -1,0 +1,126 @@
+import Contracts
+import Foundation
+import ServiceKit
+
+extension ControlAPIHandler {
+    func getOverview(_ input: Operations.GetOverview.Input) async throws -> Operations.GetOverview.Output {
+        let identity = try await self.caller(.streamRead)
+        let now = Date()
+        let agents = self.fleet.agents(tenant: identity.tenant)
+        let swarms = self.swarms(of: agents, now: now)
+        let active = swarms.filter { $0.status == .active }
+        var byStatus: [String: Int] = [:]
+        for agent in agents { byStatus[self.status(of: agent, now: now).rawValue, default: 0] += 1 }
+        let (events, errors) = agents.reduce(into: (Int64(0), Int64(0))) { total, agent in
+            let hour = agent.minutes.lastHour(now: now)
+            total.0 += hour.events
+            total.1 += hour.errors
+        }
+        let cards = Components.Schemas.SummaryCards(
+            activeSwarms: active.count,
+            agents: agents.count,
+            agentsByStatus: .init(additionalProperties: byStatus),
+            eventsLastHour: events,
+            errorsLastHour: errors,
+            errorRate: events == 0 ? 0 : Double(errors) / Double(events)
+        )
+        return .ok(.init(body: .json(.init(summaryCards: cards, activeSwarms: Array(active.prefix(50)), generatedAt: now))))
+    }
+
+    func listSwarms(_ input: Operations.ListSwarms.Input) async throws -> Operations.ListSwarms.Output {
+        let identity = try await self.caller(.streamRead)
+        var swarms = self.swarms(of: self.fleet.agents(tenant: identity.tenant), now: Date())
+        if let status = input.query.status { swarms = swarms.filter { $0.status == status } }
+        return .ok(.init(body: .json(.init(swarms: swarms))))
+    }
+
+    func getSwarm(_ input: Operations.GetSwarm.Input) async throws -> Operations.GetSwarm.Output {
+        let identity = try await self.caller(.streamRead)
+        try Self.checkID(input.path.swarmId, "swarmId")
+        let now = Date()
+        let agents = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
+        guard let swarm = self.swarms(of: agents, now: now).first else {
+            throw ServiceKitError(.api(.notFound), "no swarm \(input.path.swarmId)")
+        }
+        let members = agents.sorted { $0.agentID < $1.agentID }.map { self.agent($0, lastCommand: nil, now: now) }
+        return .ok(.init(body: .json(.init(swarm: swarm, agents: members))))
+    }
+
+    func getAgent(_ input: Operations.GetAgent.Input) async throws -> Operations.GetAgent.Output {
+        let identity = try await self.caller(.streamRead)
+        try Self.checkID(input.path.agentId, "agentId")
+        guard let record = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
+            throw ServiceKitError(.api(.notFound), "no agent \(input.path.agentId)")
+        }
+        let last = try await self.store.lastCommand(tenant: identity.tenant, agentID: record.agentID)
+        return .ok(.init(body: .json(self.agent(record, lastCommand: last, now: Date()))))
+    }
+
+    // MARK: Views
+
+    /// An agent's status: its reported state, unless it has gone silent.
+    func status(of agent: FleetIndex.AgentRecord, now: Date) -> Components.Schemas.AgentStatus {
+        let reported = agent.state?.lowercased()
+        switch reported {
+        case "terminated", "exited", "completed", "done", "killed": return .terminated
+        default: break
+        }
+        if now.timeIntervalSince(agent.lastSeenAt) > TimeInterval(self.settings.offlineSeconds) { return .offline }
+        switch reported {
+        case nil: return .idle
+        case "idle": return .idle
+        case "paused", "stopped", "suspended": return .paused
+        case "waiting", "waiting_approval", "blocked": return .waiting
+        case "error", "failed", "crashed": return .error
+        default: return .running
+        }
+    }
+
+    func agent(_ record: FleetIndex.AgentRecord, lastCommand: Components.Schemas.CommandStatus?, now: Date) -> Components.Schemas.Agent {
+        let hour = record.minutes.lastHour(now: now)
+        return Components.Schemas.Agent(
+            id: record.agentID,
+            swarmId: record.swarmID,
+            status: self.status(of: record, now: now),
+            taskSummary: record.taskSummary,
+            updatedAt: record.stateChangedAt,
+            lastSeenAt: record.lastSeenAt,
+            eventsLastHour: hour.events,
+            errorsLastHour: hour.errors,
+            errorRate: hour.events == 0 ? 0 : Double(hour.errors) / Double(hour.events),
+            lastCommand: lastCommand,
+            webUrl: self.webURL("agents", record.agentID)
+        )
+    }
+
+    /// The swarms of a tenant's agents, most recently active first.
+    func swarms(of agents: [FleetIndex.AgentRecord], now: Date) -> [Components.Schemas.Swarm] {
+        let bySwarm = Dictionary(grouping: agents, by: \.swarmID)
+        return bySwarm.map { id, members in
+            let statuses = members.map { self.status(of: $0, now: now) }
+            let active = statuses.filter { $0 != .terminated && $0 != .offline }.count
+            let (events, errors) = members.reduce(into: (Int64(0), Int64(0))) { total, agent in
+                let hour = agent.minutes.lastHour(now: now)
+                total.0 += hour.events
+                total.1 += hour.errors
+            }
+            return Components.Schemas.Swarm(
+                id: id,
+                name: id,
+                status: active > 0 ? .active : .idle,
+                activeAgents: active,
+                totalAgents: members.count,
+                errorRate: events == 0 ? 0 : Double(errors) / Double(events),
+                eventsLastHour: events,
+                updatedAt: members.map(\.lastSeenAt).max() ?? now,
+                webUrl: self.webURL("swarms", id)
+            )
+        }.sorted { ($0.updatedAt, $1.id) > ($1.updatedAt, $0.id) }
+    }
+
+    private func webURL(_ collection: String, _ id: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove("/")
+        return "\(self.settings.webBaseURL)/\(collection)/\(id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id)"
+    }
+}

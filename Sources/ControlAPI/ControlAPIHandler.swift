@@ -1,0 +1,76 @@
+import Contracts
+import Foundation
+import Hummingbird
+import Logging
+import ServiceKit
+
+/// Control-api's operations (the `APIProtocol` generated from openapi/control-api.yaml). The
+/// operations are in `ControlAPIHandler+<area>.swift`; this file holds what they share:
+/// authentication and the checks the document states but the generated types do not enforce.
+struct ControlAPIHandler: Sendable {
+    let settings: ControlSettings
+    let verifier: AccessTokenVerifier
+    let signer: AccessTokenSigner
+    let ingestKeys: IngestKeyVerifier
+    let devices: DeviceAuthority
+    let fleet: FleetIndex
+    let store: ControlStore
+    let bus: CommandBus
+    let limiter: RateLimiter
+
+    /// The operator calling, holding `scope` (or any of `scopes`).
+    func caller(_ scopes: Scope...) async throws(ServiceKitError) -> AccessIdentity {
+        let scope = try RequestScope.require()
+        let identity = try await self.verifier.verify(try Request.bearerToken(authorization: scope.authorization, "access token"))
+        guard scopes.contains(where: identity.scopes.contains) else {
+            throw ServiceKitError(.api(.permissionDenied), "this action needs the \(scopes.map(\.rawValue).joined(separator: " or ")) scope")
+        }
+        return identity
+    }
+
+    /// The tenant of the agent calling with an ingest key.
+    func agentTenant() async throws(ServiceKitError) -> String {
+        let scope = try RequestScope.require()
+        return try await self.ingestKeys.authenticate(try Request.bearerToken(authorization: scope.authorization, "ingest key"))
+    }
+
+    /// The correlation id of the request being served.
+    var requestID: String? { RequestScope.current?.requestID }
+
+    // MARK: Input checks
+
+    /// A swarm or agent id: 1–256 bytes, no control characters (as ingest accepts them).
+    static func checkID(_ id: String, _ field: String) throws(ServiceKitError) {
+        guard (1...256).contains(id.utf8.count), !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw ServiceKitError(.api(.invalidRequest), "\(field) must be 1 to 256 bytes without control characters")
+        }
+    }
+
+    /// A request id: 1–128 of `[A-Za-z0-9._:-]`.
+    static func checkRequestID(_ id: String) throws(ServiceKitError) {
+        guard (1...128).contains(id.utf8.count),
+            id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || $0 == 0x2D })
+        else {
+            throw ServiceKitError(.api(.invalidRequest), "requestId must be 1 to 128 of A-Z a-z 0-9 . _ : -")
+        }
+    }
+
+    /// A bounded string field.
+    static func checkText(_ text: String, _ field: String, max: Int, required: Bool = true) throws(ServiceKitError) {
+        if required && text.allSatisfy(\.isWhitespace) {
+            throw ServiceKitError(.api(.invalidRequest), "\(field) must not be empty")
+        }
+        guard text.count <= max else {
+            throw ServiceKitError(.api(.invalidRequest), "\(field) must be at most \(max) characters")
+        }
+    }
+
+    /// An integer query parameter's range.
+    static func checkRange(_ value: Int?, _ field: String, _ range: ClosedRange<Int>) throws(ServiceKitError) {
+        if let value, !range.contains(value) {
+            throw ServiceKitError(.api(.invalidRequest), "\(field) must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+    }
+}
+
+extension ControlAPIHandler: APIProtocol {}

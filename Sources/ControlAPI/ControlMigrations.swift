@@ -1,0 +1,102 @@
+import ServiceKit
+
+/// The `control` schema: tenants, enrolment codes, devices and their refresh-token families,
+/// control requests with their commands, and the audit trail.
+enum ControlMigrations {
+    static let all: [Migration] = [
+        Migration(
+            version: 1,
+            name: "tenants, devices, tokens, controls, audit",
+            sql: """
+                CREATE TABLE tenants (
+                    tenant_id text PRIMARY KEY,
+                    created_at timestamptz NOT NULL DEFAULT now()
+                );
+                -- One-time codes; only the SHA-256 of a code is kept.
+                CREATE TABLE enrolment_codes (
+                    code_sha256 bytea PRIMARY KEY,
+                    tenant_id text NOT NULL REFERENCES tenants (tenant_id),
+                    scopes text[] NOT NULL,
+                    created_by text NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    expires_at timestamptz NOT NULL,
+                    used_at timestamptz,
+                    device_id text
+                );
+                CREATE TABLE devices (
+                    device_id text PRIMARY KEY,
+                    tenant_id text NOT NULL REFERENCES tenants (tenant_id),
+                    name text NOT NULL,
+                    platform text,
+                    scopes text[] NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    revoked_at timestamptz
+                );
+                -- A family is every refresh token descended from one registration; reuse of a
+                -- rotated token revokes the family.
+                CREATE TABLE refresh_families (
+                    family_id text PRIMARY KEY,
+                    device_id text NOT NULL REFERENCES devices (device_id),
+                    tenant_id text NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    revoked_at timestamptz,
+                    revoked_reason text
+                );
+                CREATE TABLE refresh_tokens (
+                    token_sha256 bytea PRIMARY KEY,
+                    family_id text NOT NULL REFERENCES refresh_families (family_id),
+                    issued_at timestamptz NOT NULL DEFAULT now(),
+                    expires_at timestamptz NOT NULL,
+                    rotated_at timestamptz
+                );
+                CREATE INDEX refresh_tokens_family ON refresh_tokens (family_id);
+                -- One row per (tenant, requestId): the answer every retry gets.
+                CREATE TABLE control_requests (
+                    tenant_id text NOT NULL,
+                    request_id text NOT NULL,
+                    actor text NOT NULL,
+                    fingerprint bytea NOT NULL,
+                    receipt jsonb NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (tenant_id, request_id)
+                );
+                -- One command per agent of a request; published_at is set once JetStream stored it
+                -- (until then the dispatcher publishes it again).
+                CREATE TABLE commands (
+                    command_id text PRIMARY KEY,
+                    tenant_id text NOT NULL,
+                    request_id text NOT NULL,
+                    swarm_id text NOT NULL,
+                    agent_id text NOT NULL,
+                    action text NOT NULL,
+                    reason text NOT NULL,
+                    actor text NOT NULL,
+                    issued_at timestamptz NOT NULL,
+                    expires_at timestamptz NOT NULL,
+                    published_at timestamptz,
+                    state text NOT NULL DEFAULT 'pending',
+                    agent_state text,
+                    message text,
+                    acknowledged_at timestamptz
+                );
+                CREATE INDEX commands_request ON commands (tenant_id, request_id);
+                CREATE INDEX commands_agent ON commands (tenant_id, agent_id, issued_at DESC);
+                CREATE INDEX commands_unpublished ON commands (issued_at) WHERE published_at IS NULL;
+                CREATE TABLE audit (
+                    audit_id bigserial PRIMARY KEY,
+                    tenant_id text NOT NULL,
+                    at timestamptz NOT NULL DEFAULT now(),
+                    actor text NOT NULL,
+                    action text NOT NULL,
+                    target text NOT NULL,
+                    target_id text NOT NULL,
+                    reason text NOT NULL,
+                    request_id text,
+                    command_id text,
+                    outcome text NOT NULL
+                );
+                CREATE INDEX audit_tenant ON audit (tenant_id, audit_id DESC);
+                """
+        )
+    ]
+}

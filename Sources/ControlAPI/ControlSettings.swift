@@ -1,0 +1,67 @@
+import Configuration
+import ServiceKit
+
+/// Control-api's own configuration keys and their values.
+struct ControlSettings: Sendable {
+    /// Control-api's schema: tenants, enrolment codes, devices, refresh tokens, controls, audit.
+    var schema: String
+    /// Ingest's schema: the event log (read for the fleet) and the ingest keys (read to
+    /// authenticate agents). Never written.
+    var ingestSchema: String
+    /// PEM file with the ES256 private key access tokens are signed with.
+    var privateKeyFile: String
+    /// Seconds an access token is valid.
+    var accessTokenSeconds: Int
+    /// Days a refresh token is valid (each refresh starts a new one).
+    var refreshTokenDays: Int
+    /// Seconds without an event after which an agent is `offline`.
+    var offlineSeconds: Int
+    /// Seconds a command stays valid; an agent that gets it later answers `expired`.
+    var commandSeconds: Int
+    /// Control requests one actor may make per minute (replays of a request id are free).
+    var controlsPerMinute: Int
+    /// The base of the `webUrl` deep links, e.g. `https://swarmdeck.example.com`.
+    var webBaseURL: String
+
+    static let keys: [SettingKey] = [
+        .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .offlineSeconds, .commandSeconds,
+        .controlsPerMinute, .webBaseURL,
+    ]
+
+    init(reader: ConfigReader) throws(ServiceKitError) {
+        self.schema = try reader.setting(.controlSchema)
+        self.ingestSchema = try reader.setting(.controlIngestSchema)
+        for (key, value) in [(SettingKey.controlSchema, self.schema), (.controlIngestSchema, self.ingestSchema)]
+        where value.range(of: "^[a-z_][a-z0-9_]{0,62}$", options: .regularExpression) == nil {
+            throw ServiceKitError(.configuration, "\(key) must match [a-z_][a-z0-9_]{0,62}")
+        }
+        self.privateKeyFile = try reader.setting(.jwtPrivateKeyFile)
+        self.accessTokenSeconds = try reader.setting(.accessTokenSeconds, in: 60...86_400)
+        self.refreshTokenDays = try reader.setting(.refreshTokenDays, in: 1...365)
+        self.offlineSeconds = try reader.setting(.offlineSeconds, in: 5...86_400)
+        self.commandSeconds = try reader.setting(.commandSeconds, in: 5...86_400)
+        self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)
+        var base: String = try reader.setting(.webBaseURL)
+        while base.hasSuffix("/") { base.removeLast() }
+        guard base.hasPrefix("https://") || base.hasPrefix("http://") else {
+            throw ServiceKitError(.configuration, "\(SettingKey.webBaseURL) must be an http(s) URL")
+        }
+        self.webBaseURL = base
+    }
+}
+
+extension SettingKey {
+    static let controlSchema = SettingKey("control.schema", "the Postgres schema control-api owns", default: "control")
+    static let controlIngestSchema = SettingKey(
+        "control.ingest-schema",
+        "ingest's schema, read (never written) for the fleet and to check agents' ingest keys",
+        default: "ingest"
+    )
+    static let jwtPrivateKeyFile = SettingKey("auth.jwt.private-key-file", "PEM file with the ES256 private key control-api signs access tokens with")
+    static let accessTokenSeconds = SettingKey("control.access-token-seconds", "lifetime of an access token", default: "900")
+    static let refreshTokenDays = SettingKey("control.refresh-token-days", "lifetime of a refresh token (each refresh starts a new one)", default: "30")
+    static let offlineSeconds = SettingKey("control.offline-seconds", "seconds without an event after which an agent is offline", default: "60")
+    static let commandSeconds = SettingKey("control.command-seconds", "seconds a command stays valid before an agent answers expired", default: "300")
+    static let controlsPerMinute = SettingKey("control.controls-per-minute", "new control requests per actor per minute (429 past it)", default: "60")
+    static let webBaseURL = SettingKey("control.web-base-url", "base of the webUrl deep links in fleet answers", default: "http://127.0.0.1:8080")
+}

@@ -1,0 +1,317 @@
+import Contracts
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// Control requests, their commands and the audit trail, in Postgres. A request id is taken
+/// once per tenant: the first request stores its receipt, the audit entry and one command per
+/// agent in one transaction; every later request with that id gets the stored receipt.
+struct ControlStore: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    /// What a new request asks for.
+    struct Submission: Sendable {
+        var tenant: String
+        var actor: String
+        var target: Components.Schemas.ControlReceipt.TargetPayload
+        var targetID: String
+        var action: Components.Schemas.ControlAction
+        var reason: String
+        var requestID: String
+        /// The agents it goes to: (swarm, agent).
+        var agents: [(swarm: String, agent: String)]
+        var expiresAt: Date
+
+        /// Digest of what was asked, so a reused request id with another body is a conflict.
+        var fingerprint: ByteBuffer {
+            let text = [self.target.rawValue, self.targetID, self.action.rawValue, self.reason].joined(separator: "\u{0}")
+            return ByteBuffer(bytes: Array(SHA256.hash(data: Array(text.utf8))))
+        }
+    }
+
+    /// A command as it is published to the agent.
+    struct IssuedCommand: Sendable {
+        var commandID: String
+        var tenant: String
+        var requestID: String
+        var swarmID: String
+        var agentID: String
+        var action: Components.Schemas.ControlAction
+        var reason: String
+        var actor: String
+        var issuedAt: Date
+        var expiresAt: Date
+    }
+
+    enum Outcome: Sendable {
+        /// The request is new: its receipt and the commands to publish.
+        case created(Components.Schemas.ControlReceipt, [IssuedCommand])
+        /// The request id was taken by this same request: its receipt.
+        case replayed(Components.Schemas.ControlReceipt)
+    }
+
+    /// Stores a new request, or answers a known one.
+    /// - Parameter admit: called (inside the transaction, once the request id is known to be
+    ///   new) to apply the actor's rate limit; throwing rolls everything back.
+    func submit(_ submission: Submission, admit: @Sendable () throws -> Void) async throws -> Outcome {
+        let fingerprint = submission.fingerprint
+        return try await self.client.withTransaction(logger: self.logger) { connection in
+            // Serializes the requests of one request id across replicas.
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtext(\(submission.tenant)), hashtext(\(submission.requestID)))",
+                logger: self.logger
+            )
+            if let (stored, receipt) = try await self.stored(tenant: submission.tenant, requestID: submission.requestID, on: connection) {
+                guard stored == fingerprint else {
+                    throw ServiceKitError(.api(.conflict), "requestId \(submission.requestID) was already used for another control request")
+                }
+                return .replayed(receipt)
+            }
+            try admit()
+            let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+            let commands = submission.agents.map { target in
+                IssuedCommand(
+                    commandID: "cmd_" + DeviceAuthority.randomHex(bytes: 12),
+                    tenant: submission.tenant,
+                    requestID: submission.requestID,
+                    swarmID: target.swarm,
+                    agentID: target.agent,
+                    action: submission.action,
+                    reason: submission.reason,
+                    actor: submission.actor,
+                    issuedAt: now,
+                    expiresAt: submission.expiresAt
+                )
+            }
+            let outcome = "accepted: \(commands.count) command\(commands.count == 1 ? "" : "s")"
+            var auditID: Int64 = 0
+            for try await id in try await connection.query(
+                """
+                INSERT INTO audit (tenant_id, at, actor, action, target, target_id, reason, request_id, outcome)
+                VALUES (\(submission.tenant), \(now), \(submission.actor), \(submission.action.rawValue), \(submission.target.rawValue),
+                        \(submission.targetID), \(submission.reason), \(submission.requestID), \(outcome))
+                RETURNING audit_id
+                """,
+                logger: self.logger
+            ).decode(Int64.self) {
+                auditID = id
+            }
+            for command in commands {
+                try await connection.query(
+                    """
+                    INSERT INTO commands (command_id, tenant_id, request_id, swarm_id, agent_id, action, reason, actor, issued_at, expires_at)
+                    VALUES (\(command.commandID), \(command.tenant), \(command.requestID), \(command.swarmID), \(command.agentID),
+                            \(command.action.rawValue), \(command.reason), \(command.actor), \(command.issuedAt), \(command.expiresAt))
+                    """,
+                    logger: self.logger
+                )
+            }
+            let receipt = Components.Schemas.ControlReceipt(
+                requestId: submission.requestID,
+                action: submission.action,
+                target: submission.target,
+                targetId: submission.targetID,
+                commands: commands.map { .init(commandId: $0.commandID, agentId: $0.agentID) },
+                acceptedAt: now,
+                auditId: auditID
+            )
+            let json = String(decoding: try JSONEncoder().encode(receipt), as: UTF8.self)
+            try await connection.query(
+                """
+                INSERT INTO control_requests (tenant_id, request_id, actor, fingerprint, receipt)
+                VALUES (\(submission.tenant), \(submission.requestID), \(submission.actor), \(fingerprint), \(json)::jsonb)
+                """,
+                logger: self.logger
+            )
+            return .created(receipt, commands)
+        }
+    }
+
+    /// The stored receipt of a known request id, or nil.
+    /// - Throws: `Conflict` if the id was used for another request.
+    func replay(_ submission: Submission) async throws -> Components.Schemas.ControlReceipt? {
+        let found = try await self.client.withConnection { connection in
+            try await self.stored(tenant: submission.tenant, requestID: submission.requestID, on: connection)
+        }
+        guard let (fingerprint, receipt) = found else { return nil }
+        guard fingerprint == submission.fingerprint else {
+            throw ServiceKitError(.api(.conflict), "requestId \(submission.requestID) was already used for another control request")
+        }
+        return receipt
+    }
+
+    private func stored(tenant: String, requestID: String, on connection: PostgresConnection) async throws -> (ByteBuffer, Components.Schemas.ControlReceipt)? {
+        for try await (fingerprint, receipt) in try await connection.query(
+            "SELECT fingerprint, receipt::text FROM control_requests WHERE tenant_id = \(tenant) AND request_id = \(requestID)",
+            logger: self.logger
+        ).decode((ByteBuffer, String).self) {
+            return (fingerprint, try JSONDecoder().decode(Components.Schemas.ControlReceipt.self, from: Data(receipt.utf8)))
+        }
+        return nil
+    }
+
+    /// A request of `tenant` with what its agents answered, or nil.
+    func status(tenant: String, requestID: String) async throws -> Components.Schemas.ControlStatus? {
+        let receipt: Components.Schemas.ControlReceipt? = try await self.client.withConnection { connection in
+            try await self.stored(tenant: tenant, requestID: requestID, on: connection)?.1
+        }
+        guard let receipt else { return nil }
+        return Components.Schemas.ControlStatus(receipt: receipt, commands: try await self.commands(tenant: tenant, requestID: requestID))
+    }
+
+    private static let commandColumns = "command_id, agent_id, swarm_id, action, state, agent_state, message, issued_at, acknowledged_at"
+    private typealias CommandRow = (String, String, String, String, String, String?, String?, Date, Date?)
+
+    private static func commandStatus(_ row: CommandRow) -> Components.Schemas.CommandStatus {
+        Components.Schemas.CommandStatus(
+            commandId: row.0,
+            agentId: row.1,
+            swarmId: row.2,
+            action: Components.Schemas.ControlAction(rawValue: row.3) ?? .pause,
+            state: Components.Schemas.CommandState(rawValue: row.4) ?? .pending,
+            agentState: row.5,
+            message: row.6,
+            issuedAt: row.7,
+            acknowledgedAt: row.8
+        )
+    }
+
+    func commands(tenant: String, requestID: String) async throws -> [Components.Schemas.CommandStatus] {
+        var commands: [Components.Schemas.CommandStatus] = []
+        for try await row in try await self.client.query(
+            "SELECT \(unescaped: Self.commandColumns) FROM commands WHERE tenant_id = \(tenant) AND request_id = \(requestID) ORDER BY agent_id",
+            logger: self.logger
+        ).decode(CommandRow.self) {
+            commands.append(Self.commandStatus(row))
+        }
+        return commands
+    }
+
+    /// The latest command sent to an agent, or nil.
+    func lastCommand(tenant: String, agentID: String) async throws -> Components.Schemas.CommandStatus? {
+        for try await row in try await self.client.query(
+            """
+            SELECT \(unescaped: Self.commandColumns) FROM commands WHERE tenant_id = \(tenant) AND agent_id = \(agentID)
+            ORDER BY issued_at DESC, command_id DESC LIMIT 1
+            """,
+            logger: self.logger
+        ).decode(CommandRow.self) {
+            return Self.commandStatus(row)
+        }
+        return nil
+    }
+
+    /// Marks commands as stored by JetStream.
+    func markPublished(_ commandIDs: [String]) async throws {
+        guard !commandIDs.isEmpty else { return }
+        try await self.client.query("UPDATE commands SET published_at = now() WHERE command_id = ANY(\(commandIDs)) AND published_at IS NULL", logger: self.logger)
+    }
+
+    /// Commands committed but not yet stored by JetStream (the publish after the commit failed
+    /// or the replica died in between), older than `age`, unexpired.
+    func unpublished(olderThan age: Duration, limit: Int) async throws -> [IssuedCommand] {
+        let seconds = Int(age.components.seconds)
+        var commands: [IssuedCommand] = []
+        for try await row in try await self.client.query(
+            """
+            SELECT command_id, tenant_id, request_id, swarm_id, agent_id, action, reason, actor, issued_at, expires_at FROM commands
+            WHERE published_at IS NULL AND issued_at < now() - make_interval(secs => \(seconds)) AND expires_at > now()
+            ORDER BY issued_at LIMIT \(limit)
+            """,
+            logger: self.logger
+        ).decode((String, String, String, String, String, String, String, String, Date, Date).self) {
+            commands.append(
+                IssuedCommand(
+                    commandID: row.0,
+                    tenant: row.1,
+                    requestID: row.2,
+                    swarmID: row.3,
+                    agentID: row.4,
+                    action: Components.Schemas.ControlAction(rawValue: row.5) ?? .pause,
+                    reason: row.6,
+                    actor: row.7,
+                    issuedAt: row.8,
+                    expiresAt: row.9
+                )
+            )
+        }
+        return commands
+    }
+
+    /// The agent a command of `tenant` is for, or nil.
+    func commandTarget(tenant: String, commandID: String) async throws -> (swarm: String, agent: String)? {
+        for try await row in try await self.client.query(
+            "SELECT swarm_id, agent_id FROM commands WHERE tenant_id = \(tenant) AND command_id = \(commandID)",
+            logger: self.logger
+        ).decode((String, String).self) {
+            return row
+        }
+        return nil
+    }
+
+    /// Records an agent's answer once, with its audit entry, in one transaction; a repeated
+    /// answer changes nothing. False if `tenant` has no such command.
+    func acknowledge(tenant: String, ack: Components.Schemas.CommandAck) async throws -> Bool {
+        try await self.client.withTransaction(logger: self.logger) { connection in
+            var found: (String, String, String, String, String?, Bool)?
+            for try await row in try await connection.query(
+                """
+                SELECT agent_id, action, request_id, reason, state, acknowledged_at IS NOT NULL FROM commands
+                WHERE tenant_id = \(tenant) AND command_id = \(ack.commandId) FOR UPDATE
+                """,
+                logger: self.logger
+            ).decode((String, String, String, String, String?, Bool).self) {
+                found = row
+            }
+            guard let (agent, action, requestID, reason, _, acknowledged) = found else { return false }
+            guard !acknowledged else { return true }
+            try await connection.query(
+                """
+                UPDATE commands SET state = \(ack.outcome.rawValue), agent_state = \(ack.state), message = \(ack.message), acknowledged_at = now()
+                WHERE command_id = \(ack.commandId)
+                """,
+                logger: self.logger
+            )
+            let outcome = ack.outcome.rawValue + ": " + ack.state + (ack.message.map { " (\($0))" } ?? "")
+            try await connection.query(
+                """
+                INSERT INTO audit (tenant_id, actor, action, target, target_id, reason, request_id, command_id, outcome)
+                VALUES (\(tenant), \("agent:" + agent), \("ack:" + action), 'agent', \(agent), \(reason), \(requestID), \(ack.commandId), \(outcome))
+                """,
+                logger: self.logger
+            )
+            return true
+        }
+    }
+
+    /// A page of `tenant`'s audit trail, newest first.
+    func audit(tenant: String, limit: Int, before: Int64?) async throws -> Components.Schemas.AuditPage {
+        var entries: [Components.Schemas.AuditEntry] = []
+        for try await row in try await self.client.query(
+            """
+            SELECT audit_id, at, actor, action, target, target_id, reason, request_id, command_id, outcome FROM audit
+            WHERE tenant_id = \(tenant) AND audit_id < \(before ?? Int64.max) ORDER BY audit_id DESC LIMIT \(limit)
+            """,
+            logger: self.logger
+        ).decode((Int64, Date, String, String, String, String, String, String?, String?, String).self) {
+            entries.append(
+                Components.Schemas.AuditEntry(
+                    id: row.0,
+                    at: row.1,
+                    actor: row.2,
+                    action: row.3,
+                    target: Components.Schemas.AuditEntry.TargetPayload(rawValue: row.4) ?? .agent,
+                    targetId: row.5,
+                    reason: row.6,
+                    requestId: row.7,
+                    commandId: row.8,
+                    outcome: row.9
+                )
+            )
+        }
+        return Components.Schemas.AuditPage(entries: entries, nextBefore: entries.count == limit ? entries.last?.id : nil)
+    }
+}

@@ -1,0 +1,173 @@
+import Contracts
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// People and devices: one-time enrolment codes, devices, access tokens and rotating refresh
+/// tokens grouped in families (one per registration). Reusing a rotated refresh token revokes
+/// its family: whoever holds the newer one must enrol again.
+struct DeviceAuthority: Sendable {
+    let client: PostgresClient
+    let signer: AccessTokenSigner
+    let accessLifetime: Duration
+    let refreshLifetime: Duration
+    let logger: Logger
+
+    /// The scopes a code grants when the admin names none: everything but administration.
+    static let defaultScopes: Set<Scope> = Set(Scope.allCases).subtracting([.admin])
+
+    /// `count` codes for `tenant` (created on first use), valid for `lifetime`.
+    func createCodes(tenant: String, createdBy: String, count: Int, scopes: Set<Scope>, lifetime: Duration) async throws -> (codes: [String], expiresAt: Date) {
+        let expiresAt = Date().addingTimeInterval(TimeInterval(lifetime.components.seconds))
+        let codes = (0..<count).map { _ in "sde_" + Self.randomHex(bytes: 16) }
+        let scopeNames = scopes.map(\.rawValue).sorted()
+        try await self.client.withTransaction(logger: self.logger) { connection in
+            try await connection.query("INSERT INTO tenants (tenant_id) VALUES (\(tenant)) ON CONFLICT DO NOTHING", logger: self.logger)
+            for code in codes {
+                try await connection.query(
+                    """
+                    INSERT INTO enrolment_codes (code_sha256, tenant_id, scopes, created_by, expires_at)
+                    VALUES (\(Self.digest(code)), \(tenant), \(scopeNames), \(createdBy), \(expiresAt))
+                    """,
+                    logger: self.logger
+                )
+            }
+        }
+        return (codes, expiresAt)
+    }
+
+    /// Trades an unused, unexpired code for a new device and its first tokens.
+    func register(code: String, deviceName: String, platform: String?) async throws -> Components.Schemas.TokenPair {
+        let deviceID = "dev_" + Self.randomHex(bytes: 12)
+        let familyID = Self.randomHex(bytes: 8)
+        let refresh = Self.refreshToken(family: familyID)
+        let refreshExpires = Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds))
+        let granted: (tenant: String, scopes: [String])? = try await self.client.withTransaction(logger: self.logger) { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE enrolment_codes SET used_at = now(), device_id = \(deviceID)
+                WHERE code_sha256 = \(Self.digest(code)) AND used_at IS NULL AND expires_at > now()
+                RETURNING tenant_id, scopes
+                """,
+                logger: self.logger
+            )
+            var granted: (String, [String])?
+            for try await row in rows.decode((String, [String]).self) { granted = row }
+            guard let (tenant, scopes) = granted else { return nil }
+            try await connection.query(
+                "INSERT INTO devices (device_id, tenant_id, name, platform, scopes) VALUES (\(deviceID), \(tenant), \(deviceName), \(platform), \(scopes))",
+                logger: self.logger
+            )
+            try await connection.query(
+                "INSERT INTO refresh_families (family_id, device_id, tenant_id) VALUES (\(familyID), \(deviceID), \(tenant))",
+                logger: self.logger
+            )
+            try await connection.query(
+                "INSERT INTO refresh_tokens (token_sha256, family_id, expires_at) VALUES (\(Self.digest(refresh)), \(familyID), \(refreshExpires))",
+                logger: self.logger
+            )
+            return (tenant, scopes)
+        }
+        guard let granted else {
+            throw ServiceKitError(.api(.authInvalid), "the enrolment code is unknown, used or expired")
+        }
+        return try await self.pair(tenant: granted.tenant, device: deviceID, scopes: granted.scopes, refresh: refresh, refreshExpires: refreshExpires)
+    }
+
+    private enum Rotation {
+        case unknown
+        case revoked
+        case expired
+        case reused
+        case rotated(tenant: String, device: String, scopes: [String])
+    }
+
+    /// Rotates a refresh token: the old one stops working, a new one of the same family is
+    /// returned with a new access token.
+    func refresh(_ token: String) async throws -> Components.Schemas.TokenPair {
+        let parts = token.split(separator: "_", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "sdr", parts[1].utf8.count == 16, parts[2].utf8.count == 64 else {
+            throw ServiceKitError(.api(.authInvalid), "not a Swarmdeck refresh token (sdr_…)")
+        }
+        let familyID = String(parts[1])
+        let next = Self.refreshToken(family: familyID)
+        let nextExpires = Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds))
+        let rotation: Rotation = try await self.client.withTransaction(logger: self.logger) { connection in
+            // The family row lock serializes refreshes of one family: of two racing refreshes
+            // with the same token, the second sees it rotated (and revokes the family).
+            let rows = try await connection.query(
+                """
+                SELECT f.tenant_id, f.device_id, f.revoked_at IS NOT NULL OR d.revoked_at IS NOT NULL, d.scopes,
+                       t.rotated_at IS NOT NULL, t.expires_at <= now()
+                FROM refresh_tokens t
+                JOIN refresh_families f ON f.family_id = t.family_id
+                JOIN devices d ON d.device_id = f.device_id
+                WHERE t.token_sha256 = \(Self.digest(token)) AND t.family_id = \(familyID)
+                FOR UPDATE OF f, t
+                """,
+                logger: self.logger
+            )
+            var found: (String, String, Bool, [String], Bool, Bool)?
+            for try await row in rows.decode((String, String, Bool, [String], Bool, Bool).self) { found = row }
+            guard let (tenant, device, revoked, scopes, rotated, expired) = found else { return .unknown }
+            if revoked { return .revoked }
+            if rotated {
+                try await connection.query(
+                    "UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'refresh token reused' WHERE family_id = \(familyID)",
+                    logger: self.logger
+                )
+                return .reused
+            }
+            if expired { return .expired }
+            try await connection.query("UPDATE refresh_tokens SET rotated_at = now() WHERE token_sha256 = \(Self.digest(token))", logger: self.logger)
+            try await connection.query(
+                "INSERT INTO refresh_tokens (token_sha256, family_id, expires_at) VALUES (\(Self.digest(next)), \(familyID), \(nextExpires))",
+                logger: self.logger
+            )
+            return .rotated(tenant: tenant, device: device, scopes: scopes)
+        }
+        switch rotation {
+        case .unknown: throw ServiceKitError(.api(.authInvalid), "unknown refresh token")
+        case .revoked: throw ServiceKitError(.api(.authInvalid), "the refresh token was revoked; enrol the device again")
+        case .expired: throw ServiceKitError(.api(.authExpired), "the refresh token has expired; enrol the device again")
+        case .reused:
+            self.logger.warning("refresh token reused: family revoked", metadata: ["family": "\(familyID)"])
+            throw ServiceKitError(.api(.authInvalid), "the refresh token was already used; every token of this sign-in is revoked, enrol the device again")
+        case .rotated(let tenant, let device, let scopes):
+            return try await self.pair(tenant: tenant, device: device, scopes: scopes, refresh: next, refreshExpires: nextExpires)
+        }
+    }
+
+    private func pair(tenant: String, device: String, scopes: [String], refresh: String, refreshExpires: Date) async throws -> Components.Schemas.TokenPair {
+        let granted = Set(scopes.compactMap(Scope.init(rawValue:)))
+        let access = try await self.signer.sign(tenant: tenant, subject: device, scopes: granted, lifetime: self.accessLifetime)
+        return Components.Schemas.TokenPair(
+            tokenType: .bearer,
+            accessToken: access,
+            expiresIn: Int(self.accessLifetime.components.seconds),
+            refreshToken: refresh,
+            refreshExpiresAt: refreshExpires,
+            deviceId: device,
+            tenantId: tenant,
+            scopes: granted.sorted().compactMap { Components.Schemas.Scope(rawValue: $0.rawValue) }
+        )
+    }
+
+    private static func refreshToken(family: String) -> String {
+        "sdr_\(family)_\(Self.randomHex(bytes: 32))"
+    }
+
+    static func digest(_ secret: String) -> ByteBuffer {
+        ByteBuffer(bytes: Array(SHA256.hash(data: Array(secret.utf8))))
+    }
+
+    static func randomHex(bytes: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in
+            let byte = UInt8.random(in: .min ... .max, using: &generator)
+            return String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16)
+        }.joined()
+    }
+}

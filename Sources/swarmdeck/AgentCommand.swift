@@ -1,0 +1,104 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+
+/// `swarmdeck agent run`: runs a command as a Swarmdeck agent (see ``AgentConnector``).
+struct AgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent",
+        abstract: "Run a command as a Swarmdeck agent that reports to ingest and obeys controls.",
+        subcommands: [Run.self]
+    )
+
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Start COMMAND; report its state and output; pause, resume or terminate it when told.",
+            discussion: """
+                Output lines become log events (stderr as warnings); a line `@swarmdeck {json}` is sent as that \
+                native event (e.g. {"kind":"tool_call","tool":"bash","ok":true}). Exits with the command's status.
+                """
+        )
+
+        @Option(help: "Base URL of the edge (ingest and control-api); default $SWARMDECK_URL or http://127.0.0.1:8080.")
+        var url: String?
+
+        @Option(help: "Base URL of ingest, if not the edge.")
+        var ingestURL: String?
+
+        @Option(help: "Base URL of control-api, if not the edge.")
+        var controlURL: String?
+
+        @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
+        var key: String?
+
+        @Option(help: "The swarm the agent belongs to.")
+        var swarm = "default"
+
+        @Option(help: "The agent id (unique in the tenant).")
+        var name: String
+
+        @Option(help: "Seconds between heartbeats.")
+        var heartbeatSeconds = 5.0
+
+        @Option(help: "Seconds a terminated command has to exit after SIGTERM before SIGKILL.")
+        var graceSeconds = 5.0
+
+        @Argument(parsing: .postTerminator, help: "The command, after --.")
+        var command: [String] = []
+
+        func validate() throws {
+            guard !self.command.isEmpty else { throw ValidationError("give the command after --, e.g. swarmdeck agent run --name a1 -- sleep 1000") }
+            guard (1...256).contains(self.name.utf8.count), (1...256).contains(self.swarm.utf8.count) else {
+                throw ValidationError("--name and --swarm must be 1 to 256 bytes")
+            }
+            guard (0.1...3600).contains(self.heartbeatSeconds), (0...600).contains(self.graceSeconds) else {
+                throw ValidationError("--heartbeat-seconds 0.1…3600, --grace-seconds 0…600")
+            }
+        }
+
+        func run() async throws {
+            let base = self.url ?? ProcessInfo.processInfo.environment["SWARMDECK_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
+            let options = AgentConnector.Options(
+                ingestURL: self.ingestURL ?? base,
+                controlURL: self.controlURL ?? base,
+                key: try IngestTargetOptions.ingestKey(self.key),
+                swarm: self.swarm,
+                agent: self.name,
+                heartbeat: .milliseconds(Int(self.heartbeatSeconds * 1000)),
+                grace: .milliseconds(Int(self.graceSeconds * 1000))
+            )
+            let child = try ChildProcess(self.command)
+            // Stopping the connector ends the command too.
+            let signals = ChildSignalForwarder(child: child)
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            AgentConnector.say("\(self.name) in swarm \(self.swarm): started pid \(child.pid): \(self.command.joined(separator: " "))")
+            let status = await AgentConnector(options: options, client: client, child: child, command: self.command.joined(separator: " ")).run()
+            signals.cancel()
+            try await client.shutdown()
+            AgentConnector.say("\(self.name): command exited with status \(status)")
+            throw ExitCode(status)
+        }
+    }
+}
+
+/// Forwards SIGINT and SIGTERM sent to the connector to the command's process group.
+final class ChildSignalForwarder {
+    private let sources: [any DispatchSourceSignal]
+
+    init(child: ChildProcess) {
+        self.sources = [SIGINT, SIGTERM, SIGHUP].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                child.signal(SIGCONT)
+                child.signal(SIGTERM)
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for source in self.sources { source.cancel() }
+    }
+}

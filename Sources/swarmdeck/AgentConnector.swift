@@ -1,0 +1,332 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+/// Runs one command as a Swarmdeck agent: reports its state (at start, on every change and as
+/// a heartbeat) and its output as log events through ingest, and obeys the commands it
+/// long-polls from control-api on the real process group: pause → SIGSTOP, resume → SIGCONT,
+/// terminate → SIGTERM, then SIGKILL after the grace period. Each command is answered with a
+/// state event (msgId `ack-<commandId>`, so the phone sees it on its stream) and an
+/// acknowledgement to control-api.
+///
+/// A line of output `@swarmdeck {json}` is sent as that event (a native event without msgId,
+/// swarmId and agentId, which the connector adds): a script can report tool calls and token use.
+actor AgentConnector {
+    struct Options: Sendable {
+        var ingestURL: String
+        var controlURL: String
+        var key: String
+        var swarm: String
+        var agent: String
+        var heartbeat: Duration
+        var grace: Duration
+    }
+
+    enum State: String {
+        case running, paused, terminated
+    }
+
+    let options: Options
+    let client: HTTPClient
+    let child: ChildProcess
+    let command: String
+    private var state = State.running
+    private var taskSummary: String
+    private let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    private var counter = 0
+    /// Output and structured events waiting for the next post, bounded.
+    private var pending: [[String: Any]] = []
+    private var droppedLines = 0
+    /// The command being handled, in a task of its own: the end of the process (which cancels
+    /// the loops) must not cut its acknowledgement short.
+    private var inFlight: Task<Void, Never>?
+    /// Commands already handled: a redelivery gets the same answer.
+    private var answered: [String: (outcome: String, state: String, message: String?)] = [:]
+
+    static let maxPending = 10_000
+
+    init(options: Options, client: HTTPClient, child: ChildProcess, command: String) {
+        self.options = options
+        self.client = client
+        self.child = child
+        self.command = command
+        self.taskSummary = "pid \(child.pid): \(command)"
+    }
+
+    /// Runs until the command ends (by itself or terminated); returns its exit status.
+    func run() async -> Int32 {
+        await self.report(state: .running, msgID: self.nextID())
+        let exitCode = await withTaskGroup(of: Int32?.self) { group in
+            group.addTask { await self.forwardOutput(); return nil }
+            group.addTask { await self.flushLoop(); return nil }
+            group.addTask { await self.heartbeatLoop(); return nil }
+            group.addTask { await self.commandLoop(); return nil }
+            group.addTask { await self.child.exit.value }
+            var code: Int32 = 0
+            for await result in group {
+                if let result {
+                    code = result
+                    break
+                }
+            }
+            group.cancelAll()
+            return code
+        }
+        await self.inFlight?.value
+        await self.flush()
+        if self.state != .terminated {
+            self.state = .terminated
+            self.taskSummary = "exited with status \(exitCode): \(self.command)"
+        }
+        await self.report(state: .terminated, msgID: "exit-\(self.options.agent)-\(self.run)", attributes: ["exitStatus": Int(exitCode)])
+        return exitCode
+    }
+
+    // MARK: Output
+
+    private func forwardOutput() async {
+        for await (line, isError) in self.child.lines {
+            self.enqueue(line: line, isError: isError)
+            if self.pending.count >= 200 { await self.flush() }
+        }
+    }
+
+    private func enqueue(line: String, isError: Bool) {
+        var event: [String: Any]
+        if line.hasPrefix("@swarmdeck "), let data = line.dropFirst(11).data(using: .utf8),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], object["kind"] is String
+        {
+            event = object
+        } else {
+            event = ["kind": "log", "level": isError ? "warn" : "info", "message": line]
+        }
+        event["msgId"] = self.nextID()
+        event["swarmId"] = self.options.swarm
+        event["agentId"] = self.options.agent
+        if self.pending.count >= Self.maxPending {
+            self.pending.removeFirst()
+            self.droppedLines += 1
+        }
+        self.pending.append(event)
+    }
+
+    private func flushLoop() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            await self.flush()
+        }
+    }
+
+    /// Posts what is pending; on failure it stays pending (msgIds make the retry safe).
+    private func flush() async {
+        guard !self.pending.isEmpty else { return }
+        let batch = Array(self.pending.prefix(500))
+        if await self.post(batch) {
+            self.pending.removeFirst(batch.count)
+        }
+        if self.droppedLines > 0 {
+            let dropped = self.droppedLines
+            self.droppedLines = 0
+            _ = await self.post([
+                [
+                    "msgId": self.nextID(), "swarmId": self.options.swarm, "agentId": self.options.agent, "kind": "log", "level": "warn",
+                    "message": "connector dropped \(dropped) lines of output while ingest was unreachable",
+                ]
+            ])
+        }
+    }
+
+    // MARK: State
+
+    private func heartbeatLoop() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: self.options.heartbeat)
+            guard !Task.isCancelled, self.state != .terminated else { continue }
+            await self.report(state: self.state, msgID: self.nextID())
+        }
+    }
+
+    /// Posts a state event now (with retries: a state change must arrive).
+    private func report(state: State, msgID: String, attributes: [String: Any] = [:]) async {
+        var event: [String: Any] = [
+            "msgId": msgID, "swarmId": self.options.swarm, "agentId": self.options.agent, "kind": "state", "state": state.rawValue,
+            "taskSummary": self.taskSummary,
+        ]
+        if !attributes.isEmpty { event["attrs"] = attributes }
+        for attempt in 0..<5 {
+            if await self.post([event]) { return }
+            try? await Task.sleep(for: .milliseconds(200 << attempt))
+        }
+    }
+
+    private func post(_ events: [[String: Any]]) async -> Bool {
+        guard let body = try? JSONSerialization.data(withJSONObject: ["events": events]) else { return false }
+        var request = HTTPClientRequest(url: self.options.ingestURL + "/v1/ingest/events")
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(self.options.key)")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let response = try await self.client.execute(request, timeout: .seconds(10))
+            _ = try await response.body.collect(upTo: 4 << 20)
+            if response.status != .ok { Self.say("ingest answered \(response.status.code)") }
+            return response.status == .ok
+        } catch {
+            Self.say("ingest unreachable: \(error)")
+            return false
+        }
+    }
+
+    // MARK: Commands
+
+    private struct Command: Decodable {
+        var commandId: String
+        var requestId: String
+        var action: String
+        var reason: String
+        var actor: String
+        var expiresAt: Date?
+        var ackToken: String
+    }
+
+    private struct CommandList: Decodable {
+        var commands: [Command]
+    }
+
+    private func commandLoop() async {
+        var failures = 0
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        while !Task.isCancelled && self.state != .terminated {
+            var components = URLComponents(string: self.options.controlURL + "/v1/agent/commands")!
+            components.queryItems = [
+                URLQueryItem(name: "swarmId", value: self.options.swarm), URLQueryItem(name: "agentId", value: self.options.agent),
+                URLQueryItem(name: "waitSeconds", value: "25"),
+            ]
+            var request = HTTPClientRequest(url: components.url!.absoluteString)
+            request.headers.add(name: "Authorization", value: "Bearer \(self.options.key)")
+            do {
+                let response = try await self.client.execute(request, timeout: .seconds(40))
+                let body = try await response.body.collect(upTo: 4 << 20)
+                guard response.status == .ok else {
+                    throw ChildProcessError("control-api answered \(response.status.code): \(String(buffer: body))")
+                }
+                failures = 0
+                for command in try decoder.decode(CommandList.self, from: Data(buffer: body)).commands {
+                    let handling = Task { await self.handle(command) }
+                    self.inFlight = handling
+                    await handling.value
+                }
+            } catch {
+                if Task.isCancelled { return }
+                failures += 1
+                Self.say("command channel: \(error)")
+                try? await Task.sleep(for: .seconds(min(failures, 5)))
+            }
+        }
+    }
+
+    private func handle(_ command: Command) async {
+        if let answer = self.answered[command.commandId] {
+            await self.acknowledge(command, answer)
+            return
+        }
+        let answer: (outcome: String, state: String, message: String?)
+        if let expiresAt = command.expiresAt, expiresAt < Date() {
+            answer = ("expired", self.state.rawValue, "arrived after \(expiresAt)")
+        } else {
+            answer = await self.apply(command.action)
+        }
+        self.answered[command.commandId] = answer
+        Self.say("\(command.action) from \(command.actor) (\(command.reason)): \(answer.outcome), now \(answer.state)")
+        await self.report(
+            state: self.state,
+            msgID: "ack-\(command.commandId)",
+            attributes: [
+                "commandId": command.commandId, "requestId": command.requestId, "action": command.action, "outcome": answer.outcome,
+                "actor": command.actor, "reason": command.reason,
+            ]
+        )
+        await self.acknowledge(command, answer)
+    }
+
+    private func apply(_ action: String) async -> (outcome: String, state: String, message: String?) {
+        switch (action, self.state) {
+        case (_, .terminated):
+            return (action == "terminate" ? "noop" : "rejected", State.terminated.rawValue, "the process has ended")
+        case ("pause", .paused), ("resume", .running):
+            return ("noop", self.state.rawValue, nil)
+        case ("pause", .running):
+            guard self.child.signal(SIGSTOP) else { return ("failed", self.state.rawValue, "SIGSTOP: \(String(cString: strerror(errno)))") }
+            self.state = .paused
+            return ("applied", self.state.rawValue, nil)
+        case ("resume", .paused):
+            guard self.child.signal(SIGCONT) else { return ("failed", self.state.rawValue, "SIGCONT: \(String(cString: strerror(errno)))") }
+            self.state = .running
+            return ("applied", self.state.rawValue, nil)
+        case ("terminate", _):
+            self.child.signal(SIGTERM)
+            self.child.signal(SIGCONT)  // a stopped process handles SIGTERM once continued
+            let exit = self.child.exit
+            let ended = await withTaskGroup(of: Bool.self) { group in
+                group.addTask { _ = await exit.value; return true }
+                group.addTask { [grace = self.options.grace] in
+                    try? await Task.sleep(for: grace)
+                    return false
+                }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+            var message = "SIGTERM"
+            if !ended {
+                self.child.signal(SIGKILL)
+                _ = await exit.value
+                message = "SIGTERM, then SIGKILL after \(self.options.grace)"
+            }
+            self.state = .terminated
+            self.taskSummary = "terminated: \(self.command)"
+            return ("applied", self.state.rawValue, message)
+        default:
+            return ("rejected", self.state.rawValue, "unknown action \(action)")
+        }
+    }
+
+    private func acknowledge(_ command: Command, _ answer: (outcome: String, state: String, message: String?)) async {
+        var ack: [String: Any] = ["commandId": command.commandId, "ackToken": command.ackToken, "outcome": answer.outcome, "state": answer.state]
+        if let message = answer.message { ack["message"] = message }
+        guard let body = try? JSONSerialization.data(withJSONObject: ack) else { return }
+        for attempt in 0..<5 {
+            var request = HTTPClientRequest(url: self.options.controlURL + "/v1/agent/commands/ack")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(self.options.key)")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+            if let response = try? await self.client.execute(request, timeout: .seconds(10)) {
+                _ = try? await response.body.collect(upTo: 1 << 20)
+                if response.status == .noContent { return }
+                // A 4xx will not get better.
+                if (400..<500).contains(response.status.code) {
+                    Self.say("acknowledgement refused: \(response.status.code)")
+                    return
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(200 << attempt))
+        }
+    }
+
+    private func nextID() -> String {
+        self.counter += 1
+        return "\(self.options.agent)-\(self.run)-\(self.counter)"
+    }
+
+    /// A line on stderr (stdout may be the child's log in a pipeline).
+    nonisolated static func say(_ line: String) {
+        FileHandle.standardError.write(Data(("agent: " + line + "\n").utf8))
+    }
+}
