@@ -180,6 +180,46 @@ let package = Package(
             path: "Tests/IngestTestSupport",
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "FanoutTestSupport",
+            dependencies: [
+                "StreamFanout",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Tests/FanoutTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "StreamTestSupport",
+            dependencies: [
+                "ServiceKit",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/StreamTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ControlAPITests",
+            dependencies: [
+                "Contracts",
+                "ControlAPI",
+                "FanoutTestSupport",
+                "IngestTestSupport",
+                "ServiceKit",
+                "StreamTestSupport",
+                "TestSupport",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "FanoutTests",
             dependencies: [
@@ -187,6 +227,7 @@ let package = Package(
                 "IngestTestSupport",
                 "ServiceKit",
                 "StreamFanout",
+                "StreamTestSupport",
                 "TestSupport",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Hummingbird", package: "hummingbird"),

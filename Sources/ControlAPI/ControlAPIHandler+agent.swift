@@ -8,7 +8,8 @@ extension ControlAPIHandler {
         try Self.checkID(input.query.swarmId, "swarmId")
         try Self.checkID(input.query.agentId, "agentId")
         try Self.checkRange(input.query.waitSeconds, "waitSeconds", 0...30)
-        let delivered = try await self.bus.next(tenant: tenant, agent: input.query.agentId, wait: .seconds(input.query.waitSeconds ?? 25))
+        let wait = min(input.query.waitSeconds ?? 25, self.settings.maxPollSeconds)
+        let delivered = try await self.bus.next(tenant: tenant, agent: input.query.agentId, wait: .seconds(wait))
         let commands = delivered.compactMap { command, token -> Components.Schemas.AgentCommand? in
             guard let action = Components.Schemas.ControlAction(command.action) else { return nil }
             return Components.Schemas.AgentCommand(
@@ -28,7 +29,7 @@ extension ControlAPIHandler {
     func ackCommand(_ input: Operations.AckCommand.Input) async throws -> Operations.AckCommand.Output {
         let tenant = try await self.agentTenant()
         guard case .json(let ack) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
-        try Self.checkText(ack.commandId, "commandId", max: 128)
+        try Self.checkID(ack.commandId, "commandId")
         try Self.checkText(ack.ackToken, "ackToken", max: 512)
         try Self.checkText(ack.state, "state", max: 64)
         if let message = ack.message { try Self.checkText(message, "message", max: 1000, required: false) }

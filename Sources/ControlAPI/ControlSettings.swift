@@ -18,6 +18,8 @@ struct ControlSettings: Sendable {
     var offlineSeconds: Int
     /// Seconds a command stays valid; an agent that gets it later answers `expired`.
     var commandSeconds: Int
+    /// The longest a command long poll waits (less than a proxy's read timeout).
+    var maxPollSeconds: Int
     /// Control requests one actor may make per minute (replays of a request id are free).
     var controlsPerMinute: Int
     /// The base of the `webUrl` deep links, e.g. `https://swarmdeck.example.com`.
@@ -25,7 +27,7 @@ struct ControlSettings: Sendable {
 
     static let keys: [SettingKey] = [
         .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .offlineSeconds, .commandSeconds,
-        .controlsPerMinute, .webBaseURL,
+        .controlsPerMinute, .maxPollSeconds, .webBaseURL,
     ]
 
     init(reader: ConfigReader) throws(ServiceKitError) {
@@ -41,6 +43,7 @@ struct ControlSettings: Sendable {
         self.offlineSeconds = try reader.setting(.offlineSeconds, in: 5...86_400)
         self.commandSeconds = try reader.setting(.commandSeconds, in: 5...86_400)
         self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)
+        self.maxPollSeconds = try reader.setting(.maxPollSeconds, in: 1...30)
         var base: String = try reader.setting(.webBaseURL)
         while base.hasSuffix("/") { base.removeLast() }
         guard base.hasPrefix("https://") || base.hasPrefix("http://") else {
@@ -63,5 +66,10 @@ extension SettingKey {
     static let offlineSeconds = SettingKey("control.offline-seconds", "seconds without an event after which an agent is offline", default: "60")
     static let commandSeconds = SettingKey("control.command-seconds", "seconds a command stays valid before an agent answers expired", default: "300")
     static let controlsPerMinute = SettingKey("control.controls-per-minute", "new control requests per actor per minute (429 past it)", default: "60")
+    static let maxPollSeconds = SettingKey(
+        "control.max-poll-seconds",
+        "the longest a command long poll waits (keep it under the edge's read timeout)",
+        default: "30"
+    )
     static let webBaseURL = SettingKey("control.web-base-url", "base of the webUrl deep links in fleet answers", default: "http://127.0.0.1:8080")
 }

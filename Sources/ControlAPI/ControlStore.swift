@@ -58,7 +58,17 @@ struct ControlStore: Sendable {
     ///   new) to apply the actor's rate limit; throwing rolls everything back.
     func submit(_ submission: Submission, admit: @Sendable () throws -> Void) async throws -> Outcome {
         let fingerprint = submission.fingerprint
-        return try await self.client.withTransaction(logger: self.logger) { connection in
+        do {
+            return try await self.submit(submission, fingerprint: fingerprint, admit: admit)
+        } catch let error as PostgresTransactionError {
+            // A refusal from inside the transaction (conflict, rate limit) is the answer.
+            if let refusal = error.closureError as? ServiceKitError, error.rollbackError == nil { throw refusal }
+            throw error
+        }
+    }
+
+    private func submit(_ submission: Submission, fingerprint: ByteBuffer, admit: @Sendable () throws -> Void) async throws -> Outcome {
+        try await self.client.withTransaction(logger: self.logger) { connection in
             // Serializes the requests of one request id across replicas.
             try await connection.query(
                 "SELECT pg_advisory_xact_lock(hashtext(\(submission.tenant)), hashtext(\(submission.requestID)))",

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import HummingbirdWSClient
 import ServiceKit
+import StreamTestSupport
 import TestSupport
 import Testing
 

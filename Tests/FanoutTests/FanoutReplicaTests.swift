@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
+import StreamTestSupport
 import Synchronization
 import TestSupport
 import Testing

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import HummingbirdWSClient
 import NIOCore
 import ServiceKit
+import StreamTestSupport
 import TestSupport
 import Synchronization
 import Testing

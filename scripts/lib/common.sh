@@ -9,7 +9,7 @@
 SWARMDECK_PACKAGES=(
   nats-server postgresql libnats-dev libpq-dev zlib1g-dev nginx-light tmux
   openssh-server protobuf-compiler libcurl4-openssl-dev libssh2-1-dev
-  python3 curl
+  python3 python3-venv curl
 )
 # Only needed to validate docker-compose.yml (scripts/test, CI).
 SWARMDECK_COMPOSE_PACKAGES=(docker-compose)
@@ -72,6 +72,19 @@ ensure_packages() {
 
 ensure_project_packages() { ensure_packages "${SWARMDECK_PACKAGES[@]}"; }
 ensure_compose_packages() { ensure_packages "${SWARMDECK_COMPOSE_PACKAGES[@]}"; }
+
+# schemathesis (from PyPI, pinned) in a venv under .build-venv: the fuzz test of
+# control-api's OpenAPI document runs it. Exports SWARMDECK_SCHEMATHESIS.
+SWARMDECK_SCHEMATHESIS_VERSION=4.32.5
+ensure_schemathesis() {
+  local venv=${SWARMDECK_ROOT:-$PWD}/.build-venv
+  if [[ ! -x $venv/bin/schemathesis ]] || [[ $("$venv/bin/schemathesis" --version 2>/dev/null) != *"$SWARMDECK_SCHEMATHESIS_VERSION"* ]]; then
+    log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION into $venv"
+    python3 -m venv "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
+    "$venv/bin/pip" install -q "schemathesis==$SWARMDECK_SCHEMATHESIS_VERSION" || die "could not install schemathesis from PyPI"
+  fi
+  export SWARMDECK_SCHEMATHESIS=$venv/bin/schemathesis
+}
 
 # wait_for_http URL TIMEOUT_SECONDS [PID]: succeed once URL answers 2xx.
 # With PID, give up at once if that process dies (no point waiting 60s).

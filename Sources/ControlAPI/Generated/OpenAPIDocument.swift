@@ -233,7 +233,8 @@ paths:
       tags: [agent]
       summary: Long-poll the commands for one agent (ingest key).
       description: |
-        Answers as soon as a command is waiting, or with an empty list after `waitSeconds`.
+        Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
+        (at most the service's `control.max-poll-seconds`, 30 by default).
         A command not acknowledged within 30 seconds is delivered again.
       security:
         - ingestKey: []
@@ -587,7 +588,7 @@ components:
       type: object
       required: [commandId, ackToken, outcome, state]
       properties:
-        commandId: { type: string, minLength: 1, maxLength: 128 }
+        commandId: { type: string, minLength: 1, maxLength: 256 }
         ackToken: { type: string, minLength: 1, maxLength: 512 }
         outcome: { type: string, enum: [applied, noop, rejected, failed, expired] }
         state: { type: string, minLength: 1, maxLength: 64, description: 'The agent''s state now: running, paused, terminated…' }

@@ -1743,7 +1743,8 @@ internal enum Operations {
     }
     /// Long-poll the commands for one agent (ingest key).
     ///
-    /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`.
+    /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
+    /// (at most the service's `control.max-poll-seconds`, 30 by default).
     /// A command not acknowledged within 30 seconds is delivered again.
     ///
     ///

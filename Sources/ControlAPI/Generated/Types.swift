@@ -69,7 +69,8 @@ internal protocol APIProtocol: Sendable {
     func listAudit(_ input: Operations.ListAudit.Input) async throws -> Operations.ListAudit.Output
     /// Long-poll the commands for one agent (ingest key).
     ///
-    /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`.
+    /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
+    /// (at most the service's `control.max-poll-seconds`, 30 by default).
     /// A command not acknowledged within 30 seconds is delivered again.
     ///
     ///
@@ -241,7 +242,8 @@ extension APIProtocol {
     }
     /// Long-poll the commands for one agent (ingest key).
     ///
-    /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`.
+    /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
+    /// (at most the service's `control.max-poll-seconds`, 30 by default).
     /// A command not acknowledged within 30 seconds is delivered again.
     ///
     ///

@@ -1,0 +1,126 @@
+import Contracts
+import FanoutTestSupport
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import StreamTestSupport
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite("Control end to end: a real process under the connector, steered through control-api, seen on /v1/stream")
+struct ControlEndToEndTests {
+    typealias H = ControlHarness
+
+    /// The `swarmdeck` executable built beside the test bundle.
+    static var swarmdeck: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("swarmdeck")
+    }
+
+    /// The scheduler state of a process (`R`, `S`, `T`, `Z`…) from /proc, or nil once it is gone.
+    static func processState(_ pid: Int32) -> Character? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        return stat[stat.index(close, offsetBy: 2)]
+    }
+
+    final class Seen: Sendable {
+        let subscribed = Mutex(false)
+        /// State events answering commands: (command id, state, outcome).
+        let states = Mutex<[(command: String, state: String, outcome: String)]>([])
+    }
+
+    @Test("sleep 1000 under the connector: pause → T, resume → S, terminate ends it; each step is an event on the stream")
+    func pauseResumeTerminate() async throws {
+        let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
+        let agent = "e2e-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        try await harness.run(.live) { ingest, controlAPI in
+            let fanoutApplication = try await buildFanoutApplication(reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: try harness.environment()))
+            try await fanoutApplication.test(.live) { fanout in
+                let key = try await harness.createKey(ingest)
+                let token = try await harness.token()
+                let connector = Process()
+                connector.executableURL = Self.swarmdeck
+                connector.arguments = [
+                    "agent", "run", "--ingest-url", "http://127.0.0.1:\(try #require(ingest.port))",
+                    "--control-url", "http://127.0.0.1:\(try #require(controlAPI.port))", "--key", key, "--swarm", "e2e", "--name", agent,
+                    "--heartbeat-seconds", "1", "--grace-seconds", "2", "--", "sleep", "1000",
+                ]
+                connector.standardOutput = FileHandle.nullDevice
+                connector.standardError = FileHandle.nullDevice
+                try connector.run()
+                defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+
+                // The agent appears, running, with its process id in its task summary.
+                var record: [String: Any] = [:]
+                let running = try await eventually(timeout: .seconds(20)) {
+                    record = try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token).1
+                    return record["status"] as? String == "running"
+                }
+                #expect(running)
+                let summary = try #require(record["taskSummary"] as? String)
+                let pid = try #require(Int32(summary.dropFirst(4).prefix { $0.isNumber }))
+                #expect(Self.processState(pid) == "S")
+
+                let seen = Seen()
+                let stream = StreamClient(port: try #require(fanout.port), token: token)
+                async let frames = stream.run(
+                    sending: [subscribe(filters: ["agentIds": [agent], "include": ["states"]])],
+                    timeout: .seconds(60)
+                ) { frame in
+                    if frame["type"] as? String == "subscribed" { seen.subscribed.withLock { $0 = true } }
+                    guard frame["seq"] != nil, let attrs = frame["attrs"] as? [String: Any], let command = attrs["commandId"] as? String else { return false }
+                    let entry = (command, frame["state"] as? String ?? "", attrs["outcome"] as? String ?? "")
+                    seen.states.withLock { $0.append(entry) }
+                    return frame["state"] as? String == "terminated"
+                }
+                #expect(await eventually { seen.subscribed.withLock { $0 } })
+
+                let control = controlAPI
+                func steer(_ action: String, _ requestID: String) async throws -> String {
+                    var body: [String: Any] = ["action": action, "reason": "e2e \(action)", "requestId": requestID]
+                    if action == "terminate" { body["confirm"] = "TERMINATE" }
+                    let (status, receipt) = try await H.call(control, .post, "/v1/agents/\(agent)/control", token: token, json: body)
+                    #expect(status == .accepted)
+                    return try #require((receipt["commands"] as? [[String: Any]])?.first?["commandId"] as? String)
+                }
+                func stateEvent(_ commandID: String) async -> (state: String, outcome: String)? {
+                    _ = await eventually(timeout: .seconds(10)) {
+                        seen.states.withLock { $0.contains { $0.command == commandID } }
+                    }
+                    return seen.states.withLock { $0.first { $0.command == commandID }.map { ($0.state, $0.outcome) } }
+                }
+
+                let pause = try await steer("pause", "e2e-pause")
+                #expect(await eventually { Self.processState(pid) == "T" })
+                let paused = await stateEvent(pause)
+                #expect(paused?.state == "paused" && paused?.outcome == "applied")
+
+                let resume = try await steer("resume", "e2e-resume")
+                #expect(await eventually { Self.processState(pid) == "S" })
+                #expect(await stateEvent(resume)?.state == "running")
+
+                let terminate = try await steer("terminate", "e2e-terminate")
+                #expect(await eventually { Self.processState(pid) == nil })
+                #expect(await stateEvent(terminate)?.state == "terminated")
+                _ = try await frames
+                connector.waitUntilExit()
+                #expect(connector.terminationStatus == 128 + SIGTERM)
+
+                // What the connector acknowledged is what control-api reports, and the fleet
+                // shows the agent terminated.
+                for (requestID, state) in [("e2e-pause", "paused"), ("e2e-resume", "running"), ("e2e-terminate", "terminated")] {
+                    let (_, status) = try await H.call(control, .get, "/v1/controls/\(requestID)", token: token)
+                    let command = (status["commands"] as? [[String: Any]])?.first
+                    #expect(command?["state"] as? String == "applied" && command?["agentState"] as? String == state, "\(requestID)")
+                }
+                let terminated = try await eventually {
+                    try await H.call(control, .get, "/v1/agents/\(agent)", token: token).1["status"] as? String == "terminated"
+                }
+                #expect(terminated)
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import Configuration
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import IngestTestSupport
+import NIOCore
+import ServiceKit
+import TestSupport
+import Testing
+
+@testable import ControlAPI
+
+/// Ingest and control-api against the test NATS and Postgres, with schemas, a subject prefix,
+/// a tenant and a signing key of their own.
+struct ControlHarness {
+    typealias JSON = [String: Any]
+
+    let ingestSchema = TestEnvironment.uniqueName("cing")
+    let controlSchema = TestEnvironment.uniqueName("ctl")
+    let prefix = "c" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    let tenant = "tenant-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    let keyFile: URL
+    let signer: AccessTokenSigner
+    var overrides: [String: String]
+
+    init(_ overrides: [String: String] = [:]) async throws {
+        let pair = AccessTokenSigner.generateKeyPair()
+        self.keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("control-test-\(UUID().uuidString).pem")
+        try Data(pair.privateKey.utf8).write(to: self.keyFile)
+        try Data(pair.publicKey.utf8).write(to: URL(fileURLWithPath: self.keyFile.path + ".pub"))
+        self.signer = try await AccessTokenSigner(privateKeyPEM: pair.privateKey, keyID: "swarmdeck-1", issuer: "swarmdeck", audience: "swarmdeck")
+        self.overrides = overrides
+    }
+
+    func environment() throws -> [String: String] {
+        var environment = [
+            "NATS_URL": try TestEnvironment.natsURL,
+            "POSTGRES_URL": try TestEnvironment.databaseURL,
+            "POSTGRES_MAX_CONNECTIONS": "8",
+            "INGEST_SCHEMA": self.ingestSchema,
+            "FANOUT_EVENT_LOG_SCHEMA": self.ingestSchema,
+            "FANOUT_SCHEMA": self.controlSchema + "_fan",
+            "CONTROL_SCHEMA": self.controlSchema,
+            "CONTROL_INGEST_SCHEMA": self.ingestSchema,
+            "SUBJECTS_PREFIX": self.prefix,
+            "AUTH_JWT_PUBLIC_KEY_FILE": self.keyFile.path + ".pub",
+            "AUTH_JWT_PRIVATE_KEY_FILE": self.keyFile.path,
+            "LOG_LEVEL": "warning",
+        ]
+        environment.merge(self.overrides) { $1 }
+        return environment
+    }
+
+    func ingest() async throws -> some ApplicationProtocol {
+        try await buildIngestApplication(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: try self.environment()))
+    }
+
+    func control() async throws -> some ApplicationProtocol {
+        try await buildApplication(reader: try await ServiceConfiguration.reader(arguments: ["control-api"], environment: try self.environment()))
+    }
+
+    /// Both, in this process: `body` gets their test clients.
+    func run(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol) async throws -> Void) async throws {
+        try await self.ingest().test(mode) { ingest in
+            try await self.control().test(mode) { control in
+                try await body(ingest, control)
+            }
+        }
+    }
+
+    func token(tenant: String? = nil, subject: String = "operator", scopes: Set<Scope> = Set(Scope.allCases)) async throws -> String {
+        try await self.signer.sign(tenant: tenant ?? self.tenant, subject: subject, scopes: scopes)
+    }
+
+    /// An ingest key for `tenant`, through ingest's admin API.
+    func createKey(_ ingest: any TestClientProtocol, tenant: String? = nil) async throws -> String {
+        let token = try await self.token(tenant: tenant, subject: "admin", scopes: [.admin])
+        let (_, object) = try await Self.call(ingest, .post, "/v1/admin/ingest-keys", token: token, json: ["name": "test"])
+        return try #require(object["key"] as? String)
+    }
+
+    /// Posts native events; fails the test unless they are all accepted.
+    func post(_ ingest: any TestClientProtocol, key: String, _ events: [JSON]) async throws {
+        let (status, object) = try await Self.call(ingest, .post, "/v1/ingest/events", token: key, json: ["events": events])
+        #expect(status == .ok)
+        #expect(object["accepted"] as? Int == events.count)
+    }
+
+    /// Makes `agent` of `swarm` known (a state event), and waits until control-api sees it.
+    func announce(
+        _ ingest: any TestClientProtocol,
+        _ control: any TestClientProtocol,
+        key: String,
+        agent: String,
+        swarm: String,
+        state: String = "running"
+    ) async throws {
+        try await self.post(ingest, key: key, [Self.state(agent: agent, swarm: swarm, state: state)])
+        let token = try await self.token(tenant: self.tenant, scopes: [.streamRead])
+        let seen = try await eventually {
+            try await Self.call(control, .get, "/v1/agents/\(agent)", token: token).0 == .ok
+        }
+        #expect(seen, "control-api never saw \(agent)")
+    }
+
+    static func state(agent: String, swarm: String, state: String) -> JSON {
+        ["msgId": "state-\(UUID().uuidString)", "swarmId": swarm, "agentId": agent, "kind": "state", "state": state]
+    }
+
+    /// One JSON call: the status and the body as an object (empty if none or not an object).
+    @discardableResult
+    static func call(
+        _ client: any TestClientProtocol,
+        _ method: HTTPRequest.Method,
+        _ uri: String,
+        token: String? = nil,
+        json: Any? = nil,
+        body: String? = nil,
+        headers extra: HTTPFields = [:]
+    ) async throws -> (HTTPResponse.Status, JSON) {
+        var headers = extra
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        var buffer: ByteBuffer?
+        if let json {
+            buffer = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))
+            headers[.contentType] = headers[.contentType] ?? "application/json"
+        } else if let body {
+            buffer = ByteBuffer(string: body)
+            headers[.contentType] = headers[.contentType] ?? "application/json"
+        }
+        return try await client.execute(uri: uri, method: method, headers: headers, body: buffer) { response in
+            let object = (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? JSON ?? [:]
+            return (response.status, object)
+        }
+    }
+
+    /// The raw body of a call, for byte-for-byte comparisons.
+    static func raw(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, token: String, body: String) async throws -> (HTTPResponse.Status, String) {
+        try await client.execute(
+            uri: uri,
+            method: method,
+            headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
+            body: ByteBuffer(string: body)
+        ) { response in
+            (response.status, String(buffer: response.body))
+        }
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// The error envelope's code, if this is one.
+    var errorCode: String? { (self["error"] as? [String: Any])?["code"] as? String }
+}

@@ -1,0 +1,193 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import ServiceKit
+import TestSupport
+import Testing
+
+@testable import ControlAPI
+
+@Suite("Control-api controls and the agent channel (live NATS, JetStream and Postgres)")
+struct ControlTests {
+    typealias H = ControlHarness
+
+    /// Rows of `table` in the harness's control schema matching `condition`.
+    static func count(_ harness: ControlHarness, _ table: String, where condition: String) async throws -> Int {
+        let client = PostgresClient(configuration: try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 2))
+        return try await withThrowingTaskGroup(of: Int.self) { group in
+            group.addTask {
+                await client.run()
+                return -1
+            }
+            let rows = try await client.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int8 FROM \"\(harness.controlSchema)\".\(table) WHERE \(condition)"))
+            var count = 0
+            for try await value in rows.decode(Int64.self) { count = Int(value) }
+            group.cancelAll()
+            return count
+        }
+    }
+
+    @Test("100 concurrent requests with one requestId: one command, one audit row, 100 identical answers")
+    func idempotentUnderConcurrency() async throws {
+        let harness = try await ControlHarness()
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
+            let token = try await harness.token(scopes: [.agentsControl])
+            let request = #"{"action":"pause","reason":"incident 42","requestId":"req-100"}"#
+            let answers = try await withThrowingTaskGroup(of: (HTTPResponse.Status, String).self) { group in
+                for _ in 0..<100 {
+                    group.addTask { try await H.raw(control, .post, "/v1/agents/a1/control", token: token, body: request) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.count == 100)
+            #expect(answers.allSatisfy { $0.0 == .accepted })
+            #expect(Set(answers.map(\.1)).count == 1)
+            #expect(try await Self.count(harness, "commands", where: "request_id = 'req-100'") == 1)
+            #expect(try await Self.count(harness, "audit", where: "request_id = 'req-100'") == 1)
+            // One command on JetStream.
+            let nats = try await TestEnvironment.connect()
+            let subjects = try Subjects(prefix: harness.prefix)
+            let info = try await JetStream(connection: nats).streamInfo(subjects.controlStreamName)
+            #expect(info.state.messages == 1)
+            await nats.close()
+
+            // The same id with another body is a conflict; a later retry still gets the answer.
+            let other: [String: Any] = ["action": "pause", "reason": "something else", "requestId": "req-100"]
+            let (conflict, body) = try await H.call(control, .post, "/v1/agents/a1/control", token: token, json: other)
+            #expect(conflict == .conflict && body.errorCode == "Conflict")
+            #expect(try await H.raw(control, .post, "/v1/agents/a1/control", token: token, body: request) == answers[0])
+        }
+    }
+
+    @Test("an agent polls its command with its ingest key, acknowledges it once; the request shows the outcome; both are audited")
+    func agentChannel() async throws {
+        let harness = try await ControlHarness()
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
+            try await harness.announce(ingest, control, key: key, agent: "a2", swarm: "s1")
+            let token = try await harness.token(scopes: [.agentsControl, .streamRead])
+            let (accepted, receipt) = try await H.call(
+                control,
+                .post,
+                "/v1/swarms/s1/control",
+                token: token,
+                json: ["action": "terminate", "reason": "runaway", "requestId": "r1", "confirm": "TERMINATE"]
+            )
+            #expect(accepted == .accepted)
+            #expect((receipt["commands"] as? [[String: Any]])?.compactMap { $0["agentId"] as? String } == ["a1", "a2"])
+
+            // Another tenant's key does not see the command.
+            let otherKey = try await harness.createKey(ingest, tenant: "other-" + harness.tenant)
+            let (_, empty) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=0", token: otherKey)
+            #expect((empty["commands"] as? [Any])?.isEmpty == true)
+
+            let (polled, list) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=5", token: key)
+            #expect(polled == .ok)
+            let command = try #require((list["commands"] as? [[String: Any]])?.first)
+            #expect(command["action"] as? String == "terminate" && command["reason"] as? String == "runaway" && command["actor"] as? String == "operator")
+            let commandID = try #require(command["commandId"] as? String)
+            let ackToken = try #require(command["ackToken"] as? String)
+
+            // A token that is not this delivery's, and an ack with another tenant's key, are refused.
+            let (badToken, badBody) = try await H.call(
+                control,
+                .post,
+                "/v1/agent/commands/ack",
+                token: key,
+                json: ["commandId": commandID, "ackToken": "$JS.ACK.other.x.1.1.1.1.1", "outcome": "applied", "state": "terminated"]
+            )
+            #expect(badToken == .badRequest && badBody.errorCode == "InvalidRequest")
+            let ack: [String: Any] = ["commandId": commandID, "ackToken": ackToken, "outcome": "applied", "state": "terminated", "message": "SIGTERM"]
+            #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: otherKey, json: ack).0 == .notFound)
+            for _ in 0..<3 {
+                #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: key, json: ack).0 == .noContent)
+            }
+            #expect(try await Self.count(harness, "audit", where: "command_id = '\(commandID)'") == 1)
+
+            let (_, status) = try await H.call(control, .get, "/v1/controls/r1", token: token)
+            let commands = try #require(status["commands"] as? [[String: Any]])
+            #expect(commands.map { $0["state"] as? String } == ["applied", "pending"])
+            #expect(commands.first?["agentState"] as? String == "terminated")
+
+            // Acknowledged: not delivered again; a2's command is still waiting for a2.
+            let (_, again) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=1", token: key)
+            #expect((again["commands"] as? [Any])?.isEmpty == true)
+            let (_, second) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a2&waitSeconds=5", token: key)
+            #expect((second["commands"] as? [[String: Any]])?.first?["requestId"] as? String == "r1")
+
+            let (_, audit) = try await H.call(control, .get, "/v1/audit", token: token)
+            let entries = try #require(audit["entries"] as? [[String: Any]])
+            #expect(entries.map { $0["action"] as? String } == ["ack:terminate", "terminate"])
+            #expect(entries.last?["actor"] as? String == "operator" && entries.last?["reason"] as? String == "runaway")
+            #expect(entries.first?["actor"] as? String == "agent:a1" && entries.first?["outcome"] as? String == "applied: terminated (SIGTERM)")
+        }
+    }
+
+    @Test("a command committed but never published is published by the dispatcher and delivered")
+    func dispatcherPublishesLeftovers() async throws {
+        let harness = try await ControlHarness()
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            // Stored as the request path stores it, without its publish (a replica that died
+            // between commit and publish).
+            var configuration = try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 2)
+            configuration.options.additionalStartupParameters = [("search_path", harness.controlSchema)]
+            let client = PostgresClient(configuration: configuration)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                let store = ControlStore(client: client, logger: Logger(label: "test"))
+                let submission = ControlStore.Submission(
+                    tenant: harness.tenant,
+                    actor: "operator",
+                    target: .agent,
+                    targetID: "a9",
+                    action: .pause,
+                    reason: "lost publish",
+                    requestID: "lost-1",
+                    agents: [("s9", "a9")],
+                    expiresAt: Date().addingTimeInterval(300)
+                )
+                _ = try await store.submit(submission) {}
+                group.cancelAll()
+            }
+            // The dispatcher runs every 2 s for commands older than 2 s.
+            let (_, list) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s9&agentId=a9&waitSeconds=10", token: key)
+            let command = try #require((list["commands"] as? [[String: Any]])?.first)
+            #expect(command["requestId"] as? String == "lost-1")
+            #expect(try await Self.count(harness, "commands", where: "request_id = 'lost-1' AND published_at IS NOT NULL") == 1)
+        }
+    }
+
+    @Test("per-actor rate limit: new requests past the limit get 429 with Retry-After; replays and other actors do not count")
+    func rateLimit() async throws {
+        let harness = try await ControlHarness(["CONTROL_CONTROLS_PER_MINUTE": "3"])
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
+            let token = try await harness.token(subject: "alice", scopes: [.agentsControl])
+            for index in 0..<3 {
+                #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: token, json: ["action": "pause", "reason": "r", "requestId": "rl-\(index)"]).0 == .accepted)
+            }
+            #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: token, json: ["action": "pause", "reason": "r", "requestId": "rl-0"]).0 == .accepted)
+            let (limited, body) = try await control.execute(
+                uri: "/v1/agents/a1/control",
+                method: .post,
+                headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
+                body: .init(string: #"{"action":"pause","reason":"r","requestId":"rl-3"}"#)
+            ) { response in
+                (response, (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:])
+            }
+            #expect(limited.status == .tooManyRequests && body.errorCode == "RateLimited")
+            #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 >= 1)
+            #expect(try await Self.count(harness, "audit", where: "request_id = 'rl-3'") == 0)
+            let bob = try await harness.token(subject: "bob", scopes: [.agentsControl])
+            #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: bob, json: ["action": "pause", "reason": "r", "requestId": "rl-bob"]).0 == .accepted)
+        }
+    }
+}
