@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "stream-fanout", targets: ["StreamFanout"]),
         .executable(name: "control-api", targets: ["ControlAPI"]),
         .executable(name: "fanout-bench", targets: ["FanoutBench"]),
+        .executable(name: "control-bench", targets: ["ControlBench"]),
         .library(name: "Contracts", targets: ["Contracts"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
     ],
@@ -134,6 +135,19 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             exclude: ["Generated/README.md"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "ControlBench",
+            dependencies: [
+                "Contracts",
+                "ServiceKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -46,8 +46,7 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
     let fleet = FleetIndex()
     let feed = FleetFeed(index: fleet, client: postgres, connection: nats, subjects: subjects, ingestSchema: settings.ingestSchema, logger: logger)
     let store = ControlStore(client: postgres, logger: logger)
-    let shutdown = ShutdownLatch()
-    let bus = CommandBus(jetStream: JetStream(connection: nats), subjects: subjects, shutdown: shutdown, logger: logger)
+    let bus = CommandBus(jetStream: JetStream(connection: nats), subjects: subjects, logger: logger)
     let dispatcher = CommandDispatcher(store: store, bus: bus, logger: logger)
     let handler = ControlAPIHandler(
         settings: settings,
@@ -82,7 +81,7 @@ func buildApplication(reader: ConfigReader) async throws -> some ApplicationProt
     var application = Application(
         router: router,
         configuration: try reader.applicationConfiguration(serverName: "control-api", defaultPort: 8083),
-        services: [postgres, NATSService(connection: nats), feed, dispatcher, shutdown],
+        services: [postgres, NATSService(connection: nats), feed, dispatcher],
         logger: logger
     )
     application.beforeServerStarts { [logger] in

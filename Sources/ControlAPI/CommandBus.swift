@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Logging
 import ServiceKit
+import ServiceLifecycle
 import Synchronization
 
 /// Control commands on JetStream: one stream (``Subjects/controlStreamName``) holds every
@@ -13,17 +14,14 @@ struct CommandBus: Sendable {
     let jetStream: JetStream
     let subjects: Subjects
     let logger: Logger
-    /// Ends long polls at graceful shutdown.
-    let shutdown: ShutdownLatch
     private let consumers = ConsumerRegistry()
 
     /// How long a delivered command may go unacknowledged before it is delivered again.
     static let ackWait = Duration.seconds(30)
 
-    init(jetStream: JetStream, subjects: Subjects, shutdown: ShutdownLatch, logger: Logger) {
+    init(jetStream: JetStream, subjects: Subjects, logger: Logger) {
         self.jetStream = jetStream
         self.subjects = subjects
-        self.shutdown = shutdown
         self.logger = logger
     }
 
@@ -40,9 +38,10 @@ struct CommandBus: Sendable {
     }
 
     /// Publishes commands and waits until JetStream stored each (a repeat of a stored one is
-    /// stored once). Returns the ids stored.
-    func publish(_ commands: [ControlStore.IssuedCommand], requestID: String?) async -> [String] {
-        var stored: [String] = []
+    /// stored once, and answered with its first sequence). Returns the ids stored and their
+    /// stream sequences.
+    func publish(_ commands: [ControlStore.IssuedCommand], requestID: String?) async -> [(commandID: String, sequence: UInt64)] {
+        var stored: [(commandID: String, sequence: UInt64)] = []
         for command in commands {
             var message = BusControlCommand()
             message.commandID = command.commandID
@@ -59,13 +58,13 @@ struct CommandBus: Sendable {
             if let requestID { headers[HeaderName.requestID] = requestID }
             do {
                 let payload: [UInt8] = try message.serializedBytes()
-                _ = try await self.jetStream.publish(
+                let ack = try await self.jetStream.publish(
                     payload,
                     to: self.subjects.controlCommand(tenant: command.tenant, agent: command.agentID),
                     messageID: command.commandID,
                     headers: headers
                 )
-                stored.append(command.commandID)
+                stored.append((command.commandID, ack.sequence))
             } catch {
                 self.logger.warning(
                     "command not published yet; the dispatcher retries",
@@ -92,7 +91,10 @@ struct CommandBus: Sendable {
                     durableName: name,
                     filterSubject: self.subjects.controlCommand(tenant: tenant, agent: agent),
                     ackWait: Self.ackWait,
-                    maxAckPending: 64
+                    maxAckPending: 64,
+                    // An agent gone for a day loses its consumer; a new one starts from what the
+                    // stream still holds (a day of commands, by then expired).
+                    inactiveThreshold: .seconds(86_400)
                 )
             )
             self.consumers.insert(name)
@@ -125,33 +127,39 @@ struct CommandBus: Sendable {
     /// on its own, and a command it gets is not acknowledged, so JetStream delivers it again.
     private func untilShutdown(_ fetch: @escaping @Sendable () async throws -> [JetStreamMessage]) async throws -> [JetStreamMessage] {
         let race = FirstAnswer<[JetStreamMessage]>()
-        let shutdown = self.shutdown
-        let waiter = Task {
-            await shutdown.wait()
-            if !Task.isCancelled { race.answer(.success([])) }
-        }
-        defer { waiter.cancel() }
-        return try await withCheckedThrowingContinuation { continuation in
-            race.arm(continuation)
-            Task {
-                do { race.answer(.success(try await fetch())) } catch { race.answer(.failure(error)) }
+        // The request's task carries the server's graceful shutdown (task locals), which comes
+        // before the server waits for requests in flight.
+        return try await withGracefulShutdownHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                race.arm(continuation)
+                Task {
+                    do { race.answer(.success(try await fetch())) } catch { race.answer(.failure(error)) }
+                }
             }
+        } onGracefulShutdown: {
+            race.answer(.success([]))
         }
     }
 
-    /// Acknowledges a delivered command on JetStream, given the token it was delivered with.
-    /// - Throws: `InvalidRequest` if the token is not one of that agent's deliveries.
-    func acknowledge(ackToken: String, tenant: String, agent: String) throws {
-        try self.checkAckToken(ackToken, tenant: tenant, agent: agent)
+    /// Acknowledges a delivered command on JetStream, given the token it was delivered with
+    /// (checked first, see ``checkAckToken(_:tenant:agent:sequence:)``).
+    func acknowledge(ackToken: String, tenant: String, agent: String, sequence: UInt64) throws {
+        try self.checkAckToken(ackToken, tenant: tenant, agent: agent, sequence: sequence)
         try self.jetStream.connection.publish(Array("+ACK".utf8), to: ackToken)
     }
 
-    /// Throws `InvalidRequest` unless `ackToken` is a delivery of that agent's consumer.
-    func checkAckToken(_ ackToken: String, tenant: String, agent: String) throws(ServiceKitError) {
-        let expected = "$JS.ACK.\(self.subjects.controlStreamName).\(self.consumerName(tenant: tenant, agent: agent))."
-        guard ackToken.hasPrefix(expected), !ackToken.contains(" "), !ackToken.contains("*"), !ackToken.contains(">") else {
-            throw ServiceKitError(.api(.invalidRequest), "ackToken is not the token this command was delivered with")
-        }
+    /// Throws `InvalidRequest` unless `ackToken` is exactly an acknowledgement subject of that
+    /// agent's consumer for the message at `sequence` (the command's own delivery): nothing
+    /// else may reach the NATS connection as a subject.
+    func checkAckToken(_ ackToken: String, tenant: String, agent: String, sequence: UInt64) throws(ServiceKitError) {
+        let refused = ServiceKitError(.api(.invalidRequest), "ackToken is not the token this command was delivered with")
+        let prefix = "$JS.ACK.\(self.subjects.controlStreamName).\(self.consumerName(tenant: tenant, agent: agent))."
+        guard ackToken.hasPrefix(prefix) else { throw refused }
+        // $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
+        let numbers = ackToken.dropFirst(prefix.utf8.count).split(separator: ".", omittingEmptySubsequences: false)
+        guard numbers.count == 5, numbers.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 20 && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }),
+            JetStreamMessage.parse(ackToken)?.streamSequence == sequence
+        else { throw refused }
     }
 }
 

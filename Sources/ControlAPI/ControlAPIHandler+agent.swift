@@ -36,10 +36,14 @@ extension ControlAPIHandler {
         guard let target = try await self.store.commandTarget(tenant: tenant, commandID: ack.commandId) else {
             throw ServiceKitError(.api(.notFound), "no command \(ack.commandId)")
         }
+        guard let sequence = target.sequence else {
+            // Delivered, but its publish is not recorded yet (the dispatcher will): try again.
+            throw ServiceKitError(.api(.serviceUnavailable), "command \(ack.commandId) is still being recorded; retry", retryAfterSeconds: 1)
+        }
         // The token is checked before anything is recorded.
-        try self.bus.checkAckToken(ack.ackToken, tenant: tenant, agent: target.agent)
+        try self.bus.checkAckToken(ack.ackToken, tenant: tenant, agent: target.agent, sequence: sequence)
         _ = try await self.store.acknowledge(tenant: tenant, ack: ack)
-        try self.bus.acknowledge(ackToken: ack.ackToken, tenant: tenant, agent: target.agent)
+        try self.bus.acknowledge(ackToken: ack.ackToken, tenant: tenant, agent: target.agent, sequence: sequence)
         return .noContent(.init())
     }
 }

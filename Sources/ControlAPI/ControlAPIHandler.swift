@@ -55,12 +55,13 @@ struct ControlAPIHandler: Sendable {
         }
     }
 
-    /// A bounded string field (Postgres text cannot hold NUL, so no field may).
+    /// A bounded string field, counted in code points as JSON Schema's `maxLength` is (Postgres
+    /// text cannot hold NUL, so no field may).
     static func checkText(_ text: String, _ field: String, max: Int, required: Bool = true) throws(ServiceKitError) {
         if required && text.allSatisfy(\.isWhitespace) {
             throw ServiceKitError(.api(.invalidRequest), "\(field) must not be empty")
         }
-        guard text.count <= max else {
+        guard text.unicodeScalars.count <= max else {
             throw ServiceKitError(.api(.invalidRequest), "\(field) must be at most \(max) characters")
         }
         guard !text.unicodeScalars.contains("\u{0}") else {

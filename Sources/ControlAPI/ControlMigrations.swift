@@ -97,6 +97,15 @@ enum ControlMigrations {
                 );
                 CREATE INDEX audit_tenant ON audit (tenant_id, audit_id DESC);
                 """
-        )
+        ),
+        Migration(
+            version: 2,
+            name: "the JetStream sequence of each command",
+            sql: """
+                -- Set with published_at: an agent's acknowledgement must carry the delivery of
+                -- this sequence, so one command's token cannot acknowledge another.
+                ALTER TABLE commands ADD COLUMN stream_seq bigint;
+                """
+        ),
     ]
 }

@@ -214,10 +214,19 @@ struct ControlStore: Sendable {
         return nil
     }
 
-    /// Marks commands as stored by JetStream.
-    func markPublished(_ commandIDs: [String]) async throws {
-        guard !commandIDs.isEmpty else { return }
-        try await self.client.query("UPDATE commands SET published_at = now() WHERE command_id = ANY(\(commandIDs)) AND published_at IS NULL", logger: self.logger)
+    /// Marks commands as stored by JetStream at their stream sequences.
+    func markPublished(_ stored: [(commandID: String, sequence: UInt64)]) async throws {
+        guard !stored.isEmpty else { return }
+        let ids = stored.map(\.commandID)
+        let sequences = stored.map { Int64($0.sequence) }
+        try await self.client.query(
+            """
+            UPDATE commands SET published_at = now(), stream_seq = stored.seq
+            FROM unnest(\(ids)::text[], \(sequences)::int8[]) AS stored (id, seq)
+            WHERE command_id = stored.id AND published_at IS NULL
+            """,
+            logger: self.logger
+        )
     }
 
     /// Commands committed but not yet stored by JetStream (the publish after the commit failed
@@ -251,13 +260,14 @@ struct ControlStore: Sendable {
         return commands
     }
 
-    /// The agent a command of `tenant` is for, or nil.
-    func commandTarget(tenant: String, commandID: String) async throws -> (swarm: String, agent: String)? {
-        for try await row in try await self.client.query(
-            "SELECT swarm_id, agent_id FROM commands WHERE tenant_id = \(tenant) AND command_id = \(commandID)",
+    /// The agent a command of `tenant` is for and its JetStream sequence (nil until JetStream
+    /// stored it), or nil.
+    func commandTarget(tenant: String, commandID: String) async throws -> (agent: String, sequence: UInt64?)? {
+        for try await (agent, sequence) in try await self.client.query(
+            "SELECT agent_id, stream_seq FROM commands WHERE tenant_id = \(tenant) AND command_id = \(commandID)",
             logger: self.logger
-        ).decode((String, String).self) {
-            return row
+        ).decode((String, Int64?).self) {
+            return (agent, sequence.map(UInt64.init))
         }
         return nil
     }

@@ -83,6 +83,8 @@ final class FleetFeed: Service, Sendable {
         let (heads, agents) = try await self.client.withConnection { connection in
             try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: self.logger)
             do {
+                // Whole-log scans: the pool's statement timeout is for requests, not for this.
+                try await connection.query("SET LOCAL statement_timeout = 0", logger: self.logger)
                 var heads: [String: Int64] = [:]
                 for try await (tenant, head) in try await connection.query(
                     "SELECT tenant_id, next_seq - 1 FROM \(unescaped: self.eventLog).tenants",
@@ -105,15 +107,16 @@ final class FleetFeed: Service, Sendable {
                         lastSeenAt: lastSeen
                     )
                 }
-                for try await (tenant, agent, frame, at) in try await connection.query(
+                for try await (tenant, agent, seq, frame, at) in try await connection.query(
                     """
-                    SELECT DISTINCT ON (tenant_id, agent_id) tenant_id, agent_id, frame, committed_at
+                    SELECT DISTINCT ON (tenant_id, agent_id) tenant_id, agent_id, seq, frame, committed_at
                     FROM \(unescaped: self.eventLog).events WHERE kind = \(stateKind) ORDER BY tenant_id, agent_id, seq DESC
                     """,
                     logger: self.logger
-                ).decode((String, String, ByteBuffer, Date).self) {
+                ).decode((String, String, Int64, ByteBuffer, Date).self) {
                     guard let parsed = try? JSONDecoder().decode(StateFrame.self, from: Data(buffer: frame)) else { continue }
                     records[tenant]?[agent]?.state = parsed.state
+                    records[tenant]?[agent]?.stateSeq = seq
                     records[tenant]?[agent]?.taskSummary = parsed.taskSummary
                     records[tenant]?[agent]?.stateChangedAt = at
                 }

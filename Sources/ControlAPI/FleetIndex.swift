@@ -4,8 +4,10 @@ import Synchronization
 
 /// The fleet as control-api answers it: every agent of every tenant with its last-known state
 /// and its events and errors of the last hour by minute. Built from the event log at start
-/// (``FleetLoader``) and kept current from the live feed (``FleetFeed``); an event whose seq the
-/// index already covers is ignored, so the two never count one twice.
+/// and kept current from the live feed (both by ``FleetFeed``): a live event at or below the
+/// snapshot's head is ignored, so the two never count one twice. Live events may arrive out of
+/// seq order (ingest replicas publish independently): each is counted, and a state event older
+/// than the agent's last one does not replace it.
 final class FleetIndex: Sendable {
     /// One agent as the index knows it.
     struct AgentRecord: Sendable {
@@ -14,6 +16,8 @@ final class FleetIndex: Sendable {
         /// The `state` of its last state event; nil before it sent one.
         var state: String?
         var taskSummary: String?
+        /// The seq of the state event `state` comes from.
+        var stateSeq: Int64 = 0
         var stateChangedAt: Date
         var lastSeenAt: Date
         var minutes = MinuteCounts()
@@ -51,8 +55,8 @@ final class FleetIndex: Sendable {
     }
 
     private struct TenantFleet {
-        /// Events up to this seq are in the index.
-        var appliedSeq: Int64 = 0
+        /// Events up to this seq came with the snapshot.
+        var snapshotHead: Int64 = 0
         var agents: [String: AgentRecord] = [:]
     }
 
@@ -63,7 +67,7 @@ final class FleetIndex: Sendable {
         self.tenants.withLock { tenants in
             for (tenant, head) in heads {
                 var fleet = tenants[tenant] ?? TenantFleet()
-                fleet.appliedSeq = max(fleet.appliedSeq, head)
+                fleet.snapshotHead = max(fleet.snapshotHead, head)
                 tenants[tenant] = fleet
             }
             for (tenant, records) in agents {
@@ -86,17 +90,17 @@ final class FleetIndex: Sendable {
     ) {
         self.tenants.withLock { tenants in
             var fleet = tenants[tenant] ?? TenantFleet()
-            guard seq > fleet.appliedSeq else { return }
-            fleet.appliedSeq = seq
+            guard seq > fleet.snapshotHead else { return }
             var record =
                 fleet.agents[agentID]
                 ?? AgentRecord(agentID: agentID, swarmID: swarmID, stateChangedAt: committedAt, lastSeenAt: committedAt)
             record.swarmID = swarmID
             record.lastSeenAt = max(record.lastSeenAt, committedAt)
             record.minutes.add(at: committedAt, events: 1, errors: isError ? 1 : 0)
-            if let state {
+            if let state, seq > record.stateSeq {
                 if state.state != record.state { record.stateChangedAt = committedAt }
                 record.state = state.state
+                record.stateSeq = seq
                 if let summary = state.taskSummary { record.taskSummary = summary }
             }
             fleet.agents[agentID] = record

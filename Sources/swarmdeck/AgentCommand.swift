@@ -69,7 +69,7 @@ struct AgentCommand: AsyncParsableCommand {
             )
             let child = try ChildProcess(self.command)
             // Stopping the connector ends the command too.
-            let signals = ChildSignalForwarder(child: child)
+            let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)
             let client = HTTPClient(eventLoopGroupProvider: .singleton)
             AgentConnector.say("\(self.name) in swarm \(self.swarm): started pid \(child.pid): \(self.command.joined(separator: " "))")
             let status = await AgentConnector(options: options, client: client, child: child, command: self.command.joined(separator: " ")).run()
@@ -81,17 +81,27 @@ struct AgentCommand: AsyncParsableCommand {
     }
 }
 
-/// Forwards SIGINT and SIGTERM sent to the connector to the command's process group.
+/// Ends the command when the connector is told to stop (SIGINT, SIGTERM, SIGHUP): SIGTERM to
+/// its process group (and SIGCONT, in case it is paused), SIGKILL after the grace period or at a
+/// second signal.
 final class ChildSignalForwarder {
     private let sources: [any DispatchSourceSignal]
 
-    init(child: ChildProcess) {
+    init(child: ChildProcess, grace: Double) {
+        let received = DispatchQueue(label: "swarmdeck.agent.signals")
+        var count = 0
         self.sources = [SIGINT, SIGTERM, SIGHUP].map { number in
             signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            let source = DispatchSource.makeSignalSource(signal: number, queue: received)
             source.setEventHandler {
-                child.signal(SIGCONT)
+                count += 1
+                guard count == 1 else {
+                    child.signal(SIGKILL)
+                    return
+                }
                 child.signal(SIGTERM)
+                child.signal(SIGCONT)
+                received.asyncAfter(deadline: .now() + grace) { child.signal(SIGKILL) }
             }
             source.resume()
             return source

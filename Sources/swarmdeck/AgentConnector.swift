@@ -42,6 +42,7 @@ actor AgentConnector {
     /// Output and structured events waiting for the next post, bounded.
     private var pending: [[String: Any]] = []
     private var droppedLines = 0
+    private var flushing = false
     /// The command being handled, in a task of its own: the end of the process (which cancels
     /// the loops) must not cut its acknowledgement short.
     private var inFlight: Task<Void, Never>?
@@ -78,6 +79,8 @@ actor AgentConnector {
             return code
         }
         await self.inFlight?.value
+        // What the command started ends with it.
+        self.child.signal(SIGKILL)
         await self.flush()
         if self.state != .terminated {
             self.state = .terminated
@@ -122,22 +125,34 @@ actor AgentConnector {
         }
     }
 
-    /// Posts what is pending; on failure it stays pending (msgIds make the retry safe).
+    /// Posts what is pending, one flush at a time: the batch leaves the queue before the post
+    /// and goes back to its front if the post fails (msgIds make the retry safe).
     private func flush() async {
-        guard !self.pending.isEmpty else { return }
+        guard !self.flushing, !self.pending.isEmpty else { return }
+        self.flushing = true
+        defer { self.flushing = false }
         let batch = Array(self.pending.prefix(500))
-        if await self.post(batch) {
-            self.pending.removeFirst(batch.count)
+        self.pending.removeFirst(batch.count)
+        if !(await self.post(batch)) {
+            self.pending.insert(contentsOf: batch, at: 0)
+            let excess = self.pending.count - Self.maxPending
+            if excess > 0 {
+                self.pending.removeFirst(excess)
+                self.droppedLines += excess
+            }
+            return
         }
-        if self.droppedLines > 0 {
-            let dropped = self.droppedLines
-            self.droppedLines = 0
-            _ = await self.post([
-                [
-                    "msgId": self.nextID(), "swarmId": self.options.swarm, "agentId": self.options.agent, "kind": "log", "level": "warn",
-                    "message": "connector dropped \(dropped) lines of output while ingest was unreachable",
-                ]
-            ])
+        let dropped = self.droppedLines + self.child.droppedLines()
+        if dropped > 0 {
+            let notice: [String: Any] = [
+                "msgId": self.nextID(), "swarmId": self.options.swarm, "agentId": self.options.agent, "kind": "log", "level": "warn",
+                "message": "connector dropped \(dropped) lines of output while ingest was unreachable or slow",
+            ]
+            if await self.post([notice]) {
+                self.droppedLines -= min(self.droppedLines, dropped)
+            } else {
+                self.droppedLines = dropped
+            }
         }
     }
 
@@ -147,20 +162,28 @@ actor AgentConnector {
         while !Task.isCancelled {
             try? await Task.sleep(for: self.options.heartbeat)
             guard !Task.isCancelled, self.state != .terminated else { continue }
-            await self.report(state: self.state, msgID: self.nextID())
+            // One attempt: a retried heartbeat could land after a newer state change.
+            _ = await self.post([self.stateEvent(state: self.state, msgID: self.nextID())])
         }
     }
 
-    /// Posts a state event now (with retries: a state change must arrive).
-    private func report(state: State, msgID: String, attributes: [String: Any] = [:]) async {
+    private func stateEvent(state: State, msgID: String, attributes: [String: Any] = [:]) -> [String: Any] {
         var event: [String: Any] = [
             "msgId": msgID, "swarmId": self.options.swarm, "agentId": self.options.agent, "kind": "state", "state": state.rawValue,
             "taskSummary": self.taskSummary,
         ]
         if !attributes.isEmpty { event["attrs"] = attributes }
+        return event
+    }
+
+    /// Posts a state change now, with retries (a state change must arrive); given up if the
+    /// state changes again meanwhile (the newer one is reported by its own change).
+    private func report(state: State, msgID: String, attributes: [String: Any] = [:]) async {
+        let event = self.stateEvent(state: state, msgID: msgID, attributes: attributes)
         for attempt in 0..<5 {
             if await self.post([event]) { return }
             try? await Task.sleep(for: .milliseconds(200 << attempt))
+            guard self.state == state else { return }
         }
     }
 
@@ -285,10 +308,11 @@ actor AgentConnector {
             }
             var message = "SIGTERM"
             if !ended {
-                self.child.signal(SIGKILL)
-                _ = await exit.value
                 message = "SIGTERM, then SIGKILL after \(self.options.grace)"
             }
+            // The rest of the group (a script's children) ends with its leader.
+            self.child.signal(SIGKILL)
+            _ = await exit.value
             self.state = .terminated
             self.taskSummary = "terminated: \(self.command)"
             return ("applied", self.state.rawValue, message)

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Synchronization
 
 /// A command started in its own process group, with its stdout and stderr read line by line:
 /// what the agent connector runs and signals. Signals go to the whole group, so a script's
@@ -15,6 +16,8 @@ final class ChildProcess: Sendable {
     let lines: AsyncStream<(String, Bool)>
     /// The exit: the status code, or 128 + the signal that ended it.
     let exit: Task<Int32, Never>
+    /// Lines dropped because the reader fell 10 000 behind, not yet reported.
+    private let dropped = DropCounter()
 
     /// Starts `arguments[0]` (looked up in `PATH`) with the rest as its arguments.
     init(_ arguments: [String]) throws {
@@ -56,13 +59,16 @@ final class ChildProcess: Sendable {
         }
         self.pid = pid
         let child = pid
+        let dropped = self.dropped
         let (lines, continuation) = AsyncStream.makeStream(of: (String, Bool).self, bufferingPolicy: .bufferingNewest(10_000))
         self.lines = lines
         let readers = DispatchGroup()
         for (fd, isError) in [(stdout[0], false), (stderr[0], true)] {
             readers.enter()
             Thread.detachNewThread {
-                Self.readLines(fd) { continuation.yield(($0, isError)) }
+                Self.readLines(fd) { line in
+                    if case .dropped = continuation.yield((line, isError)) { dropped.count.withLock { $0 += 1 } }
+                }
                 close(fd)
                 readers.leave()
             }
@@ -77,6 +83,14 @@ final class ChildProcess: Sendable {
                     done.resume(returning: code)
                 }
             }
+        }
+    }
+
+    /// Lines dropped since the last call.
+    func droppedLines() -> Int {
+        self.dropped.count.withLock { count in
+            defer { count = 0 }
+            return count
         }
     }
 
@@ -106,6 +120,10 @@ final class ChildProcess: Sendable {
         }
         if !pending.isEmpty { line(String(decoding: pending, as: UTF8.self)) }
     }
+}
+
+private final class DropCounter: Sendable {
+    let count = Mutex(0)
 }
 
 struct ChildProcessError: Error, CustomStringConvertible {

@@ -39,6 +39,12 @@ struct TenantCommand: AsyncParsableCommand {
         @Option(help: "Key id (auth.jwt.key-id of the services).")
         var keyID = "swarmdeck-1"
 
+        @Option(help: "Issuer (auth.jwt.issuer of the services).")
+        var issuer = "swarmdeck"
+
+        @Option(help: "Audience (auth.jwt.audience of the services).")
+        var audience = "swarmdeck"
+
         @Flag(help: "Print only the codes, one per line.")
         var quiet = false
 
@@ -52,7 +58,7 @@ struct TenantCommand: AsyncParsableCommand {
 
         func run() async throws {
             let pem = try String(contentsOfFile: self.keyFile, encoding: .utf8)
-            let signer = try await AccessTokenSigner(privateKeyPEM: pem, keyID: self.keyID, issuer: "swarmdeck", audience: "swarmdeck")
+            let signer = try await AccessTokenSigner(privateKeyPEM: pem, keyID: self.keyID, issuer: self.issuer, audience: self.audience)
             let token = try await signer.sign(tenant: self.tenant, subject: "cli-admin", scopes: [.admin], lifetime: .seconds(120))
             var body: [String: Any] = ["count": self.codes, "ttlSeconds": self.ttl]
             if !self.scopes.isEmpty { body["scopes"] = self.scopes }

@@ -81,6 +81,7 @@ struct ControlTests {
             )
             #expect(accepted == .accepted)
             #expect((receipt["commands"] as? [[String: Any]])?.compactMap { $0["agentId"] as? String } == ["a1", "a2"])
+            #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: token, json: ["action": "pause", "reason": "second", "requestId": "r1b"]).0 == .accepted)
 
             // Another tenant's key does not see the command.
             let otherKey = try await harness.createKey(ingest, tenant: "other-" + harness.tenant)
@@ -93,6 +94,24 @@ struct ControlTests {
             #expect(command["action"] as? String == "terminate" && command["reason"] as? String == "runaway" && command["actor"] as? String == "operator")
             let commandID = try #require(command["commandId"] as? String)
             let ackToken = try #require(command["ackToken"] as? String)
+            // a1's second command (delivered while the first is unacknowledged).
+            let (_, secondList) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=5", token: key)
+            let secondCommand = try #require((secondList["commands"] as? [[String: Any]])?.first)
+            #expect(secondCommand["requestId"] as? String == "r1b")
+            let secondToken = try #require(secondCommand["ackToken"] as? String)
+
+            // Tokens that are not this command's delivery are refused: another command's, one
+            // with a NATS protocol line appended, one of another shape.
+            for token in [secondToken, ackToken + "\r\nPUB x 0\r\n\r\nPUB y", ackToken + ".1", ackToken.replacingOccurrences(of: ".", with: " ")] {
+                let (status, body) = try await H.call(
+                    control,
+                    .post,
+                    "/v1/agent/commands/ack",
+                    token: key,
+                    json: ["commandId": commandID, "ackToken": token, "outcome": "applied", "state": "terminated"]
+                )
+                #expect(status == .badRequest && body.errorCode == "InvalidRequest")
+            }
 
             // A token that is not this delivery's, and an ack with another tenant's key, are refused.
             let (badToken, badBody) = try await H.call(
@@ -115,6 +134,15 @@ struct ControlTests {
             #expect(commands.map { $0["state"] as? String } == ["applied", "pending"])
             #expect(commands.first?["agentState"] as? String == "terminated")
 
+            #expect(
+                try await H.call(
+                    control,
+                    .post,
+                    "/v1/agent/commands/ack",
+                    token: key,
+                    json: ["commandId": try #require(secondCommand["commandId"] as? String), "ackToken": secondToken, "outcome": "rejected", "state": "terminated"]
+                ).0 == .noContent
+            )
             // Acknowledged: not delivered again; a2's command is still waiting for a2.
             let (_, again) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=1", token: key)
             #expect((again["commands"] as? [Any])?.isEmpty == true)
@@ -123,9 +151,9 @@ struct ControlTests {
 
             let (_, audit) = try await H.call(control, .get, "/v1/audit", token: token)
             let entries = try #require(audit["entries"] as? [[String: Any]])
-            #expect(entries.map { $0["action"] as? String } == ["ack:terminate", "terminate"])
+            #expect(entries.map { $0["action"] as? String } == ["ack:pause", "ack:terminate", "pause", "terminate"])
             #expect(entries.last?["actor"] as? String == "operator" && entries.last?["reason"] as? String == "runaway")
-            #expect(entries.first?["actor"] as? String == "agent:a1" && entries.first?["outcome"] as? String == "applied: terminated (SIGTERM)")
+            #expect(entries[1]["actor"] as? String == "agent:a1" && entries[1]["outcome"] as? String == "applied: terminated (SIGTERM)")
         }
     }
 

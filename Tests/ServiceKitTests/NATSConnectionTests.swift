@@ -34,6 +34,25 @@ struct NATSConnectionTests {
         await connection.drain()
     }
 
+    @Test("a subject with whitespace or a control character is refused before it reaches the protocol line")
+    func malformedSubjects() async throws {
+        let connection = try await TestEnvironment.connect()
+        let subject = TestEnvironment.uniqueName("inject")
+        let subscription = try connection.subscribe(to: subject + ".>")
+        try await connection.flush()
+        for bad in ["\(subject).a b", "\(subject).a\r\nPUB \(subject).x 0\r\n\r\nPUB y", "\(subject).a\tb", "", "\(subject).\u{7F}"] {
+            #expect(throws: ServiceKitError.self) { try connection.publish([1], to: bad) }
+            #expect(throws: ServiceKitError.self) { try connection.publish([1], to: subject + ".ok", reply: bad.isEmpty ? " " : bad) }
+        }
+        // The connection still works, and nothing was injected.
+        try connection.publish([7], to: subject + ".ok")
+        try await connection.flush()
+        var iterator = subscription.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(first?.subject == subject + ".ok" && first?.payload == [7])
+        await connection.close()
+    }
+
     @Test("a queue group spreads messages over its members, each message to one member")
     func queueGroup() async throws {
         let connection = try await TestEnvironment.connect()

@@ -311,7 +311,7 @@ components:
   schemas:
     EntityID:
       type: string
-      description: A swarm or agent id as agents report it; 1–256 bytes, no control characters.
+      description: A swarm or agent id as agents report it; 1–256 bytes of UTF-8 (as ingest accepts them), no control characters.
       minLength: 1
       maxLength: 256
     RequestID:

@@ -6,7 +6,7 @@ import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/schemas` section of the OpenAPI document.
     internal enum Schemas {
-        /// A swarm or agent id as agents report it; 1–256 bytes, no control characters.
+        /// A swarm or agent id as agents report it; 1–256 bytes of UTF-8 (as ingest accepts them), no control characters.
         ///
         /// - Remark: Generated from `#/components/schemas/EntityID`.
         internal typealias EntityID = Swift.String

@@ -65,7 +65,8 @@ public struct JetStreamMessage: Sendable {
 
     /// `$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>`, or the v2 form
     /// with `<domain>.<account hash>` after `$JS.ACK` and a random token at the end.
-    static func parse(_ reply: String) -> Metadata? {
+    /// The metadata an acknowledgement subject (`$JS.ACK.…`) carries, or nil if it is not one.
+    public static func parse(_ reply: String) -> Metadata? {
         let tokens = reply.split(separator: ".", omittingEmptySubsequences: false)
         guard tokens.count >= 9, tokens[0] == "$JS", tokens[1] == "ACK" else { return nil }
         let base = tokens.count == 9 ? 2 : 4

@@ -59,6 +59,8 @@ public struct ConsumerConfiguration: Codable, Sendable, Hashable {
     public var maxDeliver: Int
     /// Unacknowledged messages outstanding at once.
     public var maxAckPending: Int
+    /// Nanoseconds without a pull after which the server deletes the consumer; nil = never.
+    public var inactiveThreshold: Int64?
 
     enum CodingKeys: String, CodingKey {
         case durableName = "durable_name"
@@ -68,6 +70,7 @@ public struct ConsumerConfiguration: Codable, Sendable, Hashable {
         case ackWait = "ack_wait"
         case maxDeliver = "max_deliver"
         case maxAckPending = "max_ack_pending"
+        case inactiveThreshold = "inactive_threshold"
     }
 
     public init(
@@ -75,13 +78,15 @@ public struct ConsumerConfiguration: Codable, Sendable, Hashable {
         filterSubject: String? = nil,
         ackWait: Duration = .seconds(30),
         maxDeliver: Int = -1,
-        maxAckPending: Int = 1000
+        maxAckPending: Int = 1000,
+        inactiveThreshold: Duration? = nil
     ) {
         self.durableName = durableName
         self.filterSubject = filterSubject
         self.ackWait = ackWait.nanoseconds
         self.maxDeliver = maxDeliver
         self.maxAckPending = maxAckPending
+        self.inactiveThreshold = inactiveThreshold?.nanoseconds
     }
 }
 

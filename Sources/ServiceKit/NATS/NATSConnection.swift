@@ -132,12 +132,23 @@ public final class NATSConnection: Sendable {
         reply: String? = nil,
         headers: NATSHeaders = [:]
     ) throws(ServiceKitError) {
+        // nats.c writes subjects into the protocol line as given: whitespace or a control
+        // character would end the PUB and start a command of the caller's choosing.
+        guard Self.isWellFormed(subject), reply.map(Self.isWellFormed) ?? true else {
+            throw ServiceKitError(.natsOperation, "publishing: a subject must be non-empty, without whitespace or control characters")
+        }
         let status: natsStatus = payload.withContiguousStorageIfAvailable { buffer in
             self.publish(buffer, subject: subject, reply: reply, headers: headers)
         } ?? Array(payload).withUnsafeBufferPointer { buffer in
             self.publish(buffer, subject: subject, reply: reply, headers: headers)
         }
         try natsCheck(status, "publishing to \(subject)")
+    }
+
+    /// A subject (or reply subject) nats.c can put on a protocol line: non-empty, no bytes at or
+    /// below space, no DEL.
+    static func isWellFormed(_ subject: String) -> Bool {
+        !subject.isEmpty && subject.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F }
     }
 
     private func publish(

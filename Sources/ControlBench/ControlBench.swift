@@ -1,0 +1,187 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Contracts
+import Foundation
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import ServiceKit
+import Synchronization
+
+/// `control-bench`: the control round trip on the running stack. Starts `sleep` under the
+/// agent connector, subscribes to its state events on `/v1/stream`, then pauses and resumes it
+/// N times, timing from the POST to control-api: the 202, the process's state changing in
+/// /proc (the connector has acted), and the state event arriving on the stream.
+@main
+struct ControlBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "control-bench",
+        abstract: "Control round trip: POST control → the connector has signalled the process → the state event on /v1/stream."
+    )
+
+    @Option(help: "Round trips (alternately pause and resume).")
+    var iterations = 200
+
+    @Option(help: "Edge base URL (control-api, ingest, stream-fanout behind it).")
+    var url = "http://127.0.0.1:8080"
+
+    @Option(help: "PEM file with the ES256 signing key: the bench mints its operator tokens (a fresh actor per 50 requests, under the per-actor rate limit).")
+    var keyFile = ".swarmdeck/keys/jwt-es256.pem"
+
+    @Option(help: "Tenant of the ingest key.")
+    var tenant = "dev"
+
+    @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
+    var key: String?
+
+    @Option(help: "The swarmdeck executable that runs the connector.")
+    var swarmdeck = ".build/release/swarmdeck"
+
+    func run() async throws {
+        guard let key = self.key ?? ProcessInfo.processInfo.environment["SWARMDECK_INGEST_KEY"] else {
+            throw ValidationError("no ingest key: pass --key or source .swarmdeck/local.env")
+        }
+        let signer = try await AccessTokenSigner(
+            privateKeyPEM: try String(contentsOfFile: self.keyFile, encoding: .utf8),
+            keyID: "swarmdeck-1",
+            issuer: "swarmdeck",
+            audience: "swarmdeck"
+        )
+        let agent = "bench-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        let connector = Process()
+        connector.executableURL = URL(fileURLWithPath: self.swarmdeck)
+        connector.arguments = ["agent", "run", "--url", self.url, "--key", key, "--swarm", "bench", "--name", agent, "--", "sleep", "100000"]
+        connector.standardError = FileHandle.nullDevice
+        connector.standardOutput = FileHandle.nullDevice
+        try connector.run()
+        defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let reader = try await signer.sign(tenant: self.tenant, subject: "bench-reader", scopes: [.streamRead])
+        // The agent and its process id (from its task summary).
+        var pid: Int32?
+        for _ in 0..<200 where pid == nil {
+            let (status, body) = try await self.call(client, "GET", "/v1/agents/\(agent)", token: reader)
+            if status == 200, let summary = body["taskSummary"] as? String, summary.hasPrefix("pid ") {
+                pid = Int32(summary.dropFirst(4).prefix { $0.isNumber })
+            } else {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        guard let pid else { throw ValidationError("the agent never appeared in control-api") }
+
+        let arrivals = Arrivals()
+        let streamURL = self.url.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/stream?protocol=1&access_token=" + reader
+        let subscribe = #"{"type":"subscribe","requestId":"bench","filters":{"agentIds":["\#(agent)"],"include":["states"]}}"#
+        let stream = Task {
+            try await WebSocketClient.connect(url: streamURL, configuration: .init(), logger: Logger(label: "control-bench")) { inbound, outbound, _ in
+                try await outbound.write(.text(subscribe))
+                for try await frame in inbound.messages(maxSize: 1 << 20) {
+                    guard case .text(let text) = frame else { continue }
+                    if text.contains(#""type":"subscribed""#) { arrivals.subscribed() }
+                    if let range = text.range(of: #""commandId":""#) {
+                        let id = text[range.upperBound...].prefix { $0 != "\"" }
+                        arrivals.arrived(String(id))
+                    }
+                }
+            }
+        }
+        defer { stream.cancel() }
+        while !arrivals.isSubscribed { try await Task.sleep(for: .milliseconds(10)) }
+
+        var accepted: [Duration] = []
+        var acted: [Duration] = []
+        var delivered: [Duration] = []
+        var token = try await signer.sign(tenant: self.tenant, subject: "\(agent)-0", scopes: [.agentsControl])
+        print("control-bench: \(self.iterations) round trips on agent \(agent) (pid \(pid)) via \(self.url)")
+        for iteration in 0..<self.iterations {
+            if iteration > 0 && iteration % 50 == 0 {
+                token = try await signer.sign(tenant: self.tenant, subject: "\(agent)-\(iteration / 50)", scopes: [.agentsControl])
+            }
+            let pause = iteration % 2 == 0
+            let expected: Character = pause ? "T" : "S"
+            let started = ContinuousClock.now
+            let watcher = Task { () -> Duration? in
+                // /proc at ~2 kHz: when the connector's signal has landed.
+                while !Task.isCancelled {
+                    if Self.processState(pid) == expected { return ContinuousClock.now - started }
+                    try? await Task.sleep(for: .microseconds(500))
+                }
+                return nil
+            }
+            let body = #"{"action":"\#(pause ? "pause" : "resume")","reason":"bench","requestId":"\#(agent)-\#(iteration)"}"#
+            let (status, receipt) = try await self.call(client, "POST", "/v1/agents/\(agent)/control", token: token, body: body)
+            guard status == 202, let command = (receipt["commands"] as? [[String: Any]])?.first?["commandId"] as? String else {
+                watcher.cancel()
+                throw ValidationError("control answered \(status): \(receipt)")
+            }
+            accepted.append(ContinuousClock.now - started)
+            let arrived = try await arrivals.wait(for: command, timeout: .seconds(10))
+            delivered.append(arrived - started)
+            if let act = await watcher.value { acted.append(act) }
+            watcher.cancel()
+        }
+        _ = try? await self.call(
+            client,
+            "POST",
+            "/v1/agents/\(agent)/control",
+            token: token,
+            body: #"{"action":"terminate","reason":"bench done","requestId":"\#(agent)-end","confirm":"TERMINATE"}"#
+        )
+        connector.waitUntilExit()
+        try await client.shutdown()
+        for (name, values) in [("POST → 202", accepted), ("POST → process signalled", acted), ("POST → state event on stream", delivered)] {
+            let sorted = values.sorted()
+            func at(_ p: Double) -> String {
+                guard !sorted.isEmpty else { return "-" }
+                let value = sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+                return String(format: "%.1f", Double(value.components.attoseconds) / 1e15 + Double(value.components.seconds) * 1000)
+            }
+            let label = name.padding(toLength: 30, withPad: " ", startingAt: 0)
+            print("\(label) n=\(values.count)  p50 \(at(0.5)) ms  p90 \(at(0.9)) ms  p99 \(at(0.99)) ms  max \(at(1)) ms")
+        }
+    }
+
+    static func processState(_ pid: Int32) -> Character? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(close, offsetBy: 2)]
+    }
+
+    private func call(_ client: HTTPClient, _ method: String, _ path: String, token: String, body: String? = nil) async throws -> (Int, [String: Any]) {
+        var request = HTTPClientRequest(url: self.url + path)
+        request.method = .init(rawValue: method)
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await client.execute(request, timeout: .seconds(10))
+        let data = try await response.body.collect(upTo: 1 << 20)
+        return (Int(response.status.code), (try? JSONSerialization.jsonObject(with: Data(buffer: data))) as? [String: Any] ?? [:])
+    }
+}
+
+/// When each command's state event arrived on the stream.
+final class Arrivals: Sendable {
+    private let state = Mutex<(subscribed: Bool, times: [String: ContinuousClock.Instant])>((false, [:]))
+
+    var isSubscribed: Bool { self.state.withLock { $0.subscribed } }
+
+    func subscribed() { self.state.withLock { $0.subscribed = true } }
+
+    func arrived(_ command: String) {
+        let now = ContinuousClock.now
+        self.state.withLock { state in
+            if state.times[command] == nil { state.times[command] = now }
+        }
+    }
+
+    func wait(for command: String, timeout: Duration) async throws -> ContinuousClock.Instant {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let time = self.state.withLock({ $0.times[command] }) { return time }
+            try await Task.sleep(for: .microseconds(200))
+        }
+        throw ValidationError("the state event of \(command) never arrived on the stream")
+    }
+}
