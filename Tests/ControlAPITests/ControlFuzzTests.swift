@@ -21,9 +21,15 @@ struct ControlFuzzTests {
         process.arguments = [
             "run", "http://127.0.0.1:\(port)/openapi.yaml", "--url", "http://127.0.0.1:\(port)",
             "--header", "Authorization: \(authorization)", "--checks", "not_a_server_error,status_code_conformance",
-            "--include-path-regex", pathRegex, "--max-examples", "40", "--seed", String(seed), "--request-timeout", "40",
-            "--workers", "2", "--no-color",
+            "--include-path-regex", pathRegex, "--max-examples", "40", "--seed", String(seed), "--request-timeout", "120",
+            // One worker: CPython 3.11's ast.parse, which hypothesis calls, is not thread-safe.
+            "--workers", "1", "--no-color",
         ]
+        // Its example database goes to a scratch folder, not the working copy.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        process.currentDirectoryURL = scratch
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
