@@ -51,6 +51,7 @@ struct CommandBus: Sendable {
             message.agentID = command.agentID
             message.action = command.action.bus
             message.reason = command.reason
+            message.input = command.input ?? ""
             message.actor = command.actor
             message.issuedUnixNano = Int64(command.issuedAt.timeIntervalSince1970 * 1e9)
             message.expiresUnixNano = Int64(command.expiresAt.timeIntervalSince1970 * 1e9)
@@ -212,13 +213,14 @@ private final class ConsumerRegistry: Sendable {
     func remove(_ name: String) { self.names.withLock { _ = $0.remove(name) } }
 }
 
-extension Components.Schemas.ControlAction {
+extension Components.Schemas.CommandAction {
     /// The bus contract's action.
     var bus: BusControlAction {
         switch self {
         case .pause: .pause
         case .resume: .resume
         case .terminate: .terminate
+        case .request: .request
         }
     }
 
@@ -227,7 +229,19 @@ extension Components.Schemas.ControlAction {
         case .pause: self = .pause
         case .resume: self = .resume
         case .terminate: self = .terminate
+        case .request: self = .request
         default: return nil
+        }
+    }
+}
+
+extension Components.Schemas.ControlAction {
+    /// The command an operator's control action becomes.
+    var command: Components.Schemas.CommandAction {
+        switch self {
+        case .pause: .pause
+        case .resume: .resume
+        case .terminate: .terminate
         }
     }
 }

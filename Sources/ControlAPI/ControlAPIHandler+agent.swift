@@ -11,12 +11,13 @@ extension ControlAPIHandler {
         let wait = min(input.query.waitSeconds ?? 25, self.settings.maxPollSeconds)
         let delivered = try await self.bus.next(tenant: tenant, agent: input.query.agentId, wait: .seconds(wait))
         let commands = delivered.compactMap { command, token -> Components.Schemas.AgentCommand? in
-            guard let action = Components.Schemas.ControlAction(command.action) else { return nil }
+            guard let action = Components.Schemas.CommandAction(command.action) else { return nil }
             return Components.Schemas.AgentCommand(
                 commandId: command.commandID,
                 requestId: command.requestID,
                 action: action,
                 reason: command.reason,
+                input: command.action == .request ? command.input : nil,
                 actor: command.actor,
                 issuedAt: Date(timeIntervalSince1970: TimeInterval(command.issuedUnixNano) / 1e9),
                 expiresAt: command.expiresUnixNano == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(command.expiresUnixNano) / 1e9),

@@ -7,7 +7,8 @@ extension ControlAPIHandler {
         let identity = try await self.caller(.agentsControl)
         try Self.checkID(input.path.agentId, "agentId")
         guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
-        let receipt = try await self.control(identity, target: .agent, id: input.path.agentId, body) { now in
+        try Self.checkControl(body)
+        let receipt = try await self.issue(identity, body.action.command, target: .agent, id: input.path.agentId, reason: body.reason, requestID: body.requestId) { now in
             guard let agent = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
                 throw ServiceKitError(.api(.notFound), "no agent \(input.path.agentId)")
             }
@@ -20,7 +21,8 @@ extension ControlAPIHandler {
         let identity = try await self.caller(.agentsControl)
         try Self.checkID(input.path.swarmId, "swarmId")
         guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
-        let receipt = try await self.control(identity, target: .swarm, id: input.path.swarmId, body) { now in
+        try Self.checkControl(body)
+        let receipt = try await self.issue(identity, body.action.command, target: .swarm, id: input.path.swarmId, reason: body.reason, requestID: body.requestId) { now in
             let members = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
             guard !members.isEmpty else { throw ServiceKitError(.api(.notFound), "no swarm \(input.path.swarmId)") }
             // A swarm action goes to every agent that can still act on it.
@@ -52,31 +54,39 @@ extension ControlAPIHandler {
         return .ok(.init(body: .json(page)))
     }
 
-    /// Checks a control request, answers a known request id with its stored receipt, else
-    /// stores the request with one command per agent `targets` names (inside the actor's rate
-    /// limit) and publishes the commands.
-    private func control(
-        _ identity: AccessIdentity,
-        target: Components.Schemas.ControlReceipt.TargetPayload,
-        id: String,
-        _ body: Components.Schemas.ControlRequest,
-        targets: (Date) throws -> [(swarm: String, agent: String)]
-    ) async throws -> Components.Schemas.ControlReceipt {
-        try Self.checkRequestID(body.requestId)
-        try Self.checkText(body.reason, "reason", max: 500)
+    /// The checks of a control request's body the generated types do not make.
+    static func checkControl(_ body: Components.Schemas.ControlRequest) throws(ServiceKitError) {
         if let confirm = body.confirm { try Self.checkText(confirm, "confirm", max: 64, required: false) }
         if body.action == .terminate && body.confirm != "TERMINATE" {
             throw ServiceKitError(.api(.invalidRequest), "terminate needs \"confirm\": \"TERMINATE\"")
         }
+    }
+
+    /// Answers a known request id with its stored receipt, else stores the request with one
+    /// command per agent `targets` names (inside the actor's rate limit) and publishes the
+    /// commands. Shared by the controls and the worker operations.
+    func issue(
+        _ identity: AccessIdentity,
+        _ action: Components.Schemas.CommandAction,
+        target: Components.Schemas.ControlReceipt.TargetPayload,
+        id: String,
+        reason: String,
+        input: String? = nil,
+        requestID: String,
+        targets: (Date) throws -> [(swarm: String, agent: String)]
+    ) async throws -> Components.Schemas.ControlReceipt {
+        try Self.checkRequestID(requestID)
+        try Self.checkText(reason, "reason", max: 500)
         let now = Date()
         var submission = ControlStore.Submission(
             tenant: identity.tenant,
             actor: identity.subject,
             target: target,
             targetID: id,
-            action: body.action,
-            reason: body.reason,
-            requestID: body.requestId,
+            action: action,
+            reason: reason,
+            input: input,
+            requestID: requestID,
             agents: [],
             expiresAt: now.addingTimeInterval(TimeInterval(self.settings.commandSeconds))
         )

@@ -89,6 +89,7 @@ extension ControlAPIHandler {
             errorsLastHour: hour.errors,
             errorRate: hour.events == 0 ? 0 : Double(hour.errors) / Double(hour.events),
             lastCommand: lastCommand,
+            acceptsRequests: record.acceptsRequests,
             webUrl: self.webURL("agents", record.agentID)
         )
     }
@@ -118,7 +119,7 @@ extension ControlAPIHandler {
         }.sorted { ($0.updatedAt, $1.id) > ($1.updatedAt, $0.id) }
     }
 
-    private func webURL(_ collection: String, _ id: String) -> String {
+    func webURL(_ collection: String, _ id: String) -> String {
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove("/")
         return "\(self.settings.webBaseURL)/\(collection)/\(id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id)"

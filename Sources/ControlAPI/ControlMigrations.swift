@@ -107,5 +107,14 @@ enum ControlMigrations {
                 ALTER TABLE commands ADD COLUMN stream_seq bigint;
                 """
         ),
+        Migration(
+            version: 3,
+            name: "worker requests",
+            sql: """
+                -- The input of a worker request (action 'request'); null for the controls.
+                ALTER TABLE commands ADD COLUMN input text;
+                CREATE INDEX commands_agent_action ON commands (tenant_id, agent_id, action, issued_at DESC);
+                """
+        ),
     ]
 }

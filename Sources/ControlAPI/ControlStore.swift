@@ -18,8 +18,10 @@ struct ControlStore: Sendable {
         var actor: String
         var target: Components.Schemas.ControlReceipt.TargetPayload
         var targetID: String
-        var action: Components.Schemas.ControlAction
+        var action: Components.Schemas.CommandAction
         var reason: String
+        /// A worker request's input.
+        var input: String? = nil
         var requestID: String
         /// The agents it goes to: (swarm, agent).
         var agents: [(swarm: String, agent: String)]
@@ -27,7 +29,7 @@ struct ControlStore: Sendable {
 
         /// Digest of what was asked, so a reused request id with another body is a conflict.
         var fingerprint: ByteBuffer {
-            let text = [self.target.rawValue, self.targetID, self.action.rawValue, self.reason].joined(separator: "\u{0}")
+            let text = [self.target.rawValue, self.targetID, self.action.rawValue, self.reason, self.input ?? ""].joined(separator: "\u{0}")
             return ByteBuffer(bytes: Array(SHA256.hash(data: Array(text.utf8))))
         }
     }
@@ -39,8 +41,9 @@ struct ControlStore: Sendable {
         var requestID: String
         var swarmID: String
         var agentID: String
-        var action: Components.Schemas.ControlAction
+        var action: Components.Schemas.CommandAction
         var reason: String
+        var input: String? = nil
         var actor: String
         var issuedAt: Date
         var expiresAt: Date
@@ -91,6 +94,7 @@ struct ControlStore: Sendable {
                     agentID: target.agent,
                     action: submission.action,
                     reason: submission.reason,
+                    input: submission.input,
                     actor: submission.actor,
                     issuedAt: now,
                     expiresAt: submission.expiresAt
@@ -112,9 +116,9 @@ struct ControlStore: Sendable {
             for command in commands {
                 try await connection.query(
                     """
-                    INSERT INTO commands (command_id, tenant_id, request_id, swarm_id, agent_id, action, reason, actor, issued_at, expires_at)
+                    INSERT INTO commands (command_id, tenant_id, request_id, swarm_id, agent_id, action, reason, input, actor, issued_at, expires_at)
                     VALUES (\(command.commandID), \(command.tenant), \(command.requestID), \(command.swarmID), \(command.agentID),
-                            \(command.action.rawValue), \(command.reason), \(command.actor), \(command.issuedAt), \(command.expiresAt))
+                            \(command.action.rawValue), \(command.reason), \(command.input), \(command.actor), \(command.issuedAt), \(command.expiresAt))
                     """,
                     logger: self.logger
                 )
@@ -180,7 +184,7 @@ struct ControlStore: Sendable {
             commandId: row.0,
             agentId: row.1,
             swarmId: row.2,
-            action: Components.Schemas.ControlAction(rawValue: row.3) ?? .pause,
+            action: Components.Schemas.CommandAction(rawValue: row.3) ?? .pause,
             state: Components.Schemas.CommandState(rawValue: row.4) ?? .pending,
             agentState: row.5,
             message: row.6,
@@ -193,6 +197,21 @@ struct ControlStore: Sendable {
         var commands: [Components.Schemas.CommandStatus] = []
         for try await row in try await self.client.query(
             "SELECT \(unescaped: Self.commandColumns) FROM commands WHERE tenant_id = \(tenant) AND request_id = \(requestID) ORDER BY agent_id",
+            logger: self.logger
+        ).decode(CommandRow.self) {
+            commands.append(Self.commandStatus(row))
+        }
+        return commands
+    }
+
+    /// The latest requests sent to a worker, newest first.
+    func requests(tenant: String, agentID: String, limit: Int) async throws -> [Components.Schemas.CommandStatus] {
+        var commands: [Components.Schemas.CommandStatus] = []
+        for try await row in try await self.client.query(
+            """
+            SELECT \(unescaped: Self.commandColumns) FROM commands WHERE tenant_id = \(tenant) AND agent_id = \(agentID) AND action = 'request'
+            ORDER BY issued_at DESC, command_id DESC LIMIT \(limit)
+            """,
             logger: self.logger
         ).decode(CommandRow.self) {
             commands.append(Self.commandStatus(row))
@@ -236,12 +255,12 @@ struct ControlStore: Sendable {
         var commands: [IssuedCommand] = []
         for try await row in try await self.client.query(
             """
-            SELECT command_id, tenant_id, request_id, swarm_id, agent_id, action, reason, actor, issued_at, expires_at FROM commands
+            SELECT command_id, tenant_id, request_id, swarm_id, agent_id, action, reason, input, actor, issued_at, expires_at FROM commands
             WHERE published_at IS NULL AND issued_at < now() - make_interval(secs => \(seconds)) AND expires_at > now()
             ORDER BY issued_at LIMIT \(limit)
             """,
             logger: self.logger
-        ).decode((String, String, String, String, String, String, String, String, Date, Date).self) {
+        ).decode((String, String, String, String, String, String, String, String?, String, Date, Date).self) {
             commands.append(
                 IssuedCommand(
                     commandID: row.0,
@@ -249,11 +268,12 @@ struct ControlStore: Sendable {
                     requestID: row.2,
                     swarmID: row.3,
                     agentID: row.4,
-                    action: Components.Schemas.ControlAction(rawValue: row.5) ?? .pause,
+                    action: Components.Schemas.CommandAction(rawValue: row.5) ?? .pause,
                     reason: row.6,
-                    actor: row.7,
-                    issuedAt: row.8,
-                    expiresAt: row.9
+                    input: row.7,
+                    actor: row.8,
+                    issuedAt: row.9,
+                    expiresAt: row.10
                 )
             )
         }

@@ -56,9 +56,9 @@ final class FleetFeed: Service, Sendable {
     }
 
     private func apply(_ envelope: BusEventEnvelope) {
-        var state: (String, String?)?
+        var state: (String, String?, Bool)?
         if envelope.kind == .state, let frame = try? JSONDecoder().decode(StateFrame.self, from: Data(envelope.frame)), let value = frame.state {
-            state = (value, frame.taskSummary)
+            state = (value, frame.taskSummary, frame.attrs?.worker == true)
         }
         self.index.apply(
             tenant: envelope.tenantID,
@@ -72,8 +72,19 @@ final class FleetFeed: Service, Sendable {
     }
 
     private struct StateFrame: Decodable {
+        struct Attributes: Decodable {
+            enum CodingKeys: CodingKey { case worker }
+            var worker: Bool?
+
+            /// Lenient: attributes are the agent's; anything but a boolean is no flag.
+            init(from decoder: any Decoder) throws {
+                self.worker = try? decoder.container(keyedBy: CodingKeys.self).decode(Bool.self, forKey: .worker)
+            }
+        }
+
         var state: String?
         var taskSummary: String?
+        var attrs: Attributes?
     }
 
     /// Reads heads, agents, their last states and last hour from one snapshot.
@@ -117,6 +128,7 @@ final class FleetFeed: Service, Sendable {
                     guard let parsed = try? JSONDecoder().decode(StateFrame.self, from: Data(buffer: frame)) else { continue }
                     records[tenant]?[agent]?.state = parsed.state
                     records[tenant]?[agent]?.stateSeq = seq
+                    records[tenant]?[agent]?.acceptsRequests = parsed.attrs?.worker == true
                     records[tenant]?[agent]?.taskSummary = parsed.taskSummary
                     records[tenant]?[agent]?.stateChangedAt = at
                 }

@@ -18,6 +18,8 @@ final class FleetIndex: Sendable {
         var taskSummary: String?
         /// The seq of the state event `state` comes from.
         var stateSeq: Int64 = 0
+        /// A worker: its last state event said it takes requests (`attrs.worker`).
+        var acceptsRequests = false
         var stateChangedAt: Date
         var lastSeenAt: Date
         var minutes = MinuteCounts()
@@ -86,7 +88,7 @@ final class FleetIndex: Sendable {
         agentID: String,
         isError: Bool,
         committedAt: Date,
-        state: (state: String, taskSummary: String?)?
+        state: (state: String, taskSummary: String?, worker: Bool)?
     ) {
         self.tenants.withLock { tenants in
             var fleet = tenants[tenant] ?? TenantFleet()
@@ -101,6 +103,7 @@ final class FleetIndex: Sendable {
                 if state.state != record.state { record.stateChangedAt = committedAt }
                 record.state = state.state
                 record.stateSeq = seq
+                record.acceptsRequests = state.worker
                 if let summary = state.taskSummary { record.taskSummary = summary }
             }
             fleet.agents[agentID] = record

@@ -43,6 +43,9 @@ struct AgentCommand: AsyncParsableCommand {
         @Option(help: "Seconds a terminated command has to exit after SIGTERM before SIGKILL.")
         var graceSeconds = 5.0
 
+        @Flag(help: "Run as a worker: requests (POST /v1/workers/{id}/requests) reach the command as lines on its standard input.")
+        var worker = false
+
         @Argument(parsing: .postTerminator, help: "The command, after --.")
         var command: [String] = []
 
@@ -65,9 +68,12 @@ struct AgentCommand: AsyncParsableCommand {
                 swarm: self.swarm,
                 agent: self.name,
                 heartbeat: .milliseconds(Int(self.heartbeatSeconds * 1000)),
-                grace: .milliseconds(Int(self.graceSeconds * 1000))
+                grace: .milliseconds(Int(self.graceSeconds * 1000)),
+                worker: self.worker
             )
-            let child = try ChildProcess(self.command)
+            // Writing to a worker that has closed its input must fail, not kill the connector.
+            signal(SIGPIPE, SIG_IGN)
+            let child = try ChildProcess(self.command, acceptsInput: self.worker)
             // Stopping the connector ends the command too.
             let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)
             let client = HTTPClient(eventLoopGroupProvider: .singleton)

@@ -25,6 +25,8 @@ actor AgentConnector {
         var agent: String
         var heartbeat: Duration
         var grace: Duration
+        /// Takes requests on the command's standard input (and says so in its state events).
+        var worker = false
     }
 
     enum State: String {
@@ -172,6 +174,8 @@ actor AgentConnector {
             "msgId": msgID, "swarmId": self.options.swarm, "agentId": self.options.agent, "kind": "state", "state": state.rawValue,
             "taskSummary": self.taskSummary,
         ]
+        var attributes = attributes
+        if self.options.worker { attributes["worker"] = true }
         if !attributes.isEmpty { event["attrs"] = attributes }
         return event
     }
@@ -212,6 +216,7 @@ actor AgentConnector {
         var requestId: String
         var action: String
         var reason: String
+        var input: String?
         var actor: String
         var expiresAt: Date?
         var ackToken: String
@@ -263,7 +268,7 @@ actor AgentConnector {
         if let expiresAt = command.expiresAt, expiresAt < Date() {
             answer = ("expired", self.state.rawValue, "arrived after \(expiresAt)")
         } else {
-            answer = await self.apply(command.action)
+            answer = await self.apply(command.action, input: command.input)
         }
         self.answered[command.commandId] = answer
         Self.say("\(command.action) from \(command.actor) (\(command.reason)): \(answer.outcome), now \(answer.state)")
@@ -278,10 +283,18 @@ actor AgentConnector {
         await self.acknowledge(command, answer)
     }
 
-    private func apply(_ action: String) async -> (outcome: String, state: String, message: String?) {
+    private func apply(_ action: String, input: String?) async -> (outcome: String, state: String, message: String?) {
         switch (action, self.state) {
         case (_, .terminated):
             return (action == "terminate" ? "noop" : "rejected", State.terminated.rawValue, "the process has ended")
+        case ("request", _):
+            // A paused worker reads it once resumed.
+            do {
+                try self.child.write(line: input ?? "")
+                return ("applied", self.state.rawValue, nil)
+            } catch {
+                return (self.options.worker ? "failed" : "rejected", self.state.rawValue, "\(error)")
+            }
         case ("pause", .paused), ("resume", .running):
             return ("noop", self.state.rawValue, nil)
         case ("pause", .running):

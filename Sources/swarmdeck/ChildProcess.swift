@@ -19,16 +19,29 @@ final class ChildProcess: Sendable {
     /// Lines dropped because the reader fell 10 000 behind, not yet reported.
     private let dropped = DropCounter()
 
-    /// Starts `arguments[0]` (looked up in `PATH`) with the rest as its arguments.
-    init(_ arguments: [String]) throws {
+    /// Where ``write(line:)`` goes: the write end of the process's standard input, if it has one.
+    private let input: Int32?
+
+    /// Starts `arguments[0]` (looked up in `PATH`) with the rest as its arguments; with
+    /// `acceptsInput`, its standard input is a pipe ``write(line:)`` writes to (else /dev/null).
+    init(_ arguments: [String], acceptsInput: Bool = false) throws {
         precondition(!arguments.isEmpty)
         var stdout: [Int32] = [0, 0]
         var stderr: [Int32] = [0, 0]
-        guard pipe(&stdout) == 0, pipe(&stderr) == 0 else { throw ChildProcessError("pipe: \(String(cString: strerror(errno)))") }
+        var stdin: [Int32] = [-1, -1]
+        guard pipe(&stdout) == 0, pipe(&stderr) == 0, !acceptsInput || pipe(&stdin) == 0 else {
+            throw ChildProcessError("pipe: \(String(cString: strerror(errno)))")
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if acceptsInput {
+            posix_spawn_file_actions_adddup2(&actions, stdin[0], 0)
+            posix_spawn_file_actions_addclose(&actions, stdin[0])
+            posix_spawn_file_actions_addclose(&actions, stdin[1])
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_adddup2(&actions, stdout[1], 1)
         posix_spawn_file_actions_adddup2(&actions, stderr[1], 2)
         for fd in stdout + stderr { posix_spawn_file_actions_addclose(&actions, fd) }
@@ -52,12 +65,15 @@ final class ChildProcess: Sendable {
         let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
         close(stdout[1])
         close(stderr[1])
+        if acceptsInput { close(stdin[0]) }
         guard status == 0 else {
             close(stdout[0])
             close(stderr[0])
+            if acceptsInput { close(stdin[1]) }
             throw ChildProcessError("cannot start \(arguments[0]): \(String(cString: strerror(status)))")
         }
         self.pid = pid
+        self.input = acceptsInput ? stdin[1] : nil
         let child = pid
         let dropped = self.dropped
         let (lines, continuation) = AsyncStream.makeStream(of: (String, Bool).self, bufferingPolicy: .bufferingNewest(10_000))
@@ -84,6 +100,23 @@ final class ChildProcess: Sendable {
                 }
             }
         }
+    }
+
+    /// Writes one line to the process's standard input.
+    /// - Throws: if it has none, or it no longer reads it.
+    func write(line: String) throws {
+        guard let input else { throw ChildProcessError("the command was not started with --worker: it takes no input") }
+        var bytes = Array((line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { Glibc.write(input, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw ChildProcessError("writing to the command's input: \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+        bytes.removeAll()
     }
 
     /// Lines dropped since the last call.

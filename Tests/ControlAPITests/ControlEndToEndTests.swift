@@ -26,6 +26,21 @@ struct ControlEndToEndTests {
         return stat[stat.index(close, offsetBy: 2)]
     }
 
+    /// `swarmdeck agent run` against the in-process services.
+    static func connector(ingestPort: Int, controlPort: Int, key: String, agent: String, worker: Bool = false, _ command: [String]) throws -> Process {
+        let connector = Process()
+        connector.executableURL = Self.swarmdeck
+        connector.arguments =
+            [
+                "agent", "run", "--ingest-url", "http://127.0.0.1:\(ingestPort)", "--control-url", "http://127.0.0.1:\(controlPort)", "--key", key,
+                "--swarm", "e2e", "--name", agent, "--heartbeat-seconds", "1", "--grace-seconds", "2",
+            ] + (worker ? ["--worker"] : []) + ["--"] + command
+        connector.standardOutput = FileHandle.nullDevice
+        connector.standardError = FileHandle.nullDevice
+        try connector.run()
+        return connector
+    }
+
     final class Seen: Sendable {
         let subscribed = Mutex(false)
         /// State events answering commands: (command id, state, outcome).
@@ -41,16 +56,13 @@ struct ControlEndToEndTests {
             try await fanoutApplication.test(.live) { fanout in
                 let key = try await harness.createKey(ingest)
                 let token = try await harness.token()
-                let connector = Process()
-                connector.executableURL = Self.swarmdeck
-                connector.arguments = [
-                    "agent", "run", "--ingest-url", "http://127.0.0.1:\(try #require(ingest.port))",
-                    "--control-url", "http://127.0.0.1:\(try #require(controlAPI.port))", "--key", key, "--swarm", "e2e", "--name", agent,
-                    "--heartbeat-seconds", "1", "--grace-seconds", "2", "--", "sleep", "1000",
-                ]
-                connector.standardOutput = FileHandle.nullDevice
-                connector.standardError = FileHandle.nullDevice
-                try connector.run()
+                let connector = try Self.connector(
+                    ingestPort: try #require(ingest.port),
+                    controlPort: try #require(controlAPI.port),
+                    key: key,
+                    agent: agent,
+                    ["sleep", "1000"]
+                )
                 defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
 
                 // The agent appears, running, with its process id in its task summary.
@@ -106,7 +118,7 @@ struct ControlEndToEndTests {
                 #expect(await eventually { Self.processState(pid) == nil })
                 #expect(await stateEvent(terminate)?.state == "terminated")
                 _ = try await frames
-                connector.waitUntilExit()
+                try await offPool { connector.waitUntilExit() }
                 #expect(connector.terminationStatus == 128 + SIGTERM)
 
                 // What the connector acknowledged is what control-api reports, and the fleet
@@ -120,6 +132,77 @@ struct ControlEndToEndTests {
                     try await H.call(control, .get, "/v1/agents/\(agent)", token: token).1["status"] as? String == "terminated"
                 }
                 #expect(terminated)
+            }
+        }
+    }
+
+    @Test("a worker: listed, takes a request on its standard input (its answer is a log event on the stream), stops; then 409; others see 404")
+    func worker() async throws {
+        let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
+        let worker = "w-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        try await harness.run(.live) { ingest, control in
+            let fanoutApplication = try await buildFanoutApplication(reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: try harness.environment()))
+            try await fanoutApplication.test(.live) { fanout in
+                let key = try await harness.createKey(ingest)
+                let token = try await harness.token()
+                let connector = try Self.connector(
+                    ingestPort: try #require(ingest.port),
+                    controlPort: try #require(control.port),
+                    key: key,
+                    agent: worker,
+                    worker: true,
+                    ["sh", "-c", "while read line; do echo \"worker got: $line\"; done"]
+                )
+                defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+                try await harness.announce(ingest, control, key: key, agent: "plain", swarm: "e2e")
+
+                let listed = try await eventually(timeout: .seconds(20)) {
+                    let (_, list) = try await H.call(control, .get, "/v1/workers", token: token)
+                    return (list["workers"] as? [[String: Any]])?.map { $0["id"] as? String } == [worker]
+                }
+                #expect(listed)
+                #expect(try await H.call(control, .get, "/v1/agents/\(worker)", token: token).1["acceptsRequests"] as? Bool == true)
+                // An agent that is not a worker is no worker.
+                #expect(try await H.call(control, .get, "/v1/workers/plain", token: token).0 == .notFound)
+                #expect(try await H.call(control, .post, "/v1/workers/plain/requests", token: token, json: ["requestId": "q0", "input": "x"]).0 == .notFound)
+                let (multiline, body) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q0", "input": "a\nb"])
+                #expect(multiline == .badRequest && body.errorCode == "InvalidRequest")
+                // Another tenant sees nothing.
+                let theirs = try await harness.token(tenant: "other-" + harness.tenant)
+                #expect(try await H.call(control, .get, "/v1/workers/\(worker)", token: theirs).0 == .notFound)
+                #expect(try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: theirs, json: ["requestId": "q1", "input": "x"]).0 == .notFound)
+                #expect(try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: theirs, json: ["requestId": "q2", "reason": "x"]).0 == .notFound)
+                #expect((try await H.call(control, .get, "/v1/workers", token: theirs).1["workers"] as? [Any])?.isEmpty == true)
+
+                let answered = Seen()
+                let stream = StreamClient(port: try #require(fanout.port), token: token)
+                async let frames = stream.run(
+                    sending: [subscribe(filters: ["agentIds": [worker], "include": ["logs"]])],
+                    timeout: .seconds(60)
+                ) { frame in
+                    if frame["type"] as? String == "subscribed" { answered.subscribed.withLock { $0 = true } }
+                    return frame["message"] as? String == "worker got: hello worker"
+                }
+                #expect(await eventually { answered.subscribed.withLock { $0 } })
+                let (accepted, receipt) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q3", "input": "hello worker"])
+                #expect(accepted == .accepted && receipt["action"] as? String == "request" && receipt["target"] as? String == "worker")
+                let lines = try await frames.frames
+                #expect(lines.contains { $0["message"] as? String == "worker got: hello worker" })
+                let applied = try await eventually {
+                    let (_, snapshot) = try await H.call(control, .get, "/v1/workers/\(worker)", token: token)
+                    return (snapshot["requests"] as? [[String: Any]])?.first?["state"] as? String == "applied"
+                }
+                #expect(applied)
+
+                #expect(try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: token, json: ["requestId": "q4", "reason": "done"]).0 == .accepted)
+                try await offPool { connector.waitUntilExit() }
+                let stopped = try await eventually {
+                    try await H.call(control, .get, "/v1/workers/\(worker)", token: token).1["worker"].flatMap { ($0 as? [String: Any])?["status"] as? String } == "terminated"
+                }
+                #expect(stopped)
+                let (conflict, conflictBody) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q5", "input": "late"])
+                #expect(conflict == .conflict && conflictBody.errorCode == "Conflict")
+                #expect((conflictBody["error"] as? [String: Any])?["class"] as? String == "conflict")
             }
         }
     }

@@ -11,7 +11,7 @@ struct ControlFuzzTests {
 
     /// Runs schemathesis against the document control-api serves, with one credential;
     /// returns its exit status and the tail of its report.
-    static func schemathesis(port: Int, authorization: String, pathRegex: String, seed: Int) throws -> (Int32, String) {
+    static func schemathesis(port: Int, authorization: String, pathRegex: String, seed: Int) async throws -> (Int32, String) {
         let binary = try #require(
             ProcessInfo.processInfo.environment["SWARMDECK_SCHEMATHESIS"],
             "SWARMDECK_SCHEMATHESIS is not set: run the tests with ./scripts/test (it installs schemathesis)"
@@ -34,8 +34,12 @@ struct ControlFuzzTests {
         process.standardOutput = output
         process.standardError = output
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let reader = output.fileHandleForReading
+        let data = try await offPool {
+            let data = reader.readDataToEndOfFile()
+            process.waitUntilExit()
+            return data
+        }
         return (process.terminationStatus, String(decoding: data.suffix(6000), as: UTF8.self))
     }
 
@@ -52,10 +56,10 @@ struct ControlFuzzTests {
             let port = try #require(control.port)
             let seed = Int.random(in: 1..<1_000_000)
             // Operators' operations with an access token holding every scope.
-            let (operators, operatorReport) = try Self.schemathesis(port: port, authorization: "Bearer \(token)", pathRegex: "^/(v1/(?!agent/)|\\.well-known)", seed: seed)
+            let (operators, operatorReport) = try await Self.schemathesis(port: port, authorization: "Bearer \(token)", pathRegex: "^/(v1/(?!agent/)|\\.well-known)", seed: seed)
             #expect(operators == 0, "schemathesis (seed \(seed)) found failures:\n\(operatorReport)")
             // The agents' channel with an ingest key (short waits: waitSeconds is fuzzed too).
-            let (agents, agentReport) = try Self.schemathesis(port: port, authorization: "Bearer \(key)", pathRegex: "^/v1/agent/", seed: seed)
+            let (agents, agentReport) = try await Self.schemathesis(port: port, authorization: "Bearer \(key)", pathRegex: "^/v1/agent/", seed: seed)
             #expect(agents == 0, "schemathesis (seed \(seed)) found failures:\n\(agentReport)")
         }
     }

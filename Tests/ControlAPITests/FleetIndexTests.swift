@@ -16,20 +16,20 @@ struct FleetIndexTests {
         index.load(heads: ["t": 10], agents: ["t": [loaded]])
 
         // At or below the snapshot's head: already counted.
-        index.apply(tenant: "t", seq: 9, swarmID: "s1", agentID: "a1", isError: true, committedAt: now, state: ("error", nil))
+        index.apply(tenant: "t", seq: 9, swarmID: "s1", agentID: "a1", isError: true, committedAt: now, state: ("error", nil, false))
         #expect(index.agent(tenant: "t", id: "a1")?.minutes.lastHour(now: now).events == 10)
         #expect(index.agent(tenant: "t", id: "a1")?.state == "running")
 
         // 12 (paused) overtakes 11 (running): both count, paused stays.
-        index.apply(tenant: "t", seq: 12, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: ("paused", nil))
-        index.apply(tenant: "t", seq: 11, swarmID: "s1", agentID: "a1", isError: true, committedAt: now, state: ("running", "old"))
+        index.apply(tenant: "t", seq: 12, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: ("paused", nil, false))
+        index.apply(tenant: "t", seq: 11, swarmID: "s1", agentID: "a1", isError: true, committedAt: now, state: ("running", "old", false))
         let agent = index.agent(tenant: "t", id: "a1")
         #expect(agent?.minutes.lastHour(now: now).events == 12)
         #expect(agent?.minutes.lastHour(now: now).errors == 2)
         #expect(agent?.state == "paused" && agent?.stateSeq == 12)
 
         // Another tenant's events never touch this one.
-        index.apply(tenant: "u", seq: 1, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: ("terminated", nil))
+        index.apply(tenant: "u", seq: 1, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: ("terminated", nil, false))
         #expect(index.agent(tenant: "t", id: "a1")?.state == "paused")
         #expect(index.agents(tenant: "u").count == 1)
     }

@@ -56,7 +56,7 @@ struct FanoutReplicaTests {
                 if frame["seq"] != nil, seen.next() == 100 { kill(pid, SIGKILL) }
                 return false
             }
-            first.waitUntilExit()
+            try await offPool { first.waitUntilExit() }
             #expect(first.terminationReason == .uncaughtSignal)
             let last = try #require(before.frames.seqs.last)
             #expect(before.frames.seqs == Array(1...last))

@@ -62,7 +62,7 @@ struct IngestCrashTests {
             }
             return try await group.reduce(into: [String]()) { $0 += $1 }
         }
-        process.waitUntilExit()
+        try await offPool { process.waitUntilExit() }
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(acknowledged.count > 0)
 

@@ -54,3 +54,14 @@ public func eventually(
     }
     return try await condition()
 }
+
+/// Runs a blocking call (waiting for a process, reading a pipe to its end) on a thread of its
+/// own: on the Swift concurrency pool (two threads on a two-core machine) it would stall every
+/// task of the test process, the in-process servers included.
+public func offPool<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try body() })
+        }
+    }
+}

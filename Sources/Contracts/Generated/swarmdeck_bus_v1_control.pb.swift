@@ -32,6 +32,9 @@ public nonisolated enum BusControlAction: SwiftProtobuf.Enum, Swift.CaseIterable
   case pause // = 1
   case resume // = 2
   case terminate // = 3
+
+  /// For a worker (an agent that takes requests): deliver `input` to it.
+  case request // = 4
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -44,6 +47,7 @@ public nonisolated enum BusControlAction: SwiftProtobuf.Enum, Swift.CaseIterable
     case 1: self = .pause
     case 2: self = .resume
     case 3: self = .terminate
+    case 4: self = .request
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -54,6 +58,7 @@ public nonisolated enum BusControlAction: SwiftProtobuf.Enum, Swift.CaseIterable
     case .pause: return 1
     case .resume: return 2
     case .terminate: return 3
+    case .request: return 4
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -64,6 +69,7 @@ public nonisolated enum BusControlAction: SwiftProtobuf.Enum, Swift.CaseIterable
     .pause,
     .resume,
     .terminate,
+    .request,
   ]
 
 }
@@ -158,6 +164,9 @@ public nonisolated struct BusControlCommand: Sendable {
   /// The command is void after this instant (Unix nanoseconds); 0 = never.
   public var expiresUnixNano: Int64 = 0
 
+  /// CONTROL_ACTION_REQUEST: what the worker is asked (a prompt, a JSON submission), as given.
+  public var input: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -194,7 +203,7 @@ public nonisolated struct BusControlAck: Sendable {
 fileprivate nonisolated let _protobuf_package = "swarmdeck.bus.v1"
 
 nonisolated extension BusControlAction: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONTROL_ACTION_UNSPECIFIED\0\u{1}CONTROL_ACTION_PAUSE\0\u{1}CONTROL_ACTION_RESUME\0\u{1}CONTROL_ACTION_TERMINATE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONTROL_ACTION_UNSPECIFIED\0\u{1}CONTROL_ACTION_PAUSE\0\u{1}CONTROL_ACTION_RESUME\0\u{1}CONTROL_ACTION_TERMINATE\0\u{1}CONTROL_ACTION_REQUEST\0")
 }
 
 nonisolated extension BusControlOutcome: SwiftProtobuf._ProtoNameProviding {
@@ -203,7 +212,7 @@ nonisolated extension BusControlOutcome: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension BusControlCommand: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ControlCommand"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}tenant_id\0\u{3}request_id\0\u{3}swarm_id\0\u{3}agent_id\0\u{1}action\0\u{1}reason\0\u{1}actor\0\u{3}issued_unix_nano\0\u{3}expires_unix_nano\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}tenant_id\0\u{3}request_id\0\u{3}swarm_id\0\u{3}agent_id\0\u{1}action\0\u{1}reason\0\u{1}actor\0\u{3}issued_unix_nano\0\u{3}expires_unix_nano\0\u{1}input\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -221,6 +230,7 @@ nonisolated extension BusControlCommand: SwiftProtobuf.Message, SwiftProtobuf._M
       case 8: try { try decoder.decodeSingularStringField(value: &self.actor) }()
       case 9: try { try decoder.decodeSingularInt64Field(value: &self.issuedUnixNano) }()
       case 10: try { try decoder.decodeSingularInt64Field(value: &self.expiresUnixNano) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self.input) }()
       default: break
       }
     }
@@ -257,6 +267,9 @@ nonisolated extension BusControlCommand: SwiftProtobuf.Message, SwiftProtobuf._M
     if self.expiresUnixNano != 0 {
       try visitor.visitSingularInt64Field(value: self.expiresUnixNano, fieldNumber: 10)
     }
+    if !self.input.isEmpty {
+      try visitor.visitSingularStringField(value: self.input, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -271,6 +284,7 @@ nonisolated extension BusControlCommand: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs.actor != rhs.actor {return false}
     if lhs.issuedUnixNano != rhs.issuedUnixNano {return false}
     if lhs.expiresUnixNano != rhs.expiresUnixNano {return false}
+    if lhs.input != rhs.input {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -24,6 +24,7 @@ tags:
   - name: auth
   - name: fleet
   - name: controls
+  - name: workers
   - name: agent
 paths:
   /.well-known/jwks.json:
@@ -188,6 +189,74 @@ paths:
             application/json:
               schema: { $ref: '#/components/schemas/ControlReceipt' }
         default: { $ref: '#/components/responses/Error' }
+  /v1/workers:
+    get:
+      operationId: listWorkers
+      tags: [workers]
+      summary: The tenant's workers, agents that take requests (scope `stream:read`).
+      description: An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+      responses:
+        '200':
+          description: The workers, most recently seen first.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/WorkerList' }
+        default: { $ref: '#/components/responses/Error' }
+  /v1/workers/{workerId}:
+    get:
+      operationId: getWorker
+      tags: [workers]
+      summary: A worker and its latest requests (scope `stream:read`).
+      parameters:
+        - $ref: '#/components/parameters/WorkerID'
+      responses:
+        '200':
+          description: The snapshot.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/WorkerSnapshot' }
+        default: { $ref: '#/components/responses/Error' }
+  /v1/workers/{workerId}/requests:
+    post:
+      operationId: requestWorker
+      tags: [workers]
+      summary: Send a worker a request (scope `agents:control`).
+      description: |
+        The input reaches the worker's process as one line on its standard input. A worker that
+        has terminated answers 409 `Conflict`. Idempotent on `requestId` like the controls.
+      parameters:
+        - $ref: '#/components/parameters/WorkerID'
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/WorkerRequest' }
+      responses:
+        '202':
+          description: The command issued.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/ControlReceipt' }
+        default: { $ref: '#/components/responses/Error' }
+  /v1/workers/{workerId}/stop:
+    post:
+      operationId: stopWorker
+      tags: [workers]
+      summary: Stop a worker (terminate its process; scope `agents:control`).
+      parameters:
+        - $ref: '#/components/parameters/WorkerID'
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/WorkerStop' }
+      responses:
+        '202':
+          description: The command issued.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/ControlReceipt' }
+        default: { $ref: '#/components/responses/Error' }
   /v1/controls/{requestId}:
     get:
       operationId: getControl
@@ -295,6 +364,11 @@ components:
       schema: { $ref: '#/components/schemas/EntityID' }
     AgentID:
       name: agentId
+      in: path
+      required: true
+      schema: { $ref: '#/components/schemas/EntityID' }
+    WorkerID:
+      name: workerId
       in: path
       required: true
       schema: { $ref: '#/components/schemas/EntityID' }
@@ -436,7 +510,47 @@ components:
         errorsLastHour: { type: integer, format: int64 }
         errorRate: { type: number, description: errorsLastHour / eventsLastHour (0 without events). }
         lastCommand: { $ref: '#/components/schemas/CommandStatus' }
+        acceptsRequests: { type: boolean, description: True for a worker. }
         webUrl: { type: string }
+    Worker:
+      type: object
+      required: [id, swarmId, status, updatedAt, lastSeenAt, webUrl]
+      properties:
+        id: { type: string }
+        swarmId: { type: string }
+        status: { $ref: '#/components/schemas/AgentStatus' }
+        taskSummary: { type: string }
+        updatedAt: { type: string, format: date-time }
+        lastSeenAt: { type: string, format: date-time }
+        webUrl: { type: string }
+    WorkerList:
+      type: object
+      required: [workers]
+      properties:
+        workers:
+          type: array
+          items: { $ref: '#/components/schemas/Worker' }
+    WorkerSnapshot:
+      type: object
+      required: [worker, requests]
+      properties:
+        worker: { $ref: '#/components/schemas/Worker' }
+        requests:
+          type: array
+          description: Its 20 latest requests, newest first, with what it answered.
+          items: { $ref: '#/components/schemas/CommandStatus' }
+    WorkerRequest:
+      type: object
+      required: [requestId, input]
+      properties:
+        requestId: { $ref: '#/components/schemas/RequestID' }
+        input: { type: string, minLength: 1, maxLength: 16000, description: 'One line for the worker: no line breaks.' }
+    WorkerStop:
+      type: object
+      required: [requestId, reason]
+      properties:
+        requestId: { $ref: '#/components/schemas/RequestID' }
+        reason: { type: string, minLength: 1, maxLength: 500 }
     Swarm:
       type: object
       required: [id, name, status, activeAgents, totalAgents, errorRate, eventsLastHour, updatedAt, webUrl]
@@ -489,6 +603,10 @@ components:
     ControlAction:
       type: string
       enum: [pause, resume, terminate]
+    CommandAction:
+      type: string
+      description: What a command asks; `request` is a worker request.
+      enum: [pause, resume, terminate, request]
     ControlRequest:
       type: object
       required: [action, reason, requestId]
@@ -511,7 +629,7 @@ components:
         commandId: { type: string }
         agentId: { type: string }
         swarmId: { type: string }
-        action: { $ref: '#/components/schemas/ControlAction' }
+        action: { $ref: '#/components/schemas/CommandAction' }
         state: { $ref: '#/components/schemas/CommandState' }
         agentState: { type: string, description: The agent's state after the command, as it reported it. }
         message: { type: string }
@@ -522,8 +640,8 @@ components:
       required: [requestId, action, target, targetId, commands, acceptedAt, auditId]
       properties:
         requestId: { type: string }
-        action: { $ref: '#/components/schemas/ControlAction' }
-        target: { type: string, enum: [swarm, agent] }
+        action: { $ref: '#/components/schemas/CommandAction' }
+        target: { type: string, enum: [swarm, agent, worker] }
         targetId: { type: string }
         commands:
           type: array
@@ -550,8 +668,8 @@ components:
         id: { type: integer, format: int64 }
         at: { type: string, format: date-time }
         actor: { type: string, description: 'The token subject, or `agent:<agentId>` for an acknowledgement.' }
-        action: { type: string, description: '`pause`, `resume`, `terminate`, or `ack:<action>`.' }
-        target: { type: string, enum: [swarm, agent] }
+        action: { type: string, description: '`pause`, `resume`, `terminate`, `request`, or `ack:<action>`.' }
+        target: { type: string, enum: [swarm, agent, worker] }
         targetId: { type: string }
         reason: { type: string }
         requestId: { type: string }
@@ -571,8 +689,9 @@ components:
       properties:
         commandId: { type: string }
         requestId: { type: string }
-        action: { $ref: '#/components/schemas/ControlAction' }
+        action: { $ref: '#/components/schemas/CommandAction' }
         reason: { type: string }
+        input: { type: string, description: 'For `request`: the line to give the worker.' }
         actor: { type: string }
         issuedAt: { type: string, format: date-time }
         expiresAt: { type: string, format: date-time }

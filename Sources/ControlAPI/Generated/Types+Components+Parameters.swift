@@ -10,5 +10,7 @@ extension Components {
         internal typealias SwarmID = Components.Schemas.EntityID
         /// - Remark: Generated from `#/components/parameters/AgentID`.
         internal typealias AgentID = Components.Schemas.EntityID
+        /// - Remark: Generated from `#/components/parameters/WorkerID`.
+        internal typealias WorkerID = Components.Schemas.EntityID
     }
 }

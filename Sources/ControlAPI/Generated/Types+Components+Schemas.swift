@@ -413,6 +413,10 @@ extension Components {
             internal var errorRate: Swift.Double
             /// - Remark: Generated from `#/components/schemas/Agent/lastCommand`.
             internal var lastCommand: Components.Schemas.CommandStatus?
+            /// True for a worker.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Agent/acceptsRequests`.
+            internal var acceptsRequests: Swift.Bool?
             /// - Remark: Generated from `#/components/schemas/Agent/webUrl`.
             internal var webUrl: Swift.String
             /// Creates a new `Agent`.
@@ -428,6 +432,7 @@ extension Components {
             ///   - errorsLastHour:
             ///   - errorRate: errorsLastHour / eventsLastHour (0 without events).
             ///   - lastCommand:
+            ///   - acceptsRequests: True for a worker.
             ///   - webUrl:
             internal init(
                 id: Swift.String,
@@ -440,6 +445,7 @@ extension Components {
                 errorsLastHour: Swift.Int64,
                 errorRate: Swift.Double,
                 lastCommand: Components.Schemas.CommandStatus? = nil,
+                acceptsRequests: Swift.Bool? = nil,
                 webUrl: Swift.String
             ) {
                 self.id = id
@@ -452,6 +458,7 @@ extension Components {
                 self.errorsLastHour = errorsLastHour
                 self.errorRate = errorRate
                 self.lastCommand = lastCommand
+                self.acceptsRequests = acceptsRequests
                 self.webUrl = webUrl
             }
             internal enum CodingKeys: String, CodingKey {
@@ -465,7 +472,149 @@ extension Components {
                 case errorsLastHour
                 case errorRate
                 case lastCommand
+                case acceptsRequests
                 case webUrl
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Worker`.
+        internal struct Worker: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Worker/id`.
+            internal var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Worker/swarmId`.
+            internal var swarmId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Worker/status`.
+            internal var status: Components.Schemas.AgentStatus
+            /// - Remark: Generated from `#/components/schemas/Worker/taskSummary`.
+            internal var taskSummary: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Worker/updatedAt`.
+            internal var updatedAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/Worker/lastSeenAt`.
+            internal var lastSeenAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/Worker/webUrl`.
+            internal var webUrl: Swift.String
+            /// Creates a new `Worker`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - swarmId:
+            ///   - status:
+            ///   - taskSummary:
+            ///   - updatedAt:
+            ///   - lastSeenAt:
+            ///   - webUrl:
+            internal init(
+                id: Swift.String,
+                swarmId: Swift.String,
+                status: Components.Schemas.AgentStatus,
+                taskSummary: Swift.String? = nil,
+                updatedAt: Foundation.Date,
+                lastSeenAt: Foundation.Date,
+                webUrl: Swift.String
+            ) {
+                self.id = id
+                self.swarmId = swarmId
+                self.status = status
+                self.taskSummary = taskSummary
+                self.updatedAt = updatedAt
+                self.lastSeenAt = lastSeenAt
+                self.webUrl = webUrl
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case id
+                case swarmId
+                case status
+                case taskSummary
+                case updatedAt
+                case lastSeenAt
+                case webUrl
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WorkerList`.
+        internal struct WorkerList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WorkerList/workers`.
+            internal var workers: [Components.Schemas.Worker]
+            /// Creates a new `WorkerList`.
+            ///
+            /// - Parameters:
+            ///   - workers:
+            internal init(workers: [Components.Schemas.Worker]) {
+                self.workers = workers
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case workers
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WorkerSnapshot`.
+        internal struct WorkerSnapshot: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WorkerSnapshot/worker`.
+            internal var worker: Components.Schemas.Worker
+            /// Its 20 latest requests, newest first, with what it answered.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WorkerSnapshot/requests`.
+            internal var requests: [Components.Schemas.CommandStatus]
+            /// Creates a new `WorkerSnapshot`.
+            ///
+            /// - Parameters:
+            ///   - worker:
+            ///   - requests: Its 20 latest requests, newest first, with what it answered.
+            internal init(
+                worker: Components.Schemas.Worker,
+                requests: [Components.Schemas.CommandStatus]
+            ) {
+                self.worker = worker
+                self.requests = requests
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case worker
+                case requests
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WorkerRequest`.
+        internal struct WorkerRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WorkerRequest/requestId`.
+            internal var requestId: Components.Schemas.RequestID
+            /// One line for the worker: no line breaks.
+            ///
+            /// - Remark: Generated from `#/components/schemas/WorkerRequest/input`.
+            internal var input: Swift.String
+            /// Creates a new `WorkerRequest`.
+            ///
+            /// - Parameters:
+            ///   - requestId:
+            ///   - input: One line for the worker: no line breaks.
+            internal init(
+                requestId: Components.Schemas.RequestID,
+                input: Swift.String
+            ) {
+                self.requestId = requestId
+                self.input = input
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case requestId
+                case input
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/WorkerStop`.
+        internal struct WorkerStop: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/WorkerStop/requestId`.
+            internal var requestId: Components.Schemas.RequestID
+            /// - Remark: Generated from `#/components/schemas/WorkerStop/reason`.
+            internal var reason: Swift.String
+            /// Creates a new `WorkerStop`.
+            ///
+            /// - Parameters:
+            ///   - requestId:
+            ///   - reason:
+            internal init(
+                requestId: Components.Schemas.RequestID,
+                reason: Swift.String
+            ) {
+                self.requestId = requestId
+                self.reason = reason
+            }
+            internal enum CodingKeys: String, CodingKey {
+                case requestId
+                case reason
             }
         }
         /// - Remark: Generated from `#/components/schemas/Swarm`.
@@ -671,6 +820,15 @@ extension Components {
             case resume = "resume"
             case terminate = "terminate"
         }
+        /// What a command asks; `request` is a worker request.
+        ///
+        /// - Remark: Generated from `#/components/schemas/CommandAction`.
+        internal enum CommandAction: String, Codable, Hashable, Sendable, CaseIterable {
+            case pause = "pause"
+            case resume = "resume"
+            case terminate = "terminate"
+            case request = "request"
+        }
         /// - Remark: Generated from `#/components/schemas/ControlRequest`.
         internal struct ControlRequest: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/ControlRequest/action`.
@@ -728,7 +886,7 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/CommandStatus/swarmId`.
             internal var swarmId: Swift.String
             /// - Remark: Generated from `#/components/schemas/CommandStatus/action`.
-            internal var action: Components.Schemas.ControlAction
+            internal var action: Components.Schemas.CommandAction
             /// - Remark: Generated from `#/components/schemas/CommandStatus/state`.
             internal var state: Components.Schemas.CommandState
             /// The agent's state after the command
@@ -757,7 +915,7 @@ extension Components {
                 commandId: Swift.String,
                 agentId: Swift.String,
                 swarmId: Swift.String,
-                action: Components.Schemas.ControlAction,
+                action: Components.Schemas.CommandAction,
                 state: Components.Schemas.CommandState,
                 agentState: Swift.String? = nil,
                 message: Swift.String? = nil,
@@ -791,11 +949,12 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/ControlReceipt/requestId`.
             internal var requestId: Swift.String
             /// - Remark: Generated from `#/components/schemas/ControlReceipt/action`.
-            internal var action: Components.Schemas.ControlAction
+            internal var action: Components.Schemas.CommandAction
             /// - Remark: Generated from `#/components/schemas/ControlReceipt/target`.
             internal enum TargetPayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case swarm = "swarm"
                 case agent = "agent"
+                case worker = "worker"
             }
             /// - Remark: Generated from `#/components/schemas/ControlReceipt/target`.
             internal var target: Components.Schemas.ControlReceipt.TargetPayload
@@ -844,7 +1003,7 @@ extension Components {
             ///   - auditId:
             internal init(
                 requestId: Swift.String,
-                action: Components.Schemas.ControlAction,
+                action: Components.Schemas.CommandAction,
                 target: Components.Schemas.ControlReceipt.TargetPayload,
                 targetId: Swift.String,
                 commands: Components.Schemas.ControlReceipt.CommandsPayload,
@@ -902,7 +1061,7 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/AuditEntry/actor`.
             internal var actor: Swift.String
-            /// `pause`, `resume`, `terminate`, or `ack:<action>`.
+            /// `pause`, `resume`, `terminate`, `request`, or `ack:<action>`.
             ///
             /// - Remark: Generated from `#/components/schemas/AuditEntry/action`.
             internal var action: Swift.String
@@ -910,6 +1069,7 @@ extension Components {
             internal enum TargetPayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case swarm = "swarm"
                 case agent = "agent"
+                case worker = "worker"
             }
             /// - Remark: Generated from `#/components/schemas/AuditEntry/target`.
             internal var target: Components.Schemas.AuditEntry.TargetPayload
@@ -929,7 +1089,7 @@ extension Components {
             ///   - id:
             ///   - at:
             ///   - actor: The token subject, or `agent:<agentId>` for an acknowledgement.
-            ///   - action: `pause`, `resume`, `terminate`, or `ack:<action>`.
+            ///   - action: `pause`, `resume`, `terminate`, `request`, or `ack:<action>`.
             ///   - target:
             ///   - targetId:
             ///   - reason:
@@ -1002,9 +1162,13 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/AgentCommand/requestId`.
             internal var requestId: Swift.String
             /// - Remark: Generated from `#/components/schemas/AgentCommand/action`.
-            internal var action: Components.Schemas.ControlAction
+            internal var action: Components.Schemas.CommandAction
             /// - Remark: Generated from `#/components/schemas/AgentCommand/reason`.
             internal var reason: Swift.String
+            /// For `request`: the line to give the worker.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AgentCommand/input`.
+            internal var input: Swift.String?
             /// - Remark: Generated from `#/components/schemas/AgentCommand/actor`.
             internal var actor: Swift.String
             /// - Remark: Generated from `#/components/schemas/AgentCommand/issuedAt`.
@@ -1022,6 +1186,7 @@ extension Components {
             ///   - requestId:
             ///   - action:
             ///   - reason:
+            ///   - input: For `request`: the line to give the worker.
             ///   - actor:
             ///   - issuedAt:
             ///   - expiresAt:
@@ -1029,8 +1194,9 @@ extension Components {
             internal init(
                 commandId: Swift.String,
                 requestId: Swift.String,
-                action: Components.Schemas.ControlAction,
+                action: Components.Schemas.CommandAction,
                 reason: Swift.String,
+                input: Swift.String? = nil,
                 actor: Swift.String,
                 issuedAt: Foundation.Date,
                 expiresAt: Foundation.Date? = nil,
@@ -1040,6 +1206,7 @@ extension Components {
                 self.requestId = requestId
                 self.action = action
                 self.reason = reason
+                self.input = input
                 self.actor = actor
                 self.issuedAt = issuedAt
                 self.expiresAt = expiresAt
@@ -1050,6 +1217,7 @@ extension Components {
                 case requestId
                 case action
                 case reason
+                case input
                 case actor
                 case issuedAt
                 case expiresAt

@@ -1438,6 +1438,600 @@ internal enum Operations {
             }
         }
     }
+    /// The tenant's workers, agents that take requests (scope `stream:read`).
+    ///
+    /// An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+    ///
+    /// - Remark: HTTP `GET /v1/workers`.
+    /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)`.
+    internal enum ListWorkers {
+        internal static let id: Swift.String = "listWorkers"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/workers/GET/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListWorkers.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListWorkers.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.ListWorkers.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            internal init(headers: Operations.ListWorkers.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/workers/GET/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/workers/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.WorkerList)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Components.Schemas.WorkerList {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.ListWorkers.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.ListWorkers.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The workers, most recently seen first.
+            ///
+            /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ListWorkers.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.ListWorkers.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            internal var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// A worker and its latest requests (scope `stream:read`).
+    ///
+    /// - Remark: HTTP `GET /v1/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//v1/workers/{workerId}/get(getWorker)`.
+    internal enum GetWorker {
+        internal static let id: Swift.String = "getWorker"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/workers/{workerId}/GET/path`.
+            internal struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/workers/{workerId}/GET/path/workerId`.
+                internal var workerId: Components.Parameters.WorkerID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - workerId:
+                internal init(workerId: Components.Parameters.WorkerID) {
+                    self.workerId = workerId
+                }
+            }
+            internal var path: Operations.GetWorker.Input.Path
+            /// - Remark: Generated from `#/paths/v1/workers/{workerId}/GET/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetWorker.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetWorker.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.GetWorker.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            internal init(
+                path: Operations.GetWorker.Input.Path,
+                headers: Operations.GetWorker.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/workers/{workerId}/GET/responses/200/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/workers/{workerId}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.WorkerSnapshot)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Components.Schemas.WorkerSnapshot {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.GetWorker.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.GetWorker.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The snapshot.
+            ///
+            /// - Remark: Generated from `#/paths//v1/workers/{workerId}/get(getWorker)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetWorker.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            internal var ok: Operations.GetWorker.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/workers/{workerId}/get(getWorker)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            internal var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Send a worker a request (scope `agents:control`).
+    ///
+    /// The input reaches the worker's process as one line on its standard input. A worker that
+    /// has terminated answers 409 `Conflict`. Idempotent on `requestId` like the controls.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/workers/{workerId}/requests`.
+    /// - Remark: Generated from `#/paths//v1/workers/{workerId}/requests/post(requestWorker)`.
+    internal enum RequestWorker {
+        internal static let id: Swift.String = "requestWorker"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/workers/{workerId}/requests/POST/path`.
+            internal struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/workers/{workerId}/requests/POST/path/workerId`.
+                internal var workerId: Components.Parameters.WorkerID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - workerId:
+                internal init(workerId: Components.Parameters.WorkerID) {
+                    self.workerId = workerId
+                }
+            }
+            internal var path: Operations.RequestWorker.Input.Path
+            /// - Remark: Generated from `#/paths/v1/workers/{workerId}/requests/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RequestWorker.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RequestWorker.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.RequestWorker.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/workers/{workerId}/requests/POST/requestBody`.
+            internal enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/workers/{workerId}/requests/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.WorkerRequest)
+            }
+            internal var body: Operations.RequestWorker.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.RequestWorker.Input.Path,
+                headers: Operations.RequestWorker.Input.Headers = .init(),
+                body: Operations.RequestWorker.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Accepted: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/workers/{workerId}/requests/POST/responses/202/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/workers/{workerId}/requests/POST/responses/202/content/application\/json`.
+                    case json(Components.Schemas.ControlReceipt)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Components.Schemas.ControlReceipt {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.RequestWorker.Output.Accepted.Body
+                /// Creates a new `Accepted`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.RequestWorker.Output.Accepted.Body) {
+                    self.body = body
+                }
+            }
+            /// The command issued.
+            ///
+            /// - Remark: Generated from `#/paths//v1/workers/{workerId}/requests/post(requestWorker)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Operations.RequestWorker.Output.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            internal var accepted: Operations.RequestWorker.Output.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/workers/{workerId}/requests/post(requestWorker)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            internal var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Stop a worker (terminate its process; scope `agents:control`).
+    ///
+    /// - Remark: HTTP `POST /v1/workers/{workerId}/stop`.
+    /// - Remark: Generated from `#/paths//v1/workers/{workerId}/stop/post(stopWorker)`.
+    internal enum StopWorker {
+        internal static let id: Swift.String = "stopWorker"
+        internal struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/workers/{workerId}/stop/POST/path`.
+            internal struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/workers/{workerId}/stop/POST/path/workerId`.
+                internal var workerId: Components.Parameters.WorkerID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - workerId:
+                internal init(workerId: Components.Parameters.WorkerID) {
+                    self.workerId = workerId
+                }
+            }
+            internal var path: Operations.StopWorker.Input.Path
+            /// - Remark: Generated from `#/paths/v1/workers/{workerId}/stop/POST/header`.
+            internal struct Headers: Sendable, Hashable {
+                internal var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StopWorker.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                internal init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StopWorker.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            internal var headers: Operations.StopWorker.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/workers/{workerId}/stop/POST/requestBody`.
+            internal enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/workers/{workerId}/stop/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.WorkerStop)
+            }
+            internal var body: Operations.StopWorker.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            internal init(
+                path: Operations.StopWorker.Input.Path,
+                headers: Operations.StopWorker.Input.Headers = .init(),
+                body: Operations.StopWorker.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        internal enum Output: Sendable, Hashable {
+            internal struct Accepted: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/workers/{workerId}/stop/POST/responses/202/content`.
+                internal enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/workers/{workerId}/stop/POST/responses/202/content/application\/json`.
+                    case json(Components.Schemas.ControlReceipt)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    internal var json: Components.Schemas.ControlReceipt {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                internal var body: Operations.StopWorker.Output.Accepted.Body
+                /// Creates a new `Accepted`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                internal init(body: Operations.StopWorker.Output.Accepted.Body) {
+                    self.body = body
+                }
+            }
+            /// The command issued.
+            ///
+            /// - Remark: Generated from `#/paths//v1/workers/{workerId}/stop/post(stopWorker)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Operations.StopWorker.Output.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            internal var accepted: Operations.StopWorker.Output.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/workers/{workerId}/stop/post(stopWorker)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            internal var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        internal enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            internal init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            internal var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            internal static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// A control request and what its agents answered (scope `stream:read`).
     ///
     /// - Remark: HTTP `GET /v1/controls/{requestId}`.

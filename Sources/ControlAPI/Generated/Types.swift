@@ -57,6 +57,32 @@ internal protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/agents/{agentId}/control`.
     /// - Remark: Generated from `#/paths//v1/agents/{agentId}/control/post(controlAgent)`.
     func controlAgent(_ input: Operations.ControlAgent.Input) async throws -> Operations.ControlAgent.Output
+    /// The tenant's workers, agents that take requests (scope `stream:read`).
+    ///
+    /// An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+    ///
+    /// - Remark: HTTP `GET /v1/workers`.
+    /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)`.
+    func listWorkers(_ input: Operations.ListWorkers.Input) async throws -> Operations.ListWorkers.Output
+    /// A worker and its latest requests (scope `stream:read`).
+    ///
+    /// - Remark: HTTP `GET /v1/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//v1/workers/{workerId}/get(getWorker)`.
+    func getWorker(_ input: Operations.GetWorker.Input) async throws -> Operations.GetWorker.Output
+    /// Send a worker a request (scope `agents:control`).
+    ///
+    /// The input reaches the worker's process as one line on its standard input. A worker that
+    /// has terminated answers 409 `Conflict`. Idempotent on `requestId` like the controls.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/workers/{workerId}/requests`.
+    /// - Remark: Generated from `#/paths//v1/workers/{workerId}/requests/post(requestWorker)`.
+    func requestWorker(_ input: Operations.RequestWorker.Input) async throws -> Operations.RequestWorker.Output
+    /// Stop a worker (terminate its process; scope `agents:control`).
+    ///
+    /// - Remark: HTTP `POST /v1/workers/{workerId}/stop`.
+    /// - Remark: Generated from `#/paths//v1/workers/{workerId}/stop/post(stopWorker)`.
+    func stopWorker(_ input: Operations.StopWorker.Input) async throws -> Operations.StopWorker.Output
     /// A control request and what its agents answered (scope `stream:read`).
     ///
     /// - Remark: HTTP `GET /v1/controls/{requestId}`.
@@ -209,6 +235,62 @@ extension APIProtocol {
         body: Operations.ControlAgent.Input.Body
     ) async throws -> Operations.ControlAgent.Output {
         try await controlAgent(Operations.ControlAgent.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// The tenant's workers, agents that take requests (scope `stream:read`).
+    ///
+    /// An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+    ///
+    /// - Remark: HTTP `GET /v1/workers`.
+    /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)`.
+    internal func listWorkers(headers: Operations.ListWorkers.Input.Headers = .init()) async throws -> Operations.ListWorkers.Output {
+        try await listWorkers(Operations.ListWorkers.Input(headers: headers))
+    }
+    /// A worker and its latest requests (scope `stream:read`).
+    ///
+    /// - Remark: HTTP `GET /v1/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//v1/workers/{workerId}/get(getWorker)`.
+    internal func getWorker(
+        path: Operations.GetWorker.Input.Path,
+        headers: Operations.GetWorker.Input.Headers = .init()
+    ) async throws -> Operations.GetWorker.Output {
+        try await getWorker(Operations.GetWorker.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Send a worker a request (scope `agents:control`).
+    ///
+    /// The input reaches the worker's process as one line on its standard input. A worker that
+    /// has terminated answers 409 `Conflict`. Idempotent on `requestId` like the controls.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/workers/{workerId}/requests`.
+    /// - Remark: Generated from `#/paths//v1/workers/{workerId}/requests/post(requestWorker)`.
+    internal func requestWorker(
+        path: Operations.RequestWorker.Input.Path,
+        headers: Operations.RequestWorker.Input.Headers = .init(),
+        body: Operations.RequestWorker.Input.Body
+    ) async throws -> Operations.RequestWorker.Output {
+        try await requestWorker(Operations.RequestWorker.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Stop a worker (terminate its process; scope `agents:control`).
+    ///
+    /// - Remark: HTTP `POST /v1/workers/{workerId}/stop`.
+    /// - Remark: Generated from `#/paths//v1/workers/{workerId}/stop/post(stopWorker)`.
+    internal func stopWorker(
+        path: Operations.StopWorker.Input.Path,
+        headers: Operations.StopWorker.Input.Headers = .init(),
+        body: Operations.StopWorker.Input.Body
+    ) async throws -> Operations.StopWorker.Output {
+        try await stopWorker(Operations.StopWorker.Input(
             path: path,
             headers: headers,
             body: body

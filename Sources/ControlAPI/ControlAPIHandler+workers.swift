@@ -1,0 +1,95 @@
+import Contracts
+import Foundation
+import ServiceKit
+
+/// Workers (seed 004's Codex workers): agents whose connector runs with `--worker` and takes
+/// requests, one line on the process's standard input each.
+extension ControlAPIHandler {
+    func listWorkers(_ input: Operations.ListWorkers.Input) async throws -> Operations.ListWorkers.Output {
+        let identity = try await self.caller(.streamRead)
+        let now = Date()
+        let workers = self.fleet.agents(tenant: identity.tenant).filter(\.acceptsRequests)
+            .sorted { ($0.lastSeenAt, $1.agentID) > ($1.lastSeenAt, $0.agentID) }
+            .map { self.worker($0, now: now) }
+        return .ok(.init(body: .json(.init(workers: workers))))
+    }
+
+    func getWorker(_ input: Operations.GetWorker.Input) async throws -> Operations.GetWorker.Output {
+        let identity = try await self.caller(.streamRead)
+        let record = try self.workerRecord(identity, input.path.workerId)
+        let requests = try await self.store.requests(tenant: identity.tenant, agentID: record.agentID, limit: 20)
+        return .ok(.init(body: .json(.init(worker: self.worker(record, now: Date()), requests: requests))))
+    }
+
+    func requestWorker(_ input: Operations.RequestWorker.Input) async throws -> Operations.RequestWorker.Output {
+        let identity = try await self.caller(.agentsControl)
+        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        try Self.checkID(input.path.workerId, "workerId")
+        try Self.checkText(body.input, "input", max: 16_000)
+        guard !body.input.contains(where: \.isNewline) else {
+            throw ServiceKitError(.api(.invalidRequest), "input must be one line (no line breaks)")
+        }
+        let receipt = try await self.issue(
+            identity,
+            .request,
+            target: .worker,
+            id: input.path.workerId,
+            reason: "request",
+            input: body.input,
+            requestID: body.requestId
+        ) { now in
+            [try self.liveWorker(identity, input.path.workerId, now: now)]
+        }
+        return .accepted(.init(body: .json(receipt)))
+    }
+
+    func stopWorker(_ input: Operations.StopWorker.Input) async throws -> Operations.StopWorker.Output {
+        let identity = try await self.caller(.agentsControl)
+        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        try Self.checkID(input.path.workerId, "workerId")
+        let receipt = try await self.issue(
+            identity,
+            .terminate,
+            target: .worker,
+            id: input.path.workerId,
+            reason: body.reason,
+            requestID: body.requestId
+        ) { now in
+            [try self.liveWorker(identity, input.path.workerId, now: now)]
+        }
+        return .accepted(.init(body: .json(receipt)))
+    }
+
+    // MARK: Helpers
+
+    /// A worker of the caller's tenant: 404 for an unknown id, an agent that takes no
+    /// requests, or another tenant's.
+    private func workerRecord(_ identity: AccessIdentity, _ id: String) throws -> FleetIndex.AgentRecord {
+        try Self.checkID(id, "workerId")
+        guard let record = self.fleet.agent(tenant: identity.tenant, id: id), record.acceptsRequests else {
+            throw ServiceKitError(.api(.notFound), "no worker \(id)")
+        }
+        return record
+    }
+
+    /// A worker that can still take a command: 409 `Conflict` once it has terminated.
+    private func liveWorker(_ identity: AccessIdentity, _ id: String, now: Date) throws -> (swarm: String, agent: String) {
+        let record = try self.workerRecord(identity, id)
+        guard self.status(of: record, now: now) != .terminated else {
+            throw ServiceKitError(.api(.conflict), "worker \(id) has stopped")
+        }
+        return (record.swarmID, record.agentID)
+    }
+
+    func worker(_ record: FleetIndex.AgentRecord, now: Date) -> Components.Schemas.Worker {
+        Components.Schemas.Worker(
+            id: record.agentID,
+            swarmId: record.swarmID,
+            status: self.status(of: record, now: now),
+            taskSummary: record.taskSummary,
+            updatedAt: record.stateChangedAt,
+            lastSeenAt: record.lastSeenAt,
+            webUrl: self.webURL("workers", record.agentID)
+        )
+    }
+}
