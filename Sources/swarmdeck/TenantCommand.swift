@@ -21,8 +21,8 @@ struct TenantCommand: AsyncParsableCommand {
         @Option(help: "The tenant id.")
         var tenant: String
 
-        @Option(name: .long, help: "PEM file with the ES256 private key (see token keygen): signs a short admin token for the call.")
-        var keyFile: String
+        /// Signs a short admin token for the call.
+        @OptionGroup var signing: SigningKeyOptions
 
         @Option(help: "Base URL of control-api or the edge.")
         var url = "http://127.0.0.1:8080"
@@ -36,14 +36,6 @@ struct TenantCommand: AsyncParsableCommand {
         @Option(help: "Seconds the codes stay valid.")
         var ttl = 86_400
 
-        @Option(help: "Key id (auth.jwt.key-id of the services).")
-        var keyID = "swarmdeck-1"
-
-        @Option(help: "Issuer (auth.jwt.issuer of the services).")
-        var issuer = "swarmdeck"
-
-        @Option(help: "Audience (auth.jwt.audience of the services).")
-        var audience = "swarmdeck"
 
         @Flag(help: "Print only the codes, one per line.")
         var quiet = false
@@ -51,14 +43,11 @@ struct TenantCommand: AsyncParsableCommand {
         func validate() throws {
             guard !self.tenant.isEmpty, self.tenant.utf8.count <= 256 else { throw ValidationError("--tenant must be 1 to 256 bytes") }
             guard (1...100).contains(self.codes) else { throw ValidationError("--codes must be 1…100") }
-            for scope in self.scopes where Scope(rawValue: scope) == nil {
-                throw ValidationError("unknown scope '\(scope)'; known: \(Scope.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
+            try SigningKeyOptions.checkScopes(self.scopes)
         }
 
         func run() async throws {
-            let pem = try String(contentsOfFile: self.keyFile, encoding: .utf8)
-            let signer = try await AccessTokenSigner(privateKeyPEM: pem, keyID: self.keyID, issuer: self.issuer, audience: self.audience)
+            let signer = try await self.signing.signer()
             let token = try await signer.sign(tenant: self.tenant, subject: "cli-admin", scopes: [.admin], lifetime: .seconds(120))
             var body: [String: Any] = ["count": self.codes, "ttlSeconds": self.ttl]
             if !self.scopes.isEmpty { body["scopes"] = self.scopes }

@@ -40,8 +40,7 @@ struct TokenCommand: AsyncParsableCommand {
     struct Mint: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print an access token for a tenant, signed with the private key.")
 
-        @Option(name: .long, help: "PEM file with the ES256 private key (see token keygen).")
-        var keyFile: String
+        @OptionGroup var signing: SigningKeyOptions
 
         @Option(help: "The tenant the token is for.")
         var tenant: String
@@ -58,27 +57,15 @@ struct TokenCommand: AsyncParsableCommand {
         @Option(help: "Lifetime in seconds.")
         var ttl: Int = 3600
 
-        @Option(help: "Issuer (auth.jwt.issuer of the services).")
-        var issuer = "swarmdeck"
-
-        @Option(help: "Audience (auth.jwt.audience of the services).")
-        var audience = "swarmdeck"
-
-        @Option(help: "Key id (auth.jwt.key-id of the services).")
-        var keyID = "swarmdeck-1"
-
         func validate() throws {
             guard !self.tenant.isEmpty, !self.subject.isEmpty else { throw ValidationError("--tenant and --subject must not be empty") }
             guard (1...86_400 * 30).contains(self.ttl) else { throw ValidationError("--ttl must be between 1 second and 30 days") }
-            for scope in self.scopes where Scope(rawValue: scope) == nil {
-                throw ValidationError("unknown scope '\(scope)'; known: \(Scope.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
+            try SigningKeyOptions.checkScopes(self.scopes)
             guard self.allScopes || !self.scopes.isEmpty else { throw ValidationError("grant at least one --scope, or --all-scopes") }
         }
 
         func run() async throws {
-            let pem = try String(contentsOfFile: self.keyFile, encoding: .utf8)
-            let signer = try await AccessTokenSigner(privateKeyPEM: pem, keyID: self.keyID, issuer: self.issuer, audience: self.audience)
+            let signer = try await self.signing.signer()
             let scopes = self.allScopes ? Set(Scope.allCases) : Set(self.scopes.compactMap(Scope.init(rawValue:)))
             print(try await signer.sign(tenant: self.tenant, subject: self.subject, scopes: scopes, lifetime: .seconds(self.ttl)))
         }
