@@ -60,34 +60,21 @@ struct ControlStore: Sendable {
     /// - Parameter admit: called (inside the transaction, once the request id is known to be
     ///   new) to apply the actor's rate limit; throwing rolls everything back.
     func submit(_ submission: Submission, admit: @Sendable () throws -> Void) async throws -> Outcome {
-        let fingerprint = submission.fingerprint
-        do {
-            return try await self.submit(submission, fingerprint: fingerprint, admit: admit)
-        } catch let error as PostgresTransactionError {
-            // A refusal from inside the transaction (conflict, rate limit) is the answer.
-            if let refusal = error.closureError as? ServiceKitError, error.rollbackError == nil { throw refusal }
-            throw error
-        }
-    }
-
-    private func submit(_ submission: Submission, fingerprint: ByteBuffer, admit: @Sendable () throws -> Void) async throws -> Outcome {
-        try await self.client.withTransaction(logger: self.logger) { connection in
+        // A refusal from inside the transaction (conflict, rate limit) is the answer.
+        try await self.client.transaction(logger: self.logger) { connection in
             // Serializes the requests of one request id across replicas.
             try await connection.query(
                 "SELECT pg_advisory_xact_lock(hashtext(\(submission.tenant)), hashtext(\(submission.requestID)))",
                 logger: self.logger
             )
-            if let (stored, receipt) = try await self.stored(tenant: submission.tenant, requestID: submission.requestID, on: connection) {
-                guard stored == fingerprint else {
-                    throw ServiceKitError(.api(.conflict), "requestId \(submission.requestID) was already used for another control request")
-                }
+            if let receipt = try await self.known(submission, on: connection) {
                 return .replayed(receipt)
             }
             try admit()
             let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
             let commands = submission.agents.map { target in
                 IssuedCommand(
-                    commandID: "cmd_" + DeviceAuthority.randomHex(bytes: 12),
+                    commandID: "cmd_" + randomHex(bytes: 12),
                     tenant: submission.tenant,
                     requestID: submission.requestID,
                     swarmID: target.swarm,
@@ -136,7 +123,7 @@ struct ControlStore: Sendable {
             try await connection.query(
                 """
                 INSERT INTO control_requests (tenant_id, request_id, actor, fingerprint, receipt)
-                VALUES (\(submission.tenant), \(submission.requestID), \(submission.actor), \(fingerprint), \(json)::jsonb)
+                VALUES (\(submission.tenant), \(submission.requestID), \(submission.actor), \(submission.fingerprint), \(json)::jsonb)
                 """,
                 logger: self.logger
             )
@@ -147,10 +134,17 @@ struct ControlStore: Sendable {
     /// The stored receipt of a known request id, or nil.
     /// - Throws: `Conflict` if the id was used for another request.
     func replay(_ submission: Submission) async throws -> Components.Schemas.ControlReceipt? {
-        let found = try await self.client.withConnection { connection in
-            try await self.stored(tenant: submission.tenant, requestID: submission.requestID, on: connection)
+        try await self.client.withConnection { connection in
+            try await self.known(submission, on: connection)
         }
-        guard let (fingerprint, receipt) = found else { return nil }
+    }
+
+    /// The receipt stored for the submission's request id, or nil; `Conflict` if the id was
+    /// used for another request.
+    private func known(_ submission: Submission, on connection: PostgresConnection) async throws -> Components.Schemas.ControlReceipt? {
+        guard let (fingerprint, receipt) = try await self.stored(tenant: submission.tenant, requestID: submission.requestID, on: connection) else {
+            return nil
+        }
         guard fingerprint == submission.fingerprint else {
             throw ServiceKitError(.api(.conflict), "requestId \(submission.requestID) was already used for another control request")
         }

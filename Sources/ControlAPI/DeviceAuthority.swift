@@ -21,7 +21,7 @@ struct DeviceAuthority: Sendable {
     /// `count` codes for `tenant` (created on first use), valid for `lifetime`.
     func createCodes(tenant: String, createdBy: String, count: Int, scopes: Set<Scope>, lifetime: Duration) async throws -> (codes: [String], expiresAt: Date) {
         let expiresAt = Date().addingTimeInterval(TimeInterval(lifetime.components.seconds))
-        let codes = (0..<count).map { _ in "sde_" + Self.randomHex(bytes: 16) }
+        let codes = (0..<count).map { _ in "sde_" + randomHex(bytes: 16) }
         let scopeNames = scopes.map(\.rawValue).sorted()
         try await self.client.withTransaction(logger: self.logger) { connection in
             try await connection.query("INSERT INTO tenants (tenant_id) VALUES (\(tenant)) ON CONFLICT DO NOTHING", logger: self.logger)
@@ -40,8 +40,8 @@ struct DeviceAuthority: Sendable {
 
     /// Trades an unused, unexpired code for a new device and its first tokens.
     func register(code: String, deviceName: String, platform: String?) async throws -> Components.Schemas.TokenPair {
-        let deviceID = "dev_" + Self.randomHex(bytes: 12)
-        let familyID = Self.randomHex(bytes: 8)
+        let deviceID = "dev_" + randomHex(bytes: 12)
+        let familyID = randomHex(bytes: 8)
         let refresh = Self.refreshToken(family: familyID)
         let refreshExpires = Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds))
         let granted: (tenant: String, scopes: [String])? = try await self.client.withTransaction(logger: self.logger) { connection in
@@ -156,18 +156,10 @@ struct DeviceAuthority: Sendable {
     }
 
     private static func refreshToken(family: String) -> String {
-        "sdr_\(family)_\(Self.randomHex(bytes: 32))"
+        "sdr_\(family)_\(randomHex(bytes: 32))"
     }
 
     static func digest(_ secret: String) -> ByteBuffer {
         ByteBuffer(bytes: Array(SHA256.hash(data: Array(secret.utf8))))
-    }
-
-    static func randomHex(bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ in
-            let byte = UInt8.random(in: .min ... .max, using: &generator)
-            return String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16)
-        }.joined()
     }
 }

@@ -32,7 +32,7 @@ struct EventLog: Sendable {
     /// others contiguous seqs from the tenant's counter; inserts them with one statement.
     /// Returns, per event, its new seq or the seq it already had.
     func append(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
-        try await self.client.withTransaction(logger: self.logger) { connection in
+        try await self.client.transaction(logger: self.logger) { connection in
             let locked = try await connection.query(
                 "SELECT next_seq FROM tenants WHERE tenant_id = \(tenant) FOR UPDATE",
                 logger: self.logger

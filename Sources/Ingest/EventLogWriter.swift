@@ -160,8 +160,6 @@ final class EventLogWriter: Sendable {
             result = .success(outcomes)
         } catch let error as ServiceKitError {
             result = .failure(error)
-        } catch let error as PostgresTransactionError where error.closureError is ServiceKitError {
-            result = .failure(error.closureError as! ServiceKitError)
         } catch {
             self.logger.error("event log append failed", metadata: ["tenant": "\(tenant)", "error": "\(String(reflecting: error))"])
             result = .failure(

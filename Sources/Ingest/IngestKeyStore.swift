@@ -27,8 +27,8 @@ final class IngestKeyStore: Sendable {
 
     /// Creates a key for `tenant` (creating the tenant if new); returns its id and the full key.
     func create(tenant: String, name: String) async throws -> (keyID: String, key: String) {
-        let keyID = Self.randomHex(bytes: 8)
-        let secret = Self.randomHex(bytes: 32)
+        let keyID = randomHex(bytes: 8)
+        let secret = randomHex(bytes: 32)
         let digest = ByteBuffer(bytes: Array(SHA256.hash(data: Array(secret.utf8))))
         try await self.client.withTransaction(logger: self.logger) { connection in
             try await connection.query("INSERT INTO tenants (tenant_id) VALUES (\(tenant)) ON CONFLICT DO NOTHING", logger: self.logger)
@@ -68,10 +68,5 @@ final class IngestKeyStore: Sendable {
     /// The tenant a key belongs to (see ``IngestKeyVerifier/authenticate(_:)``).
     func authenticate(_ key: String) async throws(ServiceKitError) -> String {
         try await self.verifier.authenticate(key)
-    }
-
-    private static func randomHex(bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
     }
 }

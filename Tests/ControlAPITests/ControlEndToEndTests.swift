@@ -1,5 +1,4 @@
 import Contracts
-import FanoutTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -51,88 +50,85 @@ struct ControlEndToEndTests {
     func pauseResumeTerminate() async throws {
         let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
         let agent = "e2e-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
-        try await harness.run(.live) { ingest, controlAPI in
-            let fanoutApplication = try await buildFanoutApplication(reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: try harness.environment()))
-            try await fanoutApplication.test(.live) { fanout in
-                let key = try await harness.createKey(ingest)
-                let token = try await harness.token()
-                let connector = try Self.connector(
-                    ingestPort: try #require(ingest.port),
-                    controlPort: try #require(controlAPI.port),
-                    key: key,
-                    agent: agent,
-                    ["sleep", "1000"]
-                )
-                defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+        try await harness.runWithStream { ingest, controlAPI, fanout in
+            let key = try await harness.createKey(ingest)
+            let token = try await harness.token()
+            let connector = try Self.connector(
+                ingestPort: try #require(ingest.port),
+                controlPort: try #require(controlAPI.port),
+                key: key,
+                agent: agent,
+                ["sleep", "1000"]
+            )
+            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
 
-                // The agent appears, running, with its process id in its task summary.
-                var record: [String: Any] = [:]
-                let running = try await eventually(timeout: .seconds(20)) {
-                    record = try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token).1
-                    return record["status"] as? String == "running"
-                }
-                #expect(running)
-                let summary = try #require(record["taskSummary"] as? String)
-                let pid = try #require(Int32(summary.dropFirst(4).prefix { $0.isNumber }))
-                #expect(Self.processState(pid) == "S")
-
-                let seen = Seen()
-                let stream = StreamClient(port: try #require(fanout.port), token: token)
-                async let frames = stream.run(
-                    sending: [subscribe(filters: ["agentIds": [agent], "include": ["states"]])],
-                    timeout: .seconds(60)
-                ) { frame in
-                    if frame["type"] as? String == "subscribed" { seen.subscribed.withLock { $0 = true } }
-                    guard frame["seq"] != nil, let attrs = frame["attrs"] as? [String: Any], let command = attrs["commandId"] as? String else { return false }
-                    let entry = (command, frame["state"] as? String ?? "", attrs["outcome"] as? String ?? "")
-                    seen.states.withLock { $0.append(entry) }
-                    return frame["state"] as? String == "terminated"
-                }
-                #expect(await eventually { seen.subscribed.withLock { $0 } })
-
-                let control = controlAPI
-                func steer(_ action: String, _ requestID: String) async throws -> String {
-                    var body: [String: Any] = ["action": action, "reason": "e2e \(action)", "requestId": requestID]
-                    if action == "terminate" { body["confirm"] = "TERMINATE" }
-                    let (status, receipt) = try await H.call(control, .post, "/v1/agents/\(agent)/control", token: token, json: body)
-                    #expect(status == .accepted)
-                    return try #require((receipt["commands"] as? [[String: Any]])?.first?["commandId"] as? String)
-                }
-                func stateEvent(_ commandID: String) async -> (state: String, outcome: String)? {
-                    _ = await eventually(timeout: .seconds(10)) {
-                        seen.states.withLock { $0.contains { $0.command == commandID } }
-                    }
-                    return seen.states.withLock { $0.first { $0.command == commandID }.map { ($0.state, $0.outcome) } }
-                }
-
-                let pause = try await steer("pause", "e2e-pause")
-                #expect(await eventually { Self.processState(pid) == "T" })
-                let paused = await stateEvent(pause)
-                #expect(paused?.state == "paused" && paused?.outcome == "applied")
-
-                let resume = try await steer("resume", "e2e-resume")
-                #expect(await eventually { Self.processState(pid) == "S" })
-                #expect(await stateEvent(resume)?.state == "running")
-
-                let terminate = try await steer("terminate", "e2e-terminate")
-                #expect(await eventually { Self.processState(pid) == nil })
-                #expect(await stateEvent(terminate)?.state == "terminated")
-                _ = try await frames
-                try await offPool { connector.waitUntilExit() }
-                #expect(connector.terminationStatus == 128 + SIGTERM)
-
-                // What the connector acknowledged is what control-api reports, and the fleet
-                // shows the agent terminated.
-                for (requestID, state) in [("e2e-pause", "paused"), ("e2e-resume", "running"), ("e2e-terminate", "terminated")] {
-                    let (_, status) = try await H.call(control, .get, "/v1/controls/\(requestID)", token: token)
-                    let command = (status["commands"] as? [[String: Any]])?.first
-                    #expect(command?["state"] as? String == "applied" && command?["agentState"] as? String == state, "\(requestID)")
-                }
-                let terminated = try await eventually {
-                    try await H.call(control, .get, "/v1/agents/\(agent)", token: token).1["status"] as? String == "terminated"
-                }
-                #expect(terminated)
+            // The agent appears, running, with its process id in its task summary.
+            var record: [String: Any] = [:]
+            let running = try await eventually(timeout: .seconds(20)) {
+                record = try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token).1
+                return record["status"] as? String == "running"
             }
+            #expect(running)
+            let summary = try #require(record["taskSummary"] as? String)
+            let pid = try #require(Int32(summary.dropFirst(4).prefix { $0.isNumber }))
+            #expect(Self.processState(pid) == "S")
+
+            let seen = Seen()
+            let stream = StreamClient(port: try #require(fanout.port), token: token)
+            async let frames = stream.run(
+                sending: [subscribe(filters: ["agentIds": [agent], "include": ["states"]])],
+                timeout: .seconds(60)
+            ) { frame in
+                if frame["type"] as? String == "subscribed" { seen.subscribed.withLock { $0 = true } }
+                guard frame["seq"] != nil, let attrs = frame["attrs"] as? [String: Any], let command = attrs["commandId"] as? String else { return false }
+                let entry = (command, frame["state"] as? String ?? "", attrs["outcome"] as? String ?? "")
+                seen.states.withLock { $0.append(entry) }
+                return frame["state"] as? String == "terminated"
+            }
+            #expect(await eventually { seen.subscribed.withLock { $0 } })
+
+            let control = controlAPI
+            func steer(_ action: String, _ requestID: String) async throws -> String {
+                var body: [String: Any] = ["action": action, "reason": "e2e \(action)", "requestId": requestID]
+                if action == "terminate" { body["confirm"] = "TERMINATE" }
+                let (status, receipt) = try await H.call(control, .post, "/v1/agents/\(agent)/control", token: token, json: body)
+                #expect(status == .accepted)
+                return try #require((receipt["commands"] as? [[String: Any]])?.first?["commandId"] as? String)
+            }
+            func stateEvent(_ commandID: String) async -> (state: String, outcome: String)? {
+                _ = await eventually(timeout: .seconds(10)) {
+                    seen.states.withLock { $0.contains { $0.command == commandID } }
+                }
+                return seen.states.withLock { $0.first { $0.command == commandID }.map { ($0.state, $0.outcome) } }
+            }
+
+            let pause = try await steer("pause", "e2e-pause")
+            #expect(await eventually { Self.processState(pid) == "T" })
+            let paused = await stateEvent(pause)
+            #expect(paused?.state == "paused" && paused?.outcome == "applied")
+
+            let resume = try await steer("resume", "e2e-resume")
+            #expect(await eventually { Self.processState(pid) == "S" })
+            #expect(await stateEvent(resume)?.state == "running")
+
+            let terminate = try await steer("terminate", "e2e-terminate")
+            #expect(await eventually { Self.processState(pid) == nil })
+            #expect(await stateEvent(terminate)?.state == "terminated")
+            _ = try await frames
+            try await offPool { connector.waitUntilExit() }
+            #expect(connector.terminationStatus == 128 + SIGTERM)
+
+            // What the connector acknowledged is what control-api reports, and the fleet
+            // shows the agent terminated.
+            for (requestID, state) in [("e2e-pause", "paused"), ("e2e-resume", "running"), ("e2e-terminate", "terminated")] {
+                let (_, status) = try await H.call(control, .get, "/v1/controls/\(requestID)", token: token)
+                let command = (status["commands"] as? [[String: Any]])?.first
+                #expect(command?["state"] as? String == "applied" && command?["agentState"] as? String == state, "\(requestID)")
+            }
+            let terminated = try await eventually {
+                try await H.call(control, .get, "/v1/agents/\(agent)", token: token).1["status"] as? String == "terminated"
+            }
+            #expect(terminated)
         }
     }
 
@@ -140,70 +136,67 @@ struct ControlEndToEndTests {
     func worker() async throws {
         let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
         let worker = "w-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
-        try await harness.run(.live) { ingest, control in
-            let fanoutApplication = try await buildFanoutApplication(reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: try harness.environment()))
-            try await fanoutApplication.test(.live) { fanout in
-                let key = try await harness.createKey(ingest)
-                let token = try await harness.token()
-                let connector = try Self.connector(
-                    ingestPort: try #require(ingest.port),
-                    controlPort: try #require(control.port),
-                    key: key,
-                    agent: worker,
-                    worker: true,
-                    ["sh", "-c", "while read line; do echo \"worker got: $line\"; done"]
-                )
-                defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
-                try await harness.announce(ingest, control, key: key, agent: "plain", swarm: "e2e")
+        try await harness.runWithStream { ingest, control, fanout in
+            let key = try await harness.createKey(ingest)
+            let token = try await harness.token()
+            let connector = try Self.connector(
+                ingestPort: try #require(ingest.port),
+                controlPort: try #require(control.port),
+                key: key,
+                agent: worker,
+                worker: true,
+                ["sh", "-c", "while read line; do echo \"worker got: $line\"; done"]
+            )
+            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            try await harness.announce(ingest, control, key: key, agent: "plain", swarm: "e2e")
 
-                let listed = try await eventually(timeout: .seconds(20)) {
-                    let (_, list) = try await H.call(control, .get, "/v1/workers", token: token)
-                    return (list["workers"] as? [[String: Any]])?.map { $0["id"] as? String } == [worker]
-                }
-                #expect(listed)
-                #expect(try await H.call(control, .get, "/v1/agents/\(worker)", token: token).1["acceptsRequests"] as? Bool == true)
-                // An agent that is not a worker is no worker.
-                #expect(try await H.call(control, .get, "/v1/workers/plain", token: token).0 == .notFound)
-                #expect(try await H.call(control, .post, "/v1/workers/plain/requests", token: token, json: ["requestId": "q0", "input": "x"]).0 == .notFound)
-                let (multiline, body) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q0", "input": "a\nb"])
-                #expect(multiline == .badRequest && body.errorCode == "InvalidRequest")
-                // Another tenant sees nothing.
-                let theirs = try await harness.token(tenant: "other-" + harness.tenant)
-                #expect(try await H.call(control, .get, "/v1/workers/\(worker)", token: theirs).0 == .notFound)
-                #expect(try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: theirs, json: ["requestId": "q1", "input": "x"]).0 == .notFound)
-                #expect(try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: theirs, json: ["requestId": "q2", "reason": "x"]).0 == .notFound)
-                #expect((try await H.call(control, .get, "/v1/workers", token: theirs).1["workers"] as? [Any])?.isEmpty == true)
-
-                let answered = Seen()
-                let stream = StreamClient(port: try #require(fanout.port), token: token)
-                async let frames = stream.run(
-                    sending: [subscribe(filters: ["agentIds": [worker], "include": ["logs"]])],
-                    timeout: .seconds(60)
-                ) { frame in
-                    if frame["type"] as? String == "subscribed" { answered.subscribed.withLock { $0 = true } }
-                    return frame["message"] as? String == "worker got: hello worker"
-                }
-                #expect(await eventually { answered.subscribed.withLock { $0 } })
-                let (accepted, receipt) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q3", "input": "hello worker"])
-                #expect(accepted == .accepted && receipt["action"] as? String == "request" && receipt["target"] as? String == "worker")
-                let lines = try await frames.frames
-                #expect(lines.contains { $0["message"] as? String == "worker got: hello worker" })
-                let applied = try await eventually {
-                    let (_, snapshot) = try await H.call(control, .get, "/v1/workers/\(worker)", token: token)
-                    return (snapshot["requests"] as? [[String: Any]])?.first?["state"] as? String == "applied"
-                }
-                #expect(applied)
-
-                #expect(try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: token, json: ["requestId": "q4", "reason": "done"]).0 == .accepted)
-                try await offPool { connector.waitUntilExit() }
-                let stopped = try await eventually {
-                    try await H.call(control, .get, "/v1/workers/\(worker)", token: token).1["worker"].flatMap { ($0 as? [String: Any])?["status"] as? String } == "terminated"
-                }
-                #expect(stopped)
-                let (conflict, conflictBody) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q5", "input": "late"])
-                #expect(conflict == .conflict && conflictBody.errorCode == "Conflict")
-                #expect((conflictBody["error"] as? [String: Any])?["class"] as? String == "conflict")
+            let listed = try await eventually(timeout: .seconds(20)) {
+                let (_, list) = try await H.call(control, .get, "/v1/workers", token: token)
+                return (list["workers"] as? [[String: Any]])?.map { $0["id"] as? String } == [worker]
             }
+            #expect(listed)
+            #expect(try await H.call(control, .get, "/v1/agents/\(worker)", token: token).1["acceptsRequests"] as? Bool == true)
+            // An agent that is not a worker is no worker.
+            #expect(try await H.call(control, .get, "/v1/workers/plain", token: token).0 == .notFound)
+            #expect(try await H.call(control, .post, "/v1/workers/plain/requests", token: token, json: ["requestId": "q0", "input": "x"]).0 == .notFound)
+            let (multiline, body) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q0", "input": "a\nb"])
+            #expect(multiline == .badRequest && body.errorCode == "InvalidRequest")
+            // Another tenant sees nothing.
+            let theirs = try await harness.token(tenant: "other-" + harness.tenant)
+            #expect(try await H.call(control, .get, "/v1/workers/\(worker)", token: theirs).0 == .notFound)
+            #expect(try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: theirs, json: ["requestId": "q1", "input": "x"]).0 == .notFound)
+            #expect(try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: theirs, json: ["requestId": "q2", "reason": "x"]).0 == .notFound)
+            #expect((try await H.call(control, .get, "/v1/workers", token: theirs).1["workers"] as? [Any])?.isEmpty == true)
+
+            let answered = Seen()
+            let stream = StreamClient(port: try #require(fanout.port), token: token)
+            async let frames = stream.run(
+                sending: [subscribe(filters: ["agentIds": [worker], "include": ["logs"]])],
+                timeout: .seconds(60)
+            ) { frame in
+                if frame["type"] as? String == "subscribed" { answered.subscribed.withLock { $0 = true } }
+                return frame["message"] as? String == "worker got: hello worker"
+            }
+            #expect(await eventually { answered.subscribed.withLock { $0 } })
+            let (accepted, receipt) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q3", "input": "hello worker"])
+            #expect(accepted == .accepted && receipt["action"] as? String == "request" && receipt["target"] as? String == "worker")
+            let lines = try await frames.frames
+            #expect(lines.contains { $0["message"] as? String == "worker got: hello worker" })
+            let applied = try await eventually {
+                let (_, snapshot) = try await H.call(control, .get, "/v1/workers/\(worker)", token: token)
+                return (snapshot["requests"] as? [[String: Any]])?.first?["state"] as? String == "applied"
+            }
+            #expect(applied)
+
+            #expect(try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: token, json: ["requestId": "q4", "reason": "done"]).0 == .accepted)
+            try await offPool { connector.waitUntilExit() }
+            let stopped = try await eventually {
+                try await H.call(control, .get, "/v1/workers/\(worker)", token: token).1["worker"].flatMap { ($0 as? [String: Any])?["status"] as? String } == "terminated"
+            }
+            #expect(stopped)
+            let (conflict, conflictBody) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q5", "input": "late"])
+            #expect(conflict == .conflict && conflictBody.errorCode == "Conflict")
+            #expect((conflictBody["error"] as? [String: Any])?["class"] as? String == "conflict")
         }
     }
 }

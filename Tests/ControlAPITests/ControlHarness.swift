@@ -1,5 +1,6 @@
 import Configuration
 import Contracts
+import FanoutTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -65,6 +66,21 @@ struct ControlHarness {
         try await self.ingest().test(mode) { ingest in
             try await self.control().test(mode) { control in
                 try await body(ingest, control)
+            }
+        }
+    }
+
+    /// Ingest, control-api and stream-fanout live on ports of their own (for a connector
+    /// process and a WebSocket client): `body` gets their test clients.
+    func runWithStream(
+        _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
+    ) async throws {
+        try await self.run(.live) { ingest, control in
+            let fanout = try await buildFanoutApplication(
+                reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: try self.environment())
+            )
+            try await fanout.test(.live) { fanout in
+                try await body(ingest, control, fanout)
             }
         }
     }
