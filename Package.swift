@@ -6,19 +6,64 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// The products of the packages we depend on, named once.
+let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
+let compressNIO = Target.Dependency.product(name: "CompressNIO", package: "compress-nio")
+let configuration = Target.Dependency.product(name: "Configuration", package: "swift-configuration")
+let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
+let httpTypes = Target.Dependency.product(name: "HTTPTypes", package: "swift-http-types")
+let hummingbird = Target.Dependency.product(name: "Hummingbird", package: "hummingbird")
+let hummingbirdCore = Target.Dependency.product(name: "HummingbirdCore", package: "hummingbird")
+let hummingbirdTesting = Target.Dependency.product(name: "HummingbirdTesting", package: "hummingbird")
+let hummingbirdWebSocket = Target.Dependency.product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
+let hummingbirdWSClient = Target.Dependency.product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
+let jwtKit = Target.Dependency.product(name: "JWTKit", package: "jwt-kit")
+let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
+let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
+let nioWebSocket = Target.Dependency.product(name: "NIOWebSocket", package: "swift-nio")
+let openAPIHummingbird = Target.Dependency.product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird")
+let openAPIRuntime = Target.Dependency.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")
+let postgresNIO = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio")
+let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
+let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let swiftProtobuf = Target.Dependency.product(name: "SwiftProtobuf", package: "swift-protobuf")
+let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "swift-system")
+
+/// The services, one line each: the executable product, its library target (the service, in
+/// `Sources/<target>`) and what the library depends on beyond Contracts and ServiceKit. Each
+/// gets a three-line executable target, `Sources/<target>Main`, declared by `service(...)`.
+let services: [(product: String, target: String, dependencies: [Target.Dependency], exclude: [String])] = [
+    ("ingest", "Ingest", ["OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
+    ("stream-fanout", "StreamFanout", [hummingbirdWebSocket, metrics, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
+    ("control-api", "ControlAPI", [crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf], ["Generated/README.md"]),
+]
+
+/// A service's library target and its executable target.
+func serviceTargets(_ target: String, dependencies: [Target.Dependency], exclude: [String]) -> [Target] {
+    [
+        .target(
+            name: target,
+            dependencies: ["Contracts", "ServiceKit", configuration, hummingbird, logging, postgresNIO] + dependencies,
+            exclude: exclude,
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: target + "Main", dependencies: [.target(name: target), "ServiceKit"], swiftSettings: swiftSettings),
+    ]
+}
+
 let package = Package(
     name: "swarmdeck",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "swarmdeck", targets: ["swarmdeck"]),
-        .executable(name: "ingest", targets: ["Ingest"]),
-        .executable(name: "stream-fanout", targets: ["StreamFanout"]),
-        .executable(name: "control-api", targets: ["ControlAPI"]),
         .executable(name: "fanout-bench", targets: ["FanoutBench"]),
         .executable(name: "control-bench", targets: ["ControlBench"]),
         .library(name: "Contracts", targets: ["Contracts"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
-    ],
+    ] + services.map { .executable(name: $0.product, targets: [$0.target + "Main"]) },
     dependencies: [
         .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -44,252 +89,77 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.1.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.25.0"),
     ],
-    targets: [
+    targets: services.flatMap { serviceTargets($0.target, dependencies: $0.dependencies, exclude: $0.exclude) } + [
         .systemLibrary(
             name: "CNATS",
             pkgConfig: "libnats",
             providers: [.apt(["libnats-dev"])]
         ),
-        .target(
-            name: "Contracts",
-            dependencies: [
-                .product(name: "SwiftProtobuf", package: "swift-protobuf")
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .target(
-            name: "OTLP",
-            dependencies: [
-                .product(name: "SwiftProtobuf", package: "swift-protobuf")
-            ],
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "Contracts", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
+        .target(name: "OTLP", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
         .target(
             name: "ServiceKit",
             dependencies: [
-                "CNATS",
-                "Contracts",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, jwtKit, logging, metrics, nioCore, postgresNIO,
+                prometheus, serviceLifecycle, systemPackage,
             ],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "Ingest",
-            dependencies: [
-                "Contracts",
-                "OTLP",
-                "ServiceKit",
-                .product(name: "CompressNIO", package: "compress-nio"),
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "StreamFanout",
-            dependencies: [
-                "Contracts",
-                "ServiceKit",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOWebSocket", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "ControlAPI",
-            dependencies: [
-                "Contracts",
-                "ServiceKit",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ],
-            exclude: ["Generated/README.md"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "ControlBench",
-            dependencies: [
-                "Contracts",
-                "ServiceKit",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-            ],
+            dependencies: ["Contracts", "ServiceKit", argumentParser, asyncHTTPClient, hummingbirdWSClient, logging, nioCore],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "FanoutBench",
-            dependencies: [
-                "ServiceKit",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-            ],
+            dependencies: ["ServiceKit", argumentParser, asyncHTTPClient, hummingbirdWSClient, logging, nioCore],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "swarmdeck",
             dependencies: [
-                "CNATS",
-                "Contracts",
-                "OTLP",
-                "ServiceKit",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "CNATS", "Contracts", "OTLP", "ServiceKit", "Ingest", "StreamFanout", "ControlAPI", argumentParser, asyncHTTPClient, logging,
+                nioCore, nioHTTP1, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
-        .target(
-            name: "TestSupport",
-            dependencies: ["ServiceKit"],
-            path: "Tests/TestSupport",
-            swiftSettings: swiftSettings
-        ),
-        .target(
-            name: "IngestTestSupport",
-            dependencies: [
-                "Ingest",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ],
-            path: "Tests/IngestTestSupport",
-            swiftSettings: swiftSettings
-        ),
-        .target(
-            name: "FanoutTestSupport",
-            dependencies: [
-                "StreamFanout",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ],
-            path: "Tests/FanoutTestSupport",
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "TestSupport", dependencies: ["ServiceKit"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .target(
             name: "StreamTestSupport",
-            dependencies: [
-                "ServiceKit",
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["ServiceKit", hummingbirdWSClient, logging],
             path: "Tests/StreamTestSupport",
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ControlAPITests",
             dependencies: [
-                "Contracts",
-                "ControlAPI",
-                "FanoutTestSupport",
-                "IngestTestSupport",
-                "ServiceKit",
-                "StreamTestSupport",
-                "TestSupport",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "Contracts", "ControlAPI", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "TestSupport", configuration, hummingbird,
+                hummingbirdTesting, jwtKit, logging, nioCore, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "FanoutTests",
             dependencies: [
-                "Contracts",
-                "IngestTestSupport",
-                "ServiceKit",
-                "StreamFanout",
-                "StreamTestSupport",
-                "TestSupport",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "Contracts", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration, hummingbird,
+                hummingbirdTesting, hummingbirdWSClient, hummingbirdWebSocket, logging, nioCore, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "Contracts",
-                "Ingest",
-                "OTLP",
-                "ServiceKit",
-                "TestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "Contracts", "Ingest", "OTLP", "ServiceKit", "TestSupport", asyncHTTPClient, configuration, crypto, hummingbird,
+                hummingbirdTesting, nioCore, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(
-            name: "ContractsTests",
-            dependencies: ["Contracts"],
-            swiftSettings: swiftSettings
-        ),
+        .testTarget(name: "ContractsTests", dependencies: ["Contracts"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ServiceKitTests",
             dependencies: [
-                "CNATS",
-                "Contracts",
-                "ServiceKit",
-                "TestSupport",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "CNATS", "Contracts", "ServiceKit", "TestSupport", configuration, hummingbird, hummingbirdTesting, jwtKit, logging,
+                postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,10 +1,10 @@
-import Configuration
-import ServiceKit
+public import Configuration
+public import ServiceKit
 
 /// Control-api's own configuration keys and their values.
-struct ControlSettings: Sendable {
+public struct ControlSettings: ServiceSettings {
     /// Control-api's schema: tenants, enrolment codes, devices, refresh tokens, controls, audit.
-    var schema: String
+    public var schema: String
     /// Ingest's schema: the event log (read for the fleet) and the ingest keys (read to
     /// authenticate agents). Never written.
     var ingestSchema: String
@@ -25,18 +25,14 @@ struct ControlSettings: Sendable {
     /// The base of the `webUrl` deep links, e.g. `https://swarmdeck.example.com`.
     var webBaseURL: String
 
-    static let keys: [SettingKey] = [
+    public static let keys: [SettingKey] = [
         .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .offlineSeconds, .commandSeconds,
         .controlsPerMinute, .maxPollSeconds, .webBaseURL,
     ]
 
-    init(reader: ConfigReader) throws(ServiceKitError) {
-        self.schema = try reader.setting(.controlSchema)
-        self.ingestSchema = try reader.setting(.controlIngestSchema)
-        for (key, value) in [(SettingKey.controlSchema, self.schema), (.controlIngestSchema, self.ingestSchema)]
-        where value.range(of: "^[a-z_][a-z0-9_]{0,62}$", options: .regularExpression) == nil {
-            throw ServiceKitError(.configuration, "\(key) must match [a-z_][a-z0-9_]{0,62}")
-        }
+    public init(reader: ConfigReader) throws(ServiceKitError) {
+        self.schema = try reader.identifierSetting(.controlSchema)
+        self.ingestSchema = try reader.identifierSetting(.controlIngestSchema)
         self.privateKeyFile = try reader.setting(.jwtPrivateKeyFile)
         self.accessTokenSeconds = try reader.setting(.accessTokenSeconds, in: 60...86_400)
         self.refreshTokenDays = try reader.setting(.refreshTokenDays, in: 1...365)

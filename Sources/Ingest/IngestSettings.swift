@@ -1,8 +1,10 @@
-import Configuration
-import ServiceKit
+public import Configuration
+public import ServiceKit
 
 /// Ingest's own configuration keys and their values.
-struct IngestSettings: Sendable {
+public struct IngestSettings: ServiceSettings {
+    /// The Postgres schema ingest owns: the event log, ingest keys, ACP threads.
+    public var schema: String
     /// Bodies over this are refused with 413 before they are read further.
     var maxBodyBytes: Int
     /// Events in one request; more is a 413.
@@ -24,9 +26,10 @@ struct IngestSettings: Sendable {
     /// Days of the event log kept (whole days of commit, UTC); older day partitions are dropped.
     var retentionDays: Int
 
-    static let keys: [SettingKey] = [.maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .maxQueuedBytes, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays]
+    public static let keys: [SettingKey] = [.ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .maxQueuedBytes, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays]
 
-    init(reader: ConfigReader) throws(ServiceKitError) {
+    public init(reader: ConfigReader) throws(ServiceKitError) {
+        self.schema = try reader.identifierSetting(.ingestSchema)
         self.maxBodyBytes = try reader.setting(.maxBodyBytes, in: 1024...(256 << 20))
         self.maxBatchEvents = try reader.setting(.maxBatchEvents, in: 1...100_000)
         self.maxEventBytes = try reader.setting(.maxEventBytes, in: 256...(16 << 20))
@@ -47,6 +50,7 @@ struct IngestSettings: Sendable {
 }
 
 extension SettingKey {
+    static let ingestSchema = SettingKey("ingest.schema", "the Postgres schema ingest owns", default: "ingest")
     static let maxBodyBytes = SettingKey("ingest.max-body-bytes", "request body limit in bytes (413 beyond)", default: "8388608")
     static let maxBatchEvents = SettingKey("ingest.max-batch-events", "events per request (413 beyond)", default: "10000")
     static let maxEventBytes = SettingKey("ingest.max-event-bytes", "one event's size in bytes (that event is rejected beyond)", default: "65536")

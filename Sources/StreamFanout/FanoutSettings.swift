@@ -1,12 +1,12 @@
-import Configuration
-import ServiceKit
+public import Configuration
+public import ServiceKit
 
 /// Stream-fanout's own configuration keys and their values.
-struct FanoutSettings: Sendable {
+public struct FanoutSettings: ServiceSettings {
     /// The schema of ingest's event log, read (never written) for replay and back-fill.
     var eventLogSchema: String
     /// Stream-fanout's own schema (ACP acknowledgements).
-    var schema: String
+    public var schema: String
     /// Live events queued for one connection; past it the connection catches up from the log.
     var queueEvents: Int
     /// Bytes of those events.
@@ -28,17 +28,14 @@ struct FanoutSettings: Sendable {
     /// Seconds a silent feed waits before it checks the log for events whose publish was lost.
     var tailCheckSeconds: Int
 
-    static let keys: [SettingKey] = [
+    public static let keys: [SettingKey] = [
         .eventLogSchema, .fanoutSchema, .queueEvents, .queueBytes, .maxCatchUpEvents, .pingSeconds, .defaultEventsPerSecond, .maxEventsPerSecond,
         .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds, .tailCheckSeconds,
     ]
 
-    init(reader: ConfigReader) throws(ServiceKitError) {
-        self.eventLogSchema = try reader.setting(.eventLogSchema)
-        guard self.eventLogSchema.range(of: "^[a-z_][a-z0-9_]{0,62}$", options: .regularExpression) != nil else {
-            throw ServiceKitError(.configuration, "\(SettingKey.eventLogSchema) must match [a-z_][a-z0-9_]{0,62}")
-        }
-        self.schema = try reader.setting(.fanoutSchema)
+    public init(reader: ConfigReader) throws(ServiceKitError) {
+        self.eventLogSchema = try reader.identifierSetting(.eventLogSchema)
+        self.schema = try reader.identifierSetting(.fanoutSchema)
         self.queueEvents = try reader.setting(.queueEvents, in: 16...1_000_000)
         self.queueBytes = try reader.setting(.queueBytes, in: (16 << 10)...(1 << 30))
         self.maxCatchUpEvents = try reader.setting(.maxCatchUpEvents, in: 0...10_000_000)

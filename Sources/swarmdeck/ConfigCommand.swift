@@ -1,7 +1,10 @@
 import ArgumentParser
+import ControlAPI
+import Ingest
 import ServiceKit
+import StreamFanout
 
-/// `swarmdeck config keys`: the configuration keys every service reads.
+/// `swarmdeck config keys [--service NAME]`: the configuration keys of the services.
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
@@ -9,14 +12,39 @@ struct ConfigCommand: ParsableCommand {
         subcommands: [Keys.self]
     )
 
+    /// Every service the project builds, in the order of `deploy/local/services`.
+    static let services: [any SwarmdeckService.Type] = [IngestService.self, StreamFanoutService.self, ControlAPIService.self]
+
     struct Keys: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the keys every service reads, as a Markdown table.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the configuration keys as Markdown tables: those every service reads, then each service's own."
+        )
+
+        @Option(help: "Only this service's keys (ServiceKit's and its own): \(ConfigCommand.services.map { $0.name }.joined(separator: ", ")).")
+        var service: String?
+
+        func validate() throws {
+            if let service = self.service, !ConfigCommand.services.contains(where: { $0.name == service }) {
+                throw ValidationError("unknown service '\(service)'; one of \(ConfigCommand.services.map { $0.name }.joined(separator: ", "))")
+            }
+        }
 
         func run() {
+            Self.table("Every service", ServiceConfiguration.keys)
+            for service in ConfigCommand.services where self.service == nil || self.service == service.name {
+                print()
+                Self.table("\(service.name) (default port \(service.defaultPort))", service.settingsKeys)
+            }
+        }
+
+        static func table(_ title: String, _ keys: [SettingKey]) {
+            print("## \(title)")
+            print()
             print("| key | environment | flag | default | meaning |")
             print("| --- | --- | --- | --- | --- |")
-            for key in ServiceConfiguration.keys {
-                print("| `\(key.name)` | `\(key.environmentName)` | `\(key.flag)` | \(key.defaultValue.map { "`\($0)`" } ?? (key.isOptional ? "optional" : "required")) | \(key.summary) |")
+            for key in keys {
+                let value = key.defaultValue.map { "`\($0)`" } ?? (key.isOptional ? "optional" : "required")
+                print("| `\(key.name)` | `\(key.environmentName)` | `\(key.flag)` | \(value) | \(key.summary) |")
             }
         }
     }

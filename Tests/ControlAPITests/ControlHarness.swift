@@ -1,12 +1,12 @@
 import Configuration
 import Contracts
-import FanoutTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import IngestTestSupport
+import Ingest
 import NIOCore
 import ServiceKit
+import StreamFanout
 import TestSupport
 import Testing
 
@@ -54,11 +54,11 @@ struct ControlHarness {
     }
 
     func ingest() async throws -> some ApplicationProtocol {
-        try await buildIngestApplication(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: try self.environment()))
+        try await IngestService.application(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: try self.environment()))
     }
 
     func control() async throws -> some ApplicationProtocol {
-        try await buildApplication(reader: try await ServiceConfiguration.reader(arguments: ["control-api"], environment: try self.environment()))
+        try await ControlAPIService.application(reader: try await ServiceConfiguration.reader(arguments: ["control-api"], environment: try self.environment()))
     }
 
     /// Both, in this process: `body` gets their test clients.
@@ -76,7 +76,7 @@ struct ControlHarness {
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
         try await self.run(.live) { ingest, control in
-            let fanout = try await buildFanoutApplication(
+            let fanout = try await StreamFanoutService.application(
                 reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: try self.environment())
             )
             try await fanout.test(.live) { fanout in

@@ -4,7 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import HummingbirdWSClient
-import IngestTestSupport
+import Ingest
 import Logging
 import NIOCore
 import ServiceKit
@@ -50,13 +50,13 @@ struct FanoutHarness {
 
     /// Ingest; with another `prefix`, its publishes never reach this fanout (lost publishes).
     func ingest(prefix: String? = nil) async throws -> some ApplicationProtocol {
-        try await buildIngestApplication(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: try self.environment(prefix: prefix)))
+        try await IngestService.application(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: try self.environment(prefix: prefix)))
     }
 
     func fanout() async throws -> some ApplicationProtocol {
         var environment = try self.environment()
         environment.merge(self.fanoutOverrides) { $1 }
-        return try await buildApplication(reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: environment))
+        return try await StreamFanoutService.application(reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: environment))
     }
 
     func token(tenant: String? = nil, subject: String = "phone", scopes: Set<Scope> = [.streamRead]) async throws -> String {

@@ -45,7 +45,7 @@ struct IngestHarness {
     }
 
     func application() async throws -> some ApplicationProtocol {
-        try await buildApplication(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: self.environment))
+        try await IngestService.application(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: self.environment))
     }
 
     func adminToken(tenant: String? = nil) async throws -> String {

@@ -1,4 +1,5 @@
 public import PostgresNIO
+import Synchronization
 
 /// One dependency `/readyz` checks.
 public struct ReadinessCheck: Sendable {
@@ -25,4 +26,20 @@ public struct ReadinessCheck: Sendable {
             return answered ?? false
         }
     }
+}
+
+/// The checks `/readyz` runs: those known when the routes are added, and those a service's
+/// assemble step adds afterwards.
+public final class ReadinessChecks: Sendable {
+    private let checks: Mutex<[ReadinessCheck]>
+
+    public init(_ checks: [ReadinessCheck] = []) {
+        self.checks = Mutex(checks)
+    }
+
+    public func append(_ more: [ReadinessCheck]) {
+        self.checks.withLock { $0 += more }
+    }
+
+    var all: [ReadinessCheck] { self.checks.withLock { $0 } }
 }

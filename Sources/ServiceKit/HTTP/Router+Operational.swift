@@ -9,10 +9,16 @@ extension Router where Context == ServiceRequestContext {
     ///   the failing dependencies (readiness: take the replica out of rotation).
     /// - `GET /metrics`: Prometheus text format.
     public func addOperationalRoutes(readiness checks: [ReadinessCheck]) {
+        self.addOperationalRoutes(readiness: ReadinessChecks(checks))
+    }
+
+    /// The operational routes, with readiness checks that may still be added to after this call.
+    public func addOperationalRoutes(readiness registry: ReadinessChecks) {
         self.get("/healthz") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
         }
         self.get("/readyz") { _, context in
+            let checks = registry.all
             let failing = await withTaskGroup(of: String?.self) { group in
                 for check in checks {
                     group.addTask { await check.probe() ? nil : check.name }

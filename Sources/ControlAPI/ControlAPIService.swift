@@ -1,0 +1,73 @@
+import Foundation
+import Hummingbird
+import OpenAPIHummingbird
+public import ServiceKit
+
+/// Control-api: operators sign in, read the fleet and steer it; agents fetch their commands.
+public enum ControlAPIService: SwarmdeckService {
+    public typealias Settings = ControlSettings
+
+    public static let name = "control-api"
+    public static let defaultPort = 8083
+    public static var migrations: [Migration] { ControlMigrations.all }
+    /// Commands are latency-sensitive: each publish is flushed at once (notes on nats.c).
+    public static let natsSendAsap = true
+
+    /// The token signer, the fleet index and its feed, the command bus (its stream prepared
+    /// before the server starts) and dispatcher, and the operations of openapi/control-api.yaml.
+    public static func assemble(_ assembly: ServiceAssembly<ControlSettings>) async throws -> ServiceParts {
+        let settings = assembly.settings
+        let logger = assembly.logger
+        let postgres = assembly.postgres
+        let pem: String
+        do {
+            pem = try String(contentsOfFile: settings.privateKeyFile, encoding: .utf8)
+        } catch {
+            throw ServiceKitError(.configuration, "cannot read \(SettingKey.jwtPrivateKeyFile) \(settings.privateKeyFile): \(error)")
+        }
+        let signer = try await AccessTokenSigner(
+            privateKeyPEM: pem,
+            keyID: try assembly.reader.setting(.jwtKeyID),
+            issuer: try assembly.reader.setting(.jwtIssuer),
+            audience: try assembly.reader.setting(.jwtAudience)
+        )
+
+        let fleet = FleetIndex()
+        let feed = FleetFeed(index: fleet, client: postgres, connection: assembly.nats, subjects: assembly.subjects, ingestSchema: settings.ingestSchema, logger: logger)
+        let store = ControlStore(client: postgres, logger: logger)
+        let bus = CommandBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, logger: logger)
+        let dispatcher = CommandDispatcher(store: store, bus: bus, logger: logger)
+        let handler = ControlAPIHandler(
+            settings: settings,
+            verifier: assembly.verifier,
+            signer: signer,
+            ingestKeys: IngestKeyVerifier(client: postgres, schema: settings.ingestSchema, logger: logger, cacheLifetime: .seconds(30), lookupTimeout: .seconds(5)),
+            devices: DeviceAuthority(
+                client: postgres,
+                signer: signer,
+                accessLifetime: .seconds(settings.accessTokenSeconds),
+                refreshLifetime: .seconds(settings.refreshTokenDays * 86_400),
+                logger: logger
+            ),
+            fleet: fleet,
+            store: store,
+            bus: bus,
+            limiter: RateLimiter(perMinute: settings.controlsPerMinute)
+        )
+
+        let router = assembly.router
+        router.get("openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: openAPIDocument)))
+        }
+        // For the routes registered after them: the operations.
+        router.add(middleware: OpenAPIErrorMiddleware())
+        router.add(middleware: RequestScopeMiddleware())
+        try handler.registerHandlers(on: router)
+
+        return ServiceParts(
+            services: [feed, dispatcher],
+            readiness: [ReadinessCheck(name: "fleet") { feed.isLoaded }],
+            beforeServerStarts: [{ try await bus.prepare() }]
+        )
+    }
+}

@@ -1,0 +1,4 @@
+import ControlAPI
+import ServiceKit
+
+@main struct Main: ServiceEntryPoint { typealias Service = ControlAPIService }

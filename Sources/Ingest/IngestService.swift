@@ -1,0 +1,40 @@
+public import ServiceKit
+
+/// The ingest service: agent telemetry in (native batches, OTLP/HTTP, ACP frames), the event
+/// log, the live feed out.
+public enum IngestService: SwarmdeckService {
+    public typealias Settings = IngestSettings
+
+    public static let name = "ingest"
+    public static let defaultPort = 8081
+    public static var migrations: [Migration] { IngestMigrations.all }
+
+    /// Statements, lock waits and idle transactions end with the commit deadline, so a stuck
+    /// group commit answers 503 rather than hanging.
+    public static func postgresSession(_ settings: IngestSettings) -> PostgresSession {
+        let deadline = Duration.seconds(settings.commitTimeoutSeconds)
+        return PostgresSession(searchPath: settings.schema, statementTimeout: deadline, lockTimeout: deadline, idleInTransactionTimeout: deadline * 2)
+    }
+
+    /// The group-commit writer and the live feed publisher, partition maintenance, and the
+    /// native, ACP and OTLP routes.
+    public static func assemble(_ assembly: ServiceAssembly<IngestSettings>) async throws -> ServiceParts {
+        let settings = assembly.settings
+        let logger = assembly.logger
+        let publisher = EventPublisher(connection: assembly.nats, subjects: assembly.subjects, logger: logger)
+        let eventLog = EventLog(client: assembly.postgres, logger: logger)
+        let retention = EventLogRetention(client: assembly.postgres, retentionDays: settings.retentionDays, logger: logger)
+        let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, logger: logger)
+        let keys = IngestKeyStore(
+            client: assembly.postgres,
+            schema: settings.schema,
+            logger: logger,
+            cacheLifetime: .seconds(settings.keyCacheSeconds),
+            lookupTimeout: .seconds(settings.commitTimeoutSeconds)
+        )
+        IngestController(keys: keys, writer: writer, log: eventLog, settings: settings, verifier: assembly.verifier)
+            .addRoutes(to: assembly.router)
+        OTLPReceiver(keys: keys, writer: writer, settings: settings).addRoutes(to: assembly.router)
+        return ServiceParts(services: [retention], beforeServerStarts: [{ try await retention.maintain() }])
+    }
+}

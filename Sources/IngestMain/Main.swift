@@ -1,0 +1,4 @@
+import Ingest
+import ServiceKit
+
+@main struct Main: ServiceEntryPoint { typealias Service = IngestService }

@@ -1,0 +1,58 @@
+public import PostgresNIO
+
+/// The server-side limits of a service's Postgres sessions.
+///
+/// postgres-nio does not cancel a statement that is already running, so a lock wait or a
+/// stuck statement must end on the server's side: every service's sessions carry a statement
+/// timeout, and those that write carry a lock timeout and an idle-in-transaction timeout too.
+public struct PostgresSession: Sendable, Equatable {
+    /// The schema unqualified table names resolve to; `nil` leaves the server's default.
+    public var searchPath: String?
+    public var statementTimeout: Duration
+    public var lockTimeout: Duration?
+    public var idleInTransactionTimeout: Duration?
+    /// How long opening a connection may take: short, so clients get 503 while Postgres is down
+    /// instead of a long wait.
+    public var connectTimeout: Duration
+
+    public init(
+        searchPath: String?,
+        statementTimeout: Duration,
+        lockTimeout: Duration? = nil,
+        idleInTransactionTimeout: Duration? = nil,
+        connectTimeout: Duration = .seconds(2)
+    ) {
+        self.searchPath = searchPath
+        self.statementTimeout = statementTimeout
+        self.lockTimeout = lockTimeout
+        self.idleInTransactionTimeout = idleInTransactionTimeout
+        self.connectTimeout = connectTimeout
+    }
+
+    /// The default of a service that writes its own schema: names resolve there, statements and
+    /// lock waits end after 5 s, a transaction left idle after 10 s.
+    public static func owning(_ schema: String) -> PostgresSession {
+        PostgresSession(searchPath: schema, statementTimeout: .seconds(5), lockTimeout: .seconds(5), idleInTransactionTimeout: .seconds(10))
+    }
+
+    /// The startup parameters that set these limits on every connection of the pool.
+    public var startupParameters: [(String, String)] {
+        var parameters: [(String, String)] = []
+        if let searchPath = self.searchPath { parameters.append(("search_path", searchPath)) }
+        parameters.append(("statement_timeout", Self.milliseconds(self.statementTimeout)))
+        if let lockTimeout = self.lockTimeout { parameters.append(("lock_timeout", Self.milliseconds(lockTimeout))) }
+        if let idle = self.idleInTransactionTimeout { parameters.append(("idle_in_transaction_session_timeout", Self.milliseconds(idle))) }
+        return parameters
+    }
+
+    /// Applies the limits to a client configuration.
+    public func apply(to configuration: inout PostgresClient.Configuration) {
+        configuration.options.additionalStartupParameters = self.startupParameters
+        configuration.options.connectTimeout = self.connectTimeout
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return String(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,27 @@
+public import Configuration
+public import Contracts
+public import Hummingbird
+public import Logging
+public import PostgresNIO
+
+/// The dependencies ``ServiceMain`` builds for every service, handed to its
+/// ``SwarmdeckService/assemble(_:)`` step.
+public struct ServiceAssembly<Settings: ServiceSettings> {
+    /// The configuration, for keys the settings do not cover.
+    public let reader: ConfigReader
+    /// The service's own settings, already validated.
+    public let settings: Settings
+    /// Labelled with the service's name.
+    public let logger: Logger
+    /// The service's Postgres pool, with its session limits; run by the service group.
+    public let postgres: PostgresClient
+    /// The service's NATS connection; drained on graceful shutdown.
+    public let nats: NATSConnection
+    /// The subject builders for `subjects.prefix`.
+    public let subjects: Subjects
+    /// Verifies access tokens from `auth.jwt.*`.
+    public let verifier: AccessTokenVerifier
+    /// The service's router: request id, metrics and error envelope middleware, and the
+    /// operational routes, are already on it. Put middleware of the service's own on a group.
+    public let router: Router<ServiceRequestContext>
+}

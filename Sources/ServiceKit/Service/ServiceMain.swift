@@ -1,0 +1,85 @@
+public import Configuration
+public import Hummingbird
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+
+/// Runs a ``SwarmdeckService``: the start-up every service shares, written once.
+///
+/// In order: the configuration (command line, environment, `CONFIG_FILE`); JSON logging; the
+/// service's settings; the Postgres client with the service's session limits; NATS; the
+/// access-token verifier; a router with the shared middleware and `/healthz`, `/readyz` and
+/// `/metrics`; the service's assemble step; then one `ServiceGroup` (Postgres, NATS, the
+/// service's own services, the HTTP server) that applies the migrations and the service's
+/// start-up work before the server accepts requests, and shuts down gracefully on SIGTERM or
+/// SIGINT (the server stops taking requests, then the services drain, NATS last).
+public enum ServiceMain {
+    /// Runs `service` until it is told to stop.
+    public static func run<Service: SwarmdeckService>(_ service: Service.Type) async throws {
+        let reader = try await ServiceConfiguration.reader(environment: ProcessInfo.processInfo.environment)
+        JSONLogHandler.bootstrap(level: try reader.logLevel())
+        try await service.application(reader: reader).runService()
+    }
+}
+
+/// The entry point of a service's executable: `@main struct Main: ServiceEntryPoint { typealias
+/// Service = IngestService }`.
+public protocol ServiceEntryPoint {
+    associatedtype Service: SwarmdeckService
+}
+
+extension ServiceEntryPoint {
+    public static func main() async throws {
+        try await ServiceMain.run(Service.self)
+    }
+}
+
+extension SwarmdeckService {
+    /// The service as a Hummingbird application, built from `reader`: what ``ServiceMain``
+    /// runs, and what tests run in process.
+    public static func application(reader: ConfigReader) async throws -> some ApplicationProtocol {
+        var logger = Logger(label: Self.name)
+        logger.logLevel = try reader.logLevel()
+        let settings = try Settings(reader: reader)
+        let migrator = try Migrator(schema: settings.schema, migrations: Self.migrations)
+
+        var postgresConfiguration = try reader.postgresConfiguration()
+        Self.postgresSession(settings).apply(to: &postgresConfiguration)
+        let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
+        let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: Self.name, sendAsap: Self.natsSendAsap))
+
+        let readiness = ReadinessChecks([.nats(nats), .postgres(postgres)])
+        let router = Router.service()
+        router.addOperationalRoutes(readiness: readiness)
+        let parts = try await Self.assemble(
+            ServiceAssembly(
+                reader: reader,
+                settings: settings,
+                logger: logger,
+                postgres: postgres,
+                nats: nats,
+                subjects: try reader.subjects(),
+                verifier: try await reader.accessTokenVerifier(),
+                router: router
+            )
+        )
+        readiness.append(parts.readiness)
+
+        var application = Application(
+            router: router,
+            server: parts.server,
+            configuration: try reader.applicationConfiguration(serverName: Self.name, defaultPort: Self.defaultPort),
+            services: [postgres, NATSService(connection: nats)] + parts.services,
+            logger: logger
+        )
+        application.beforeServerStarts { [logger] in
+            try await migrator.migrate(postgres, logger: logger)
+            for work in parts.beforeServerStarts {
+                try await work()
+            }
+        }
+        return application
+    }
+}

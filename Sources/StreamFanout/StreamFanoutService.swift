@@ -1,0 +1,54 @@
+public import ServiceKit
+import Hummingbird
+import HummingbirdWebSocket
+
+/// The stream-fanout service: live event streams to phones over WebSocket (`/v1/stream`) and
+/// the ACP cache (`/v1/acp`), resumable by seq.
+public enum StreamFanoutService: SwarmdeckService {
+    public typealias Settings = FanoutSettings
+
+    public static let name = "stream-fanout"
+    public static let defaultPort = 8082
+    public static var migrations: [Migration] { FanoutMigrations.all }
+
+    /// Reads of ingest's log name their schema; replays may scan, so statements get 10 s.
+    public static func postgresSession(_ settings: FanoutSettings) -> PostgresSession {
+        PostgresSession(searchPath: nil, statementTimeout: .seconds(10))
+    }
+
+    /// The tenant feeds (NATS, back-filled from ingest's log), the heartbeats, and the
+    /// WebSocket routes behind an upgrade.
+    public static func assemble(_ assembly: ServiceAssembly<FanoutSettings>) async throws -> ServiceParts {
+        let settings = assembly.settings
+        let logger = assembly.logger
+        let eventLog = EventLogReader(client: assembly.postgres, schema: settings.eventLogSchema, logger: logger)
+        let hub = FeedHub(
+            nats: assembly.nats,
+            subjects: assembly.subjects,
+            reader: eventLog,
+            tailCheckInterval: .seconds(settings.tailCheckSeconds),
+            logger: logger
+        )
+        let heartbeats = Heartbeats()
+        let controller = StreamController(
+            verifier: assembly.verifier,
+            hub: hub,
+            reader: eventLog,
+            cache: ACPCache(client: assembly.postgres, eventLogSchema: settings.eventLogSchema, schema: settings.schema, logger: logger),
+            heartbeats: heartbeats,
+            settings: settings,
+            logger: logger
+        )
+        controller.addFallbackRoute(to: assembly.router)
+        let webSocketRouter = Router(context: StreamRequestContext.self)
+        controller.addWebSocketRoute(to: webSocketRouter)
+        controller.addACPRoute(to: webSocketRouter)
+        return ServiceParts(
+            services: [hub, heartbeats],
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: webSocketRouter,
+                configuration: .init(ws: .init(maxFrameSize: settings.maxMessageBytes, autoPing: .disabled))
+            )
+        )
+    }
+}

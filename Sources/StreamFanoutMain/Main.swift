@@ -1,0 +1,4 @@
+import StreamFanout
+import ServiceKit
+
+@main struct Main: ServiceEntryPoint { typealias Service = StreamFanoutService }
