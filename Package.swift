@@ -36,9 +36,9 @@ let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "s
 /// `Sources/<target>`) and what the library depends on beyond Contracts and ServiceKit. Each
 /// gets a three-line executable target, `Sources/<target>Main`, declared by `service(...)`.
 let services: [(product: String, target: String, dependencies: [Target.Dependency], exclude: [String])] = [
-    ("ingest", "Ingest", ["OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
-    ("stream-fanout", "StreamFanout", [hummingbirdWebSocket, metrics, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
-    ("control-api", "ControlAPI", [crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf], ["Generated/README.md"]),
+    ("ingest", "Ingest", ["EventLog", "OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
+    ("stream-fanout", "StreamFanout", ["EventLog", hummingbirdWebSocket, metrics, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
+    ("control-api", "ControlAPI", ["EventLog", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf], ["Generated/README.md"]),
 ]
 
 /// A service's library target and its executable target.
@@ -97,6 +97,12 @@ let package = Package(
         ),
         .target(name: "Contracts", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
         .target(name: "OTLP", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
+        // Ingest's event log: the only code that knows its tables and frame layout.
+        .target(
+            name: "EventLog",
+            dependencies: ["Contracts", "ServiceKit", crypto, logging, nioCore, postgresNIO, serviceLifecycle],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "ServiceKit",
             dependencies: [
@@ -133,7 +139,7 @@ let package = Package(
         .testTarget(
             name: "ControlAPITests",
             dependencies: [
-                "Contracts", "ControlAPI", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "TestSupport", configuration, hummingbird,
+                "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "TestSupport", configuration, hummingbird,
                 hummingbirdTesting, jwtKit, logging, nioCore, postgresNIO,
             ],
             swiftSettings: swiftSettings
@@ -141,7 +147,7 @@ let package = Package(
         .testTarget(
             name: "FanoutTests",
             dependencies: [
-                "Contracts", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration, hummingbird,
+                "Contracts", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration, hummingbird,
                 hummingbirdTesting, hummingbirdWSClient, hummingbirdWebSocket, logging, nioCore, postgresNIO,
             ],
             swiftSettings: swiftSettings
@@ -149,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: [
-                "Contracts", "Ingest", "OTLP", "ServiceKit", "TestSupport", asyncHTTPClient, configuration, crypto, hummingbird,
+                "Contracts", "EventLog", "Ingest", "OTLP", "ServiceKit", "TestSupport", asyncHTTPClient, configuration, crypto, hummingbird,
                 hummingbirdTesting, nioCore, postgresNIO,
             ],
             swiftSettings: swiftSettings

@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import Hummingbird
 import OpenAPIHummingbird
@@ -33,7 +34,8 @@ public enum ControlAPIService: SwarmdeckService {
         )
 
         let fleet = FleetIndex()
-        let feed = FleetFeed(index: fleet, client: postgres, connection: assembly.nats, subjects: assembly.subjects, ingestSchema: settings.ingestSchema, logger: logger)
+        let eventLog = EventLogReader(client: postgres, schema: settings.ingestSchema, logger: logger)
+        let feed = FleetFeed(index: fleet, eventLog: eventLog, connection: assembly.nats, subjects: assembly.subjects, logger: logger)
         let store = ControlStore(client: postgres, logger: logger)
         let bus = CommandBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, logger: logger)
         let dispatcher = CommandDispatcher(store: store, bus: bus, logger: logger)

@@ -1,3 +1,4 @@
+import EventLog
 import Contracts
 import Foundation
 import Logging
@@ -29,7 +30,7 @@ final class EventLogWriter: Sendable {
     }
 
     private let state = Mutex(State())
-    private let log: EventLog
+    private let log: EventLogAppender
     private let publisher: EventPublisher
     private let maxQueuedEvents: Int
     private let maxQueuedBytes: Int
@@ -39,7 +40,7 @@ final class EventLogWriter: Sendable {
     private let transactionEvents = Recorder(label: "ingest_transaction_events")
     private let refused = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "queue_full")])
 
-    init(log: EventLog, publisher: EventPublisher, settings: IngestSettings, logger: Logger) {
+    init(log: EventLogAppender, publisher: EventPublisher, settings: IngestSettings, logger: Logger) {
         self.log = log
         self.publisher = publisher
         self.maxQueuedEvents = settings.maxQueuedEvents

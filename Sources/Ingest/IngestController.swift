@@ -1,3 +1,4 @@
+import EventLog
 import Contracts
 import Foundation
 import Hummingbird
@@ -11,7 +12,7 @@ import ServiceKit
 struct IngestController: Sendable {
     let keys: IngestKeyStore
     let writer: EventLogWriter
-    let log: EventLog
+    let log: EventLogAppender
     let settings: IngestSettings
     let verifier: AccessTokenVerifier
 

@@ -1,3 +1,4 @@
+import EventLog
 public import ServiceKit
 
 /// The ingest service: agent telemetry in (native batches, OTLP/HTTP, ACP frames), the event
@@ -7,7 +8,7 @@ public enum IngestService: SwarmdeckService {
 
     public static let name = "ingest"
     public static let defaultPort = 8081
-    public static var migrations: [Migration] { IngestMigrations.all }
+    public static var migrations: [Migration] { EventLogMigrations.all }
 
     /// Statements, lock waits and idle transactions end with the commit deadline, so a stuck
     /// group commit answers 503 rather than hanging.
@@ -22,7 +23,7 @@ public enum IngestService: SwarmdeckService {
         let settings = assembly.settings
         let logger = assembly.logger
         let publisher = EventPublisher(connection: assembly.nats, subjects: assembly.subjects, logger: logger)
-        let eventLog = EventLog(client: assembly.postgres, logger: logger)
+        let eventLog = EventLogAppender(client: assembly.postgres, logger: logger)
         let retention = EventLogRetention(client: assembly.postgres, retentionDays: settings.retentionDays, logger: logger)
         let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, logger: logger)
         let keys = IngestKeyStore(

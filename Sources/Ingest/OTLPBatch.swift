@@ -1,3 +1,4 @@
+import EventLog
 import Crypto
 import Foundation
 import OTLP

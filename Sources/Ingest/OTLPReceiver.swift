@@ -1,3 +1,4 @@
+import EventLog
 import CompressNIO
 import Contracts
 import Foundation

@@ -1,4 +1,5 @@
 import Contracts
+import EventLog
 import NIOCore
 
 /// One event of a tenant's feed, parsed once per replica: the fields filters look at and the
@@ -26,15 +27,15 @@ struct FeedEvent: Sendable {
         self.frame = frame
     }
 
-    /// An ACP event's envelope (seed 003's persisted form), cut from its frame: ingest renders
-    /// it as the frame's last field, `…,"envelope":{…}}`, and every field before it is an
-    /// escaped string or a number, so the first `,"envelope":{` is the one.
-    var envelope: ByteBuffer? {
-        let marker = Array(#","envelope":{"#.utf8)
-        let bytes = self.frame.readableBytesView
-        guard let start = bytes.firstRange(of: marker)?.lowerBound else { return nil }
-        let offset = bytes.distance(from: bytes.startIndex, to: start) + marker.count - 1
-        return self.frame.getSlice(at: self.frame.readerIndex + offset, length: self.frame.readableBytes - offset - 1)
+    /// An ACP event's envelope (seed 003's persisted form), cut from its frame.
+    var envelope: ByteBuffer? { EventFrame.envelope(in: self.frame) }
+
+    /// An event read from the log.
+    init(_ logged: LoggedEvent) {
+        self.init(seq: logged.seq, kind: logged.kind, severity: logged.severity, swarmID: logged.swarmID, agentID: logged.agentID, frame: logged.frame)
+        self.threadID = logged.threadID
+        self.threadSeq = logged.threadSeq
+        if self.kind == .log { self.repeatKey = Self.repeatKey(swarm: self.swarmID, agent: self.agentID, severity: self.severity, frame: self.frame) }
     }
 
     init(_ envelope: BusEventEnvelope) {
@@ -51,25 +52,15 @@ struct FeedEvent: Sendable {
         if self.kind == .log { self.repeatKey = Self.repeatKey(swarm: self.swarmID, agent: self.agentID, severity: self.severity, frame: self.frame) }
     }
 
-    /// The hash of a log frame's swarm, agent, severity and `"message":"…"` bytes (escaped as
-    /// rendered).
+    /// The hash of a log frame's swarm, agent, severity and message text (as rendered); 0 when
+    /// it has no message.
     static func repeatKey(swarm: String, agent: String, severity: BusSeverity, frame: ByteBuffer) -> Int {
-        let marker = Array(#","message":""#.utf8)
-        let bytes = frame.readableBytesView
-        guard let start = bytes.firstRange(of: marker)?.upperBound else { return 0 }
+        guard let message = EventFrame.message(in: frame) else { return 0 }
         var hasher = Hasher()
         hasher.combine(swarm)
         hasher.combine(agent)
         hasher.combine(severity.rawValue)
-        var index = start
-        var escaped = false
-        while index < bytes.endIndex {
-            let byte = bytes[index]
-            if !escaped && byte == UInt8(ascii: "\"") { break }
-            escaped = !escaped && byte == UInt8(ascii: "\\")
-            hasher.combine(byte)
-            index = bytes.index(after: index)
-        }
+        for byte in message { hasher.combine(byte) }
         let key = hasher.finalize()
         return key == 0 ? 1 : key
     }

@@ -1,6 +1,7 @@
-public import ServiceKit
+import EventLog
 import Hummingbird
 import HummingbirdWebSocket
+public import ServiceKit
 
 /// The stream-fanout service: live event streams to phones over WebSocket (`/v1/stream`) and
 /// the ACP cache (`/v1/acp`), resumable by seq.
@@ -34,7 +35,7 @@ public enum StreamFanoutService: SwarmdeckService {
             verifier: assembly.verifier,
             hub: hub,
             reader: eventLog,
-            cache: ACPCache(client: assembly.postgres, eventLogSchema: settings.eventLogSchema, schema: settings.schema, logger: logger),
+            cache: ACPCache(client: assembly.postgres, eventLog: eventLog, schema: settings.schema, logger: logger),
             heartbeats: heartbeats,
             settings: settings,
             logger: logger

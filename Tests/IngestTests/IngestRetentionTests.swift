@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -101,7 +102,7 @@ struct IngestRetentionTests {
         let harness = try await IngestHarness()
         try await harness.withDatabase { database in
             let logger = Logger(label: "test")
-            try await Migrator(schema: harness.schema, migrations: Array(IngestMigrations.all.prefix(2))).migrate(database, logger: logger)
+            try await Migrator(schema: harness.schema, migrations: Array(EventLogMigrations.all.prefix(2))).migrate(database, logger: logger)
             let yesterday = Date().addingTimeInterval(-86_400)
             try await database.query(
                 """
@@ -116,7 +117,7 @@ struct IngestRetentionTests {
                 VALUES ('t', 'th', 1, 7, 1, 1, 'x', '\\x00', now(), '\\x7b7d')
                 """
             )
-            #expect(try await Migrator(schema: harness.schema, migrations: IngestMigrations.all).migrate(database, logger: logger) == [3])
+            #expect(try await Migrator(schema: harness.schema, migrations: EventLogMigrations.all).migrate(database, logger: logger) == [3])
             let counts = try await database.query(
                 """
                 SELECT (SELECT count(*) FROM \(unescaped: harness.schema).events)::int,

@@ -1,32 +1,33 @@
 import Crypto
-import Foundation
-import Logging
-import PostgresNIO
-import ServiceKit
+public import Foundation
+public import Logging
+public import PostgresNIO
+public import ServiceKit
 
 /// Per-tenant ingest keys: `sdi_<key id>_<secret>`, stored as the SHA-256 of the secret, shown
 /// once at creation, revocable. The tenant of everything sent with a key comes from the key.
-final class IngestKeyStore: Sendable {
-    struct KeyInfo: Codable, Sendable {
-        var keyId: String
-        var name: String
-        var createdAt: Date
-        var revokedAt: Date?
+public final class IngestKeyStore: Sendable {
+    public struct KeyInfo: Codable, Sendable {
+        public var keyId: String
+        public var name: String
+        public var createdAt: Date
+        public var revokedAt: Date?
     }
 
     let client: PostgresClient
     let logger: Logger
     /// Checks keys (shared with control-api, which authenticates agents with them).
-    let verifier: IngestKeyVerifier
+    public let verifier: IngestKeyVerifier
 
-    init(client: PostgresClient, schema: String, logger: Logger, cacheLifetime: Duration, lookupTimeout: Duration) {
+    /// - Parameter client: sessions with ingest's schema first on the `search_path`.
+    public init(client: PostgresClient, schema: String, logger: Logger, cacheLifetime: Duration, lookupTimeout: Duration) {
         self.client = client
         self.logger = logger
         self.verifier = IngestKeyVerifier(client: client, schema: schema, logger: logger, cacheLifetime: cacheLifetime, lookupTimeout: lookupTimeout)
     }
 
     /// Creates a key for `tenant` (creating the tenant if new); returns its id and the full key.
-    func create(tenant: String, name: String) async throws -> (keyID: String, key: String) {
+    public func create(tenant: String, name: String) async throws -> (keyID: String, key: String) {
         let keyID = randomHex(bytes: 8)
         let secret = randomHex(bytes: 32)
         let digest = ByteBuffer(bytes: Array(SHA256.hash(data: Array(secret.utf8))))
@@ -41,7 +42,7 @@ final class IngestKeyStore: Sendable {
     }
 
     /// The keys of `tenant`, newest first.
-    func list(tenant: String) async throws -> [KeyInfo] {
+    public func list(tenant: String) async throws -> [KeyInfo] {
         let rows = try await self.client.query(
             "SELECT key_id, name, created_at, revoked_at FROM ingest_keys WHERE tenant_id = \(tenant) ORDER BY created_at DESC",
             logger: self.logger
@@ -54,7 +55,7 @@ final class IngestKeyStore: Sendable {
     }
 
     /// Revokes a key of `tenant`; false if it has no such key.
-    func revoke(keyID: String, tenant: String) async throws -> Bool {
+    public func revoke(keyID: String, tenant: String) async throws -> Bool {
         let rows = try await self.client.query(
             "UPDATE ingest_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = \(keyID) AND tenant_id = \(tenant) RETURNING key_id",
             logger: self.logger
@@ -66,7 +67,7 @@ final class IngestKeyStore: Sendable {
     }
 
     /// The tenant a key belongs to (see ``IngestKeyVerifier/authenticate(_:)``).
-    func authenticate(_ key: String) async throws(ServiceKitError) -> String {
+    public func authenticate(_ key: String) async throws(ServiceKitError) -> String {
         try await self.verifier.authenticate(key)
     }
 }

@@ -1,8 +1,8 @@
-import Foundation
-import Logging
-import PostgresNIO
+public import Foundation
+public import Logging
+public import PostgresNIO
 import ServiceKit
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// Keeps the event log's day partitions: creates them ahead of time and drops the ones past
 /// retention, without making appends wait. Runs once before the server starts (so the first
@@ -12,25 +12,38 @@ import ServiceLifecycle
 /// dropped whole once its day is more than ``retentionDays`` days before today, so events are
 /// kept at least `retentionDays` days and at most one day more. De-duplication by `msgId`
 /// only reaches what is still kept.
-struct EventLogRetention: Service {
-    static let partitionedTables = ["events", "acp_envelopes"]
+public struct EventLogRetention: Service {
+    public static let partitionedTables = ["events", "acp_envelopes"]
 
     let client: PostgresClient
-    let retentionDays: Int
-    var interval: Duration = .seconds(3600)
+    public let retentionDays: Int
+    public var interval: Duration = .seconds(3600)
     let logger: Logger
 
+    /// - Parameter client: sessions with ingest's schema first on the `search_path`.
+    public init(client: PostgresClient, retentionDays: Int, interval: Duration = .seconds(3600), logger: Logger) {
+        self.client = client
+        self.retentionDays = retentionDays
+        self.interval = interval
+        self.logger = logger
+    }
+
     /// What one round did.
-    struct Round: Sendable, Equatable {
-        var created: [String] = []
-        var dropped: [String] = []
+    public struct Round: Sendable, Equatable {
+        public var created: [String] = []
+        public var dropped: [String] = []
+
+        public init(created: [String] = [], dropped: [String] = []) {
+            self.created = created
+            self.dropped = dropped
+        }
     }
 
     /// Creates the partitions for yesterday through two days ahead and drops those whose day
     /// is before `now` minus ``retentionDays``. A failure to create throws (appends need the
     /// partitions); a failure to drop is logged and left to the next round.
     @discardableResult
-    func maintain(now: Date = Date()) async throws -> Round {
+    public func maintain(now: Date = Date()) async throws -> Round {
         var round = Round()
         round.created = try await self.createPartitions(now: now)
         do {
@@ -114,7 +127,7 @@ struct EventLogRetention: Service {
         return dropped
     }
 
-    func run() async throws {
+    public func run() async throws {
         await repeatUntilShutdown(every: self.interval) {
             do {
                 try await self.maintain()
@@ -127,7 +140,7 @@ struct EventLogRetention: Service {
     }
 
     /// `YYYY-MM-DD` of `date` in UTC.
-    static func utcDay(_ date: Date) -> String {
+    public static func utcDay(_ date: Date) -> String {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let day = calendar.dateComponents([.year, .month, .day], from: date)

@@ -1,4 +1,5 @@
 import Crypto
+public import ServiceKit
 public import Logging
 public import PostgresNIO
 import Synchronization

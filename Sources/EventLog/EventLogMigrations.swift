@@ -1,10 +1,10 @@
-import ServiceKit
+public import ServiceKit
 
-/// The `ingest` schema: tenants with their sequence counters, ingest keys, the event log and
+/// Ingest's schema (`ingest` by default): tenants with their sequence counters, ingest keys, the event log and
 /// its de-duplication index, ACP threads and envelopes. From version 3 the event log and the
 /// envelopes are partitioned by day (UTC) of commit, so retention drops whole partitions.
-enum IngestMigrations {
-    static let all: [Migration] = [
+public enum EventLogMigrations {
+    public static let all: [Migration] = [
         Migration(
             version: 1,
             name: "tenants, keys, event log",

@@ -1,29 +1,37 @@
 import Contracts
-import Foundation
-import Logging
-import PostgresNIO
+public import Foundation
+public import Logging
+public import PostgresNIO
 import ServiceKit
 
 /// What became of one submitted event.
-enum ItemOutcome: Sendable, Equatable {
+public enum ItemOutcome: Sendable, Equatable {
     case accepted(seq: Int64)
     case duplicate(seq: Int64)
     case rejected(reason: String)
 }
 
 /// An event with its seq, committed.
-struct CommittedEvent: Sendable {
-    var seq: Int64
+public struct CommittedEvent: Sendable {
+    public var seq: Int64
     /// The per-thread seq of an ACP envelope; 0 otherwise.
-    var threadSeq: Int64 = 0
-    var event: PreparedEvent
-    var frame: [UInt8]
+    public var threadSeq: Int64 = 0
+    public var event: PreparedEvent
+    /// The client frame (``EventFrame``).
+    public var frame: [UInt8]
 }
 
-/// The event log in Postgres: appends one group of events for one tenant in one transaction.
-struct EventLog: Sendable {
+/// The event log in Postgres, as ingest writes it: appends one group of events for one tenant
+/// in one transaction. Its client's sessions must have ingest's schema first on the
+/// `search_path` (ingest's pool does).
+public struct EventLogAppender: Sendable {
     let client: PostgresClient
     let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
 
     /// Appends `events` (already de-duplicated within the group by the caller) for `tenant`.
     ///
@@ -31,7 +39,7 @@ struct EventLog: Sendable {
     /// commit order is seq order; drops events whose `msg_id` is already in the log; gives the
     /// others contiguous seqs from the tenant's counter; inserts them with one statement.
     /// Returns, per event, its new seq or the seq it already had.
-    func append(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
+    public func append(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
         try await self.client.transaction(logger: self.logger) { connection in
             let locked = try await connection.query(
                 "SELECT next_seq FROM tenants WHERE tenant_id = \(tenant) FOR UPDATE",
@@ -97,7 +105,7 @@ struct EventLog: Sendable {
     }
 
     /// The per-thread seq of the ACP envelope stored as tenant seq `seq`.
-    func threadSeq(tenant: String, seq: Int64) async throws -> Int64? {
+    public func threadSeq(tenant: String, seq: Int64) async throws -> Int64? {
         let rows = try await self.client.query(
             "SELECT thread_seq FROM acp_envelopes WHERE tenant_id = \(tenant) AND seq = \(seq)",
             logger: self.logger

@@ -1,0 +1,67 @@
+public import NIOCore
+import Foundation
+
+/// The layout of a client frame, the JSON object the event log stores and the live feed
+/// carries for every event (docs/stream-protocol.md, "Events").
+///
+/// Ingest renders every frame, once, on the request path; the event log prefixes the seq at
+/// commit. Readers never re-parse a frame per client: they read the few fields they need
+/// through these accessors, which rely on how frames are rendered:
+///
+/// - A frame starts `{"seq":N,"eventId":"N"` and every field after it is rendered by ingest.
+/// - A log frame carries its text as `"message":"…"`, escaped, after every field whose value
+///   is not a string or a number (so the first `,"message":"` is that field).
+/// - An ACP frame ends with its envelope, `…,"envelope":{…}}`, and every field before the
+///   envelope is an escaped string or a number (so the first `,"envelope":{` is the one).
+/// - A state frame carries `state`, `taskSummary` and `attrs` as JSON fields.
+public enum EventFrame {
+    /// An ACP frame's envelope (seed 003's persisted form), sliced from the frame without a copy.
+    public static func envelope(in frame: ByteBuffer) -> ByteBuffer? {
+        let bytes = frame.readableBytesView
+        guard let start = bytes.firstRange(of: Self.envelopeMarker)?.lowerBound else { return nil }
+        let offset = bytes.distance(from: bytes.startIndex, to: start) + Self.envelopeMarker.count - 1
+        return frame.getSlice(at: frame.readerIndex + offset, length: frame.readableBytes - offset - 1)
+    }
+
+    /// A log frame's message text as rendered (escaped, without its quotes); `nil` when the
+    /// frame has none.
+    public static func message(in frame: ByteBuffer) -> ByteBufferView? {
+        let bytes = frame.readableBytesView
+        guard let start = bytes.firstRange(of: Self.messageMarker)?.upperBound else { return nil }
+        var index = start
+        var escaped = false
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if !escaped && byte == UInt8(ascii: "\"") { break }
+            escaped = !escaped && byte == UInt8(ascii: "\\")
+            index = bytes.index(after: index)
+        }
+        return bytes[start..<index]
+    }
+
+    /// The fields of a state frame that describe the agent.
+    public struct State: Decodable, Sendable, Equatable {
+        public struct Attributes: Decodable, Sendable, Equatable {
+            enum CodingKeys: CodingKey { case worker }
+            /// The agent's connector runs it as a worker (it takes requests on its stdin).
+            public var worker: Bool?
+
+            /// Lenient: attributes are the agent's; anything but a boolean is no flag.
+            public init(from decoder: any Decoder) throws {
+                self.worker = try? decoder.container(keyedBy: CodingKeys.self).decode(Bool.self, forKey: .worker)
+            }
+        }
+
+        public var state: String?
+        public var taskSummary: String?
+        public var attrs: Attributes?
+    }
+
+    /// A state frame's agent fields; `nil` when the frame is not valid JSON of that shape.
+    public static func state(in frame: some Collection<UInt8>) -> State? {
+        try? JSONDecoder().decode(State.self, from: Data(frame))
+    }
+
+    private static let envelopeMarker = Array(#","envelope":{"#.utf8)
+    private static let messageMarker = Array(#","message":""#.utf8)
+}

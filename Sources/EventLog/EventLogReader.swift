@@ -1,0 +1,168 @@
+public import Contracts
+import Foundation
+public import Logging
+public import NIOCore
+public import PostgresNIO
+
+/// The reads other services make of ingest's event log, read-only: the one cross-schema access
+/// the architecture allows, and the only code outside ingest that knows its tables.
+public struct EventLogReader: Sendable {
+    let client: PostgresClient
+    /// Ingest's schema, a plain identifier (checked by the reader's configuration).
+    let schema: String
+    let logger: Logger
+
+    /// - Parameter schema: ingest's schema (`ingest` by default); names are qualified with it,
+    ///   so the client's `search_path` does not matter.
+    public init(client: PostgresClient, schema: String, logger: Logger) {
+        self.client = client
+        self.schema = schema
+        self.logger = logger
+    }
+
+    // MARK: Tenants' logs
+
+    /// The tenant's last committed seq; 0 when it has none.
+    public func head(tenant: String) async throws -> Int64 {
+        let rows = try await self.client.query(
+            "SELECT next_seq - 1 FROM \(unescaped: self.schema).tenants WHERE tenant_id = \(tenant)",
+            logger: self.logger
+        )
+        for try await head in rows.decode(Int64.self) { return head }
+        return 0
+    }
+
+    /// The heads of `tenants` (those with no events are missing).
+    public func heads(tenants: [String]) async throws -> [String: Int64] {
+        let rows = try await self.client.query(
+            "SELECT tenant_id, next_seq - 1 FROM \(unescaped: self.schema).tenants WHERE tenant_id = ANY(\(tenants))",
+            logger: self.logger
+        )
+        var heads: [String: Int64] = [:]
+        for try await (tenant, head) in rows.decode((String, Int64).self) { heads[tenant] = head }
+        return heads
+    }
+
+    /// The tenant's oldest seq still in the log (older ones are past retention); nil when it
+    /// has none.
+    public func oldest(tenant: String) async throws -> Int64? {
+        let rows = try await self.client.query(
+            "SELECT min(seq) FROM \(unescaped: self.schema).events WHERE tenant_id = \(tenant)",
+            logger: self.logger
+        )
+        for try await oldest in rows.decode(Int64?.self) { return oldest }
+        return nil
+    }
+
+    /// The events with `after < seq <= through` that match every given condition (`nil`: any),
+    /// in seq order, at most `limit`. The conditions run in SQL. ACP envelopes carry their
+    /// thread and per-thread seq.
+    public func events(
+        tenant: String,
+        after: Int64,
+        through: Int64,
+        kinds: Set<BusEventKind>? = nil,
+        minimumSeverity: BusSeverity? = nil,
+        swarmIDs: Set<String>? = nil,
+        agentIDs: Set<String>? = nil,
+        limit: Int
+    ) async throws -> [LoggedEvent] {
+        let kinds: [Int16]? = kinds.map { $0.map { Int16($0.rawValue) } }
+        let severity: Int16? = minimumSeverity.map { Int16($0.rawValue) }
+        let swarms: [String]? = swarmIDs.map(Array.init)
+        let agents: [String]? = agentIDs.map(Array.init)
+        let rows = try await self.client.query(
+            """
+            SELECT seq, kind, severity, swarm_id, agent_id, frame FROM \(unescaped: self.schema).events
+            WHERE tenant_id = \(tenant) AND seq > \(after) AND seq <= \(through)
+              AND (\(kinds)::smallint[] IS NULL OR kind = ANY(\(kinds)::smallint[]))
+              AND (\(severity)::smallint IS NULL OR severity >= \(severity)::smallint)
+              AND (\(swarms)::text[] IS NULL OR swarm_id = ANY(\(swarms)::text[]))
+              AND (\(agents)::text[] IS NULL OR agent_id = ANY(\(agents)::text[]))
+            ORDER BY seq
+            LIMIT \(limit)
+            """,
+            logger: self.logger
+        )
+        var events: [LoggedEvent] = []
+        var envelopeIndex: [Int64: Int] = [:]
+        for try await (seq, kind, severity, swarm, agent, frame) in rows.decode((Int64, Int16, Int16, String, String, ByteBuffer).self) {
+            let event = LoggedEvent(
+                seq: seq,
+                kind: BusEventKind(rawValue: Int(kind)) ?? .unspecified,
+                severity: BusSeverity(rawValue: Int(severity)) ?? .unspecified,
+                swarmID: swarm,
+                agentID: agent,
+                frame: frame
+            )
+            if event.kind == .acp { envelopeIndex[seq] = events.count }
+            events.append(event)
+        }
+        // ACP envelopes carry their thread (which the live feed has from the bus envelope).
+        if !envelopeIndex.isEmpty {
+            let threads = try await self.client.query(
+                "SELECT seq, thread_id, thread_seq FROM \(unescaped: self.schema).acp_envelopes WHERE tenant_id = \(tenant) AND seq = ANY(\(Array(envelopeIndex.keys)))",
+                logger: self.logger
+            )
+            for try await (seq, thread, threadSeq) in threads.decode((Int64, String, Int64).self) {
+                guard let index = envelopeIndex[seq] else { continue }
+                events[index].threadID = thread
+                events[index].threadSeq = threadSeq
+            }
+        }
+        return events
+    }
+
+    // MARK: ACP threads
+
+    /// One stored ACP envelope: its per-thread seq and its bytes, exactly as stored.
+    public struct Envelope: Sendable {
+        public var threadSeq: Int64
+        public var bytes: ByteBuffer
+    }
+
+    /// Envelopes of `thread` with `threadSeq >= from`, in order, at most `limit`.
+    public func envelopes(tenant: String, thread: String, from: Int64, limit: Int) async throws -> [Envelope] {
+        let rows = try await self.client.query(
+            """
+            SELECT a.thread_seq, e.frame
+            FROM \(unescaped: self.schema).acp_envelopes a
+            JOIN \(unescaped: self.schema).events e
+                ON e.tenant_id = a.tenant_id AND e.seq = a.seq AND e.committed_at = a.received_at  -- the same instant: prunes to one partition
+            WHERE a.tenant_id = \(tenant) AND a.thread_id = \(thread) AND a.thread_seq >= \(from)
+            ORDER BY a.thread_seq
+            LIMIT \(limit)
+            """,
+            logger: self.logger
+        )
+        var envelopes: [Envelope] = []
+        for try await (threadSeq, frame) in rows.decode((Int64, ByteBuffer).self) {
+            if let bytes = EventFrame.envelope(in: frame) { envelopes.append(Envelope(threadSeq: threadSeq, bytes: bytes)) }
+        }
+        return envelopes
+    }
+
+    /// The thread's last seq; 0 when it has no envelope (or is another tenant's).
+    public func threadHead(tenant: String, thread: String) async throws -> Int64 {
+        let rows = try await self.client.query(
+            "SELECT next_seq - 1 FROM \(unescaped: self.schema).acp_threads WHERE tenant_id = \(tenant) AND thread_id = \(thread)",
+            logger: self.logger
+        )
+        for try await head in rows.decode(Int64.self) { return head }
+        return 0
+    }
+
+    /// The tenant's threads with their heads, by thread id, at most `limit`.
+    public func threads(tenant: String, limit: Int) async throws -> [(thread: String, head: Int64)] {
+        let rows = try await self.client.query(
+            """
+            SELECT thread_id, next_seq - 1 FROM \(unescaped: self.schema).acp_threads
+            WHERE tenant_id = \(tenant) ORDER BY thread_id LIMIT \(limit)
+            """,
+            logger: self.logger
+        )
+        var threads: [(thread: String, head: Int64)] = []
+        for try await (thread, head) in rows.decode((String, Int64).self) { threads.append((thread, head)) }
+        return threads
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import NIOCore
+import Testing
+
+@testable import EventLog
+@testable import Ingest
+
+/// The frame accessors of the event log library against frames rendered by ingest's own code:
+/// the layout they rely on is the one ingest writes.
+@Suite("Event frames: what readers take from a frame is what ingest rendered")
+struct EventFrameTests {
+    private func nativeFrame(_ json: String, seq: Int64 = 7) throws -> ByteBuffer {
+        let events = try NativeBatchParser.parse(Array(#"{"events":[\#(json)]}"#.utf8))
+        let prepared = try #require(try events.first?.get()).prepare(now: 1_700_000_000_000, maxEventBytes: 65536)
+        return ByteBuffer(bytes: prepared.frame(seq: seq))
+    }
+
+    @Test("a log frame's message is the rendered text, escapes and all, whatever the attributes hold")
+    func message() throws {
+        let frame = try self.nativeFrame(
+            #"{"msgId":"m1","swarmId":"s","agentId":"a","kind":"log","level":"warn","message":"say \"hi\" \\ ,\"message\":\"x","attrs":{"message":"decoy","n":[1,2]}}"#
+        )
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer: frame)) as? [String: Any])
+        #expect(object["seq"] as? Int == 7)
+        let message = try #require(EventFrame.message(in: frame))
+        #expect(String(decoding: message, as: UTF8.self) == #"say \"hi\" \\ ,\"message\":\"x"#)
+    }
+
+    @Test("a frame without a message has none")
+    func noMessage() throws {
+        let frame = try self.nativeFrame(#"{"msgId":"m1","swarmId":"s","agentId":"a","kind":"state","state":"running"}"#)
+        #expect(EventFrame.message(in: frame) == nil)
+    }
+
+    @Test("a state frame's fields: state, task summary, the worker flag; a non-boolean flag is none")
+    func state() throws {
+        let frame = try self.nativeFrame(
+            #"{"msgId":"m1","swarmId":"s","agentId":"a","kind":"state","state":"paused","taskSummary":"fix \"it\"","attrs":{"worker":true}}"#
+        )
+        let state = try #require(EventFrame.state(in: frame.readableBytesView))
+        #expect(state.state == "paused")
+        #expect(state.taskSummary == #"fix "it""#)
+        #expect(state.attrs?.worker == true)
+        let odd = try self.nativeFrame(#"{"msgId":"m2","swarmId":"s","agentId":"a","kind":"state","state":"running","attrs":{"worker":"yes"}}"#)
+        #expect(EventFrame.state(in: odd.readableBytesView)?.attrs?.worker == nil)
+    }
+
+    @Test("an ACP frame's envelope is the stored envelope, byte for byte, with its thread seq and the body as received")
+    func envelope() throws {
+        let body = #"{"jsonrpc":"2.0","id":3,"method":"session/update","params":{"envelope":{"x":1},"s":"\"}"}}"#
+        let prepared = try ACPFrame.prepare(
+            body: Array(body.utf8),
+            threadID: "t1",
+            sessionID: "sess",
+            direction: "agent_to_client",
+            msgID: "m9",
+            swarmID: "s",
+            agentID: "a",
+            now: Date(timeIntervalSince1970: 1_700_000_000)
+        )
+        let frame = ByteBuffer(bytes: prepared.frame(seq: 41, threadSeq: 5))
+        let envelope = try #require(EventFrame.envelope(in: frame))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer: envelope)) as? [String: Any])
+        #expect(object["seq"] as? Int == 5)
+        #expect(object["thread_id"] as? String == "t1")
+        let whole = try #require(try JSONSerialization.jsonObject(with: Data(buffer: frame)) as? [String: Any])
+        #expect(NSDictionary(dictionary: whole["envelope"] as? [String: Any] ?? [:]).isEqual(to: object))
+        #expect(String(buffer: envelope).contains(body))
+    }
+}
