@@ -106,7 +106,8 @@ let package = Package(
         .target(
             name: "ServiceKit",
             dependencies: [
-                "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, jwtKit, logging, metrics, nioCore, postgresNIO,
+                "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, hummingbirdWebSocket, jwtKit, logging, metrics, nioCore,
+                nioWebSocket, postgresNIO,
                 prometheus, serviceLifecycle, systemPackage,
             ],
             swiftSettings: swiftSettings

@@ -96,11 +96,11 @@ extension ControlAPIHandler {
         submission.agents = try targets(now)
         let key = identity.tenant + "\u{0}" + identity.subject
         let outcome = try await self.store.submit(submission) { [limiter] in
-            if let retryAfter = limiter.take(key) {
+            if let wait = limiter.take(key) {
                 throw ServiceKitError(
                     .api(.rateLimited),
-                    "more than \(limiter.perMinute) control requests a minute from \(identity.subject)",
-                    retryAfterSeconds: retryAfter
+                    "more than \(Int(limiter.capacity)) control requests a minute from \(identity.subject)",
+                    retryAfterSeconds: wait.retryAfterSeconds
                 )
             }
         }

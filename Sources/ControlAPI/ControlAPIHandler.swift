@@ -17,7 +17,7 @@ struct ControlAPIHandler: Sendable {
     let fleet: FleetIndex
     let store: ControlStore
     let bus: CommandBus
-    let limiter: RateLimiter
+    let limiter: KeyedTokenBuckets
 
     /// The operator calling, holding `scope` (or any of `scopes`).
     func caller(_ scopes: Scope...) async throws(ServiceKitError) -> AccessIdentity {

@@ -54,7 +54,7 @@ public enum ControlAPIService: SwarmdeckService {
             fleet: fleet,
             store: store,
             bus: bus,
-            limiter: RateLimiter(perMinute: settings.controlsPerMinute)
+            limiter: KeyedTokenBuckets(perMinute: settings.controlsPerMinute)
         )
 
         let router = assembly.router

@@ -1,5 +1,5 @@
-import EventLog
 import Contracts
+import EventLog
 import Foundation
 import HummingbirdWebSocket
 import Logging
@@ -15,17 +15,9 @@ import Synchronization
 /// Everything a connection does happens in its writer, in order: requests (replays, fetches,
 /// acks) and live envelopes, so a replay and the live tail of a thread meet at its cursor
 /// without a gap or a repeat.
-final class ACPSession: FeedListener, Heartbeating, Sendable {
+final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
     static let maxThreads = 100
     static let maxFetch = 1000
-
-    private struct State {
-        var feed: TenantFeed?
-        var closeReason: (WebSocketErrorCode, String)?
-        var lastWrite = ContinuousClock.now
-        var writing = false
-        var done = false
-    }
 
     let tenant: String
     /// The access token's subject: acknowledgements are kept per device.
@@ -35,11 +27,10 @@ final class ACPSession: FeedListener, Heartbeating, Sendable {
     private let cache: ACPCache
     private let logger: Logger
     private let outbox: StreamOutbox
-    private let state = Mutex(State())
-    private let heartbeats: Heartbeats
+    private let feed = Mutex<TenantFeed?>(nil)
+    private let connection: WebSocketConnection
 
-    init(identity: AccessIdentity, settings: FanoutSettings, hub: FeedHub, cache: ACPCache, heartbeats: Heartbeats, logger: Logger) {
-        self.heartbeats = heartbeats
+    init(identity: AccessIdentity, settings: FanoutSettings, hub: FeedHub, cache: ACPCache, heartbeats: WebSocketHeartbeats, logger: Logger) {
         self.tenant = identity.tenant
         self.device = identity.subject
         self.settings = settings
@@ -47,138 +38,108 @@ final class ACPSession: FeedListener, Heartbeating, Sendable {
         self.cache = cache
         self.logger = logger
         self.outbox = StreamOutbox(maxEvents: settings.queueEvents, maxBytes: settings.queueBytes)
+        self.connection = WebSocketConnection(limits: settings.webSocketLimits(liveness: .pingFrames), heartbeats: heartbeats, logger: logger)
     }
 
     func offer(_ event: FeedEvent) { self.outbox.offer(event) }
     func offerGap(from: Int64, to: Int64) {}  // each thread's cursor finds its own gaps
-    func feedEnded() { self.close(.unexpectedServerError, "the live feed ended; reconnect and resubscribe") }
+    func feedEnded() { self.connection.close(.unexpectedServerError, "the live feed ended; reconnect and resubscribe") }
 
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
-        self.heartbeats.add(self)
-        defer {
-            self.state.withLock { $0.done = true }
-            self.heartbeats.remove(self)
-        }
-        // The writer runs in this task and the reader in one child (a task is memory per
-        // connection): the reader ending closes the outbox, which ends the writer; the writer
-        // ending (closed by the heartbeat, a failed write) cancels the reader.
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await self.readLoop(inbound)
-                self.outbox.close()
-            }
-            await self.writeLoop(outbound)
-            self.outbox.close()
-            group.cancelAll()
-        }
-        if let feed = self.state.withLock({ state -> TenantFeed? in
-            defer { state.feed = nil }
-            return state.feed
-        }) {
-            feed.leave(self)
-            self.hub.release(feed)
-        }
-        if let (code, text) = self.state.withLock({ $0.closeReason }) {
-            try? await outbound.close(code, reason: text)
-        }
+    // MARK: The connection
+
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: (any Channel)?) async {
+        await self.connection.run(inbound: inbound, outbound: outbound, channel: channel, handler: self)
     }
 
-    private func close(_ code: WebSocketErrorCode, _ reason: String) {
-        self.state.withLock { state in
-            if state.closeReason == nil { state.closeReason = (code, reason) }
+    /// Requests go to the writer, which handles them in order with the live envelopes.
+    func received(_ message: WebSocketClientMessage, on connection: WebSocketConnection) async -> Bool {
+        guard case .text(let text) = message else {
+            self.outbox.send(Self.error(id: nil, -32600, "JSON-RPC messages are text frames"))
+            return false
         }
+        self.outbox.forward(text)
+        return true
+    }
+
+    func stop() {
         self.outbox.close()
     }
 
-    // MARK: Reading
+    /// A WebSocket ping frame: seed 003's client answers with the system's pongs.
+    func ping() {
+        self.outbox.ping()
+    }
 
-    private func readLoop(_ inbound: WebSocketInboundStream) async {
-        var window = ContinuousClock.now
-        var count = 0
-        do {
-            for try await message in inbound.messages(maxSize: self.settings.maxMessageBytes) {
-                let now = ContinuousClock.now
-                if now - window > .seconds(10) {
-                    window = now
-                    count = 0
-                }
-                count += 1
-                guard count <= self.settings.maxMessagesPer10Seconds else {
-                    self.close(.policyViolation, "more than \(self.settings.maxMessagesPer10Seconds) messages in 10 s")
-                    return
-                }
-                switch message {
-                case .text(let text): self.outbox.forward(text)
-                case .binary: self.outbox.send(Self.error(id: nil, -32600, "JSON-RPC messages are text frames"))
-                }
-            }
-        } catch {
-            self.logger.debug("ACP connection read ended", metadata: ["error": "\(String(reflecting: error))"])
+    func finish() async {
+        if let feed = self.feed.withLock({ feed -> TenantFeed? in
+            defer { feed = nil }
+            return feed
+        }) {
+            feed.leave(self)
+            self.hub.release(feed)
         }
     }
 
     // MARK: Writing
 
-    private func writeLoop(_ outbound: WebSocketOutboundWriter) async {
+    func write(to writer: WebSocketFrameWriter) async throws {
         /// Live threads and the last per-thread seq sent of each.
         var cursors: [String: Int64] = [:]
         var errors = 0
-        do {
-            while true {
-                let item: OutboxItem
-                if let ready = self.outbox.poll() {
-                    item = ready
-                } else {
-                    item = await self.outbox.next()
-                }
-                switch item {
-                case .closed:
-                    return
-                case .control(let message):
-                    try await self.write(message, outbound)
-                case .request(let text):
-                    if try await !self.handle(text, cursors: &cursors, outbound: outbound) {
-                        errors += 1
-                        if errors >= 10 {
-                            self.close(.policyViolation, "too many invalid requests")
-                            return
-                        }
-                    }
-                case .event(let event, _, _):
-                    guard event.kind == .acp, let cursor = cursors[event.threadID], event.threadSeq > cursor else { continue }
-                    if event.threadSeq > cursor + 1 {
-                        cursors[event.threadID] = try await self.replay(event.threadID, after: cursor, through: event.threadSeq - 1, outbound: outbound)
-                    }
-                    if let envelope = event.envelope {
-                        try await self.write(envelope, outbound)
-                    }
-                    cursors[event.threadID] = event.threadSeq
-                case .catchUp, .gap:
-                    // Dropped from the queue, or not delivered by the feed: every live thread
-                    // catches up from the log.
-                    if case .catchUp = item { _ = self.outbox.caughtUp() }
-                    for (thread, cursor) in cursors {
-                        cursors[thread] = try await self.replay(thread, after: cursor, through: .max, outbound: outbound)
-                    }
-                case .tick:
-                    continue
-                }
+        while true {
+            let item: OutboxItem
+            if let ready = self.outbox.poll() {
+                item = ready
+            } else {
+                writer.endBatch()
+                item = await self.outbox.next()
             }
-        } catch {
-            self.logger.debug("ACP connection write ended", metadata: ["error": "\(String(reflecting: error))"])
-            self.close(.goingAway, "write failed")
+            switch item {
+            case .closed:
+                return
+            case .control(let message):
+                try await writer.send(message)
+            case .ping:
+                try await writer.ping()
+            case .request(let text):
+                if try await !self.handle(text, cursors: &cursors, writer: writer) {
+                    errors += 1
+                    if errors >= self.connection.limits.maxInvalidMessages {
+                        self.connection.close(.policyViolation, "too many invalid requests")
+                        return
+                    }
+                }
+            case .event(let event, _, _):
+                guard event.kind == .acp, let cursor = cursors[event.threadID], event.threadSeq > cursor else { continue }
+                if event.threadSeq > cursor + 1 {
+                    cursors[event.threadID] = try await self.replay(event.threadID, after: cursor, through: event.threadSeq - 1, writer: writer)
+                }
+                if let envelope = event.envelope {
+                    try await writer.send(envelope)
+                }
+                cursors[event.threadID] = event.threadSeq
+            case .catchUp, .gap:
+                // Dropped from the queue, or not delivered by the feed: every live thread
+                // catches up from the log.
+                if case .catchUp = item { _ = self.outbox.caughtUp() }
+                for (thread, cursor) in cursors {
+                    cursors[thread] = try await self.replay(thread, after: cursor, through: .max, writer: writer)
+                }
+            case .tick:
+                continue
+            }
         }
     }
 
     /// Sends the thread's envelopes with `after < threadSeq <= through`; returns the last seq
     /// sent (or `after`).
-    private func replay(_ thread: String, after: Int64, through: Int64, outbound: WebSocketOutboundWriter) async throws -> Int64 {
+    private func replay(_ thread: String, after: Int64, through: Int64, writer: WebSocketFrameWriter) async throws -> Int64 {
         var cursor = after
         do {
             while cursor < through {
                 let page = try await self.cache.envelopes(tenant: self.tenant, thread: thread, from: cursor + 1, limit: 500)
                 for envelope in page where envelope.threadSeq <= through {
-                    try await self.write(envelope.bytes, outbound)
+                    try await writer.send(envelope.bytes)
                     cursor = envelope.threadSeq
                 }
                 // A short page is the end; a page entirely past `through` (or no progress) too.
@@ -236,17 +197,17 @@ final class ACPSession: FeedListener, Heartbeating, Sendable {
     }
 
     /// Handles one request; false when it was invalid (an error was answered).
-    private func handle(_ text: String, cursors: inout [String: Int64], outbound: WebSocketOutboundWriter) async throws -> Bool {
+    private func handle(_ text: String, cursors: inout [String: Int64], writer: WebSocketFrameWriter) async throws -> Bool {
         let request: Request
         do {
             request = try JSONDecoder().decode(Request.self, from: Data(text.utf8))
         } catch is DecodingError {
             let parses = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) != nil
-            try await self.write(Self.error(id: nil, parses ? -32600 : -32700, parses ? "not a JSON-RPC 2.0 request" : "parse error"), outbound)
+            try await writer.send(Self.error(id: nil, parses ? -32600 : -32700, parses ? "not a JSON-RPC 2.0 request" : "parse error"))
             return false
         }
         guard request.jsonrpc == "2.0", let method = request.method else {
-            try await self.write(Self.error(id: request.id, -32600, "a JSON-RPC 2.0 request needs \"jsonrpc\": \"2.0\" and a method"), outbound)
+            try await writer.send(Self.error(id: request.id, -32600, "a JSON-RPC 2.0 request needs \"jsonrpc\": \"2.0\" and a method"))
             return false
         }
         let params = request.params ?? Params()
@@ -266,7 +227,7 @@ final class ACPSession: FeedListener, Heartbeating, Sendable {
                     self.outbox.refilter { $0.threadIDs = Set(cursors.keys).union([thread]) }
                 }
                 let head = try await self.cache.head(tenant: self.tenant, thread: thread)
-                try await self.write(Self.result(id: request.id, ["thread_id": thread, "from_seq": from, "head_seq": head, "live": live]), outbound)
+                try await writer.send(Self.result(id: request.id, ["thread_id": thread, "from_seq": from, "head_seq": head, "live": live]))
                 // Live from here: a replay that stops early is resumed by the next envelope.
                 // (The thread joined the queue's filter before the replay: nothing after it is missed.)
                 if live {
@@ -275,13 +236,13 @@ final class ACPSession: FeedListener, Heartbeating, Sendable {
                     cursors[thread] = nil
                 }
                 self.outbox.refilter { $0.threadIDs = Set(cursors.keys) }
-                let sent = try await self.replay(thread, after: from - 1, through: .max, outbound: outbound)
+                let sent = try await self.replay(thread, after: from - 1, through: .max, writer: writer)
                 if live { cursors[thread] = sent }
             case "acp.cache.unsubscribe":
                 let thread = try Self.thread(params)
                 cursors[thread] = nil
                 self.outbox.refilter { $0.threadIDs = Set(cursors.keys) }
-                try await self.write(Self.result(id: request.id, ["thread_id": thread]), outbound)
+                try await writer.send(Self.result(id: request.id, ["thread_id": thread]))
             case "acp.cache.fetch":
                 let thread = try Self.thread(params)
                 let from = params.from_seq ?? 1
@@ -291,40 +252,39 @@ final class ACPSession: FeedListener, Heartbeating, Sendable {
                 }
                 let envelopes = try await self.cache.envelopes(tenant: self.tenant, thread: thread, from: from, limit: limit)
                 let head = try await self.cache.head(tenant: self.tenant, thread: thread)
-                try await self.write(Self.fetchResult(id: request.id, thread: thread, envelopes: envelopes, head: head, from: from), outbound)
+                try await writer.send(Self.fetchResult(id: request.id, thread: thread, envelopes: envelopes, head: head, from: from))
             case "acp.cache.ack":
                 let thread = try Self.thread(params)
                 guard let seq = params.seq, seq >= 0 else { throw InvalidParams(message: "seq (a non-negative integer) is required") }
                 let head = try await self.cache.head(tenant: self.tenant, thread: thread)
                 guard seq <= head else { throw InvalidParams(message: "seq \(seq) is past the thread's head \(head)") }
                 let acked = try await self.cache.ack(tenant: self.tenant, device: self.device, thread: thread, seq: seq)
-                try await self.write(
-                    Self.result(id: request.id, ["thread_id": thread, "acked_seq": acked, "head_seq": head, "unread": max(0, head - acked)]),
-                    outbound
+                try await writer.send(
+                    Self.result(id: request.id, ["thread_id": thread, "acked_seq": acked, "head_seq": head, "unread": max(0, head - acked)])
                 )
             case "acp.cache.threads":
                 let limit = params.limit ?? 100
                 guard (1...Self.maxFetch).contains(limit) else { throw InvalidParams(message: "limit must be 1...\(Self.maxFetch)") }
                 let threads = try await self.cache.threads(tenant: self.tenant, device: self.device, limit: limit)
                 let list: [[String: Any]] = threads.map { ["thread_id": $0.thread, "head_seq": $0.head, "acked_seq": $0.acked, "unread": $0.unread] }
-                try await self.write(Self.result(id: request.id, ["threads": list]), outbound)
+                try await writer.send(Self.result(id: request.id, ["threads": list]))
             default:
-                try await self.write(Self.error(id: request.id, -32601, "no method \(method.prefix(64)); the cache has acp.cache.subscribe, fetch, ack, unsubscribe, threads"), outbound)
+                try await writer.send(Self.error(id: request.id, -32601, "no method \(method.prefix(64)); the cache has acp.cache.subscribe, fetch, ack, unsubscribe, threads"))
                 return false
             }
         } catch let invalid as InvalidParams {
-            try await self.write(Self.error(id: request.id, -32602, invalid.message), outbound)
+            try await writer.send(Self.error(id: request.id, -32602, invalid.message))
             return false
         } catch let error as ServiceKitError {
-            try await self.write(Self.error(id: request.id, -32000, error.message), outbound)
+            try await writer.send(Self.error(id: request.id, -32000, error.message))
         } catch let error as PSQLError {
             self.logger.warning("ACP cache request failed", metadata: ["error": "\(String(reflecting: error))"])
-            try await self.write(Self.error(id: request.id, -32000, "the cache is unavailable; retry"), outbound)
+            try await writer.send(Self.error(id: request.id, -32000, "the cache is unavailable; retry"))
         } catch is CancellationError {
             throw CancellationError()
         } catch {
             self.logger.warning("ACP cache request failed", metadata: ["error": "\(String(reflecting: error))"])
-            try await self.write(Self.error(id: request.id, -32000, "the live feed is unavailable; retry"), outbound)
+            try await writer.send(Self.error(id: request.id, -32000, "the live feed is unavailable; retry"))
         }
         return true
     }
@@ -338,9 +298,9 @@ final class ACPSession: FeedListener, Heartbeating, Sendable {
 
     /// Joins the tenant's feed once, for ACP envelopes only.
     private func joinFeed() async throws {
-        guard self.state.withLock({ $0.feed }) == nil else { return }
+        guard self.feed.withLock({ $0 }) == nil else { return }
         let feed = try await self.hub.acquire(tenant: self.tenant)
-        self.state.withLock { $0.feed = feed }
+        self.feed.withLock { $0 = feed }
         let generation = self.outbox.nextGeneration()
         do {
             _ = try await feed.join(self) { head in
@@ -348,7 +308,7 @@ final class ACPSession: FeedListener, Heartbeating, Sendable {
             }
         } catch {
             feed.leave(self)
-            self.state.withLock { $0.feed = nil }
+            self.feed.withLock { $0 = nil }
             self.hub.release(feed)
             throw error
         }
@@ -383,28 +343,5 @@ final class ACPSession: FeedListener, Heartbeating, Sendable {
 
     private static func json(_ object: [String: Any]) -> ByteBuffer {
         ByteBuffer(bytes: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8))
-    }
-
-    private func write(_ buffer: ByteBuffer, _ outbound: WebSocketOutboundWriter) async throws {
-        self.state.withLock { state in
-            state.writing = true
-            state.lastWrite = .now
-        }
-        try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: buffer)))
-        self.state.withLock { $0.writing = false }
-    }
-
-    /// Closes a connection whose socket has accepted nothing for `fanout.stalled-seconds`.
-    /// Called by the replica's ``Heartbeats``.
-    func heartbeat(now: ContinuousClock.Instant) -> Bool {
-        let (done, stalled) = self.state.withLock { state in
-            (state.done || state.closeReason != nil, state.writing && now - state.lastWrite > .seconds(self.settings.stalledSeconds))
-        }
-        if done { return false }
-        if stalled {
-            self.close(.policyViolation, "the connection accepted nothing for \(self.settings.stalledSeconds) s")
-            return false
-        }
-        return true
     }
 }

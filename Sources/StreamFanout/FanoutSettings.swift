@@ -63,3 +63,16 @@ extension SettingKey {
     static let tailCheckSeconds = SettingKey("fanout.tail-check-seconds", "seconds a silent feed waits before checking the log for lost publishes", default: "2")
     static let stalledSeconds = SettingKey("fanout.stalled-seconds", "seconds a connection may accept nothing before it is closed", default: "30")
 }
+
+extension FanoutSettings {
+    /// The budgets of one connection, from these settings.
+    func webSocketLimits(liveness: WebSocketLimits.Liveness) -> WebSocketLimits {
+        WebSocketLimits(
+            maxMessageBytes: self.maxMessageBytes,
+            maxMessagesPer10Seconds: self.maxMessagesPer10Seconds,
+            pingInterval: .seconds(self.pingSeconds),
+            liveness: liveness,
+            stalledAfter: .seconds(self.stalledSeconds)
+        )
+    }
+}

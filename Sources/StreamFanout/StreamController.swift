@@ -1,12 +1,13 @@
-import EventLog
 import Contracts
+import EventLog
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOWebSocket
 import ServiceKit
 
-/// `GET /v1/stream?protocol=1`: the WebSocket stream (docs/stream-protocol.md).
+/// `GET /v1/stream?protocol=1` (docs/stream-protocol.md) and `GET /v1/acp` (the ACP cache):
+/// the WebSocket routes.
 ///
 /// The access token (scope `stream:read`) comes in `Authorization: Bearer …` or, for clients
 /// that cannot set headers on a WebSocket, `?access_token=…`; the tenant is the token's. A
@@ -16,24 +17,21 @@ struct StreamController: Sendable {
     /// The protocol version this server speaks.
     static let protocolVersion = "1"
 
-    let verifier: AccessTokenVerifier
+    let authentication: WebSocketAuthentication
     let hub: FeedHub
     let reader: EventLogReader
     let cache: ACPCache
-    let heartbeats: Heartbeats
+    let heartbeats: WebSocketHeartbeats
     let settings: FanoutSettings
     let logger: Logger
 
     /// The WebSocket route, on the upgrade router.
-    func addWebSocketRoute(to router: Router<StreamRequestContext>) {
+    func addWebSocketRoute(to router: Router<WebSocketServiceContext>) {
         router.ws(
             "v1/stream",
-            shouldUpgrade: self.shouldUpgrade,
+            shouldUpgrade: self.authentication.shouldUpgrade,
             onUpgrade: { inbound, outbound, context in
-                guard let identity = context.requestContext.identity.value.withLock({ $0 }) else { return }
-                var logger = self.logger
-                logger[metadataKey: "tenant"] = .string(identity.tenant)
-                logger[metadataKey: "subject"] = .string(identity.subject)
+                guard let identity = context.requestContext.identity else { return }
                 let asked = context.request.uri.queryParameters["protocol"].map(String.init)
                 guard asked == Self.protocolVersion else {
                     let message = ServerMessage.error(
@@ -46,30 +44,47 @@ struct StreamController: Sendable {
                     try await outbound.close(.protocolError, reason: "protocol mismatch")
                     return
                 }
-                let session = StreamSession(tenant: identity.tenant, settings: self.settings, hub: self.hub, reader: self.reader, heartbeats: self.heartbeats, logger: logger)
-                try await session.run(inbound: inbound, outbound: outbound)
+                let session = StreamSession(
+                    tenant: identity.tenant,
+                    settings: self.settings,
+                    hub: self.hub,
+                    reader: self.reader,
+                    heartbeats: self.heartbeats,
+                    logger: self.logger(for: identity)
+                )
+                await session.run(inbound: inbound, outbound: outbound, channel: context.requestContext.channel)
             }
         )
     }
 
-    /// `GET /v1/acp?protocol=1`: the ACP cache (seed 003), JSON-RPC 2.0.
-    func addACPRoute(to router: Router<StreamRequestContext>) {
+    /// `GET /v1/acp`: the ACP cache (seed 003), JSON-RPC 2.0. Seed 003's client names no
+    /// protocol: a missing `protocol` is protocol 1; another version is refused.
+    func addACPRoute(to router: Router<WebSocketServiceContext>) {
         router.ws(
             "v1/acp",
-            shouldUpgrade: self.shouldUpgrade,
+            shouldUpgrade: self.authentication.shouldUpgrade,
             onUpgrade: { inbound, outbound, context in
-                guard let identity = context.requestContext.identity.value.withLock({ $0 }) else { return }
-                guard context.request.uri.queryParameters["protocol"].map(String.init) == Self.protocolVersion else {
-                    let message = ACPSession.error(id: nil, -32600, "ProtocolMismatch: this server speaks ACP cache protocol \(Self.protocolVersion); connect with ?protocol=\(Self.protocolVersion)")
+                guard let identity = context.requestContext.identity else { return }
+                let asked = context.request.uri.queryParameters["protocol"].map(String.init)
+                guard asked == nil || asked == Self.protocolVersion else {
+                    let message = ACPSession.error(
+                        id: nil,
+                        -32600,
+                        "ProtocolMismatch: this server speaks ACP cache protocol \(Self.protocolVersion); connect with ?protocol=\(Self.protocolVersion)"
+                    )
                     try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: message)))
                     try await outbound.close(.protocolError, reason: "protocol mismatch")
                     return
                 }
-                var logger = self.logger
-                logger[metadataKey: "tenant"] = .string(identity.tenant)
-                logger[metadataKey: "subject"] = .string(identity.subject)
-                let session = ACPSession(identity: identity, settings: self.settings, hub: self.hub, cache: self.cache, heartbeats: self.heartbeats, logger: logger)
-                try await session.run(inbound: inbound, outbound: outbound)
+                let session = ACPSession(
+                    identity: identity,
+                    settings: self.settings,
+                    hub: self.hub,
+                    cache: self.cache,
+                    heartbeats: self.heartbeats,
+                    logger: self.logger(for: identity)
+                )
+                await session.run(inbound: inbound, outbound: outbound, channel: context.requestContext.channel)
             }
         )
     }
@@ -79,28 +94,16 @@ struct StreamController: Sendable {
     func addFallbackRoute(to router: Router<ServiceRequestContext>) {
         for path in ["v1/stream", "v1/acp"] {
             router.get(RouterPath(path)) { request, _ -> Response in
-                _ = try await self.authenticate(request)
+                _ = try await self.authentication.authenticate(request)
                 throw ServiceKitError(.api(.invalidRequest), "/\(path) is a WebSocket: send an upgrade request with ?protocol=\(Self.protocolVersion)")
             }
         }
     }
 
-    /// Authenticates before the upgrade and hands the identity to the connection's handler.
-    @Sendable private func shouldUpgrade(_ request: Request, _ context: StreamRequestContext) async throws -> RouterShouldUpgrade {
-        let identity = try await self.authenticate(request)
-        context.identity.value.withLock { $0 = identity }
-        return .upgrade([:])
-    }
-
-    private func authenticate(_ request: Request) async throws -> AccessIdentity {
-        let token: String
-        if let query = request.uri.queryParameters["access_token"], request.headers[.authorization] == nil {
-            token = String(query)
-        } else {
-            token = try request.bearerToken("access token")
-        }
-        let identity = try await self.verifier.verify(token)
-        try identity.require(.streamRead)
-        return identity
+    private func logger(for identity: AccessIdentity) -> Logger {
+        var logger = self.logger
+        logger[metadataKey: "tenant"] = .string(identity.tenant)
+        logger[metadataKey: "subject"] = .string(identity.subject)
+        return logger
     }
 }

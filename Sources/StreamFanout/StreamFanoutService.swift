@@ -30,9 +30,9 @@ public enum StreamFanoutService: SwarmdeckService {
             tailCheckInterval: .seconds(settings.tailCheckSeconds),
             logger: logger
         )
-        let heartbeats = Heartbeats()
+        let heartbeats = WebSocketHeartbeats()
         let controller = StreamController(
-            verifier: assembly.verifier,
+            authentication: WebSocketAuthentication(verifier: assembly.verifier, requiring: .streamRead),
             hub: hub,
             reader: eventLog,
             cache: ACPCache(client: assembly.postgres, eventLog: eventLog, schema: settings.schema, logger: logger),
@@ -41,7 +41,7 @@ public enum StreamFanoutService: SwarmdeckService {
             logger: logger
         )
         controller.addFallbackRoute(to: assembly.router)
-        let webSocketRouter = Router(context: StreamRequestContext.self)
+        let webSocketRouter = Router(context: WebSocketServiceContext.self)
         controller.addWebSocketRoute(to: webSocketRouter)
         controller.addACPRoute(to: webSocketRouter)
         return ServiceParts(

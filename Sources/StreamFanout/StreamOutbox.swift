@@ -16,6 +16,8 @@ enum OutboxItem: Sendable {
     case request(String)
     /// Time passed (the writer's timers: collapsed-line notices).
     case tick
+    /// Send a WebSocket ping frame.
+    case ping
     case closed
 }
 
@@ -36,6 +38,7 @@ final class StreamOutbox: Sendable {
         var control: [ByteBuffer] = []
         var requests: [String] = []
         var ticked = false
+        var pingWanted = false
         var queue: [Queued] = []
         var queueHead = 0
         var events = 0
@@ -137,6 +140,11 @@ final class StreamOutbox: Sendable {
         self.deliver { $0.ticked = true }
     }
 
+    /// Asks the writer for a WebSocket ping frame (one, however often asked before it is sent).
+    func ping() {
+        self.deliver { $0.pingWanted = true }
+    }
+
     /// Queues a client request for the writer (requests are rate-limited by the reader).
     func forward(_ request: String) {
         self.deliver { state in
@@ -162,7 +170,7 @@ final class StreamOutbox: Sendable {
     /// Whether the writer would get something without waiting.
     var isIdle: Bool {
         self.state.withLock { state in
-            state.control.isEmpty && state.requests.isEmpty && state.queueHead == state.queue.count && !state.overflowed && !state.closed
+            state.control.isEmpty && !state.pingWanted && state.requests.isEmpty && state.queueHead == state.queue.count && !state.overflowed && !state.closed
         }
     }
 
@@ -198,6 +206,10 @@ final class StreamOutbox: Sendable {
     private static func pop(_ state: inout State) -> OutboxItem? {
         if state.closed { return .closed }
         if !state.control.isEmpty { return .control(state.control.removeFirst()) }
+        if state.pingWanted {
+            state.pingWanted = false
+            return .ping
+        }
         if !state.requests.isEmpty { return .request(state.requests.removeFirst()) }
         if state.queueHead < state.queue.count {
             let queued = state.queue[state.queueHead]

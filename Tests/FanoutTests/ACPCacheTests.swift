@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOWebSocket
 import Hummingbird
 import HummingbirdTesting
 import HummingbirdWSClient
@@ -112,6 +114,62 @@ struct ACPCacheTests {
                     try await harness.postACP(silent, key: key, thread: "t2", body: Self.body(2), msgID: "x2")
                     #expect(try await received.frames.dropFirst().map { $0["seq"] as? Int } == [1, 2])
                 }
+            }
+        }
+    }
+
+    @Test("seed 003's client names no protocol: it subscribes, fetches and acks as protocol 1; another version is refused")
+    func noProtocolQuery() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            for n in 1...3 {
+                try await harness.postACP(ingest, key: key, thread: "t1", body: Self.body(n), msgID: "m\(n)")
+            }
+            try await harness.fanout().test(.live) { fanout in
+                let port = try #require(fanout.port)
+                let seed003 = StreamClient(port: port, token: try await harness.token(subject: "phone-1"), path: "/v1/acp", protocolVersion: nil)
+                #expect(!seed003.url.contains("protocol="))
+                let result = try await seed003.run(
+                    sending: [
+                        Self.request(1, "acp.cache.subscribe", ["thread_id": "t1", "from_seq": 2, "live": true]),
+                        Self.request(2, "acp.cache.fetch", ["thread_id": "t1", "from_seq": 1, "limit": 10]),
+                        Self.request(3, "acp.cache.ack", ["thread_id": "t1", "seq": 3]),
+                    ]
+                ) { $0["id"] as? Int == 3 }
+                let subscribed = try #require(result.frames.first { $0["id"] as? Int == 1 }?["result"] as? [String: Any])
+                #expect(subscribed["head_seq"] as? Int == 3)
+                #expect(result.frames.compactMap { $0["id"] == nil ? $0["seq"] as? Int : nil } == [2, 3])
+                let fetched = try #require(result.frames.first { $0["id"] as? Int == 2 }?["result"] as? [String: Any])
+                #expect((fetched["envelopes"] as? [[String: Any]])?.map { $0["seq"] as? Int } == [1, 2, 3])
+                let acked = try #require(result.frames.first { $0["id"] as? Int == 3 }?["result"] as? [String: Any])
+                #expect(acked["acked_seq"] as? Int == 3)
+                #expect(acked["unread"] as? Int == 0)
+
+                let future = StreamClient(port: port, token: try await harness.token(), path: "/v1/acp", protocolVersion: "2")
+                let refused = try await future.runRaw(sending: [Self.request(1, "acp.cache.threads", [:])])
+                #expect(refused.first?.contains("ProtocolMismatch") == true)
+            }
+        }
+    }
+
+    @Test("a message over the size budget closes with 1009, whether it comes in one frame or in continuation frames", arguments: [1, 3])
+    func oversized(frames: Int) async throws {
+        let harness = try await FanoutHarness(fanout: ["FANOUT_MAX_MESSAGE_BYTES": "4096"])
+        try await harness.ingest().test(.router) { _ in
+            try await harness.fanout().test(.live) { fanout in
+                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token(), path: "/v1/acp", protocolVersion: nil)
+                let piece = ByteBuffer(string: String(repeating: " ", count: frames == 1 ? 5000 : 2000))
+                let close = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no close")) {
+                    try await WebSocketClient.connect(url: client.url, configuration: .init(maxFrameSize: 1 << 16), logger: .init(label: "oversized")) { inbound, outbound, _ in
+                        for index in 0..<frames {
+                            let frame = WebSocketFrame(fin: index == frames - 1, opcode: index == 0 ? .text : .continuation, data: piece)
+                            try await outbound.write(.custom(frame))
+                        }
+                        for try await _ in inbound {}
+                    }
+                }
+                #expect(close?.closeCode == .messageTooLarge)
             }
         }
     }

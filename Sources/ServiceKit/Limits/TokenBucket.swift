@@ -1,0 +1,73 @@
+import Synchronization
+
+/// A token bucket: `perSecond` tokens added continuously, at most `capacity` held. Pure: the
+/// caller passes the time.
+public struct TokenBucket: Sendable {
+    /// The most tokens held (the burst).
+    public var capacity: Double
+    /// Tokens added per second.
+    public var perSecond: Double
+    private var tokens: Double
+    private var updated: ContinuousClock.Instant
+
+    /// A full bucket.
+    public init(capacity: Double, perSecond: Double, now: ContinuousClock.Instant = .now) {
+        self.capacity = capacity
+        self.perSecond = perSecond
+        self.tokens = capacity
+        self.updated = now
+    }
+
+    /// Takes one token at `now`; `nil` if there was one, else how long until there is.
+    public mutating func take(now: ContinuousClock.Instant = .now) -> Duration? {
+        self.tokens = min(self.capacity, self.tokens + max(0, (now - self.updated).secondsDouble) * self.perSecond)
+        self.updated = now
+        guard self.tokens >= 1 else {
+            return self.perSecond > 0 ? .seconds((1 - self.tokens) / self.perSecond) : .seconds(Int64.max)
+        }
+        self.tokens -= 1
+        return nil
+    }
+
+    /// Whether the bucket holds as many tokens as it can at `now` (it carries no information).
+    public func isFull(now: ContinuousClock.Instant) -> Bool {
+        self.tokens + (now - self.updated).secondsDouble * self.perSecond >= self.capacity
+    }
+}
+
+/// Token buckets per key (an actor of a tenant, a source address), each `capacity` deep and
+/// refilled at `perSecond`. Bounded: past `maxKeys`, buckets that have refilled are forgotten
+/// (they hold no information); if that is not enough, the key is refused until some refill.
+/// Per replica: N replicas admit up to N times as many.
+public final class KeyedTokenBuckets: Sendable {
+    public let capacity: Double
+    public let perSecond: Double
+    public let maxKeys: Int
+    private let buckets: Mutex<[String: TokenBucket]>
+
+    public init(capacity: Double, perSecond: Double, maxKeys: Int = 100_000) {
+        self.capacity = capacity
+        self.perSecond = perSecond
+        self.maxKeys = maxKeys
+        self.buckets = Mutex([:])
+    }
+
+    /// `perMinute` a minute, up to `perMinute` at once.
+    public convenience init(perMinute: Int, maxKeys: Int = 100_000) {
+        self.init(capacity: Double(perMinute), perSecond: Double(perMinute) / 60, maxKeys: maxKeys)
+    }
+
+    /// Takes one token for `key`; `nil` if admitted, else how long until one is free.
+    public func take(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
+        self.buckets.withLock { buckets in
+            if buckets[key] == nil, buckets.count >= self.maxKeys {
+                buckets = buckets.filter { !$0.value.isFull(now: now) }
+                guard buckets.count < self.maxKeys else { return .seconds(1) }
+            }
+            var bucket = buckets[key] ?? TokenBucket(capacity: self.capacity, perSecond: self.perSecond, now: now)
+            let wait = bucket.take(now: now)
+            buckets[key] = bucket
+            return wait
+        }
+    }
+}

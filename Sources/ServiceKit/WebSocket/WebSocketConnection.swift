@@ -1,0 +1,209 @@
+public import HummingbirdWebSocket
+public import Logging
+public import NIOCore
+public import NIOWebSocket
+import Synchronization
+
+/// What a WebSocket protocol (`/v1/stream`, `/v1/acp`, the terminal) supplies to the
+/// connection engine.
+public protocol WebSocketProtocolHandler: AnyObject, Sendable {
+    /// One client message, in the reader's task. Returns false when the message was invalid
+    /// (the protocol has answered it with an error); too many close the connection.
+    func received(_ message: WebSocketClientMessage, on connection: WebSocketConnection) async -> Bool
+    /// The writer: runs in the connection's task, writing through `writer`, until the
+    /// protocol's queue ends (``stop()``). Call `writer.endBatch()` whenever nothing more is
+    /// ready, before waiting.
+    func write(to writer: WebSocketFrameWriter) async throws
+    /// Ends the writer's wait: the reader ended or the connection is closing. Called more than
+    /// once.
+    func stop()
+    /// Pings the client: a message of the protocol's own, or `writer.ping()` from the writer.
+    func ping()
+    /// Called at every heartbeat while the connection lives, for the protocol's own timers.
+    func heartbeat()
+    /// After the reader and the writer ended, before the close frame: let go of what the
+    /// connection holds (feeds, subscriptions).
+    func finish() async
+}
+
+extension WebSocketProtocolHandler {
+    public func heartbeat() {}
+    public func finish() async {}
+}
+
+/// One WebSocket connection, whatever its protocol: a reader task and a writer, a close that
+/// happens once with one reason, message size and count budgets, invalid-message budget,
+/// pings, liveness and the stall check (visited by ``WebSocketHeartbeats``), and a writer
+/// that flushes once per batch of ready messages.
+///
+/// The writer runs in the connection's task and the reader in one child task (a task is memory
+/// per connection): the reader ending stops the protocol's queue, which ends the writer; the
+/// writer ending (a close, a failed write) cancels the reader.
+public final class WebSocketConnection: Heartbeating, Sendable {
+    private struct State {
+        var closeReason: (WebSocketErrorCode, String)?
+        var liveness: ConnectionLiveness
+        var done = false
+        var handler: (any WebSocketProtocolHandler)?
+    }
+
+    public let limits: WebSocketLimits
+    private let heartbeats: WebSocketHeartbeats
+    private let logger: Logger
+    private let state: Mutex<State>
+    let batchBytes = Mutex(0)
+
+    public init(limits: WebSocketLimits, heartbeats: WebSocketHeartbeats, logger: Logger) {
+        self.limits = limits
+        self.heartbeats = heartbeats
+        self.logger = logger
+        self.state = Mutex(
+            State(
+                liveness: ConnectionLiveness(
+                    pingInterval: limits.pingInterval,
+                    stalledAfter: limits.stalledAfter,
+                    checksAnswers: limits.liveness == .clientMessages,
+                    now: .now
+                )
+            )
+        )
+    }
+
+    /// Runs the connection until the client leaves, breaks a limit or the protocol closes it;
+    /// then sends the close frame with the first reason given.
+    /// - Parameter channel: the connection's channel, to batch the writer's flushes (`nil`:
+    ///   a flush per message).
+    public func run(
+        inbound: WebSocketInboundStream,
+        outbound: WebSocketOutboundWriter,
+        channel: (any Channel)?,
+        handler: some WebSocketProtocolHandler
+    ) async {
+        self.state.withLock { $0.handler = handler }
+        self.heartbeats.add(self)
+        defer {
+            self.state.withLock { state in
+                state.done = true
+                state.handler = nil
+            }
+            self.heartbeats.remove(self)
+        }
+        var batcher: FlushBatcher?
+        if let channel {
+            batcher = try? await FlushBatcher.install(on: channel)
+        }
+        let writer = WebSocketFrameWriter(outbound: outbound, connection: self, batcher: batcher)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await self.readLoop(inbound, handler: handler)
+                handler.stop()
+            }
+            do {
+                try await handler.write(to: writer)
+            } catch {
+                self.logger.debug("WebSocket write ended", metadata: ["error": "\(String(reflecting: error))"])
+                self.close(.goingAway, "write failed")
+            }
+            writer.endBatch()
+            handler.stop()
+            group.cancelAll()
+        }
+        // Let go of feeds before closing: a close frame to a stalled socket can take a while.
+        await handler.finish()
+        if let (code, reason) = self.state.withLock({ $0.closeReason }) {
+            try? await outbound.close(code, reason: reason)
+        }
+    }
+
+    /// Closes the connection with `code` and `reason`, unless it is closing already (the first
+    /// reason wins).
+    public func close(_ code: WebSocketErrorCode, _ reason: String) {
+        let handler: (any WebSocketProtocolHandler)? = self.state.withLock { state in
+            if state.closeReason == nil { state.closeReason = (code, reason) }
+            return state.handler
+        }
+        handler?.stop()
+    }
+
+    /// Whether a close has been asked for.
+    public var isClosing: Bool { self.state.withLock { $0.closeReason != nil } }
+
+    func writeStarted() {
+        self.state.withLock { $0.liveness.writing(since: .now) }
+    }
+
+    func writeEnded() {
+        self.state.withLock { $0.liveness.wrote() }
+    }
+
+    // MARK: Reading
+
+    private func readLoop(_ inbound: WebSocketInboundStream, handler: some WebSocketProtocolHandler) async {
+        var assembler = WebSocketMessageAssembler(maxBytes: self.limits.maxMessageBytes)
+        var budget = MessageBudget(perTenSeconds: self.limits.maxMessagesPer10Seconds, now: .now)
+        var invalid = 0
+        do {
+            for try await frame in inbound {
+                if self.isClosing { return }
+                let message: WebSocketClientMessage
+                switch assembler.add(frame) {
+                case .partial:
+                    continue
+                case .message(let complete):
+                    message = complete
+                case .tooLarge:
+                    self.close(.messageTooLarge, "messages are at most \(self.limits.maxMessageBytes) bytes")
+                    return
+                case .outOfOrder:
+                    self.close(.protocolError, "a continuation frame out of order")
+                    return
+                case .notUTF8:
+                    self.close(.dataInconsistentWithMessage, "a text message that is not UTF-8")
+                    return
+                }
+                let now = ContinuousClock.now
+                self.state.withLock { $0.liveness.heard(at: now) }
+                guard budget.admit(at: now) == .accept else {
+                    self.close(.policyViolation, "more than \(self.limits.maxMessagesPer10Seconds) messages in 10 s")
+                    return
+                }
+                if await !handler.received(message, on: self) {
+                    invalid += 1
+                    if invalid >= self.limits.maxInvalidMessages {
+                        self.close(.policyViolation, "too many invalid messages")
+                        return
+                    }
+                }
+            }
+        } catch {
+            // The connection went away, or broke the protocol (the handler closes it).
+            self.logger.debug("WebSocket read ended", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    // MARK: Heartbeat
+
+    /// Pings, checks liveness and stalls, ticks the protocol's timers. Called by the replica's
+    /// ``WebSocketHeartbeats``; false once the connection is done.
+    public func heartbeat(now: ContinuousClock.Instant) -> Bool {
+        let (action, handler): (ConnectionLiveness.Action, (any WebSocketProtocolHandler)?) = self.state.withLock { state in
+            guard !state.done, state.closeReason == nil else { return (.none, nil) }
+            return (state.liveness.tick(now: now), state.handler)
+        }
+        guard let handler else { return false }
+        handler.heartbeat()
+        switch action {
+        case .none:
+            break
+        case .ping:
+            handler.ping()
+        case .gone:
+            self.close(.goingAway, "no answer to two pings")
+            return false
+        case .stalled:
+            self.close(.policyViolation, "the connection accepted nothing for \(self.limits.stalledAfter.components.seconds) s")
+            return false
+        }
+        return true
+    }
+}

@@ -1,0 +1,44 @@
+import HummingbirdWebSocket
+public import NIOCore
+import NIOWebSocket
+
+/// The one writer of a connection: text messages and ping frames, batched under one flush
+/// until the protocol says its batch of ready messages is done (``endBatch()``), or the batch
+/// has grown to ``maxBatchBytes``.
+public struct WebSocketFrameWriter: Sendable {
+    /// Bytes written under one flush at most.
+    public static let maxBatchBytes = 32 << 10
+
+    let outbound: WebSocketOutboundWriter
+    let connection: WebSocketConnection
+    let batcher: FlushBatcher?
+
+    /// Writes one text message; flushed at the end of the batch.
+    public func send(_ message: ByteBuffer) async throws {
+        try await self.write(WebSocketFrame(fin: true, opcode: .text, data: message))
+    }
+
+    /// Writes a WebSocket ping frame.
+    public func ping() async throws {
+        try await self.write(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer()))
+    }
+
+    /// The protocol has nothing more at hand: flush what the batch holds.
+    public func endBatch() {
+        self.connection.batchBytes.withLock { $0 = 0 }
+        self.batcher?.release()
+    }
+
+    private func write(_ frame: WebSocketFrame) async throws {
+        let size = frame.data.readableBytes
+        let full = self.connection.batchBytes.withLock { bytes in
+            bytes += size
+            return bytes >= Self.maxBatchBytes
+        }
+        self.batcher?.hold()
+        self.connection.writeStarted()
+        try await self.outbound.write(.custom(frame))
+        self.connection.writeEnded()
+        if full { self.endBatch() }
+    }
+}

@@ -1,0 +1,212 @@
+import Contracts
+import EventLog
+import NIOCore
+import PostgresNIO
+import ServiceKit
+import Synchronization
+
+extension StreamSession {
+    // MARK: Writing
+
+    /// Writes the outbox to the socket: protocol messages first, then events; replays from the
+    /// log where the live queue cannot account for a seq range; applies the rate cap.
+    func write(to writer: WebSocketFrameWriter) async throws {
+        var cursor: Int64 = 0  // everything the client should have up to here was sent or announced
+        var generation = 0
+        var filter = StreamFilter.everything
+        var limiter = TokenBucket(capacity: Double(self.settings.defaultEventsPerSecond), perSecond: Double(self.settings.defaultEventsPerSecond))
+        var skipped: (from: Int64, to: Int64)?
+        var collapse = Collapser(enabled: false)
+
+        func takeResume(_ wanted: Int? = nil) -> Resume? {
+            self.state.withLock { state in
+                guard let resume = state.resume, wanted == nil || resume.generation == wanted else { return nil }
+                state.resume = nil
+                return resume
+            }
+        }
+        func apply(_ resume: Resume) async throws {
+            // What the old subscription collapsed is announced before the new one starts.
+            for notice in collapse.flush(olderThan: .zero) { try await self.write(notice, writer) }
+            generation = resume.generation
+            filter = resume.filter
+            skipped = nil
+            collapse = Collapser(enabled: resume.collapseRepeats)
+            try await self.flush(writer)
+            self.batch.withLock { $0.enabled = resume.batchEvents }
+            limiter = TokenBucket(capacity: Double(resume.eventsPerSecond), perSecond: Double(resume.eventsPerSecond))
+            try await self.write(resume.acknowledgement, writer)
+            cursor = try await self.replay(after: resume.from, through: resume.head, filter: filter, writer: writer, checkRetention: true)
+        }
+        func current(_ itemGeneration: Int) async throws -> Bool {
+            if itemGeneration == generation { return true }
+            guard let resume = takeResume(itemGeneration) else { return false }  // an ended subscription's
+            try await apply(resume)
+            return true
+        }
+
+        while true {
+            if let resume = takeResume() {
+                try await apply(resume)
+                continue
+            }
+            if let range = skipped, self.outbox.isIdle {
+                // The end of a burst over the cap: say what was skipped now, not later.
+                FanoutMetrics.gapNotices.increment()
+                try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), writer)
+                skipped = nil
+            }
+            // Collapsed lines are counted until the agent says something else, or for a
+            // second at most (the heartbeat ticks the writer while some are pending).
+            self.state.withLock { $0.collapsePending = collapse.hasPending }
+            let item: OutboxItem
+            if let ready = self.outbox.poll() {
+                item = ready
+            } else {
+                try await self.flush(writer)  // nothing more to add: send what is batched
+                writer.endBatch()
+                item = await self.outbox.next()
+            }
+            let rate = Double(self.state.withLock { $0.eventsPerSecond })
+            (limiter.capacity, limiter.perSecond) = (rate, rate)
+            switch item {
+            case .closed:
+                return
+            case .control(let message):
+                if message.readableBytes > 0 { try await self.write(message, writer) }
+            case .request:
+                continue  // the stream protocol handles its messages in the reader
+            case .ping:
+                try await self.flush(writer)
+                try await writer.ping()
+            case .tick:
+                for notice in collapse.flush(olderThan: .seconds(1)) { try await self.write(notice, writer) }
+            case .catchUp(let itemGeneration):
+                guard try await current(itemGeneration) else { continue }
+                FanoutMetrics.catchUps.increment()
+                let through = self.outbox.caughtUp()
+                if through - cursor > Int64(self.settings.maxCatchUpEvents) {
+                    FanoutMetrics.gapNotices.increment()
+                    try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "slow_consumer"), writer)
+                    cursor = through
+                } else if through > cursor {
+                    cursor = try await self.replay(after: cursor, through: through, filter: filter, writer: writer)
+                }
+            case .gap(let from, let to, let itemGeneration):
+                guard try await current(itemGeneration), to > cursor else { continue }
+                FanoutMetrics.gapNotices.increment()
+                try await self.write(ServerMessage.gap(from: max(from, cursor + 1), to: to, reason: "unavailable"), writer)
+                cursor = to
+            case .event(let event, let after, let itemGeneration):
+                guard try await current(itemGeneration), event.seq > cursor else { continue }
+                if after > cursor {
+                    cursor = try await self.replay(after: cursor, through: after, filter: filter, writer: writer)
+                }
+                if collapse.isDue(.seconds(1)) {
+                    for notice in collapse.flush(olderThan: .seconds(1)) { try await self.write(notice, writer) }
+                }
+                switch collapse.admit(event) {
+                case .suppress:
+                    cursor = event.seq
+                    continue
+                case .send(let notice):
+                    if let notice { try await self.write(notice, writer) }
+                }
+                if limiter.take() == nil {
+                    if let range = skipped {
+                        FanoutMetrics.gapNotices.increment()
+                        try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), writer)
+                        skipped = nil
+                    }
+                    try await self.writeEvent(event.frame, writer)
+                    FanoutMetrics.delivered.increment()
+                } else {
+                    skipped = (skipped?.from ?? event.seq, event.seq)
+                }
+                cursor = event.seq
+            }
+        }
+    }
+
+    /// Sends the events of `(after, through]` from the log that match `filter`, and returns
+    /// `through`. The rate cap does not apply: the client asked for them. With
+    /// `checkRetention`, seqs already dropped by the log's retention are announced as a gap.
+    private func replay(after: Int64, through: Int64, filter: StreamFilter, writer: WebSocketFrameWriter, checkRetention: Bool = false) async throws -> Int64 {
+        var cursor = after
+        do {
+            if checkRetention, after < through {
+                let oldest = try await self.reader.oldest(tenant: self.tenant) ?? (through + 1)
+                if oldest > after + 1 {
+                    FanoutMetrics.gapNotices.increment()
+                    try await self.write(ServerMessage.gap(from: after + 1, to: min(oldest - 1, through), reason: "expired"), writer)
+                    cursor = min(oldest - 1, through)
+                }
+            }
+            while cursor < through {
+                let page = try await self.reader.events(tenant: self.tenant, after: cursor, through: through, filter: filter, limit: 1000)
+                for event in page {
+                    try await self.writeEvent(event.frame, writer)
+                }
+                FanoutMetrics.caughtUp.increment(by: page.count)
+                guard page.count == 1000, let last = page.last else { break }
+                cursor = last.seq
+            }
+        } catch let error as PSQLError {
+            self.logger.warning("replay from the event log failed", metadata: ["error": "\(String(reflecting: error))"])
+            FanoutMetrics.gapNotices.increment()
+            try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "unavailable"), writer)
+        }
+        return through
+    }
+
+    /// Writes an event frame, or adds it to the batch (sent when full, when the writer has
+    /// nothing more at hand, or before any other message, so the order is kept).
+    private func writeEvent(_ frame: ByteBuffer, _ writer: WebSocketFrameWriter) async throws {
+        let full: Bool? = self.batch.withLock { batch in
+            guard batch.enabled else { return nil }
+            batch.frames.append(frame)
+            batch.bytes += frame.readableBytes
+            return batch.frames.count >= 256 || batch.bytes >= 64 << 10
+        }
+        switch full {
+        case nil: try await self.send(frame, writer)
+        case true?: try await self.flush(writer)
+        case false?: break
+        }
+    }
+
+    /// Sends the batched events: one alone as itself, several as a JSON array.
+    private func flush(_ writer: WebSocketFrameWriter) async throws {
+        let frames: [ByteBuffer] = self.batch.withLock { batch in
+            defer {
+                batch.frames.removeAll(keepingCapacity: true)
+                batch.bytes = 0
+            }
+            return batch.frames
+        }
+        guard !frames.isEmpty else { return }
+        if frames.count == 1 {
+            try await self.send(frames[0], writer)
+            return
+        }
+        var message = ByteBuffer()
+        message.reserveCapacity(frames.reduce(frames.count + 1) { $0 + $1.readableBytes })
+        message.writeString("[")
+        for (index, frame) in frames.enumerated() {
+            if index > 0 { message.writeString(",") }
+            message.writeImmutableBuffer(frame)
+        }
+        message.writeString("]")
+        try await self.send(message, writer)
+    }
+
+    /// Writes a protocol message, after whatever events are batched.
+    private func write(_ buffer: ByteBuffer, _ writer: WebSocketFrameWriter) async throws {
+        try await self.flush(writer)
+        try await self.send(buffer, writer)
+    }
+
+    private func send(_ buffer: ByteBuffer, _ writer: WebSocketFrameWriter) async throws {
+        try await writer.send(buffer)
+    }
+}

@@ -1,0 +1,153 @@
+import Contracts
+import EventLog
+import Foundation
+import NIOCore
+import Testing
+
+@testable import StreamFanout
+
+/// The connection's queue and the writer's decisions, without a socket (pure).
+@Suite("Stream outbox, collapser and filter (unit)")
+struct StreamOutboxTests {
+    static func event(_ seq: Int64, agent: String = "a1", kind: BusEventKind = .log, message: String = "hello", bytes: Int = 0) -> FeedEvent {
+        let frame = #"{"seq":\#(seq),"eventId":"\#(seq)","type":"log","swarmId":"s1","agentId":"\#(agent)","severity":"info","message":"\#(message)"\#(String(repeating: " ", count: bytes))}"#
+        return FeedEvent(
+            LoggedEvent(seq: seq, kind: kind, severity: .info, swarmID: "s1", agentID: agent, frame: ByteBuffer(string: frame))
+        )
+    }
+
+    static func drain(_ outbox: StreamOutbox) -> [OutboxItem] {
+        var items: [OutboxItem] = []
+        while let item = outbox.poll() {
+            items.append(item)
+            // Both repeat until acted on (the writer closes, or catches up).
+            if case .closed = item { break }
+            if case .catchUp = item { break }
+        }
+        return items
+    }
+
+    @Test("events after the subscription's head, matching its filter, in order; each says what it follows")
+    func queued() {
+        let outbox = StreamOutbox(maxEvents: 10, maxBytes: 1 << 20)
+        outbox.offer(Self.event(1))  // before any subscription: dropped
+        outbox.subscribe(StreamFilter(agentIDs: ["a1"]), head: 5, generation: 1)
+        for seq in 4...8 { outbox.offer(Self.event(Int64(seq), agent: seq == 7 ? "a2" : "a1")) }
+        let events = Self.drain(outbox).compactMap { item -> String? in
+            guard case .event(let event, let after, let generation) = item else { return nil }
+            return "\(event.seq)/\(after)/\(generation)"
+        }
+        // 7 is another agent's: 8 follows 6, so a writer that sent 6 knows nothing is missing.
+        #expect(events == ["6/5/1", "8/6/1"])
+    }
+
+    @Test("past its event or byte bound the queue stops and asks the writer to catch up from the log")
+    func overflow() {
+        for (maxEvents, maxBytes) in [(3, 1 << 20), (100, 500)] {
+            let outbox = StreamOutbox(maxEvents: maxEvents, maxBytes: maxBytes)
+            outbox.subscribe(.everything, head: 0, generation: 1)
+            for seq in 1...20 { outbox.offer(Self.event(Int64(seq), bytes: 100)) }
+            let items = Self.drain(outbox)
+            let queued = items.filter { if case .event = $0 { true } else { false } }.count
+            #expect(queued < 20)
+            guard case .catchUp(let generation)? = items.last else {
+                Issue.record("no catch-up after overflow: \(items)")
+                continue
+            }
+            #expect(generation == 1)
+            #expect(outbox.caughtUp() == 20)
+            outbox.offer(Self.event(21))
+            guard case .event(let event, let after, _)? = outbox.poll() else {
+                Issue.record("nothing queued after the catch-up")
+                continue
+            }
+            #expect(event.seq == 21 && after == 20)
+        }
+    }
+
+    @Test("gaps keep their place among events; control messages and pings go first; close ends everything")
+    func ordering() {
+        let outbox = StreamOutbox(maxEvents: 10, maxBytes: 1 << 20)
+        outbox.subscribe(.everything, head: 0, generation: 2)
+        outbox.offer(Self.event(1))
+        outbox.offerGap(from: 2, to: 4)
+        outbox.offer(Self.event(5))
+        outbox.send(ByteBuffer(string: "ack"))
+        outbox.ping()
+        outbox.ping()
+        let items = Self.drain(outbox).map { item -> String in
+            switch item {
+            case .control(let buffer): "control:\(String(buffer: buffer))"
+            case .ping: "ping"
+            case .event(let event, _, _): "event:\(event.seq)"
+            case .gap(let from, let to, _): "gap:\(from)-\(to)"
+            default: "\(item)"
+            }
+        }
+        #expect(items == ["control:ack", "ping", "event:1", "gap:2-4", "event:5"])
+        outbox.offer(Self.event(6))
+        outbox.close()
+        guard case .closed? = outbox.poll() else {
+            Issue.record("a closed outbox must say so first")
+            return
+        }
+    }
+
+    @Test("a writer waiting for the next item is handed it as it arrives")
+    func waiting() async {
+        let outbox = StreamOutbox(maxEvents: 10, maxBytes: 1 << 20)
+        outbox.subscribe(.everything, head: 0, generation: 1)
+        async let next = outbox.next()
+        try? await Task.sleep(for: .milliseconds(50))
+        outbox.offer(Self.event(1))
+        guard case .event(let event, _, _) = await next else {
+            Issue.record("the waiting writer got something else")
+            return
+        }
+        #expect(event.seq == 1)
+    }
+
+    @Test("the collapser folds an agent's identical lines into one notice with their count and range")
+    func collapser() throws {
+        var collapser = Collapser(enabled: true)
+        var sent: [Int64] = []
+        var notices: [[String: Any]] = []
+        for (seq, message) in [(1, "a"), (2, "a"), (3, "a"), (4, "b"), (5, "b")] as [(Int64, String)] {
+            switch collapser.admit(Self.event(seq, message: message)) {
+            case .suppress: continue
+            case .send(let notice):
+                if let notice { notices.append(try #require(try JSONSerialization.jsonObject(with: Data(buffer: notice)) as? [String: Any])) }
+                sent.append(seq)
+            }
+        }
+        #expect(sent == [1, 4])
+        #expect(notices.count == 1)
+        #expect(notices.first?["count"] as? Int == 2)
+        #expect(notices.first?["fromSeq"] as? Int == 2 && notices.first?["toSeq"] as? Int == 3)
+        #expect(collapser.hasPending)
+        let flushed = collapser.flush(olderThan: .zero)
+        #expect(flushed.count == 1)
+        #expect(!collapser.hasPending)
+
+        var other = Collapser(enabled: true)
+        #expect({ if case .send = other.admit(Self.event(1, agent: "a1")) { true } else { false } }())
+        #expect({ if case .send = other.admit(Self.event(2, agent: "a2")) { true } else { false } }())  // another agent's line is not a repeat
+        var off = Collapser(enabled: false)
+        for seq in 1...3 {
+            #expect({ if case .send(nil) = off.admit(Self.event(Int64(seq))) { true } else { false } }())
+        }
+    }
+
+    @Test("filters: kinds, severity, swarms, agents, threads; include names map to kinds")
+    func filters() {
+        let event = Self.event(1)
+        #expect(StreamFilter.everything.matches(event))
+        #expect(!StreamFilter(kinds: [.state]).matches(event))
+        #expect(StreamFilter(swarmIDs: ["s1"], agentIDs: ["a1"], minimumSeverity: .info).matches(event))
+        #expect(!StreamFilter(minimumSeverity: .error).matches(event))
+        #expect(!StreamFilter(threadIDs: ["t1"]).matches(event))
+        #expect(StreamFilter.kind(named: "approvals") == .approval)
+        #expect(StreamFilter.kind(named: "logs") == .log)
+        #expect(StreamFilter.kind(named: "nope") == nil)
+    }
+}
