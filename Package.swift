@@ -38,7 +38,10 @@ let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "s
 let services: [(product: String, target: String, dependencies: [Target.Dependency], exclude: [String])] = [
     ("ingest", "Ingest", ["EventLog", "OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
     ("stream-fanout", "StreamFanout", ["EventLog", hummingbirdWebSocket, metrics, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
-    ("control-api", "ControlAPI", ["EventLog", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf], ["Generated/README.md"]),
+    (
+        "control-api", "ControlAPI", ["EventLog", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
+        ["Generated/README.md"]
+    ),
 ]
 
 /// A service's library target and its executable target.
@@ -106,7 +109,8 @@ let package = Package(
         .target(
             name: "ServiceKit",
             dependencies: [
-                "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, hummingbirdWebSocket, jwtKit, logging, metrics, nioCore,
+                "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, hummingbirdWebSocket, jwtKit, logging, metrics,
+                nioCore,
                 nioWebSocket, postgresNIO,
                 prometheus, serviceLifecycle, systemPackage,
             ],
@@ -130,7 +134,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .target(name: "TestSupport", dependencies: ["ServiceKit"], path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .target(
+            name: "TestSupport",
+            dependencies: ["Contracts", "ServiceKit", configuration, hummingbird, hummingbirdTesting],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "StreamTestSupport",
             dependencies: ["ServiceKit", hummingbirdWSClient, logging],
@@ -140,7 +149,8 @@ let package = Package(
         .testTarget(
             name: "ControlAPITests",
             dependencies: [
-                "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "TestSupport", configuration, hummingbird,
+                "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "TestSupport", configuration,
+                hummingbird,
                 hummingbirdTesting, jwtKit, logging, nioCore, postgresNIO,
             ],
             swiftSettings: swiftSettings

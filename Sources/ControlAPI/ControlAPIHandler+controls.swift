@@ -8,7 +8,14 @@ extension ControlAPIHandler {
         try Self.checkID(input.path.agentId, "agentId")
         guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
         try Self.checkControl(body)
-        let receipt = try await self.issue(identity, body.action.command, target: .agent, id: input.path.agentId, reason: body.reason, requestID: body.requestId) { now in
+        let receipt = try await self.issue(
+            identity,
+            body.action.command,
+            target: .agent,
+            id: input.path.agentId,
+            reason: body.reason,
+            requestID: body.requestId
+        ) { now in
             guard let agent = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
                 throw ServiceKitError(.api(.notFound), "no agent \(input.path.agentId)")
             }
@@ -22,7 +29,14 @@ extension ControlAPIHandler {
         try Self.checkID(input.path.swarmId, "swarmId")
         guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
         try Self.checkControl(body)
-        let receipt = try await self.issue(identity, body.action.command, target: .swarm, id: input.path.swarmId, reason: body.reason, requestID: body.requestId) { now in
+        let receipt = try await self.issue(
+            identity,
+            body.action.command,
+            target: .swarm,
+            id: input.path.swarmId,
+            reason: body.reason,
+            requestID: body.requestId
+        ) { now in
             let members = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
             guard !members.isEmpty else { throw ServiceKitError(.api(.notFound), "no swarm \(input.path.swarmId)") }
             // A swarm action goes to every agent that can still act on it.

@@ -1,5 +1,5 @@
-import EventLog
 import Contracts
+import EventLog
 import Foundation
 import Hummingbird
 import Logging
@@ -50,7 +50,10 @@ struct ControlAPIHandler: Sendable {
     /// A request id: 1–128 of `[A-Za-z0-9._:-]`.
     static func checkRequestID(_ id: String) throws(ServiceKitError) {
         guard (1...128).contains(id.utf8.count),
-            id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || $0 == 0x2D })
+            id.utf8.allSatisfy({
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A
+                    || $0 == 0x2D
+            })
         else {
             throw ServiceKitError(.api(.invalidRequest), "requestId must be 1 to 128 of A-Z a-z 0-9 . _ : -")
         }

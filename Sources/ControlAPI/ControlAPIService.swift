@@ -43,7 +43,13 @@ public enum ControlAPIService: SwarmdeckService {
             settings: settings,
             verifier: assembly.verifier,
             signer: signer,
-            ingestKeys: IngestKeyVerifier(client: postgres, schema: settings.ingestSchema, logger: logger, cacheLifetime: .seconds(30), lookupTimeout: .seconds(5)),
+            ingestKeys: IngestKeyVerifier(
+                client: postgres,
+                schema: settings.ingestSchema,
+                logger: logger,
+                cacheLifetime: .seconds(30),
+                lookupTimeout: .seconds(5)
+            ),
             devices: DeviceAuthority(
                 client: postgres,
                 signer: signer,

@@ -58,7 +58,11 @@ extension SettingKey {
     )
     static let jwtPrivateKeyFile = SettingKey("auth.jwt.private-key-file", "PEM file with the ES256 private key control-api signs access tokens with")
     static let accessTokenSeconds = SettingKey("control.access-token-seconds", "lifetime of an access token", default: "900")
-    static let refreshTokenDays = SettingKey("control.refresh-token-days", "lifetime of a refresh token (each refresh starts a new one)", default: "30")
+    static let refreshTokenDays = SettingKey(
+        "control.refresh-token-days",
+        "lifetime of a refresh token (each refresh starts a new one)",
+        default: "30"
+    )
     static let offlineSeconds = SettingKey("control.offline-seconds", "seconds without an event after which an agent is offline", default: "60")
     static let commandSeconds = SettingKey("control.command-seconds", "seconds a command stays valid before an agent answers expired", default: "300")
     static let controlsPerMinute = SettingKey("control.controls-per-minute", "new control requests per actor per minute (429 past it)", default: "60")

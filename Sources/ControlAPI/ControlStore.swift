@@ -151,7 +151,11 @@ struct ControlStore: Sendable {
         return receipt
     }
 
-    private func stored(tenant: String, requestID: String, on connection: PostgresConnection) async throws -> (ByteBuffer, Components.Schemas.ControlReceipt)? {
+    private func stored(
+        tenant: String,
+        requestID: String,
+        on connection: PostgresConnection
+    ) async throws -> (ByteBuffer, Components.Schemas.ControlReceipt)? {
         for try await (fingerprint, receipt) in try await connection.query(
             "SELECT fingerprint, receipt::text FROM control_requests WHERE tenant_id = \(tenant) AND request_id = \(requestID)",
             logger: self.logger

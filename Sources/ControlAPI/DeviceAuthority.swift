@@ -19,7 +19,13 @@ struct DeviceAuthority: Sendable {
     static let defaultScopes: Set<Scope> = Set(Scope.allCases).subtracting([.admin])
 
     /// `count` codes for `tenant` (created on first use), valid for `lifetime`.
-    func createCodes(tenant: String, createdBy: String, count: Int, scopes: Set<Scope>, lifetime: Duration) async throws -> (codes: [String], expiresAt: Date) {
+    func createCodes(
+        tenant: String,
+        createdBy: String,
+        count: Int,
+        scopes: Set<Scope>,
+        lifetime: Duration
+    ) async throws -> (codes: [String], expiresAt: Date) {
         let expiresAt = Date().addingTimeInterval(TimeInterval(lifetime.components.seconds))
         let codes = (0..<count).map { _ in "sde_" + randomHex(bytes: 16) }
         let scopeNames = scopes.map(\.rawValue).sorted()
@@ -134,13 +140,22 @@ struct DeviceAuthority: Sendable {
         case .expired: throw ServiceKitError(.api(.authExpired), "the refresh token has expired; enrol the device again")
         case .reused:
             self.logger.warning("refresh token reused: family revoked", metadata: ["family": "\(familyID)"])
-            throw ServiceKitError(.api(.authInvalid), "the refresh token was already used; every token of this sign-in is revoked, enrol the device again")
+            throw ServiceKitError(
+                .api(.authInvalid),
+                "the refresh token was already used; every token of this sign-in is revoked, enrol the device again"
+            )
         case .rotated(let tenant, let device, let scopes):
             return try await self.pair(tenant: tenant, device: device, scopes: scopes, refresh: next, refreshExpires: nextExpires)
         }
     }
 
-    private func pair(tenant: String, device: String, scopes: [String], refresh: String, refreshExpires: Date) async throws -> Components.Schemas.TokenPair {
+    private func pair(
+        tenant: String,
+        device: String,
+        scopes: [String],
+        refresh: String,
+        refreshExpires: Date
+    ) async throws -> Components.Schemas.TokenPair {
         let granted = Set(scopes.compactMap(Scope.init(rawValue:)))
         let access = try await self.signer.sign(tenant: tenant, subject: device, scopes: granted, lifetime: self.accessLifetime)
         return Components.Schemas.TokenPair(

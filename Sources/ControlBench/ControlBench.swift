@@ -25,7 +25,10 @@ struct ControlBench: AsyncParsableCommand {
     @Option(help: "Edge base URL (control-api, ingest, stream-fanout behind it).")
     var url = "http://127.0.0.1:8080"
 
-    @Option(help: "PEM file with the ES256 signing key: the bench mints its operator tokens (a fresh actor per 50 requests, under the per-actor rate limit).")
+    @Option(
+        help:
+            "PEM file with the ES256 signing key: the bench mints its operator tokens (a fresh actor per 50 requests, under the per-actor rate limit)."
+    )
     var keyFile = ".swarmdeck/keys/jwt-es256.pem"
 
     @Option(help: "Tenant of the ingest key.")
@@ -74,7 +77,10 @@ struct ControlBench: AsyncParsableCommand {
         let streamURL = self.url.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/stream?protocol=1&access_token=" + reader
         let subscribe = #"{"type":"subscribe","requestId":"bench","filters":{"agentIds":["\#(agent)"],"include":["states"]}}"#
         let stream = Task {
-            try await WebSocketClient.connect(url: streamURL, configuration: .init(), logger: Logger(label: "control-bench")) { inbound, outbound, _ in
+            try await WebSocketClient.connect(url: streamURL, configuration: .init(), logger: Logger(label: "control-bench")) {
+                inbound,
+                outbound,
+                _ in
                 try await outbound.write(.text(subscribe))
                 for try await frame in inbound.messages(maxSize: 1 << 20) {
                     guard case .text(let text) = frame else { continue }
@@ -147,7 +153,8 @@ struct ControlBench: AsyncParsableCommand {
         return stat[stat.index(close, offsetBy: 2)]
     }
 
-    private func call(_ client: HTTPClient, _ method: String, _ path: String, token: String, body: String? = nil) async throws -> (Int, [String: Any]) {
+    private func call(_ client: HTTPClient, _ method: String, _ path: String, token: String, body: String? = nil) async throws -> (Int, [String: Any])
+    {
         var request = HTTPClientRequest(url: self.url + path)
         request.method = .init(rawValue: method)
         request.headers.add(name: "Authorization", value: "Bearer \(token)")

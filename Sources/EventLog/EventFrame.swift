@@ -1,5 +1,5 @@
-public import NIOCore
 import Foundation
+public import NIOCore
 
 /// The layout of a client frame, the JSON object the event log stores and the live feed
 /// carries for every event (docs/stream-protocol.md, "Events").

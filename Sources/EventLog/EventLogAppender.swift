@@ -39,7 +39,11 @@ public struct EventLogAppender: Sendable {
     /// commit order is seq order; drops events whose `msg_id` is already in the log; gives the
     /// others contiguous seqs from the tenant's counter; inserts them with one statement.
     /// Returns, per event, its new seq or the seq it already had.
-    public func append(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
+    public func append(
+        tenant: String,
+        events: [PreparedEvent],
+        committedAt: Date
+    ) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
         try await self.client.transaction(logger: self.logger) { connection in
             let locked = try await connection.query(
                 "SELECT next_seq FROM tenants WHERE tenant_id = \(tenant) FOR UPDATE",
@@ -144,7 +148,12 @@ public struct EventLogAppender: Sendable {
         )
     }
 
-    private func insertEnvelopes(tenant: String, _ envelopes: [CommittedEvent], committedMilliseconds: Int64, connection: PostgresConnection) async throws {
+    private func insertEnvelopes(
+        tenant: String,
+        _ envelopes: [CommittedEvent],
+        committedMilliseconds: Int64,
+        connection: PostgresConnection
+    ) async throws {
         let parts = envelopes.map { $0.event.acp! }
         try await connection.query(
             """
@@ -160,4 +169,3 @@ public struct EventLogAppender: Sendable {
         )
     }
 }
-

@@ -49,7 +49,10 @@ public struct EventLogRetention: Service {
         do {
             round.dropped = try await self.dropExpiredPartitions(now: now)
         } catch {
-            self.logger.error("dropping expired event log partitions failed; the next round retries", metadata: ["error": "\(String(reflecting: error))"])
+            self.logger.error(
+                "dropping expired event log partitions failed; the next round retries",
+                metadata: ["error": "\(String(reflecting: error))"]
+            )
         }
         if !round.created.isEmpty || !round.dropped.isEmpty {
             self.logger.info("event log partitions maintained", metadata: ["created": "\(round.created)", "dropped": "\(round.dropped)"])

@@ -1,7 +1,7 @@
 import Crypto
-public import ServiceKit
 public import Logging
 public import PostgresNIO
+public import ServiceKit
 import Synchronization
 
 /// Checks ingest keys (`sdi_<key id>_<secret>`) against ingest's `ingest_keys` table, with a

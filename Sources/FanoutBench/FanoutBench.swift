@@ -65,7 +65,10 @@ struct FanoutBench: AsyncParsableCommand {
         guard let token = self.token ?? environment["SWARMDECK_TOKEN"], let key = self.key ?? environment["SWARMDECK_INGEST_KEY"] else {
             throw ValidationError("need --token and --key (or source .swarmdeck/local.env)")
         }
-        let fanoutPID = try self.fanoutPID ?? Int32(String(contentsOfFile: ".swarmdeck/run/stream-fanout.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let fanoutPID =
+            try self.fanoutPID ?? Int32(
+                String(contentsOfFile: ".swarmdeck/run/stream-fanout.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            ) ?? 0
         let counts = self.clients.split(separator: ",").compactMap { Int($0) }
         let nats = try NATSWebSocketServer(binary: self.natsServer)
         defer { nats.stop() }
@@ -81,7 +84,12 @@ struct FanoutBench: AsyncParsableCommand {
             if self.slowClients > 0 {
                 let subscribe = #"{"type":"subscribe","maxEventsPerSecond":10000,"filters":{"swarmIds":["bench"]}}"#
                 let slow = try await Connector.open(self.slowClients, board: Board(expected: 0)) {
-                    Connection(url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token, hello: [subscribe], ready: #""type":"subscribed""#, reads: false)
+                    Connection(
+                        url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token,
+                        hello: [subscribe],
+                        ready: #""type":"subscribed""#,
+                        reads: false
+                    )
                 }
                 let (beside, _) = try await self.fanoutRun(clients: count, token: token, key: key, pid: fanoutPID)
                 print(beside.printed("stream-fanout beside \(self.slowClients) clients that never read", clients: count))
@@ -113,7 +121,12 @@ struct FanoutBench: AsyncParsableCommand {
         }
         let sorted = times.sorted()
         func ms(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].seconds * 1000 }
-        return String(format: "resume to head with a 10000-event backlog (%d resumes, connect included): p50 %.1f ms, p99 %.1f ms", sorted.count, ms(0.5), ms(0.99))
+        return String(
+            format: "resume to head with a 10000-event backlog (%d resumes, connect included): p50 %.1f ms, p99 %.1f ms",
+            sorted.count,
+            ms(0.5),
+            ms(0.99)
+        )
     }
 
     // MARK: stream-fanout
@@ -188,7 +201,8 @@ struct FanoutBench: AsyncParsableCommand {
             }
             // The same shape and size as a stream frame, stamped like one.
             let now = Int64(Date().timeIntervalSince1970 * 1000)
-            let payload = #"{"seq":1,"eventId":"1","type":"log","ts":\#(now),"swarmId":"bench","agentId":"bench","severity":"info","level":"info","message":"fanout bench event\#(padding)"}"#
+            let payload =
+                #"{"seq":1,"eventId":"1","type":"log","ts":\#(now),"swarmId":"bench","agentId":"bench","severity":"info","level":"info","message":"fanout bench event\#(padding)"}"#
             try publisher.publish(Array(payload.utf8), to: subject)
         }
         try await publisher.flush(timeout: .seconds(120))
@@ -215,7 +229,14 @@ struct Report {
         func percentile(_ p: Double) -> Int32 { sorted.isEmpty ? -1 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
         return String(
             format: "%@, %d clients: %.0f msgs/s delivered (%d of %d in %.2f s); send-to-client latency p50 %d ms, p99 %d ms; %@ per idle connection",
-            name, clients, self.rate, self.delivered, self.expected, self.elapsed.seconds, percentile(0.5), percentile(0.99),
+            name,
+            clients,
+            self.rate,
+            self.delivered,
+            self.expected,
+            self.elapsed.seconds,
+            percentile(0.5),
+            percentile(0.99),
             self.memoryPerConnection.map { "\($0) bytes" } ?? "unknown memory"
         )
     }
@@ -315,25 +336,30 @@ struct Connector {
         var tasks: [Task<Void, any Error>] = []
         for index in 0..<count {
             let connection = make()
-            tasks.append(Task {
-                var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
-                configuration.closeTimeout = .seconds(1)
-                try await WebSocketClient.connect(url: connection.url, configuration: configuration, logger: Logger(label: "bench")) { inbound, outbound, _ in
-                    for message in connection.hello { try await outbound.write(.text(message)) }
-                    var isReady = false
-                    for try await frame in inbound {
-                        if !isReady {
-                            if String(buffer: frame.data).contains(connection.ready) {
-                                isReady = true
-                                readyCount.add()
-                                if !connection.reads { try await Task.sleep(for: .seconds(86_400)) }
+            tasks.append(
+                Task {
+                    var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
+                    configuration.closeTimeout = .seconds(1)
+                    try await WebSocketClient.connect(url: connection.url, configuration: configuration, logger: Logger(label: "bench")) {
+                        inbound,
+                        outbound,
+                        _ in
+                        for message in connection.hello { try await outbound.write(.text(message)) }
+                        var isReady = false
+                        for try await frame in inbound {
+                            if !isReady {
+                                if String(buffer: frame.data).contains(connection.ready) {
+                                    isReady = true
+                                    readyCount.add()
+                                    if !connection.reads { try await Task.sleep(for: .seconds(86_400)) }
+                                }
+                                continue
                             }
-                            continue
+                            board.received(frame.data)
                         }
-                        board.received(frame.data)
                     }
                 }
-            })
+            )
             // Open in waves, so the servers' accept queues keep up.
             if index % 200 == 199 {
                 while readyCount.value < index - 400 { try await Task.sleep(for: .milliseconds(10)) }
@@ -397,10 +423,10 @@ final class NATSWebSocketServer: Sendable {
         self.webSocketPort = try freePort()
         let config = FileManager.default.temporaryDirectory.appendingPathComponent("fanout-bench-nats-\(UUID().uuidString).conf")
         try """
-            listen: 127.0.0.1:\(self.clientPort)
-            max_connections: 100000
-            websocket { listen: "127.0.0.1:\(self.webSocketPort)", no_tls: true }
-            """.write(to: config, atomically: true, encoding: .utf8)
+        listen: 127.0.0.1:\(self.clientPort)
+        max_connections: 100000
+        websocket { listen: "127.0.0.1:\(self.webSocketPort)", no_tls: true }
+        """.write(to: config, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["-c", config.path]

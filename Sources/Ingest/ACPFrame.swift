@@ -1,6 +1,6 @@
-import EventLog
 import Contracts
 import Crypto
+import EventLog
 import Foundation
 
 /// An ACP JSON-RPC message posted to a thread, validated and rendered as an event.

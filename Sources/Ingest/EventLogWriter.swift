@@ -1,5 +1,5 @@
-import EventLog
 import Contracts
+import EventLog
 import Foundation
 import Logging
 import Metrics
@@ -55,7 +55,10 @@ final class EventLogWriter: Sendable {
         if events.isEmpty { return [] }
         let bytes = events.reduce(0) { $0 + $1.footprint }
         guard bytes <= self.maxQueuedBytes else {
-            throw ServiceKitError(.api(.payloadTooLarge), "the request's events take \(bytes) bytes; at most \(self.maxQueuedBytes) can wait for commit")
+            throw ServiceKitError(
+                .api(.payloadTooLarge),
+                "the request's events take \(bytes) bytes; at most \(self.maxQueuedBytes) can wait for commit"
+            )
         }
         return try await withCheckedThrowingContinuation { continuation in
             let start: Bool? = self.state.withLock { state in

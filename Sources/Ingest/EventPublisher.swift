@@ -1,5 +1,6 @@
-import EventLog
 import Contracts
+import EventLog
+import Foundation
 import Logging
 import Metrics
 import ServiceKit
@@ -43,7 +44,12 @@ struct EventPublisher: Sendable {
             }
             do {
                 let bytes: [UInt8] = try envelope.serializedBytes()
-                let subject = self.subjects.event(tenant: tenant, swarm: committed.event.swarmID, agent: committed.event.agentID, kind: committed.event.kind)
+                let subject = self.subjects.event(
+                    tenant: tenant,
+                    swarm: committed.event.swarmID,
+                    agent: committed.event.agentID,
+                    kind: committed.event.kind
+                )
                 try self.connection.publish(bytes, to: subject)
             } catch {
                 failed += 1
@@ -56,5 +62,3 @@ struct EventPublisher: Sendable {
         }
     }
 }
-
-import Foundation

@@ -1,5 +1,5 @@
-import EventLog
 import Contracts
+import EventLog
 import Foundation
 import Hummingbird
 import ServiceKit

@@ -26,7 +26,10 @@ public struct IngestSettings: ServiceSettings {
     /// Days of the event log kept (whole days of commit, UTC); older day partitions are dropped.
     var retentionDays: Int
 
-    public static let keys: [SettingKey] = [.ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .maxQueuedBytes, .writeBatchEvents, .keyCacheSeconds, .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays]
+    public static let keys: [SettingKey] = [
+        .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .maxQueuedBytes, .writeBatchEvents, .keyCacheSeconds,
+        .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays,
+    ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
         self.schema = try reader.identifierSetting(.ingestSchema)
@@ -55,9 +58,17 @@ extension SettingKey {
     static let maxBatchEvents = SettingKey("ingest.max-batch-events", "events per request (413 beyond)", default: "10000")
     static let maxEventBytes = SettingKey("ingest.max-event-bytes", "one event's size in bytes (that event is rejected beyond)", default: "65536")
     static let maxQueuedEvents = SettingKey("ingest.max-queued-events", "events waiting for commit across tenants (429 beyond)", default: "200000")
-    static let maxQueuedBytes = SettingKey("ingest.max-queued-bytes", "bytes of events waiting for commit across tenants (429 beyond)", default: "268435456")
+    static let maxQueuedBytes = SettingKey(
+        "ingest.max-queued-bytes",
+        "bytes of events waiting for commit across tenants (429 beyond)",
+        default: "268435456"
+    )
     static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
-    static let commitTimeoutSeconds = SettingKey("ingest.commit-timeout-seconds", "seconds a transaction may take before its requests get 503", default: "5")
+    static let commitTimeoutSeconds = SettingKey(
+        "ingest.commit-timeout-seconds",
+        "seconds a transaction may take before its requests get 503",
+        default: "5"
+    )
     static let maxACPBodyBytes = SettingKey("ingest.max-acp-body-bytes", "one ACP message's body in bytes (413 beyond)", default: "1048576")
     static let retentionDays = SettingKey("ingest.retention-days", "days of event log kept; older day partitions are dropped hourly", default: "7")
     static let keyCacheSeconds = SettingKey("ingest.key-cache-seconds", "seconds a verified ingest key is cached (revocation delay)", default: "10")

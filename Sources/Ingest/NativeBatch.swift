@@ -1,5 +1,5 @@
-import EventLog
 import Contracts
+import EventLog
 import Foundation
 
 /// One event of a native batch. `kind` decides which fields apply:
@@ -86,7 +86,8 @@ extension NativeEvent {
         } else {
             occurred = now
         }
-        if let attrs = self.attrs, case .object = attrs {} else if self.attrs != nil {
+        if let attrs = self.attrs, case .object = attrs {
+        } else if self.attrs != nil {
             throw Rejection(reason: "attrs must be a JSON object")
         }
         let severity: BusSeverity
@@ -150,12 +151,26 @@ extension NativeEvent {
             writer.string(name)
             writer.key("spanId")
             writer.string(spanId)
-            if let traceId { writer.key("traceId"); writer.string(traceId) }
-            if let parentSpanId { writer.key("parentSpanId"); writer.string(parentSpanId) }
-            if let durationMs { writer.key("durationMs"); writer.number(durationMs) }
-            if let status { writer.key("status"); writer.string(status) }
+            if let traceId {
+                writer.key("traceId")
+                writer.string(traceId)
+            }
+            if let parentSpanId {
+                writer.key("parentSpanId")
+                writer.string(parentSpanId)
+            }
+            if let durationMs {
+                writer.key("durationMs")
+                writer.number(durationMs)
+            }
+            if let status {
+                writer.key("status")
+                writer.string(status)
+            }
         case .metric:
-            guard let name = self.name, let value = self.value, value.isFinite else { throw Rejection(reason: "a metric needs name and a finite value") }
+            guard let name = self.name, let value = self.value, value.isFinite else {
+                throw Rejection(reason: "a metric needs name and a finite value")
+            }
             let scope = self.scope ?? "agent"
             guard scope == "agent" || scope == "swarm" else { throw Rejection(reason: "scope must be agent or swarm") }
             writer.key("scope")
@@ -164,30 +179,48 @@ extension NativeEvent {
             writer.string(name)
             writer.key("value")
             writer.number(value)
-            if let unit { writer.key("unit"); writer.string(unit) }
+            if let unit {
+                writer.key("unit")
+                writer.string(unit)
+            }
         case .state:
             guard let state = self.state else { throw Rejection(reason: "a state event needs state") }
             writer.key("state")
             writer.string(state)
-            if let taskSummary { writer.key("taskSummary"); writer.string(taskSummary) }
+            if let taskSummary {
+                writer.key("taskSummary")
+                writer.string(taskSummary)
+            }
         case .toolCall:
             guard let tool = self.tool, let ok = self.ok else { throw Rejection(reason: "a tool_call needs tool and ok") }
             writer.key("tool")
             writer.string(tool)
             writer.key("ok")
             writer.bool(ok)
-            if let latencyMs { writer.key("latencyMs"); writer.number(latencyMs) }
-            if let error { writer.key("error"); writer.string(error) }
+            if let latencyMs {
+                writer.key("latencyMs")
+                writer.number(latencyMs)
+            }
+            if let error {
+                writer.key("error")
+                writer.string(error)
+            }
         case .usage:
             guard let inputTokens, let outputTokens, inputTokens >= 0, outputTokens >= 0 else {
                 throw Rejection(reason: "usage needs inputTokens and outputTokens (non-negative)")
             }
-            if let model { writer.key("model"); writer.string(model) }
+            if let model {
+                writer.key("model")
+                writer.string(model)
+            }
             writer.key("inputTokens")
             writer.integer(inputTokens)
             writer.key("outputTokens")
             writer.integer(outputTokens)
-            if let costUsd { writer.key("costUsd"); writer.number(costUsd) }
+            if let costUsd {
+                writer.key("costUsd")
+                writer.number(costUsd)
+            }
         default:
             throw Rejection(reason: "kind \(self.kind ?? "") cannot be sent as a native event")
         }

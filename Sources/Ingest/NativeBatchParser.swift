@@ -105,7 +105,8 @@ struct NativeBatchParser {
             }
         }
         if let problem { return .failure(Rejection(reason: problem, msgId: event.msgId)) }
-        for (name, value) in [("msgId", event.msgId), ("swarmId", event.swarmId), ("agentId", event.agentId), ("kind", event.kind)] where value == nil {
+        for (name, value) in [("msgId", event.msgId), ("swarmId", event.swarmId), ("agentId", event.agentId), ("kind", event.kind)] where value == nil
+        {
             return .failure(Rejection(reason: "\(name) is required", msgId: event.msgId))
         }
         return .success(event)

@@ -97,7 +97,8 @@ struct OTLPAttributes {
         case .doubleValue(let double)?: double.isFinite ? .number(double) : .string(String(double))
         case .bytesValue(let data)?: .string(data.base64EncodedString())
         case .arrayValue(let array)? where depth < 8: .array(array.values.prefix(Self.maxCount).map { Self.json($0, depth: depth + 1) })
-        case .kvlistValue(let list)? where depth < 8: .object(list.values.prefix(Self.maxCount).map { ($0.key, Self.json($0.value, depth: depth + 1)) })
+        case .kvlistValue(let list)? where depth < 8:
+            .object(list.values.prefix(Self.maxCount).map { ($0.key, Self.json($0.value, depth: depth + 1)) })
         default: .null
         }
     }

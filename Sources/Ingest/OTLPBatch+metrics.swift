@@ -24,7 +24,14 @@ extension OTLPBatch {
         // The metric's name and type with its scope: two scopes (or types) with the same point
         // are two items, not duplicates.
         let name = Array(metric.name.utf8) + [0] + Array(Self.typeName(metric.data).utf8) + [0] + scope
-        func point(_ point: some SwiftProtobuf.Message, attributes: [OTLPKeyValue], time: UInt64, flags: UInt32, value: Double?, extra: [(String, JSONValue)]) {
+        func point(
+            _ point: some SwiftProtobuf.Message,
+            attributes: [OTLPKeyValue],
+            time: UInt64,
+            flags: UInt32,
+            value: Double?,
+            extra: [(String, JSONValue)]
+        ) {
             let item = self.beginItem()
             // NO_RECORDED_VALUE: a staleness marker, not a measurement.
             if flags & 1 != 0 { return }
@@ -50,7 +57,14 @@ extension OTLPBatch {
         switch metric.data {
         case .gauge(let gauge)?:
             for dataPoint in gauge.dataPoints {
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.number, extra: [])
+                point(
+                    dataPoint,
+                    attributes: dataPoint.attributes,
+                    time: dataPoint.timeUnixNano,
+                    flags: dataPoint.flags,
+                    value: dataPoint.number,
+                    extra: []
+                )
             }
         case .sum(let sum)?:
             let temporality: [(String, JSONValue)] = [
@@ -58,25 +72,53 @@ extension OTLPBatch {
                 ("monotonic", .bool(sum.isMonotonic)),
             ]
             for dataPoint in sum.dataPoints {
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.number, extra: temporality)
+                point(
+                    dataPoint,
+                    attributes: dataPoint.attributes,
+                    time: dataPoint.timeUnixNano,
+                    flags: dataPoint.flags,
+                    value: dataPoint.number,
+                    extra: temporality
+                )
             }
         case .histogram(let histogram)?:
             for dataPoint in histogram.dataPoints {
                 var extra: [(String, JSONValue)] = [("count", .number(Double(dataPoint.count)))]
                 if dataPoint.hasMin { extra.append(("min", .number(dataPoint.min))) }
                 if dataPoint.hasMax { extra.append(("max", .number(dataPoint.max))) }
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.hasSum ? dataPoint.sum : nil, extra: extra)
+                point(
+                    dataPoint,
+                    attributes: dataPoint.attributes,
+                    time: dataPoint.timeUnixNano,
+                    flags: dataPoint.flags,
+                    value: dataPoint.hasSum ? dataPoint.sum : nil,
+                    extra: extra
+                )
             }
         case .exponentialHistogram(let histogram)?:
             for dataPoint in histogram.dataPoints {
                 var extra: [(String, JSONValue)] = [("count", .number(Double(dataPoint.count)))]
                 if dataPoint.hasMin { extra.append(("min", .number(dataPoint.min))) }
                 if dataPoint.hasMax { extra.append(("max", .number(dataPoint.max))) }
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.hasSum ? dataPoint.sum : nil, extra: extra)
+                point(
+                    dataPoint,
+                    attributes: dataPoint.attributes,
+                    time: dataPoint.timeUnixNano,
+                    flags: dataPoint.flags,
+                    value: dataPoint.hasSum ? dataPoint.sum : nil,
+                    extra: extra
+                )
             }
         case .summary(let summary)?:
             for dataPoint in summary.dataPoints {
-                point(dataPoint, attributes: dataPoint.attributes, time: dataPoint.timeUnixNano, flags: dataPoint.flags, value: dataPoint.sum, extra: [("count", .number(Double(dataPoint.count)))])
+                point(
+                    dataPoint,
+                    attributes: dataPoint.attributes,
+                    time: dataPoint.timeUnixNano,
+                    flags: dataPoint.flags,
+                    value: dataPoint.sum,
+                    extra: [("count", .number(Double(dataPoint.count)))]
+                )
             }
         case nil:
             break

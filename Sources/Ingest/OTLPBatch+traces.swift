@@ -37,11 +37,12 @@ extension OTLPBatch {
         trace.traceId = traceID
         trace.parentSpanId = span.parentSpanID.isEmpty ? nil : self.identifier(span.parentSpanID, bytes: 8)
         trace.durationMs = durationMs
-        trace.status = switch span.status.code {
-        case .ok: "ok"
-        case .error: "error"
-        default: nil
-        }
+        trace.status =
+            switch span.status.code {
+            case .ok: "ok"
+            case .error: "error"
+            default: nil
+            }
         trace.attrs = attributes.json
         self.add(trace, item: item)
 
@@ -52,7 +53,8 @@ extension OTLPBatch {
             call.ok = !failed
             call.latencyMs = durationMs
             if failed {
-                call.error = span.status.message.isEmpty ? attributes.string("error.type") ?? "error" : OTLPAttributes.cut(span.status.message, to: 1024)
+                call.error =
+                    span.status.message.isEmpty ? attributes.string("error.type") ?? "error" : OTLPAttributes.cut(span.status.message, to: 1024)
             }
             call.attrs = .object([("spanId", .string(spanID))] + (attributes.string("gen_ai.tool.call.id").map { [("callId", .string($0))] } ?? []))
             self.add(call, item: item, primary: false)

@@ -1,5 +1,5 @@
-import EventLog
 import Crypto
+import EventLog
 import Foundation
 import OTLP
 

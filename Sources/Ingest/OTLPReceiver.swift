@@ -1,6 +1,6 @@
-import EventLog
 import CompressNIO
 import Contracts
+import EventLog
 import Foundation
 import Hummingbird
 import OTLP
@@ -89,9 +89,16 @@ struct OTLPReceiver: Sendable {
                     case .json: try Export(jsonUTF8Bytes: body, options: Self.jsonDecoding)
                     }
             } catch {
-                throw ServiceKitError(.api(.invalidRequest), "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))")
+                throw ServiceKitError(
+                    .api(.invalidRequest),
+                    "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))"
+                )
             }
-            var batch = OTLPBatch(now: Int64(Date().timeIntervalSince1970 * 1000), maxEventBytes: self.settings.maxEventBytes, json: encoding == .json)
+            var batch = OTLPBatch(
+                now: Int64(Date().timeIntervalSince1970 * 1000),
+                maxEventBytes: self.settings.maxEventBytes,
+                json: encoding == .json
+            )
             map(&batch, export)
             // Items (spans, records, points) are what the client counts; the events they map to
             // (up to three a span) must still fit the queue, or the export could never pass.
@@ -114,7 +121,10 @@ struct OTLPReceiver: Sendable {
         case "application/x-protobuf": return .protobuf
         case "application/json": return .json
         default:
-            throw ServiceKitError(.api(.unsupportedMediaType), "send application/x-protobuf or application/json, not \(mediaType ?? "no Content-Type")")
+            throw ServiceKitError(
+                .api(.unsupportedMediaType),
+                "send application/x-protobuf or application/json, not \(mediaType ?? "no Content-Type")"
+            )
         }
     }
 

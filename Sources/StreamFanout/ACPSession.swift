@@ -269,7 +269,13 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                 let list: [[String: Any]] = threads.map { ["thread_id": $0.thread, "head_seq": $0.head, "acked_seq": $0.acked, "unread": $0.unread] }
                 try await writer.send(Self.result(id: request.id, ["threads": list]))
             default:
-                try await writer.send(Self.error(id: request.id, -32601, "no method \(method.prefix(64)); the cache has acp.cache.subscribe, fetch, ack, unsubscribe, threads"))
+                try await writer.send(
+                    Self.error(
+                        id: request.id,
+                        -32601,
+                        "no method \(method.prefix(64)); the cache has acp.cache.subscribe, fetch, ack, unsubscribe, threads"
+                    )
+                )
                 return false
             }
         } catch let invalid as InvalidParams {

@@ -54,13 +54,21 @@ extension SettingKey {
     static let fanoutSchema = SettingKey("fanout.schema", "the Postgres schema stream-fanout owns (ACP acknowledgements)", default: "fanout")
     static let queueEvents = SettingKey("fanout.queue-events", "live events queued per connection before it catches up from the log", default: "1024")
     static let queueBytes = SettingKey("fanout.queue-bytes", "bytes of live events queued per connection", default: "1048576")
-    static let maxCatchUpEvents = SettingKey("fanout.max-catch-up-events", "events a connection may lag before it skips ahead with a gap notice", default: "10000")
+    static let maxCatchUpEvents = SettingKey(
+        "fanout.max-catch-up-events",
+        "events a connection may lag before it skips ahead with a gap notice",
+        default: "10000"
+    )
     static let pingSeconds = SettingKey("fanout.ping-seconds", "seconds between server pings (two unanswered: disconnect)", default: "15")
     static let defaultEventsPerSecond = SettingKey("fanout.default-events-per-second", "a subscription's rate cap when it names none", default: "200")
     static let maxEventsPerSecond = SettingKey("fanout.max-events-per-second", "the highest rate cap a client may ask for", default: "10000")
     static let maxMessageBytes = SettingKey("fanout.max-message-bytes", "largest client message (larger: close 1009)", default: "65536")
     static let maxMessagesPer10Seconds = SettingKey("fanout.max-messages-per-10s", "client messages per 10 s (more: close 1008)", default: "50")
-    static let tailCheckSeconds = SettingKey("fanout.tail-check-seconds", "seconds a silent feed waits before checking the log for lost publishes", default: "2")
+    static let tailCheckSeconds = SettingKey(
+        "fanout.tail-check-seconds",
+        "seconds a silent feed waits before checking the log for lost publishes",
+        default: "2"
+    )
     static let stalledSeconds = SettingKey("fanout.stalled-seconds", "seconds a connection may accept nothing before it is closed", default: "30")
 }
 

@@ -32,7 +32,14 @@ struct FeedEvent: Sendable {
 
     /// An event read from the log.
     init(_ logged: LoggedEvent) {
-        self.init(seq: logged.seq, kind: logged.kind, severity: logged.severity, swarmID: logged.swarmID, agentID: logged.agentID, frame: logged.frame)
+        self.init(
+            seq: logged.seq,
+            kind: logged.kind,
+            severity: logged.severity,
+            swarmID: logged.swarmID,
+            agentID: logged.agentID,
+            frame: logged.frame
+        )
         self.threadID = logged.threadID
         self.threadSeq = logged.threadSeq
         if self.kind == .log { self.repeatKey = Self.repeatKey(swarm: self.swarmID, agent: self.agentID, severity: self.severity, frame: self.frame) }

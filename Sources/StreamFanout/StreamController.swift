@@ -3,6 +3,7 @@ import EventLog
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import NIOWebSocket
 import ServiceKit
 
@@ -27,32 +28,28 @@ struct StreamController: Sendable {
 
     /// The WebSocket route, on the upgrade router.
     func addWebSocketRoute(to router: Router<WebSocketServiceContext>) {
-        router.ws(
+        self.addRoute(
             "v1/stream",
-            shouldUpgrade: self.authentication.shouldUpgrade,
-            onUpgrade: { inbound, outbound, context in
-                guard let identity = context.requestContext.identity else { return }
-                let asked = context.request.uri.queryParameters["protocol"].map(String.init)
-                guard asked == Self.protocolVersion else {
-                    let message = ServerMessage.error(
-                        .protocolMismatch,
-                        "this server speaks stream protocol \(Self.protocolVersion); connect with ?protocol=\(Self.protocolVersion)"
-                            + (asked.map { " (asked for \($0.prefix(16)))" } ?? ""),
-                        requestID: nil
-                    )
-                    try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: message)))
-                    try await outbound.close(.protocolError, reason: "protocol mismatch")
-                    return
-                }
+            to: router,
+            missingProtocolIsCurrent: false,
+            mismatch: { asked in
+                ServerMessage.error(
+                    .protocolMismatch,
+                    "this server speaks stream protocol \(Self.protocolVersion); connect with ?protocol=\(Self.protocolVersion)"
+                        + (asked.map { " (asked for \($0.prefix(16)))" } ?? ""),
+                    requestID: nil
+                )
+            },
+            run: { identity, logger, inbound, outbound, channel in
                 let session = StreamSession(
                     tenant: identity.tenant,
                     settings: self.settings,
                     hub: self.hub,
                     reader: self.reader,
                     heartbeats: self.heartbeats,
-                    logger: self.logger(for: identity)
+                    logger: logger
                 )
-                await session.run(inbound: inbound, outbound: outbound, channel: context.requestContext.channel)
+                await session.run(inbound: inbound, outbound: outbound, channel: channel)
             }
         )
     }
@@ -60,33 +57,50 @@ struct StreamController: Sendable {
     /// `GET /v1/acp`: the ACP cache (seed 003), JSON-RPC 2.0. Seed 003's client names no
     /// protocol: a missing `protocol` is protocol 1; another version is refused.
     func addACPRoute(to router: Router<WebSocketServiceContext>) {
-        router.ws(
+        self.addRoute(
             "v1/acp",
-            shouldUpgrade: self.authentication.shouldUpgrade,
-            onUpgrade: { inbound, outbound, context in
-                guard let identity = context.requestContext.identity else { return }
-                let asked = context.request.uri.queryParameters["protocol"].map(String.init)
-                guard asked == nil || asked == Self.protocolVersion else {
-                    let message = ACPSession.error(
-                        id: nil,
-                        -32600,
-                        "ProtocolMismatch: this server speaks ACP cache protocol \(Self.protocolVersion); connect with ?protocol=\(Self.protocolVersion)"
-                    )
-                    try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: message)))
-                    try await outbound.close(.protocolError, reason: "protocol mismatch")
-                    return
-                }
+            to: router,
+            missingProtocolIsCurrent: true,
+            mismatch: { _ in
+                ACPSession.error(
+                    id: nil,
+                    -32600,
+                    "ProtocolMismatch: this server speaks ACP cache protocol \(Self.protocolVersion); connect with ?protocol=\(Self.protocolVersion)"
+                )
+            },
+            run: { identity, logger, inbound, outbound, channel in
                 let session = ACPSession(
                     identity: identity,
                     settings: self.settings,
                     hub: self.hub,
                     cache: self.cache,
                     heartbeats: self.heartbeats,
-                    logger: self.logger(for: identity)
+                    logger: logger
                 )
-                await session.run(inbound: inbound, outbound: outbound, channel: context.requestContext.channel)
+                await session.run(inbound: inbound, outbound: outbound, channel: channel)
             }
         )
+    }
+
+    /// A WebSocket route: authenticated before the upgrade; a protocol version other than this
+    /// server's gets `mismatch`'s message and a close with 1002; otherwise `run` serves it.
+    private func addRoute(
+        _ path: RouterPath,
+        to router: Router<WebSocketServiceContext>,
+        missingProtocolIsCurrent: Bool,
+        mismatch: @escaping @Sendable (_ asked: String?) -> ByteBuffer,
+        run: @escaping @Sendable (AccessIdentity, Logger, WebSocketInboundStream, WebSocketOutboundWriter, any Channel) async -> Void
+    ) {
+        router.ws(path, shouldUpgrade: self.authentication.shouldUpgrade) { inbound, outbound, context in
+            guard let identity = context.requestContext.identity else { return }
+            let asked = context.request.uri.queryParameters["protocol"].map(String.init)
+            guard asked == Self.protocolVersion || (asked == nil && missingProtocolIsCurrent) else {
+                try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: mismatch(asked))))
+                try await outbound.close(.protocolError, reason: "protocol mismatch")
+                return
+            }
+            await run(identity, self.logger(for: identity), inbound, outbound, context.requestContext.channel)
+        }
     }
 
     /// The same paths on the HTTP router, for requests that were not upgraded: their
@@ -95,7 +109,10 @@ struct StreamController: Sendable {
         for path in ["v1/stream", "v1/acp"] {
             router.get(RouterPath(path)) { request, _ -> Response in
                 _ = try await self.authentication.authenticate(request)
-                throw ServiceKitError(.api(.invalidRequest), "/\(path) is a WebSocket: send an upgrade request with ?protocol=\(Self.protocolVersion)")
+                throw ServiceKitError(
+                    .api(.invalidRequest),
+                    "/\(path) is a WebSocket: send an upgrade request with ?protocol=\(Self.protocolVersion)"
+                )
             }
         }
     }

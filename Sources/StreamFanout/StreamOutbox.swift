@@ -170,7 +170,8 @@ final class StreamOutbox: Sendable {
     /// Whether the writer would get something without waiting.
     var isIdle: Bool {
         self.state.withLock { state in
-            state.control.isEmpty && !state.pingWanted && state.requests.isEmpty && state.queueHead == state.queue.count && !state.overflowed && !state.closed
+            state.control.isEmpty && !state.pingWanted && state.requests.isEmpty && state.queueHead == state.queue.count && !state.overflowed
+                && !state.closed
         }
     }
 

@@ -131,7 +131,13 @@ extension StreamSession {
     /// Sends the events of `(after, through]` from the log that match `filter`, and returns
     /// `through`. The rate cap does not apply: the client asked for them. With
     /// `checkRetention`, seqs already dropped by the log's retention are announced as a gap.
-    private func replay(after: Int64, through: Int64, filter: StreamFilter, writer: WebSocketFrameWriter, checkRetention: Bool = false) async throws -> Int64 {
+    private func replay(
+        after: Int64,
+        through: Int64,
+        filter: StreamFilter,
+        writer: WebSocketFrameWriter,
+        checkRetention: Bool = false
+    ) async throws -> Int64 {
         var cursor = after
         do {
             if checkRetention, after < through {

@@ -143,7 +143,13 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
             return true
         case "throttle":
             guard let rate = message.maxEventsPerSecond, (1...self.settings.maxEventsPerSecond).contains(rate) else {
-                self.outbox.send(ServerMessage.error(.invalidRequest, "throttle needs maxEventsPerSecond in 1...\(self.settings.maxEventsPerSecond)", requestID: message.requestId))
+                self.outbox.send(
+                    ServerMessage.error(
+                        .invalidRequest,
+                        "throttle needs maxEventsPerSecond in 1...\(self.settings.maxEventsPerSecond)",
+                        requestID: message.requestId
+                    )
+                )
                 return false
             }
             self.state.withLock { $0.eventsPerSecond = rate }
@@ -166,7 +172,13 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
         var askedRate = self.state.withLock { $0.eventsPerSecond }
         if let asked = message.maxEventsPerSecond {
             guard (1...self.settings.maxEventsPerSecond).contains(asked) else {
-                self.outbox.send(ServerMessage.error(.invalidRequest, "maxEventsPerSecond must be in 1...\(self.settings.maxEventsPerSecond)", requestID: message.requestId))
+                self.outbox.send(
+                    ServerMessage.error(
+                        .invalidRequest,
+                        "maxEventsPerSecond must be in 1...\(self.settings.maxEventsPerSecond)",
+                        requestID: message.requestId
+                    )
+                )
                 return false
             }
             askedRate = asked
@@ -248,7 +260,9 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
         filter.swarmIDs = filters.swarmIds.map(Set.init)
         filter.agentIDs = filters.agentIds.map(Set.init)
         if let name = filters.severityGte {
-            guard let severity = BusSeverity(name: name) else { throw FilterError(message: "severityGte must be trace, debug, info, warn, error or fatal") }
+            guard let severity = BusSeverity(name: name) else {
+                throw FilterError(message: "severityGte must be trace, debug, info, warn, error or fatal")
+            }
             filter.minimumSeverity = severity
         }
         if let include = filters.include {

@@ -1,5 +1,5 @@
-import EventLog
 import Contracts
+import EventLog
 import Logging
 import NIOCore
 import ServiceKit
@@ -87,7 +87,10 @@ final class TenantFeed: Sendable {
         do {
             head = try await self.reader.head(tenant: self.tenant)
         } catch {
-            self.logger.warning("tenant feed cannot read the log's head", metadata: ["tenant": "\(self.tenant)", "error": "\(String(reflecting: error))"])
+            self.logger.warning(
+                "tenant feed cannot read the log's head",
+                metadata: ["tenant": "\(self.tenant)", "error": "\(String(reflecting: error))"]
+            )
             let failure = ServiceKitError(.api(.serviceUnavailable), "the event log is unavailable; retry", retryAfterSeconds: 1)
             let waiting = self.state.withLock { state in
                 state.failure = failure
@@ -148,7 +151,10 @@ final class TenantFeed: Sendable {
         await self.serializer.run {
             let head = self.head ?? 0
             guard logHead > head else { return }
-            self.logger.info("live feed behind the log; back-filling", metadata: ["tenant": "\(self.tenant)", "from": "\(head + 1)", "to": "\(logHead)"])
+            self.logger.info(
+                "live feed behind the log; back-filling",
+                metadata: ["tenant": "\(self.tenant)", "from": "\(head + 1)", "to": "\(logHead)"]
+            )
             await self.backfill(from: head + 1, to: logHead)
         }
     }
@@ -174,7 +180,10 @@ final class TenantFeed: Sendable {
                 self.backfilled.increment(by: page.count)
             }
         } catch {
-            self.logger.warning("live feed gap not back-filled", metadata: ["tenant": "\(self.tenant)", "from": "\(after + 1)", "to": "\(to)", "error": "\(String(reflecting: error))"])
+            self.logger.warning(
+                "live feed gap not back-filled",
+                metadata: ["tenant": "\(self.tenant)", "from": "\(after + 1)", "to": "\(to)", "error": "\(String(reflecting: error))"]
+            )
         }
         if after < to {
             // Not in the log (or the log is unreachable): tell every listener, and move on.

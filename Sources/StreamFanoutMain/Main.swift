@@ -1,4 +1,4 @@
-import StreamFanout
 import ServiceKit
+import StreamFanout
 
 @main struct Main: ServiceEntryPoint { typealias Service = StreamFanoutService }

@@ -1,11 +1,12 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import AsyncHTTPClient
-import Foundation
-import NIOCore
 
 /// Runs one command as a Swarmdeck agent: reports its state (at start, on every change and as
 /// a heartbeat) and its output as log events through ingest, and obeys the commands it
@@ -65,10 +66,22 @@ actor AgentConnector {
     func run() async -> Int32 {
         await self.report(state: .running, msgID: self.nextID())
         let exitCode = await withTaskGroup(of: Int32?.self) { group in
-            group.addTask { await self.forwardOutput(); return nil }
-            group.addTask { await self.flushLoop(); return nil }
-            group.addTask { await self.heartbeatLoop(); return nil }
-            group.addTask { await self.commandLoop(); return nil }
+            group.addTask {
+                await self.forwardOutput()
+                return nil
+            }
+            group.addTask {
+                await self.flushLoop()
+                return nil
+            }
+            group.addTask {
+                await self.heartbeatLoop()
+                return nil
+            }
+            group.addTask {
+                await self.commandLoop()
+                return nil
+            }
             group.addTask { await self.child.exit.value }
             var code: Int32 = 0
             for await result in group {
@@ -310,7 +323,10 @@ actor AgentConnector {
             self.child.signal(SIGCONT)  // a stopped process handles SIGTERM once continued
             let exit = self.child.exit
             let ended = await withTaskGroup(of: Bool.self) { group in
-                group.addTask { _ = await exit.value; return true }
+                group.addTask {
+                    _ = await exit.value
+                    return true
+                }
                 group.addTask { [grace = self.options.grace] in
                     try? await Task.sleep(for: grace)
                     return false

@@ -1,10 +1,11 @@
+import Foundation
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import Synchronization
 
 /// A command started in its own process group, with its stdout and stderr read line by line:
 /// what the agent connector runs and signals. Signals go to the whole group, so a script's

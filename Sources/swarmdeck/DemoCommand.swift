@@ -50,7 +50,12 @@ struct DemoCommand: AsyncParsableCommand {
             var requests: [(String, String, ByteBuffer, Int)] = []
             for index in simulated.indices {
                 let events = simulated[index].next()
-                requests.append(("/v1/ingest/events", "application/json", ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["events": events])), events.count))
+                requests.append(
+                    (
+                        "/v1/ingest/events", "application/json", ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["events": events])),
+                        events.count
+                    )
+                )
             }
             let (export, count) = try claude.next()
             requests.append(("/v1/logs", "application/x-protobuf", export, count))
@@ -97,7 +102,9 @@ struct DemoAgent {
     private var counter = 0
     private var task = 0
 
-    static let tasks = ["fix flaky checkout test", "add retry to payment client", "index search results", "upgrade pagination", "write release notes"]
+    static let tasks = [
+        "fix flaky checkout test", "add retry to payment client", "index search results", "upgrade pagination", "write release notes",
+    ]
     static let tools = ["bash", "read_file", "edit_file", "grep", "run_tests"]
 
     init(index: Int, run: String) {
@@ -163,24 +170,37 @@ struct DemoClaudeAgent {
             var record = OTLPLogRecord()
             record.timeUnixNano = now + self.counter
             record.body.stringValue = "claude_code.\(name)"
-            record.attributes = [OTLPKeyValue("event.name", name), OTLPKeyValue("session.id", "claude-demo-\(self.run)"), OTLPKeyValue("event.sequence", Int64(self.counter))] + attributes
+            record.attributes =
+                [
+                    OTLPKeyValue("event.name", name), OTLPKeyValue("session.id", "claude-demo-\(self.run)"),
+                    OTLPKeyValue("event.sequence", Int64(self.counter)),
+                ] + attributes
             return record
         }
         var scope = Opentelemetry_Proto_Logs_V1_ScopeLogs()
         scope.scope.name = "com.anthropic.claude_code.events"
         scope.logRecords = [
-            record("tool_result", [
-                OTLPKeyValue("tool_name", ["Bash", "Read", "Edit", "Grep"].randomElement()!), OTLPKeyValue("success", Bool.random() ? "true" : "false"),
-                OTLPKeyValue("duration_ms", String(Int.random(in: 10...3000))),
-            ]),
-            record("api_request", [
-                OTLPKeyValue("model", "claude-sonnet-4-5"), OTLPKeyValue("input_tokens", String(Int.random(in: 1000...20000))),
-                OTLPKeyValue("output_tokens", String(Int.random(in: 100...2000))), OTLPKeyValue("cost_usd", String(Double.random(in: 0.001...0.05))),
-            ]),
+            record(
+                "tool_result",
+                [
+                    OTLPKeyValue("tool_name", ["Bash", "Read", "Edit", "Grep"].randomElement()!),
+                    OTLPKeyValue("success", Bool.random() ? "true" : "false"),
+                    OTLPKeyValue("duration_ms", String(Int.random(in: 10...3000))),
+                ]
+            ),
+            record(
+                "api_request",
+                [
+                    OTLPKeyValue("model", "claude-sonnet-4-5"), OTLPKeyValue("input_tokens", String(Int.random(in: 1000...20000))),
+                    OTLPKeyValue("output_tokens", String(Int.random(in: 100...2000))),
+                    OTLPKeyValue("cost_usd", String(Double.random(in: 0.001...0.05))),
+                ]
+            ),
         ]
         var resourceLogs = Opentelemetry_Proto_Logs_V1_ResourceLogs()
         resourceLogs.resource.attributes = [
-            OTLPKeyValue("service.name", "claude-code"), OTLPKeyValue("swarmdeck.swarm.id", "checkout"), OTLPKeyValue("swarmdeck.agent.id", "claude-demo"),
+            OTLPKeyValue("service.name", "claude-code"), OTLPKeyValue("swarmdeck.swarm.id", "checkout"),
+            OTLPKeyValue("swarmdeck.agent.id", "claude-demo"),
         ]
         resourceLogs.scopeLogs = [scope]
         var export = OTLPExportLogsRequest()

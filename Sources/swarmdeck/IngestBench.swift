@@ -41,11 +41,29 @@ struct IngestBench: AsyncParsableCommand {
         guard self.schema.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { throw ValidationError("bad schema name") }
 
         let target = self.target
-        print("ingest bench (\(self.protocolName.rawValue)): \(target.connections) connections, batch \(self.batch), \(self.duration) s per phase, \(target.url)")
-        let full = try await IngestLoad(url: target.url, protocolName: self.protocolName, key: key, connections: target.connections, batch: self.batch, rate: 0, duration: .seconds(self.duration)).run()
+        print(
+            "ingest bench (\(self.protocolName.rawValue)): \(target.connections) connections, batch \(self.batch), \(self.duration) s per phase, \(target.url)"
+        )
+        let full = try await IngestLoad(
+            url: target.url,
+            protocolName: self.protocolName,
+            key: key,
+            connections: target.connections,
+            batch: self.batch,
+            rate: 0,
+            duration: .seconds(self.duration)
+        ).run()
         print(full.printed(title: "full load"))
         let halfRate = full.eventsPerSecond / 2
-        let half = try await IngestLoad(url: target.url, protocolName: self.protocolName, key: key, connections: target.connections, batch: self.latencyBatch, rate: halfRate, duration: .seconds(self.duration)).run()
+        let half = try await IngestLoad(
+            url: target.url,
+            protocolName: self.protocolName,
+            key: key,
+            connections: target.connections,
+            batch: self.latencyBatch,
+            rate: halfRate,
+            duration: .seconds(self.duration)
+        ).run()
         print(half.printed(title: String(format: "half load (%.0f events/s target, batch %d)", halfRate, self.latencyBatch)))
 
         let rows = max(full.accepted, 10_000)
@@ -72,7 +90,12 @@ struct IngestBench: AsyncParsableCommand {
             let table = "\(self.schema).bench_copy"
             try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
             try await client.query("CREATE TABLE \(unescaped: table) (LIKE \(unescaped: self.schema).events INCLUDING ALL)")
-            let frame = "\\\\x" + Array(#"{"type":"log","ts":1763780000000,"swarmId":"load","agentId":"agent-1","severity":"info","level":"info","message":"load test event 1"}"#.utf8)
+            let frame =
+                "\\\\x"
+                + Array(
+                    #"{"type":"log","ts":1763780000000,"swarmId":"load","agentId":"agent-1","severity":"info","level":"info","message":"load test event 1"}"#
+                        .utf8
+                )
                 .map { String(format: "%02x", $0) }.joined()
             let start = ContinuousClock.now
             try await client.withConnection { connection in
@@ -81,7 +104,9 @@ struct IngestBench: AsyncParsableCommand {
                 try await connection.copyFrom(table: "bench_copy", logger: logger) { writer in
                     var buffer = ByteBuffer()
                     for row in 0..<rows {
-                        buffer.writeString("bench\t\(row + 1)\tcopy-\(row)\tload\tagent-\(row % 8)\t2\t3\t2026-11-22 00:00:00+00\t2026-11-22 00:00:00+00\t\(frame)\n")
+                        buffer.writeString(
+                            "bench\t\(row + 1)\tcopy-\(row)\tload\tagent-\(row % 8)\t2\t3\t2026-11-22 00:00:00+00\t2026-11-22 00:00:00+00\t\(frame)\n"
+                        )
                         if buffer.readableBytes > 1 << 20 {
                             try await writer.write(buffer)
                             buffer.clear()

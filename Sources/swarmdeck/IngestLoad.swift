@@ -52,8 +52,14 @@ struct IngestLoad {
             let errors = self.errors.isEmpty ? "none" : self.errors.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: ", ")
             return String(
                 format: "%@: %.0f events/s accepted (%d events, %d requests in %.1f s); ack latency p50 %.2f ms, p99 %.2f ms; errors: %@",
-                title, self.eventsPerSecond, self.accepted, self.requests, self.elapsed.secondsDouble,
-                self.percentile(0.5).millisecondsDouble, self.percentile(0.99).millisecondsDouble, errors
+                title,
+                self.eventsPerSecond,
+                self.accepted,
+                self.requests,
+                self.elapsed.secondsDouble,
+                self.percentile(0.5).millisecondsDouble,
+                self.percentile(0.99).millisecondsDouble,
+                errors
             )
         }
     }
@@ -83,7 +89,8 @@ struct IngestLoad {
         return report
     }
 
-    private func worker(_ worker: Int, run: String, client: HTTPClient, deadline: ContinuousClock.Instant, interval: Duration?) async throws -> Report {
+    private func worker(_ worker: Int, run: String, client: HTTPClient, deadline: ContinuousClock.Instant, interval: Duration?) async throws -> Report
+    {
         var report = Report()
         var sequence = 0
         var next = ContinuousClock.now
@@ -131,7 +138,8 @@ struct IngestLoad {
             body.reserveCapacity(self.batch * 150)
             for index in 0..<self.batch {
                 if index > 0 { body += "," }
-                body += "{\"msgId\":\"lg-\(run)-\(worker)-\(sequence)\",\"swarmId\":\"load\",\"agentId\":\"agent-\(worker)\",\"kind\":\"log\",\"level\":\"info\",\"message\":\"load test event \(sequence)\"}"
+                body +=
+                    "{\"msgId\":\"lg-\(run)-\(worker)-\(sequence)\",\"swarmId\":\"load\",\"agentId\":\"agent-\(worker)\",\"kind\":\"log\",\"level\":\"info\",\"message\":\"load test event \(sequence)\"}"
                 sequence += 1
             }
             body += "]}"

@@ -44,7 +44,11 @@ struct LoadgenCommand: AsyncParsableCommand {
                 rate: self.rate,
                 duration: .seconds(self.duration)
             )
-            print(try await load.run().printed(title: "ingest load (\(self.protocolName.rawValue), \(self.target.connections) connections, batch \(self.batch))"))
+            print(
+                try await load.run().printed(
+                    title: "ingest load (\(self.protocolName.rawValue), \(self.target.connections) connections, batch \(self.batch))"
+                )
+            )
         }
     }
 }

@@ -140,4 +140,3 @@ struct NATSBench: AsyncParsableCommand {
 final class PlainCounter: Sendable {
     let value = Atomic<Int>(0)
 }
-

@@ -6,6 +6,8 @@ struct Swarmdeck: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "swarmdeck",
         abstract: "Swarmdeck: watch and steer swarms of AI coding agents.",
-        subcommands: [TokenCommand.self, TenantCommand.self, AgentCommand.self, ConfigCommand.self, LoadgenCommand.self, BenchCommand.self, DemoCommand.self]
+        subcommands: [
+            TokenCommand.self, TenantCommand.self, AgentCommand.self, ConfigCommand.self, LoadgenCommand.self, BenchCommand.self, DemoCommand.self,
+        ]
     )
 }

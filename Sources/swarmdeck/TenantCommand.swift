@@ -36,7 +36,6 @@ struct TenantCommand: AsyncParsableCommand {
         @Option(help: "Seconds the codes stay valid.")
         var ttl = 86_400
 
-
         @Flag(help: "Print only the codes, one per line.")
         var quiet = false
 
@@ -79,7 +78,9 @@ struct TenantCommand: AsyncParsableCommand {
             if self.quiet {
                 print(created.codes.joined(separator: "\n"))
             } else {
-                print("tenant \(self.tenant): \(created.codes.count) code(s), scopes \(created.scopes.joined(separator: " ")), valid until \(created.expiresAt)")
+                print(
+                    "tenant \(self.tenant): \(created.codes.count) code(s), scopes \(created.scopes.joined(separator: " ")), valid until \(created.expiresAt)"
+                )
                 for code in created.codes { print(code) }
             }
         }

@@ -29,7 +29,8 @@ struct TokenCommand: AsyncParsableCommand {
             let pair = AccessTokenSigner.generateKeyPair()
             let directory = URL(fileURLWithPath: self.out).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            guard FileManager.default.createFile(atPath: self.out, contents: Data(pair.privateKey.utf8), attributes: [.posixPermissions: 0o600]) else {
+            guard FileManager.default.createFile(atPath: self.out, contents: Data(pair.privateKey.utf8), attributes: [.posixPermissions: 0o600])
+            else {
                 throw ValidationError("cannot write \(self.out)")
             }
             try Data(pair.publicKey.utf8).write(to: URL(fileURLWithPath: self.out + ".pub"))
@@ -48,7 +49,10 @@ struct TokenCommand: AsyncParsableCommand {
         @Option(help: "The token subject: an operator or device id.")
         var subject: String
 
-        @Option(name: .customLong("scope"), help: "A scope to grant; repeat for more. One of: \(Scope.allCases.map(\.rawValue).joined(separator: ", ")).")
+        @Option(
+            name: .customLong("scope"),
+            help: "A scope to grant; repeat for more. One of: \(Scope.allCases.map(\.rawValue).joined(separator: ", "))."
+        )
         var scopes: [String] = []
 
         @Flag(help: "Grant every scope.")

@@ -12,10 +12,17 @@ struct ControlAuthTests {
     typealias H = ControlHarness
 
     /// Codes from the admin endpoint, as `swarmdeck tenant create` gets them.
-    static func codes(_ control: any TestClientProtocol, _ harness: ControlHarness, count: Int = 1, scopes: [String]? = nil) async throws -> [String] {
+    static func codes(_ control: any TestClientProtocol, _ harness: ControlHarness, count: Int = 1, scopes: [String]? = nil) async throws -> [String]
+    {
         var body: [String: Any] = ["count": count]
         if let scopes { body["scopes"] = scopes }
-        let (status, object) = try await H.call(control, .post, "/v1/admin/enrolment-codes", token: try await harness.token(scopes: [.admin]), json: body)
+        let (status, object) = try await H.call(
+            control,
+            .post,
+            "/v1/admin/enrolment-codes",
+            token: try await harness.token(scopes: [.admin]),
+            json: body
+        )
         #expect(status == .created)
         return try #require(object["codes"] as? [String])
     }
@@ -32,7 +39,12 @@ struct ControlAuthTests {
 
             let codes = try await Self.codes(control, harness, count: 2, scopes: ["stream:read", "agents:control"])
             #expect(codes.count == 2 && Set(codes).count == 2)
-            let (created, pair) = try await H.call(control, .post, "/v1/auth/device/register", json: ["code": codes[0], "deviceName": "phone", "platform": "ios"])
+            let (created, pair) = try await H.call(
+                control,
+                .post,
+                "/v1/auth/device/register",
+                json: ["code": codes[0], "deviceName": "phone", "platform": "ios"]
+            )
             #expect(created == .created)
             #expect(pair["tenantId"] as? String == harness.tenant)
             #expect(Set(pair["scopes"] as? [String] ?? []) == ["stream:read", "agents:control"])
@@ -68,7 +80,10 @@ struct ControlAuthTests {
             // Another device's family is untouched.
             let (other, otherPair) = try await H.call(control, .post, "/v1/auth/device/register", json: ["code": codes[1], "deviceName": "tablet"])
             #expect(other == .created)
-            #expect(try await H.call(control, .post, "/v1/auth/token/refresh", json: ["refreshToken": try #require(otherPair["refreshToken"] as? String)]).0 == .ok)
+            #expect(
+                try await H.call(control, .post, "/v1/auth/token/refresh", json: ["refreshToken": try #require(otherPair["refreshToken"] as? String)])
+                    .0 == .ok
+            )
             #expect(try await H.call(control, .post, "/v1/auth/token/refresh", json: ["refreshToken": "sdr_garbage"]).0 == .unauthorized)
         }
     }
@@ -106,8 +121,18 @@ struct ControlAuthTests {
 
             let pair = AccessTokenSigner.generateKeyPair()
             let forger = try await AccessTokenSigner(privateKeyPEM: pair.privateKey, keyID: "swarmdeck-1", issuer: "swarmdeck", audience: "swarmdeck")
-            let wrongAudience = try await AccessTokenSigner(privateKeyPEM: try String(contentsOf: harness.keyFile, encoding: .utf8), keyID: "swarmdeck-1", issuer: "swarmdeck", audience: "elsewhere")
-            let wrongIssuer = try await AccessTokenSigner(privateKeyPEM: try String(contentsOf: harness.keyFile, encoding: .utf8), keyID: "swarmdeck-1", issuer: "mallory", audience: "swarmdeck")
+            let wrongAudience = try await AccessTokenSigner(
+                privateKeyPEM: try String(contentsOf: harness.keyFile, encoding: .utf8),
+                keyID: "swarmdeck-1",
+                issuer: "swarmdeck",
+                audience: "elsewhere"
+            )
+            let wrongIssuer = try await AccessTokenSigner(
+                privateKeyPEM: try String(contentsOf: harness.keyFile, encoding: .utf8),
+                keyID: "swarmdeck-1",
+                issuer: "mallory",
+                audience: "swarmdeck"
+            )
             for signer in [forger, wrongAudience, wrongIssuer] {
                 let token = try await signer.sign(tenant: harness.tenant, subject: "op", scopes: Set(Scope.allCases))
                 let (refused, body) = try await H.call(control, .get, "/v1/overview", token: token)

@@ -26,7 +26,8 @@ struct ControlEndToEndTests {
     }
 
     /// `swarmdeck agent run` against the in-process services.
-    static func connector(ingestPort: Int, controlPort: Int, key: String, agent: String, worker: Bool = false, _ command: [String]) throws -> Process {
+    static func connector(ingestPort: Int, controlPort: Int, key: String, agent: String, worker: Bool = false, _ command: [String]) throws -> Process
+    {
         let connector = Process()
         connector.executableURL = Self.swarmdeck
         connector.arguments =
@@ -80,7 +81,9 @@ struct ControlEndToEndTests {
                 timeout: .seconds(60)
             ) { frame in
                 if frame["type"] as? String == "subscribed" { seen.subscribed.withLock { $0 = true } }
-                guard frame["seq"] != nil, let attrs = frame["attrs"] as? [String: Any], let command = attrs["commandId"] as? String else { return false }
+                guard frame["seq"] != nil, let attrs = frame["attrs"] as? [String: Any], let command = attrs["commandId"] as? String else {
+                    return false
+                }
                 let entry = (command, frame["state"] as? String ?? "", attrs["outcome"] as? String ?? "")
                 seen.states.withLock { $0.append(entry) }
                 return frame["state"] as? String == "terminated"
@@ -158,14 +161,27 @@ struct ControlEndToEndTests {
             #expect(try await H.call(control, .get, "/v1/agents/\(worker)", token: token).1["acceptsRequests"] as? Bool == true)
             // An agent that is not a worker is no worker.
             #expect(try await H.call(control, .get, "/v1/workers/plain", token: token).0 == .notFound)
-            #expect(try await H.call(control, .post, "/v1/workers/plain/requests", token: token, json: ["requestId": "q0", "input": "x"]).0 == .notFound)
-            let (multiline, body) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q0", "input": "a\nb"])
+            #expect(
+                try await H.call(control, .post, "/v1/workers/plain/requests", token: token, json: ["requestId": "q0", "input": "x"]).0 == .notFound
+            )
+            let (multiline, body) = try await H.call(
+                control,
+                .post,
+                "/v1/workers/\(worker)/requests",
+                token: token,
+                json: ["requestId": "q0", "input": "a\nb"]
+            )
             #expect(multiline == .badRequest && body.errorCode == "InvalidRequest")
             // Another tenant sees nothing.
             let theirs = try await harness.token(tenant: "other-" + harness.tenant)
             #expect(try await H.call(control, .get, "/v1/workers/\(worker)", token: theirs).0 == .notFound)
-            #expect(try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: theirs, json: ["requestId": "q1", "input": "x"]).0 == .notFound)
-            #expect(try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: theirs, json: ["requestId": "q2", "reason": "x"]).0 == .notFound)
+            #expect(
+                try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: theirs, json: ["requestId": "q1", "input": "x"]).0
+                    == .notFound
+            )
+            #expect(
+                try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: theirs, json: ["requestId": "q2", "reason": "x"]).0 == .notFound
+            )
             #expect((try await H.call(control, .get, "/v1/workers", token: theirs).1["workers"] as? [Any])?.isEmpty == true)
 
             let answered = Seen()
@@ -178,7 +194,13 @@ struct ControlEndToEndTests {
                 return frame["message"] as? String == "worker got: hello worker"
             }
             #expect(await eventually { answered.subscribed.withLock { $0 } })
-            let (accepted, receipt) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q3", "input": "hello worker"])
+            let (accepted, receipt) = try await H.call(
+                control,
+                .post,
+                "/v1/workers/\(worker)/requests",
+                token: token,
+                json: ["requestId": "q3", "input": "hello worker"]
+            )
             #expect(accepted == .accepted && receipt["action"] as? String == "request" && receipt["target"] as? String == "worker")
             let lines = try await frames.frames
             #expect(lines.contains { $0["message"] as? String == "worker got: hello worker" })
@@ -188,13 +210,24 @@ struct ControlEndToEndTests {
             }
             #expect(applied)
 
-            #expect(try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: token, json: ["requestId": "q4", "reason": "done"]).0 == .accepted)
+            #expect(
+                try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: token, json: ["requestId": "q4", "reason": "done"]).0
+                    == .accepted
+            )
             try await offPool { connector.waitUntilExit() }
             let stopped = try await eventually {
-                try await H.call(control, .get, "/v1/workers/\(worker)", token: token).1["worker"].flatMap { ($0 as? [String: Any])?["status"] as? String } == "terminated"
+                try await H.call(control, .get, "/v1/workers/\(worker)", token: token).1["worker"].flatMap {
+                    ($0 as? [String: Any])?["status"] as? String
+                } == "terminated"
             }
             #expect(stopped)
-            let (conflict, conflictBody) = try await H.call(control, .post, "/v1/workers/\(worker)/requests", token: token, json: ["requestId": "q5", "input": "late"])
+            let (conflict, conflictBody) = try await H.call(
+                control,
+                .post,
+                "/v1/workers/\(worker)/requests",
+                token: token,
+                json: ["requestId": "q5", "input": "late"]
+            )
             #expect(conflict == .conflict && conflictBody.errorCode == "Conflict")
             #expect((conflictBody["error"] as? [String: Any])?["class"] as? String == "conflict")
         }

@@ -52,11 +52,24 @@ struct ControlFuzzTests {
             // Something to find: a swarm with an agent, a control request, an audit trail.
             try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
             let token = try await harness.token()
-            #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: token, json: ["action": "pause", "reason": "fuzz", "requestId": "seed-1"]).0 == .accepted)
+            #expect(
+                try await H.call(
+                    control,
+                    .post,
+                    "/v1/agents/a1/control",
+                    token: token,
+                    json: ["action": "pause", "reason": "fuzz", "requestId": "seed-1"]
+                ).0 == .accepted
+            )
             let port = try #require(control.port)
             let seed = Int.random(in: 1..<1_000_000)
             // Operators' operations with an access token holding every scope.
-            let (operators, operatorReport) = try await Self.schemathesis(port: port, authorization: "Bearer \(token)", pathRegex: "^/(v1/(?!agent/)|\\.well-known)", seed: seed)
+            let (operators, operatorReport) = try await Self.schemathesis(
+                port: port,
+                authorization: "Bearer \(token)",
+                pathRegex: "^/(v1/(?!agent/)|\\.well-known)",
+                seed: seed
+            )
             #expect(operators == 0, "schemathesis (seed \(seed)) found failures:\n\(operatorReport)")
             // The agents' channel with an ingest key (short waits: waitSeconds is fuzzed too).
             let (agents, agentReport) = try await Self.schemathesis(port: port, authorization: "Bearer \(key)", pathRegex: "^/v1/agent/", seed: seed)

@@ -13,56 +13,40 @@ import Testing
 @testable import ControlAPI
 
 /// Ingest and control-api against the test NATS and Postgres, with schemas, a subject prefix,
-/// a tenant and a signing key of their own.
+/// a tenant and a signing key of their own (``LiveHarness``).
 struct ControlHarness {
     typealias JSON = [String: Any]
 
-    let ingestSchema = TestEnvironment.uniqueName("cing")
-    let controlSchema = TestEnvironment.uniqueName("ctl")
-    let prefix = "c" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
-    let tenant = "tenant-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
-    let keyFile: URL
-    let signer: AccessTokenSigner
-    var overrides: [String: String]
+    var live: LiveHarness
+    var ingestSchema: String { self.live.ingestSchema }
+    var controlSchema: String { self.live.serviceSchema + "_ctl" }
+    var prefix: String { self.live.prefix }
+    var tenant: String { self.live.tenant }
+    /// The private key's PEM file (the services verify with `<path>.pub`).
+    var keyFile: URL { self.live.keyFile }
+    var signer: AccessTokenSigner { self.live.signer }
 
     init(_ overrides: [String: String] = [:]) async throws {
-        let pair = AccessTokenSigner.generateKeyPair()
-        self.keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("control-test-\(UUID().uuidString).pem")
-        try Data(pair.privateKey.utf8).write(to: self.keyFile)
-        try Data(pair.publicKey.utf8).write(to: URL(fileURLWithPath: self.keyFile.path + ".pub"))
-        self.signer = try await AccessTokenSigner(privateKeyPEM: pair.privateKey, keyID: "swarmdeck-1", issuer: "swarmdeck", audience: "swarmdeck")
-        self.overrides = overrides
+        self.live = try await LiveHarness(overrides: overrides)
     }
 
     func environment() throws -> [String: String] {
-        var environment = [
-            "NATS_URL": try TestEnvironment.natsURL,
-            "POSTGRES_URL": try TestEnvironment.databaseURL,
-            "POSTGRES_MAX_CONNECTIONS": "8",
-            "INGEST_SCHEMA": self.ingestSchema,
-            "FANOUT_EVENT_LOG_SCHEMA": self.ingestSchema,
-            "FANOUT_SCHEMA": self.controlSchema + "_fan",
-            "CONTROL_SCHEMA": self.controlSchema,
-            "CONTROL_INGEST_SCHEMA": self.ingestSchema,
-            "SUBJECTS_PREFIX": self.prefix,
-            "AUTH_JWT_PUBLIC_KEY_FILE": self.keyFile.path + ".pub",
-            "AUTH_JWT_PRIVATE_KEY_FILE": self.keyFile.path,
-            "LOG_LEVEL": "warning",
-        ]
-        environment.merge(self.overrides) { $1 }
-        return environment
+        try self.live.environment()
     }
 
     func ingest() async throws -> some ApplicationProtocol {
-        try await IngestService.application(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: try self.environment()))
+        try await self.live.application(IngestService.self)
     }
 
     func control() async throws -> some ApplicationProtocol {
-        try await ControlAPIService.application(reader: try await ServiceConfiguration.reader(arguments: ["control-api"], environment: try self.environment()))
+        try await self.live.application(ControlAPIService.self)
     }
 
     /// Both, in this process: `body` gets their test clients.
-    func run(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol) async throws -> Void) async throws {
+    func run(
+        _ mode: TestingSetup = .router,
+        _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol) async throws -> Void
+    ) async throws {
         try await self.ingest().test(mode) { ingest in
             try await self.control().test(mode) { control in
                 try await body(ingest, control)
@@ -76,9 +60,7 @@ struct ControlHarness {
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
         try await self.run(.live) { ingest, control in
-            let fanout = try await StreamFanoutService.application(
-                reader: try await ServiceConfiguration.reader(arguments: ["stream-fanout"], environment: try self.environment())
-            )
+            let fanout = try await self.live.application(StreamFanoutService.self)
             try await fanout.test(.live) { fanout in
                 try await body(ingest, control, fanout)
             }
@@ -86,14 +68,12 @@ struct ControlHarness {
     }
 
     func token(tenant: String? = nil, subject: String = "operator", scopes: Set<Scope> = Set(Scope.allCases)) async throws -> String {
-        try await self.signer.sign(tenant: tenant ?? self.tenant, subject: subject, scopes: scopes)
+        try await self.live.token(tenant: tenant, subject: subject, scopes: scopes)
     }
 
     /// An ingest key for `tenant`, through ingest's admin API.
     func createKey(_ ingest: any TestClientProtocol, tenant: String? = nil) async throws -> String {
-        let token = try await self.token(tenant: tenant, subject: "admin", scopes: [.admin])
-        let (_, object) = try await Self.call(ingest, .post, "/v1/admin/ingest-keys", token: token, json: ["name": "test"])
-        return try #require(object["key"] as? String)
+        try await self.live.createKey(ingest, tenant: tenant)
     }
 
     /// Posts native events; fails the test unless they are all accepted.
@@ -152,7 +132,13 @@ struct ControlHarness {
     }
 
     /// The raw body of a call, for byte-for-byte comparisons.
-    static func raw(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, token: String, body: String) async throws -> (HTTPResponse.Status, String) {
+    static func raw(
+        _ client: any TestClientProtocol,
+        _ method: HTTPRequest.Method,
+        _ uri: String,
+        token: String,
+        body: String
+    ) async throws -> (HTTPResponse.Status, String) {
         try await client.execute(
             uri: uri,
             method: method,

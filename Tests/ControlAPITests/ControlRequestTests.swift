@@ -16,15 +16,19 @@ struct ControlRequestTests {
         let harness = try await ControlHarness()
         try await harness.run { ingest, control in
             let key = try await harness.createKey(ingest)
-            try await harness.post(ingest, key: key, [
-                H.state(agent: "a1", swarm: "s1", state: "running"),
-                H.state(agent: "a2", swarm: "s1", state: "paused"),
-                H.state(agent: "b1", swarm: "s2", state: "terminated"),
-                ["msgId": "l1", "swarmId": "s1", "agentId": "a1", "kind": "log", "level": "error", "message": "boom"],
-                ["msgId": "l2", "swarmId": "s1", "agentId": "a1", "kind": "log", "level": "info", "message": "ok"],
-                ["msgId": "l3", "swarmId": "s1", "agentId": "a1", "kind": "log", "level": "info", "message": "ok"],
-                ["msgId": "t1", "swarmId": "s1", "agentId": "a1", "kind": "state", "state": "running", "taskSummary": "fix the tests"],
-            ])
+            try await harness.post(
+                ingest,
+                key: key,
+                [
+                    H.state(agent: "a1", swarm: "s1", state: "running"),
+                    H.state(agent: "a2", swarm: "s1", state: "paused"),
+                    H.state(agent: "b1", swarm: "s2", state: "terminated"),
+                    ["msgId": "l1", "swarmId": "s1", "agentId": "a1", "kind": "log", "level": "error", "message": "boom"],
+                    ["msgId": "l2", "swarmId": "s1", "agentId": "a1", "kind": "log", "level": "info", "message": "ok"],
+                    ["msgId": "l3", "swarmId": "s1", "agentId": "a1", "kind": "log", "level": "info", "message": "ok"],
+                    ["msgId": "t1", "swarmId": "s1", "agentId": "a1", "kind": "state", "state": "running", "taskSummary": "fix the tests"],
+                ]
+            )
             let token = try await harness.token(scopes: [.streamRead])
             var agent: [String: Any] = [:]
             let current = try await eventually {
@@ -32,7 +36,9 @@ struct ControlRequestTests {
                 return agent["eventsLastHour"] as? Int == 5
             }
             #expect(current)
-            #expect(agent["status"] as? String == "running" && agent["swarmId"] as? String == "s1" && agent["taskSummary"] as? String == "fix the tests")
+            #expect(
+                agent["status"] as? String == "running" && agent["swarmId"] as? String == "s1" && agent["taskSummary"] as? String == "fix the tests"
+            )
             #expect(agent["errorsLastHour"] as? Int == 1 && (agent["errorRate"] as? Double).map { abs($0 - 0.2) < 1e-9 } == true)
             #expect(agent["webUrl"] as? String == "http://127.0.0.1:8080/agents/a1")
 
@@ -70,7 +76,15 @@ struct ControlRequestTests {
             let key = try await harness.createKey(ingest)
             try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
             let mine = try await harness.token()
-            #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: mine, json: ["action": "pause", "reason": "r", "requestId": "iso-1"]).0 == .accepted)
+            #expect(
+                try await H.call(
+                    control,
+                    .post,
+                    "/v1/agents/a1/control",
+                    token: mine,
+                    json: ["action": "pause", "reason": "r", "requestId": "iso-1"]
+                ).0 == .accepted
+            )
 
             let theirs = try await harness.token(tenant: other)
             for path in ["/v1/swarms/s1", "/v1/agents/a1", "/v1/controls/iso-1"] {
@@ -101,7 +115,13 @@ struct ControlRequestTests {
             try await harness.post(ingest, key: otherKey, [H.state(agent: "a1", swarm: "s1", state: "running")])
             let reached = try await eventually { try await H.call(control, .get, "/v1/agents/a1", token: theirs).0 == .ok }
             #expect(reached)
-            let (status, receipt) = try await H.call(control, .post, "/v1/agents/a1/control", token: theirs, json: ["action": "resume", "reason": "r", "requestId": "iso-1"])
+            let (status, receipt) = try await H.call(
+                control,
+                .post,
+                "/v1/agents/a1/control",
+                token: theirs,
+                json: ["action": "resume", "reason": "r", "requestId": "iso-1"]
+            )
             #expect(status == .accepted && receipt["action"] as? String == "resume")
             let (_, stillMine) = try await H.call(control, .get, "/v1/controls/iso-1", token: mine)
             #expect((stillMine["receipt"] as? [String: Any])?["action"] as? String == "pause")
@@ -148,7 +168,11 @@ struct ControlRequestTests {
                 Case(method: .post, uri: "/v1/agents/a%01b/control", body: #"{"action":"pause","reason":"r","requestId":"b1"}"#),
                 Case(method: .post, uri: "/v1/swarms/\(long)/control", body: #"{"action":"pause","reason":"r","requestId":"b1"}"#),
                 Case(method: .post, uri: "/v1/swarms/s1/control", body: #"{"action":"terminate","reason":"r","requestId":"b1"}"#),
-                Case(method: .post, uri: control1, body: #"{"action":"pause","reason":"\#(String(repeating: "r", count: 70_000))","requestId":"b1"}"#),
+                Case(
+                    method: .post,
+                    uri: control1,
+                    body: #"{"action":"pause","reason":"\#(String(repeating: "r", count: 70_000))","requestId":"b1"}"#
+                ),
                 // Reads.
                 Case(method: .get, uri: "/v1/agents/\(long)"),
                 Case(method: .get, uri: "/v1/swarms/\(long)"),
@@ -175,10 +199,25 @@ struct ControlRequestTests {
                 Case(method: .get, uri: "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=31", ingestKey: true),
                 Case(method: .get, uri: "/v1/agent/commands?swarmId=s1&waitSeconds=0", ingestKey: true),
                 Case(method: .get, uri: "/v1/agent/commands?swarmId=s1&agentId=\(long)&waitSeconds=0", ingestKey: true),
-                Case(method: .post, uri: "/v1/agent/commands/ack", body: #"{"commandId":"c","ackToken":"t","outcome":"exploded","state":"x"}"#, ingestKey: true),
+                Case(
+                    method: .post,
+                    uri: "/v1/agent/commands/ack",
+                    body: #"{"commandId":"c","ackToken":"t","outcome":"exploded","state":"x"}"#,
+                    ingestKey: true
+                ),
                 Case(method: .post, uri: "/v1/agent/commands/ack", body: #"{"commandId":"c","outcome":"applied","state":"x"}"#, ingestKey: true),
-                Case(method: .post, uri: "/v1/agent/commands/ack", body: #"{"commandId":"nope","ackToken":"t","outcome":"applied","state":"x"}"#, ingestKey: true),
-                Case(method: .post, uri: "/v1/agent/commands/ack", body: #"{"commandId":"\u0000x","ackToken":"t","outcome":"applied","state":"x"}"#, ingestKey: true),
+                Case(
+                    method: .post,
+                    uri: "/v1/agent/commands/ack",
+                    body: #"{"commandId":"nope","ackToken":"t","outcome":"applied","state":"x"}"#,
+                    ingestKey: true
+                ),
+                Case(
+                    method: .post,
+                    uri: "/v1/agent/commands/ack",
+                    body: #"{"commandId":"\u0000x","ackToken":"t","outcome":"applied","state":"x"}"#,
+                    ingestKey: true
+                ),
                 Case(method: .get, uri: "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=0"),
             ]
             for item in cases {

@@ -22,7 +22,9 @@ struct ControlTests {
                 await client.run()
                 return -1
             }
-            let rows = try await client.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int8 FROM \"\(harness.controlSchema)\".\(table) WHERE \(condition)"))
+            let rows = try await client.query(
+                PostgresQuery(unsafeSQL: "SELECT count(*)::int8 FROM \"\(harness.controlSchema)\".\(table) WHERE \(condition)")
+            )
             var count = 0
             for try await value in rows.decode(Int64.self) { count = Int(value) }
             group.cancelAll()
@@ -81,7 +83,15 @@ struct ControlTests {
             )
             #expect(accepted == .accepted)
             #expect((receipt["commands"] as? [[String: Any]])?.compactMap { $0["agentId"] as? String } == ["a1", "a2"])
-            #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: token, json: ["action": "pause", "reason": "second", "requestId": "r1b"]).0 == .accepted)
+            #expect(
+                try await H.call(
+                    control,
+                    .post,
+                    "/v1/agents/a1/control",
+                    token: token,
+                    json: ["action": "pause", "reason": "second", "requestId": "r1b"]
+                ).0 == .accepted
+            )
 
             // Another tenant's key does not see the command.
             let otherKey = try await harness.createKey(ingest, tenant: "other-" + harness.tenant)
@@ -91,7 +101,9 @@ struct ControlTests {
             let (polled, list) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=5", token: key)
             #expect(polled == .ok)
             let command = try #require((list["commands"] as? [[String: Any]])?.first)
-            #expect(command["action"] as? String == "terminate" && command["reason"] as? String == "runaway" && command["actor"] as? String == "operator")
+            #expect(
+                command["action"] as? String == "terminate" && command["reason"] as? String == "runaway" && command["actor"] as? String == "operator"
+            )
             let commandID = try #require(command["commandId"] as? String)
             let ackToken = try #require(command["ackToken"] as? String)
             // a1's second command (delivered while the first is unacknowledged).
@@ -122,7 +134,9 @@ struct ControlTests {
                 json: ["commandId": commandID, "ackToken": "$JS.ACK.other.x.1.1.1.1.1", "outcome": "applied", "state": "terminated"]
             )
             #expect(badToken == .badRequest && badBody.errorCode == "InvalidRequest")
-            let ack: [String: Any] = ["commandId": commandID, "ackToken": ackToken, "outcome": "applied", "state": "terminated", "message": "SIGTERM"]
+            let ack: [String: Any] = [
+                "commandId": commandID, "ackToken": ackToken, "outcome": "applied", "state": "terminated", "message": "SIGTERM",
+            ]
             #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: otherKey, json: ack).0 == .notFound)
             for _ in 0..<3 {
                 #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: key, json: ack).0 == .noContent)
@@ -140,7 +154,10 @@ struct ControlTests {
                     .post,
                     "/v1/agent/commands/ack",
                     token: key,
-                    json: ["commandId": try #require(secondCommand["commandId"] as? String), "ackToken": secondToken, "outcome": "rejected", "state": "terminated"]
+                    json: [
+                        "commandId": try #require(secondCommand["commandId"] as? String), "ackToken": secondToken, "outcome": "rejected",
+                        "state": "terminated",
+                    ]
                 ).0 == .noContent
             )
             // Acknowledged: not delivered again; a2's command is still waiting for a2.
@@ -200,9 +217,25 @@ struct ControlTests {
             try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
             let token = try await harness.token(subject: "alice", scopes: [.agentsControl])
             for index in 0..<3 {
-                #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: token, json: ["action": "pause", "reason": "r", "requestId": "rl-\(index)"]).0 == .accepted)
+                #expect(
+                    try await H.call(
+                        control,
+                        .post,
+                        "/v1/agents/a1/control",
+                        token: token,
+                        json: ["action": "pause", "reason": "r", "requestId": "rl-\(index)"]
+                    ).0 == .accepted
+                )
             }
-            #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: token, json: ["action": "pause", "reason": "r", "requestId": "rl-0"]).0 == .accepted)
+            #expect(
+                try await H.call(
+                    control,
+                    .post,
+                    "/v1/agents/a1/control",
+                    token: token,
+                    json: ["action": "pause", "reason": "r", "requestId": "rl-0"]
+                ).0 == .accepted
+            )
             let (limited, body) = try await control.execute(
                 uri: "/v1/agents/a1/control",
                 method: .post,
@@ -215,7 +248,15 @@ struct ControlTests {
             #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 >= 1)
             #expect(try await Self.count(harness, "audit", where: "request_id = 'rl-3'") == 0)
             let bob = try await harness.token(subject: "bob", scopes: [.agentsControl])
-            #expect(try await H.call(control, .post, "/v1/agents/a1/control", token: bob, json: ["action": "pause", "reason": "r", "requestId": "rl-bob"]).0 == .accepted)
+            #expect(
+                try await H.call(
+                    control,
+                    .post,
+                    "/v1/agents/a1/control",
+                    token: bob,
+                    json: ["action": "pause", "reason": "r", "requestId": "rl-bob"]
+                ).0 == .accepted
+            )
         }
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
-import NIOCore
-import NIOWebSocket
 import Hummingbird
 import HummingbirdTesting
 import HummingbirdWSClient
+import NIOCore
+import NIOWebSocket
 import ServiceKit
 import StreamTestSupport
 import TestSupport
@@ -19,10 +19,15 @@ struct ACPCacheTests {
     }
 
     static func request(_ id: Int, _ method: String, _ params: [String: Any]) -> String {
-        String(decoding: try! JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": id, "method": method, "params": params]), as: UTF8.self)
+        String(
+            decoding: try! JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": id, "method": method, "params": params]),
+            as: UTF8.self
+        )
     }
 
-    @Test("subscribe replays from from_seq then tails live, envelopes byte for byte; fetch pages; acks per device give unread counts; other tenants see nothing")
+    @Test(
+        "subscribe replays from from_seq then tails live, envelopes byte for byte; fetch pages; acks per device give unread counts; other tenants see nothing"
+    )
     func cache() async throws {
         let harness = try await FanoutHarness()
         try await harness.ingest().test(.router) { ingest in
@@ -36,7 +41,8 @@ struct ACPCacheTests {
                 phone.path = "/v1/acp"
 
                 let live = Counted()
-                async let subscribed = phone.run(sending: [Self.request(1, "acp.cache.subscribe", ["thread_id": "t1", "from_seq": 3, "live": true])]) { frame in
+                async let subscribed = phone.run(sending: [Self.request(1, "acp.cache.subscribe", ["thread_id": "t1", "from_seq": 3, "live": true])])
+                { frame in
                     if frame["seq"] as? Int == 5 { _ = live.next() }
                     return frame["seq"] as? Int == 7
                 }
@@ -58,7 +64,9 @@ struct ACPCacheTests {
                 #expect(texts.count == 1)
                 #expect(texts.first?.contains(#""body":"# + Self.body(1)) == true)
                 #expect(texts.first?.contains(#""body":"# + Self.body(2)) == true)
-                let fetched = try #require((try JSONSerialization.jsonObject(with: Data(texts[0].utf8)) as? [String: Any])?["result"] as? [String: Any])
+                let fetched = try #require(
+                    (try JSONSerialization.jsonObject(with: Data(texts[0].utf8)) as? [String: Any])?["result"] as? [String: Any]
+                )
                 #expect((fetched["envelopes"] as? [[String: Any]])?.map { $0["seq"] as? Int } == [1, 2])
                 #expect(fetched["next_seq"] as? Int == 3)
                 #expect(fetched["head_seq"] as? Int == 7)
@@ -161,7 +169,8 @@ struct ACPCacheTests {
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token(), path: "/v1/acp", protocolVersion: nil)
                 let piece = ByteBuffer(string: String(repeating: " ", count: frames == 1 ? 5000 : 2000))
                 let close = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no close")) {
-                    try await WebSocketClient.connect(url: client.url, configuration: .init(maxFrameSize: 1 << 16), logger: .init(label: "oversized")) { inbound, outbound, _ in
+                    try await WebSocketClient.connect(url: client.url, configuration: .init(maxFrameSize: 1 << 16), logger: .init(label: "oversized"))
+                    { inbound, outbound, _ in
                         for index in 0..<frames {
                             let frame = WebSocketFrame(fin: index == frames - 1, opcode: index == 0 ? .text : .continuation, data: piece)
                             try await outbound.write(.custom(frame))
@@ -206,11 +215,19 @@ extension StreamClient {
         let url = self.url
         let count = messages.count
         _ = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no answer")) {
-            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: .init(label: "raw")) { inbound, outbound, _ in
+            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: .init(label: "raw")) {
+                inbound,
+                outbound,
+                _ in
                 for message in messages { try await outbound.write(.text(message)) }
                 for try await message in inbound.messages(maxSize: 1 << 24) {
                     guard case .text(let text) = message else { continue }
-                    if received.texts.withLock({ $0.append(text); return $0.count }) == count { return }
+                    if received.texts.withLock({
+                        $0.append(text)
+                        return $0.count
+                    }) == count {
+                        return
+                    }
                 }
             }
         }

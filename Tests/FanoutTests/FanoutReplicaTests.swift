@@ -52,7 +52,8 @@ struct FanoutReplicaTests {
             }()
             let seen = Counted()
             let pid = first.processIdentifier
-            let before = try await StreamClient(port: firstPort, token: token).run(sending: [subscribe(lastEventId: 0)], toleratingDrop: true) { frame in
+            let before = try await StreamClient(port: firstPort, token: token).run(sending: [subscribe(lastEventId: 0)], toleratingDrop: true) {
+                frame in
                 if frame["seq"] != nil, seen.next() == 100 { kill(pid, SIGKILL) }
                 return false
             }
@@ -61,7 +62,9 @@ struct FanoutReplicaTests {
             let last = try #require(before.frames.seqs.last)
             #expect(before.frames.seqs == Array(1...last))
 
-            let after = try await StreamClient(port: secondPort, token: token).run(sending: [subscribe(lastEventId: last)]) { ($0["seq"] as? Int) == total }
+            let after = try await StreamClient(port: secondPort, token: token).run(sending: [subscribe(lastEventId: last)]) {
+                ($0["seq"] as? Int) == total
+            }
             try await writes
             #expect(after.frames.seqs == Array((last + 1)...Int64(total)))
         }
@@ -95,7 +98,9 @@ struct FanoutReplicaTests {
                                 // Read a random number of events, then drop the connection.
                                 let stopAfter = Int.random(in: 1...120)
                                 let count = Counted()
-                                let part = try await StreamClient(port: port, token: token).run(sending: [subscribe(lastEventId: last, filters: filters)]) { frame in
+                                let part = try await StreamClient(port: port, token: token).run(sending: [
+                                    subscribe(lastEventId: last, filters: filters)
+                                ]) { frame in
                                     guard let seq = frame["seq"] as? Int else { return false }
                                     return count.next() >= stopAfter || Int64(seq) == target
                                 }

@@ -6,8 +6,8 @@ import HummingbirdWSClient
 import NIOCore
 import ServiceKit
 import StreamTestSupport
-import TestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import StreamFanout
@@ -105,45 +105,49 @@ struct StreamFanoutTests {
     func protocolErrors() async throws {
         let harness = try await FanoutHarness(fanout: ["FANOUT_MAX_MESSAGE_BYTES": "4096", "FANOUT_MAX_MESSAGES_PER_10S": "20"])
         try await harness.ingest().test(.router) { _ in  // ingest creates the event log
-        try await harness.fanout().test(.live) { fanout in
-            let port = try #require(fanout.port)
-            let token = try await harness.token()
+            try await harness.fanout().test(.live) { fanout in
+                let port = try #require(fanout.port)
+                let token = try await harness.token()
 
-            var wrongVersion = StreamClient(port: port, token: token)
-            wrongVersion.protocolVersion = "2"
-            let mismatch = try await wrongVersion.run(sending: []) { _ in false }
-            #expect((mismatch.frames.first?["error"] as? [String: Any])?["code"] as? String == "ProtocolMismatch")
-            #expect(mismatch.close?.closeCode == .protocolError)
+                var wrongVersion = StreamClient(port: port, token: token)
+                wrongVersion.protocolVersion = "2"
+                let mismatch = try await wrongVersion.run(sending: []) { _ in false }
+                #expect((mismatch.frames.first?["error"] as? [String: Any])?["code"] as? String == "ProtocolMismatch")
+                #expect(mismatch.close?.closeCode == .protocolError)
 
-            for (token, status) in [(nil, HTTPResponse.Status.unauthorized), ("garbage", .unauthorized), (try await harness.token(scopes: [.admin]), .forbidden)] {
-                var headers: HTTPFields = [:]
-                if let token { headers[.authorization] = "Bearer \(token)" }
-                try await fanout.execute(uri: "/v1/stream?protocol=1", method: .get, headers: headers) { response in
-                    #expect(response.status == status)
-                    let envelope = try JSONDecoder().decode(ErrorEnvelope.self, from: Data(buffer: response.body))
-                    #expect(envelope.error.code.httpStatus == Int(status.code))
+                for (token, status) in [
+                    (nil, HTTPResponse.Status.unauthorized), ("garbage", .unauthorized), (try await harness.token(scopes: [.admin]), .forbidden),
+                ] {
+                    var headers: HTTPFields = [:]
+                    if let token { headers[.authorization] = "Bearer \(token)" }
+                    try await fanout.execute(uri: "/v1/stream?protocol=1", method: .get, headers: headers) { response in
+                        #expect(response.status == status)
+                        let envelope = try JSONDecoder().decode(ErrorEnvelope.self, from: Data(buffer: response.body))
+                        #expect(envelope.error.code.httpStatus == Int(status.code))
+                    }
                 }
+                try await fanout.execute(uri: "/v1/stream?protocol=1", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                    #expect(response.status == .badRequest)
+                }
+
+                let client = StreamClient(port: port, token: token)
+                let bad = try await client.run(sending: [
+                    "{not json", #"{"type":"dance"}"#, #"{"type":"subscribe","filters":{"severityGte":"loud"}}"#, subscribe(),
+                ]) {
+                    $0["type"] as? String == "subscribed"
+                }
+                let errors = bad.frames.ofType("error").compactMap { ($0["error"] as? [String: Any])?["code"] as? String }
+                #expect(errors == ["InvalidRequest", "InvalidRequest", "InvalidRequest"])
+                #expect(bad.frames.last?["type"] as? String == "subscribed")
+
+                let oversized = try await client.run(sending: [String(repeating: " ", count: 10_000)]) { _ in false }
+                #expect(oversized.close?.closeCode == .messageTooLarge)
+
+                let flood = try await client.run(sending: Array(repeating: subscribe(), count: 30)) { _ in false }
+                #expect(flood.close?.closeCode == .policyViolation)
+
+                try await fanout.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
             }
-            try await fanout.execute(uri: "/v1/stream?protocol=1", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
-                #expect(response.status == .badRequest)
-            }
-
-            let client = StreamClient(port: port, token: token)
-            let bad = try await client.run(sending: ["{not json", #"{"type":"dance"}"#, #"{"type":"subscribe","filters":{"severityGte":"loud"}}"#, subscribe()]) {
-                $0["type"] as? String == "subscribed"
-            }
-            let errors = bad.frames.ofType("error").compactMap { ($0["error"] as? [String: Any])?["code"] as? String }
-            #expect(errors == ["InvalidRequest", "InvalidRequest", "InvalidRequest"])
-            #expect(bad.frames.last?["type"] as? String == "subscribed")
-
-            let oversized = try await client.run(sending: [String(repeating: " ", count: 10_000)]) { _ in false }
-            #expect(oversized.close?.closeCode == .messageTooLarge)
-
-            let flood = try await client.run(sending: Array(repeating: subscribe(), count: 30)) { _ in false }
-            #expect(flood.close?.closeCode == .policyViolation)
-
-            try await fanout.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
-        }
         }
     }
 
@@ -209,9 +213,11 @@ struct StreamFanoutTests {
                 events += (0..<3).map { log("s\($0)", agent: "a1", message: "spam \"quoted\"") }
                 try await harness.post(ingest, key: key, events)
                 let frames = try await received.frames.filter { $0["type"] as? String != "subscribed" }
-                #expect(frames.map { $0["message"] as? String ?? "count \($0["count"] as? Int ?? -1)" } == [
-                    "disk full", "count 4", "recovered", "disk full", "spam \"quoted\"", "count 2",
-                ])
+                #expect(
+                    frames.map { $0["message"] as? String ?? "count \($0["count"] as? Int ?? -1)" } == [
+                        "disk full", "count 4", "recovered", "disk full", "spam \"quoted\"", "count 2",
+                    ]
+                )
                 let notice = try #require(frames.first { $0["type"] as? String == "suppressed" })
                 #expect(notice["fromSeq"] as? Int == 2)
                 #expect(notice["toSeq"] as? Int == 5)
@@ -220,7 +226,9 @@ struct StreamFanoutTests {
         }
     }
 
-    @Test("a client that stops reading: its queue stays bounded, it catches up from the log or gets a gap notice, never silent loss; a fast client meanwhile gets everything")
+    @Test(
+        "a client that stops reading: its queue stays bounded, it catches up from the log or gets a gap notice, never silent loss; a fast client meanwhile gets everything"
+    )
     func slowClient() async throws {
         let harness = try await FanoutHarness(fanout: ["FANOUT_QUEUE_EVENTS": "16", "FANOUT_MAX_CATCH_UP_EVENTS": "500"])
         try await harness.ingest().test(.router) { ingest in
@@ -238,8 +246,16 @@ struct StreamFanoutTests {
                 let done: @Sendable ([String: Any]) -> Bool = { frame in
                     (frame["seq"] as? Int) == total || ((frame["type"] as? String) == "gap" && (frame["toSeq"] as? Int ?? 0) >= total)
                 }
-                async let slowFrames = slow.run(sending: [subscribe(lastEventId: 0, extra: ["maxEventsPerSecond": 10000])], timeout: .seconds(90), until: done)
-                async let fastFrames = fast.run(sending: [subscribe(lastEventId: 0, extra: ["maxEventsPerSecond": 10000])], timeout: .seconds(90), until: done)
+                async let slowFrames = slow.run(
+                    sending: [subscribe(lastEventId: 0, extra: ["maxEventsPerSecond": 10000])],
+                    timeout: .seconds(90),
+                    until: done
+                )
+                async let fastFrames = fast.run(
+                    sending: [subscribe(lastEventId: 0, extra: ["maxEventsPerSecond": 10000])],
+                    timeout: .seconds(90),
+                    until: done
+                )
                 for batch in 0..<(total / 100) {
                     try await harness.post(ingest, key: key, (0..<100).map { log("s-\(batch)-\($0)", message: body) })
                 }
@@ -266,25 +282,25 @@ struct StreamFanoutTests {
     func deadPeer() async throws {
         let harness = try await FanoutHarness(fanout: ["FANOUT_PING_SECONDS": "1"])
         try await harness.ingest().test(.router) { _ in
-        try await harness.fanout().test(.live) { fanout in
-            let port = try #require(fanout.port)
-            var silent = StreamClient(port: port, token: try await harness.token())
-            silent.answerPings = false
-            let started = ContinuousClock.now
-            let dropped = try await silent.run(sending: [subscribe()], timeout: .seconds(15)) { _ in false }
-            #expect(dropped.close?.closeCode == .goingAway)
-            #expect(dropped.frames.ofType("ping").count >= 1)
-            #expect(ContinuousClock.now - started < .seconds(10))
+            try await harness.fanout().test(.live) { fanout in
+                let port = try #require(fanout.port)
+                var silent = StreamClient(port: port, token: try await harness.token())
+                silent.answerPings = false
+                let started = ContinuousClock.now
+                let dropped = try await silent.run(sending: [subscribe()], timeout: .seconds(15)) { _ in false }
+                #expect(dropped.close?.closeCode == .goingAway)
+                #expect(dropped.frames.ofType("ping").count >= 1)
+                #expect(ContinuousClock.now - started < .seconds(10))
 
-            let alive = StreamClient(port: port, token: try await harness.token())
-            let pings = Counted()
-            let kept = try await alive.run(sending: [subscribe()], timeout: .seconds(15)) { frame in
-                frame["type"] as? String == "ping" && pings.next() >= 4
+                let alive = StreamClient(port: port, token: try await harness.token())
+                let pings = Counted()
+                let kept = try await alive.run(sending: [subscribe()], timeout: .seconds(15)) { frame in
+                    frame["type"] as? String == "ping" && pings.next() >= 4
+                }
+                // Still open after four pings; the client closed it (normally).
+                #expect(kept.frames.ofType("ping").count == 4)
+                #expect(kept.close?.closeCode == .normalClosure)
             }
-            // Still open after four pings; the client closed it (normally).
-            #expect(kept.frames.ofType("ping").count == 4)
-            #expect(kept.close?.closeCode == .normalClosure)
-        }
         }
     }
 }

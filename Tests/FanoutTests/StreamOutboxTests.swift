@@ -10,7 +10,8 @@ import Testing
 @Suite("Stream outbox, collapser and filter (unit)")
 struct StreamOutboxTests {
     static func event(_ seq: Int64, agent: String = "a1", kind: BusEventKind = .log, message: String = "hello", bytes: Int = 0) -> FeedEvent {
-        let frame = #"{"seq":\#(seq),"eventId":"\#(seq)","type":"log","swarmId":"s1","agentId":"\#(agent)","severity":"info","message":"\#(message)"\#(String(repeating: " ", count: bytes))}"#
+        let frame =
+            #"{"seq":\#(seq),"eventId":"\#(seq)","type":"log","swarmId":"s1","agentId":"\#(agent)","severity":"info","message":"\#(message)"\#(String(repeating: " ", count: bytes))}"#
         return FeedEvent(
             LoggedEvent(seq: seq, kind: kind, severity: .info, swarmID: "s1", agentID: agent, frame: ByteBuffer(string: frame))
         )

@@ -63,7 +63,9 @@ struct IngestACPTests {
             #expect(again.1?.seq == 3)
             #expect(again.1?.threadSeq == 2)
 
-            let postgres = PostgresClient(configuration: try PostgresClient.Configuration(url: try harness.environment["POSTGRES_URL"]!, maxConnections: 2))
+            let postgres = PostgresClient(
+                configuration: try PostgresClient.Configuration(url: try harness.environment["POSTGRES_URL"]!, maxConnections: 2)
+            )
             let running = Task { await postgres.run() }
             defer { running.cancel() }
             let rows = try await postgres.query(

@@ -32,7 +32,9 @@ struct IngestBackpressureTests {
                     async let first = harness.post(client, key: key, events: events("a", 20))
                     #expect(
                         try await eventually {
-                            let rows = try await database.query("SELECT count(*)::int FROM pg_stat_activity WHERE \(pid) = ANY(pg_blocking_pids(pid))")
+                            let rows = try await database.query(
+                                "SELECT count(*)::int FROM pg_stat_activity WHERE \(pid) = ANY(pg_blocking_pids(pid))"
+                            )
                             for try await count in rows.decode(Int.self) { return count > 0 }
                             return false
                         }

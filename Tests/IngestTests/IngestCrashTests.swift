@@ -1,11 +1,12 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import PostgresNIO
 import ServiceKit
 import TestSupport
 import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 @Suite("Ingest killed mid-load (live, the real executable)")
 struct IngestCrashTests {
@@ -66,7 +67,9 @@ struct IngestCrashTests {
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(acknowledged.count > 0)
 
-        let postgres = PostgresClient(configuration: try PostgresClient.Configuration(url: try harness.environment["POSTGRES_URL"]!, maxConnections: 2))
+        let postgres = PostgresClient(
+            configuration: try PostgresClient.Configuration(url: try harness.environment["POSTGRES_URL"]!, maxConnections: 2)
+        )
         let running = Task { await postgres.run() }
         defer { running.cancel() }
         let rows = try await postgres.query(
@@ -104,5 +107,9 @@ struct IngestCrashTests {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         let (data, _) = try await URLSession.shared.data(for: request)
         return try JSONDecoder().decode(CreatedKey.self, from: data).key
+    }
+
+    private struct CreatedKey: Decodable {
+        var key: String
     }
 }

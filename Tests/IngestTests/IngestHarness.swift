@@ -10,60 +10,34 @@ import Testing
 
 @testable import Ingest
 
-/// Builds the ingest application against the test infrastructure with its own schema and
-/// subject prefix, and signs admin tokens for it.
+/// Ingest in process against the test infrastructure, with a schema, subject prefix and tenant
+/// of its own (``LiveHarness``).
 struct IngestHarness {
-    let schema = "ingest_" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
-    let prefix = "t" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
-    let tenant = "tenant-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
-    let keyFile: URL
-    let signer: AccessTokenSigner
-    var overrides: [String: String] = [:]
+    var live: LiveHarness
+    var schema: String { self.live.ingestSchema }
+    var prefix: String { self.live.prefix }
+    var tenant: String { self.live.tenant }
+    var signer: AccessTokenSigner { self.live.signer }
 
     init(overrides: [String: String] = [:]) async throws {
-        let pair = AccessTokenSigner.generateKeyPair()
-        self.keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-test-\(UUID().uuidString).pub")
-        try Data(pair.publicKey.utf8).write(to: self.keyFile)
-        self.signer = try await AccessTokenSigner(privateKeyPEM: pair.privateKey, keyID: "swarmdeck-1", issuer: "swarmdeck", audience: "swarmdeck")
-        self.overrides = overrides
+        self.live = try await LiveHarness(overrides: overrides)
     }
 
     var environment: [String: String] {
-        get throws {
-            var environment = [
-                "NATS_URL": try TestEnvironment.natsURL,
-                "POSTGRES_URL": try TestEnvironment.databaseURL,
-                "POSTGRES_MAX_CONNECTIONS": "8",
-                "INGEST_SCHEMA": self.schema,
-                "SUBJECTS_PREFIX": self.prefix,
-                "AUTH_JWT_PUBLIC_KEY_FILE": self.keyFile.path,
-                "LOG_LEVEL": "warning",
-            ]
-            environment.merge(self.overrides) { $1 }
-            return environment
-        }
+        get throws { try self.live.environment() }
     }
 
     func application() async throws -> some ApplicationProtocol {
-        try await IngestService.application(reader: try await ServiceConfiguration.reader(arguments: ["ingest"], environment: self.environment))
+        try await self.live.application(IngestService.self)
     }
 
     func adminToken(tenant: String? = nil) async throws -> String {
-        try await self.signer.sign(tenant: tenant ?? self.tenant, subject: "admin", scopes: [.admin])
+        try await self.live.token(tenant: tenant, subject: "admin", scopes: [.admin])
     }
 
     /// Creates an ingest key through the admin API.
     func createKey(_ client: some TestClientProtocol, tenant: String? = nil) async throws -> String {
-        let token = try await self.adminToken(tenant: tenant)
-        return try await client.execute(
-            uri: "/v1/admin/ingest-keys",
-            method: .post,
-            headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
-            body: ByteBuffer(string: #"{"name":"test"}"#)
-        ) { response in
-            #expect(response.status == .created)
-            return try JSONDecoder().decode(CreatedKey.self, from: Data(buffer: response.body)).key
-        }
+        try await self.live.createKey(client, tenant: tenant)
     }
 
     /// Runs `body` with a Postgres client of its own whose unqualified names resolve to the
@@ -79,20 +53,9 @@ struct IngestHarness {
 
     /// Posts a native batch and decodes the answer.
     func post(_ client: some TestClientProtocol, key: String, events: [[String: Any]]) async throws -> (HTTPResponse.Status, BatchAnswer?) {
-        let body = try JSONSerialization.data(withJSONObject: ["events": events])
-        return try await client.execute(
-            uri: "/v1/ingest/events",
-            method: .post,
-            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
-            body: ByteBuffer(bytes: body)
-        ) { response in
-            (response.status, try? JSONDecoder().decode(BatchAnswer.self, from: Data(buffer: response.body)))
-        }
+        let (status, body) = try await self.live.postEvents(client, key: key, events)
+        return (status, try? JSONDecoder().decode(BatchAnswer.self, from: Data(buffer: body)))
     }
-}
-
-struct CreatedKey: Decodable {
-    var key: String
 }
 
 struct BatchAnswer: Decodable {
@@ -108,7 +71,6 @@ struct BatchAnswer: Decodable {
     var rejected: Int
     var results: [Result]
 }
-
 
 func logEvent(_ msgID: String, swarm: String = "s1", agent: String = "a1", message: String = "hello") -> [String: Any] {
     ["msgId": msgID, "swarmId": swarm, "agentId": agent, "kind": "log", "level": "info", "message": message]

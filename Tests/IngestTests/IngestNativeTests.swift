@@ -21,8 +21,14 @@ struct IngestNativeTests {
             let key = try await harness.createKey(client)
             let events: [[String: Any]] = [
                 logEvent("m1", message: "first \"quoted\"\nline"),
-                ["msgId": "m2", "swarmId": "s1", "agentId": "a2", "kind": "tool_call", "tool": "bash", "ok": false, "latencyMs": 12.5, "error": "exit 1"],
-                ["msgId": "m3", "swarmId": "s2", "agentId": "a1", "kind": "usage", "model": "claude", "inputTokens": 100, "outputTokens": 20, "costUsd": 0.0031],
+                [
+                    "msgId": "m2", "swarmId": "s1", "agentId": "a2", "kind": "tool_call", "tool": "bash", "ok": false, "latencyMs": 12.5,
+                    "error": "exit 1",
+                ],
+                [
+                    "msgId": "m3", "swarmId": "s2", "agentId": "a1", "kind": "usage", "model": "claude", "inputTokens": 100, "outputTokens": 20,
+                    "costUsd": 0.0031,
+                ],
             ]
             let (status, answer) = try await harness.post(client, key: key, events: events)
             #expect(status == .ok)
@@ -77,7 +83,9 @@ struct IngestNativeTests {
         let batch = 500
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
-            let postgres = PostgresClient(configuration: try PostgresClient.Configuration(url: try harness.environment["POSTGRES_URL"]!, maxConnections: 2))
+            let postgres = PostgresClient(
+                configuration: try PostgresClient.Configuration(url: try harness.environment["POSTGRES_URL"]!, maxConnections: 2)
+            )
             let running = Task { await postgres.run() }
             defer { running.cancel() }
 
@@ -136,7 +144,11 @@ struct IngestNativeTests {
         let harness = try await IngestHarness(overrides: ["INGEST_MAX_BODY_BYTES": "1048576", "INGEST_MAX_BATCH_EVENTS": "100"])
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
-            func send(_ body: ByteBuffer, key: String? = nil, contentType: String = "application/json") async throws -> (HTTPResponse.Status, ErrorEnvelope.Body?) {
+            func send(
+                _ body: ByteBuffer,
+                key: String? = nil,
+                contentType: String = "application/json"
+            ) async throws -> (HTTPResponse.Status, ErrorEnvelope.Body?) {
                 var headers: HTTPFields = [.contentType: contentType]
                 if let key { headers[.authorization] = "Bearer \(key)" }
                 return try await client.execute(uri: "/v1/ingest/events", method: .post, headers: headers, body: body) { response in
@@ -148,11 +160,24 @@ struct IngestNativeTests {
                 ("wrong top-level type", ByteBuffer(string: "[1,2,3]"), key, "application/json", .badRequest, .invalidRequest),
                 ("events not an array", ByteBuffer(string: #"{"events": "nope"}"#), key, "application/json", .badRequest, .invalidRequest),
                 ("no key", ByteBuffer(string: #"{"events": []}"#), nil, "application/json", .unauthorized, .authInvalid),
-                ("unknown key", ByteBuffer(string: #"{"events": []}"#), "sdi_0000000000000000_" + String(repeating: "0", count: 64), "application/json", .unauthorized, .authInvalid),
+                (
+                    "unknown key", ByteBuffer(string: #"{"events": []}"#), "sdi_0000000000000000_" + String(repeating: "0", count: 64),
+                    "application/json", .unauthorized, .authInvalid
+                ),
                 ("not a key", ByteBuffer(string: #"{"events": []}"#), "hunter2", "application/json", .unauthorized, .authInvalid),
-                ("wrong content type", ByteBuffer(string: "a=b"), key, "application/x-www-form-urlencoded", .unsupportedMediaType, .unsupportedMediaType),
-                ("10 MB of garbage", ByteBuffer(bytes: (0..<(10 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }), key, "application/json", .contentTooLarge, .payloadTooLarge),
-                ("too many events", ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["events": (0..<101).map { logEvent("x\($0)") }])), key, "application/json", .contentTooLarge, .payloadTooLarge),
+                (
+                    "wrong content type", ByteBuffer(string: "a=b"), key, "application/x-www-form-urlencoded", .unsupportedMediaType,
+                    .unsupportedMediaType
+                ),
+                (
+                    "10 MB of garbage", ByteBuffer(bytes: (0..<(10 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }), key, "application/json",
+                    .contentTooLarge, .payloadTooLarge
+                ),
+                (
+                    "too many events",
+                    ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["events": (0..<101).map { logEvent("x\($0)") }])), key,
+                    "application/json", .contentTooLarge, .payloadTooLarge
+                ),
             ]
             for (name, body, key, contentType, status, code) in cases {
                 let (answered, envelope) = try await send(body, key: key, contentType: contentType)

@@ -78,7 +78,9 @@ struct IngestOTLPTests {
 
     static let nowNanos = UInt64(Date().timeIntervalSince1970) * 1_000_000_000
 
-    @Test("GenAI spans in protobuf: a trace event each, a tool call for the tool span, usage for the chat span; the same export again is all duplicates")
+    @Test(
+        "GenAI spans in protobuf: a trace event each, a tool call for the tool span, usage for the chat span; the same export again is all duplicates"
+    )
     func genAITraces() async throws {
         let harness = try await IngestHarness()
         let feed = try await Feed(harness)
@@ -170,13 +172,28 @@ struct IngestOTLPTests {
         let harness = try await IngestHarness()
         let feed = try await Feed(harness)
         @Sendable func export(trace: String, span: String) -> [UInt8] {
-            Array(#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"\#(trace)","spanId":"\#(span)","name":"s","startTimeUnixNano":"1763780000000000000"}]}]}]}"#.utf8)
+            Array(
+                #"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"\#(trace)","spanId":"\#(span)","name":"s","startTimeUnixNano":"1763780000000000000"}]}]}]}"#
+                    .utf8
+            )
         }
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
-            let upper = try await Self.post(client, "/v1/traces", key: key, contentType: "application/json", body: export(trace: "5B8EFFF798038103D269B633813FC60C", span: "EEE19B7EC3C1B174"))
+            let upper = try await Self.post(
+                client,
+                "/v1/traces",
+                key: key,
+                contentType: "application/json",
+                body: export(trace: "5B8EFFF798038103D269B633813FC60C", span: "EEE19B7EC3C1B174")
+            )
             #expect(upper.status == .ok)
-            let base64 = try await Self.post(client, "/v1/traces", key: key, contentType: "application/json", body: export(trace: "AQIDBAUGBwgJCgsMDQ4PEA==", span: "oAAAAAAAAAE="))
+            let base64 = try await Self.post(
+                client,
+                "/v1/traces",
+                key: key,
+                contentType: "application/json",
+                body: export(trace: "AQIDBAUGBwgJCgsMDQ4PEA==", span: "oAAAAAAAAAE=")
+            )
             #expect(base64.status == .ok)
             let frames = try await feed.frames(2)
             #expect(frames[0]["traceId"] as? String == "5b8efff798038103d269b633813fc60c")
@@ -193,7 +210,12 @@ struct IngestOTLPTests {
         let feed = try await Feed(harness)
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
-            let claude = try await Self.post(client, "/v1/logs", key: key, body: try OTLPPayloads.claudeCodeLogs(nanos: Self.nowNanos).serializedBytes())
+            let claude = try await Self.post(
+                client,
+                "/v1/logs",
+                key: key,
+                body: try OTLPPayloads.claudeCodeLogs(nanos: Self.nowNanos).serializedBytes()
+            )
             #expect(claude.status == .ok)
             let codex = try await Self.post(
                 client,
@@ -284,7 +306,9 @@ struct IngestOTLPTests {
             #expect(answer.partialSuccess.errorMessage.contains("broken"))
 
             let frames = try await feed.frames(3)
-            #expect(frames.map { $0["name"] as? String } == ["claude_code.token.usage", "claude_code.cost.usage", "gen_ai.client.operation.duration"])
+            #expect(
+                frames.map { $0["name"] as? String } == ["claude_code.token.usage", "claude_code.cost.usage", "gen_ai.client.operation.duration"]
+            )
             #expect(frames.allSatisfy { $0["type"] as? String == "metric" && $0["agentId"] as? String == "sess-1" })
             #expect(frames[0]["value"] as? Double == 1500)
             #expect(frames[0]["unit"] as? String == "tokens")

@@ -22,7 +22,8 @@ struct IngestRetentionTests {
             try await harness.withDatabase { database in
                 let now = Date()
                 func partition(_ table: String, daysFromNow: Int) -> String {
-                    table + "_p" + EventLogRetention.utcDay(now.addingTimeInterval(Double(daysFromNow) * 86_400)).replacingOccurrences(of: "-", with: "")
+                    table + "_p"
+                        + EventLogRetention.utcDay(now.addingTimeInterval(Double(daysFromNow) * 86_400)).replacingOccurrences(of: "-", with: "")
                 }
                 func exists(_ table: String) async throws -> Bool {
                     let rows = try await database.query("SELECT to_regclass(\(table)) IS NOT NULL")

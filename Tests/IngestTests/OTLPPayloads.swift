@@ -36,16 +36,32 @@ enum OTLPPayloads {
         }
         var scope = Opentelemetry_Proto_Trace_V1_ScopeSpans()
         scope.spans = [
-            span(1, parent: nil, name: "invoke_agent fixer", attributes: [
-                .init("gen_ai.operation.name", "invoke_agent"), .init("gen_ai.usage.input_tokens", Int64(999)),
-            ]),
-            span(2, parent: 1, name: "chat claude-sonnet-4", attributes: [
-                .init("gen_ai.operation.name", "chat"), .init("gen_ai.request.model", "claude-sonnet-4"),
-                .init("gen_ai.usage.input_tokens", Int64(1200)), .init("gen_ai.usage.output_tokens", Int64(340)),
-            ]),
-            span(3, parent: 1, name: "execute_tool bash", attributes: [
-                .init("gen_ai.operation.name", "execute_tool"), .init("gen_ai.tool.name", "bash"), .init("gen_ai.tool.call.id", "call-9"),
-            ], error: "exit status 2"),
+            span(
+                1,
+                parent: nil,
+                name: "invoke_agent fixer",
+                attributes: [
+                    .init("gen_ai.operation.name", "invoke_agent"), .init("gen_ai.usage.input_tokens", Int64(999)),
+                ]
+            ),
+            span(
+                2,
+                parent: 1,
+                name: "chat claude-sonnet-4",
+                attributes: [
+                    .init("gen_ai.operation.name", "chat"), .init("gen_ai.request.model", "claude-sonnet-4"),
+                    .init("gen_ai.usage.input_tokens", Int64(1200)), .init("gen_ai.usage.output_tokens", Int64(340)),
+                ]
+            ),
+            span(
+                3,
+                parent: 1,
+                name: "execute_tool bash",
+                attributes: [
+                    .init("gen_ai.operation.name", "execute_tool"), .init("gen_ai.tool.name", "bash"), .init("gen_ai.tool.call.id", "call-9"),
+                ],
+                error: "exit status 2"
+            ),
         ]
         var resourceSpans = Opentelemetry_Proto_Trace_V1_ResourceSpans()
         resourceSpans.resource = Self.resource([
@@ -57,7 +73,13 @@ enum OTLPPayloads {
         return request
     }
 
-    static func record(_ body: String, eventName: String?, nanos: UInt64, _ attributes: [OTLPKeyValue], severity: Opentelemetry_Proto_Logs_V1_SeverityNumber = .info) -> OTLPLogRecord {
+    static func record(
+        _ body: String,
+        eventName: String?,
+        nanos: UInt64,
+        _ attributes: [OTLPKeyValue],
+        severity: Opentelemetry_Proto_Logs_V1_SeverityNumber = .info
+    ) -> OTLPLogRecord {
         var record = OTLPLogRecord()
         record.timeUnixNano = nanos
         record.observedTimeUnixNano = nanos
@@ -75,16 +97,31 @@ enum OTLPPayloads {
         scope.scope.name = "com.anthropic.claude_code.events"
         scope.logRecords = [
             Self.record("claude_code.user_prompt", eventName: "user_prompt", nanos: nanos, [session, .init("prompt_length", "42")]),
-            Self.record("claude_code.tool_result", eventName: "tool_result", nanos: nanos + 1, [
-                session, .init("tool_name", "Bash"), .init("success", "false"), .init("duration_ms", "812"), .init("error", "Exit code 1"),
-            ]),
-            Self.record("claude_code.api_request", eventName: "api_request", nanos: nanos + 2, [
-                session, .init("model", "claude-sonnet-4-5"), .init("cost_usd", "0.0123"), .init("duration_ms", "2100"),
-                .init("input_tokens", "1500"), .init("output_tokens", "220"), .init("cache_read_tokens", "9000"),
-            ]),
-            Self.record("claude_code.api_error", eventName: "api_error", nanos: nanos + 3, [
-                session, .init("model", "claude-sonnet-4-5"), .init("error", "overloaded_error"), .init("status_code", Int64(529)),
-            ]),
+            Self.record(
+                "claude_code.tool_result",
+                eventName: "tool_result",
+                nanos: nanos + 1,
+                [
+                    session, .init("tool_name", "Bash"), .init("success", "false"), .init("duration_ms", "812"), .init("error", "Exit code 1"),
+                ]
+            ),
+            Self.record(
+                "claude_code.api_request",
+                eventName: "api_request",
+                nanos: nanos + 2,
+                [
+                    session, .init("model", "claude-sonnet-4-5"), .init("cost_usd", "0.0123"), .init("duration_ms", "2100"),
+                    .init("input_tokens", "1500"), .init("output_tokens", "220"), .init("cache_read_tokens", "9000"),
+                ]
+            ),
+            Self.record(
+                "claude_code.api_error",
+                eventName: "api_error",
+                nanos: nanos + 3,
+                [
+                    session, .init("model", "claude-sonnet-4-5"), .init("error", "overloaded_error"), .init("status_code", Int64(529)),
+                ]
+            ),
         ]
         var resourceLogs = Opentelemetry_Proto_Logs_V1_ResourceLogs()
         resourceLogs.resource = Self.resource([.init("service.name", "claude-code"), .init("service.version", "2.0.14")])
@@ -100,14 +137,25 @@ enum OTLPPayloads {
         let model = OTLPKeyValue("model", "gpt-5-codex")
         var scope = Opentelemetry_Proto_Logs_V1_ScopeLogs()
         scope.logRecords = [
-            Self.record("", eventName: "codex.tool_result", nanos: nanos, [
-                conversation, model, .init("tool_name", "shell"), .init("call_id", "c1"), .init("duration_ms", "35"), .init("success", "true"), .init("output", "ok"),
-            ]),
+            Self.record(
+                "",
+                eventName: "codex.tool_result",
+                nanos: nanos,
+                [
+                    conversation, model, .init("tool_name", "shell"), .init("call_id", "c1"), .init("duration_ms", "35"), .init("success", "true"),
+                    .init("output", "ok"),
+                ]
+            ),
             Self.record("", eventName: "codex.sse_event", nanos: nanos + 1, [conversation, model, .init("event.kind", "response.output_item.done")]),
-            Self.record("", eventName: "codex.sse_event", nanos: nanos + 2, [
-                conversation, model, .init("event.kind", "response.completed"), .init("input_token_count", "3000"),
-                .init("output_token_count", "410"), .init("cached_token_count", Int64(2048)),
-            ]),
+            Self.record(
+                "",
+                eventName: "codex.sse_event",
+                nanos: nanos + 2,
+                [
+                    conversation, model, .init("event.kind", "response.completed"), .init("input_token_count", "3000"),
+                    .init("output_token_count", "410"), .init("cached_token_count", Int64(2048)),
+                ]
+            ),
         ]
         var resourceLogs = Opentelemetry_Proto_Logs_V1_ResourceLogs()
         resourceLogs.resource = Self.resource([.init("service.name", "codex_cli_rs")])

@@ -112,9 +112,11 @@ struct LimitsTests {
 
     @Test("session limits become the pool's startup parameters, in milliseconds")
     func postgresSession() {
-        #expect(PostgresSession.owning("ctl").startupParameters.map { "\($0.0)=\($0.1)" } == [
-            "search_path=ctl", "statement_timeout=5000", "lock_timeout=5000", "idle_in_transaction_session_timeout=10000",
-        ])
+        #expect(
+            PostgresSession.owning("ctl").startupParameters.map { "\($0.0)=\($0.1)" } == [
+                "search_path=ctl", "statement_timeout=5000", "lock_timeout=5000", "idle_in_transaction_session_timeout=10000",
+            ]
+        )
         let reader = PostgresSession(searchPath: nil, statementTimeout: .milliseconds(1500))
         #expect(reader.startupParameters.map { "\($0.0)=\($0.1)" } == ["statement_timeout=1500"])
     }

@@ -21,12 +21,14 @@ struct MigratorTests {
     private func withClient<T: Sendable>(_ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
         let client = PostgresClient(configuration: try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 4))
         return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { await client.run(); return nil }
+            group.addTask {
+                await client.run()
+                return nil
+            }
             defer { group.cancelAll() }
             return try await body(client)
         }
     }
-
 
     @Test("a migration outlasts the session's statement_timeout (which the service sets for its requests)")
     func ignoresSessionTimeouts() async throws {

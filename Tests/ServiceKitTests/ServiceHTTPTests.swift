@@ -18,7 +18,11 @@ struct ServiceHTTPTests {
         try await AccessTokenVerifier(publicKeys: ["k1": keyPair.publicKey], issuer: issuer, audience: audience)
     }
 
-    static func signer(privateKey: String = keyPair.privateKey, issuer: String = issuer, audience: String = audience) async throws -> AccessTokenSigner {
+    static func signer(
+        privateKey: String = keyPair.privateKey,
+        issuer: String = issuer,
+        audience: String = audience
+    ) async throws -> AccessTokenSigner {
         try await AccessTokenSigner(privateKeyPEM: privateKey, keyID: "k1", issuer: issuer, audience: audience)
     }
 
@@ -63,22 +67,50 @@ struct ServiceHTTPTests {
     /// Tokens that must be refused, and the code each gets.
     static func badTokens() async throws -> [(String, String, ErrorCode, HTTPResponse.Status)] {
         let now = Date()
-        let expired = try await signer().sign(tenant: "acme", subject: "op", scopes: [.streamRead], lifetime: .seconds(60), now: now.addingTimeInterval(-3600))
+        let expired = try await signer().sign(
+            tenant: "acme",
+            subject: "op",
+            scopes: [.streamRead],
+            lifetime: .seconds(60),
+            now: now.addingTimeInterval(-3600)
+        )
         let wrongIssuer = try await signer(issuer: "someone-else").sign(tenant: "acme", subject: "op", scopes: [.streamRead])
         let wrongAudience = try await signer(audience: "other-app").sign(tenant: "acme", subject: "op", scopes: [.streamRead])
-        let wrongKey = try await signer(privateKey: AccessTokenSigner.generateKeyPair().privateKey).sign(tenant: "acme", subject: "op", scopes: [.streamRead])
+        let wrongKey = try await signer(privateKey: AccessTokenSigner.generateKeyPair().privateKey).sign(
+            tenant: "acme",
+            subject: "op",
+            scopes: [.streamRead]
+        )
         let noScope = try await signer().sign(tenant: "acme", subject: "op", scopes: [.terminalAttach])
 
         // alg: none — an unsigned token with valid claims.
         let claims = try JSONEncoder().encode(
-            AccessClaims(issuer: issuer, audience: audience, subject: "op", expiration: now.addingTimeInterval(600), issuedAt: now, id: "j", tenant: "acme", scope: "stream:read")
+            AccessClaims(
+                issuer: issuer,
+                audience: audience,
+                subject: "op",
+                expiration: now.addingTimeInterval(600),
+                issuedAt: now,
+                id: "j",
+                tenant: "acme",
+                scope: "stream:read"
+            )
         )
         let none = base64URL(Data(#"{"alg":"none","kid":"k1","typ":"JWT"}"#.utf8)) + "." + base64URL(claims) + "."
         // HS256 keyed with the public key's PEM: the classic algorithm-confusion attack.
         let confusion = JWTKeyCollection()
         await confusion.add(hmac: HMACKey(from: keyPair.publicKey), digestAlgorithm: .sha256, kid: "k1")
         let hs256 = try await confusion.sign(
-            AccessClaims(issuer: issuer, audience: audience, subject: "op", expiration: now.addingTimeInterval(600), issuedAt: now, id: "j", tenant: "acme", scope: "stream:read"),
+            AccessClaims(
+                issuer: issuer,
+                audience: audience,
+                subject: "op",
+                expiration: now.addingTimeInterval(600),
+                issuedAt: now,
+                id: "j",
+                tenant: "acme",
+                scope: "stream:read"
+            ),
             kid: "k1"
         )
         return [
@@ -183,7 +215,9 @@ struct ServiceHTTPTests {
         let server = try NATSServerProcess()
         try server.start()
         let connection = try await NATSConnection.connect(NATSConfiguration(servers: [server.url], name: "ready-test"))
-        let unreachable = PostgresClient(configuration: try PostgresClient.Configuration(url: "postgres://u:p@127.0.0.1:\(try freeLoopbackPort())/db"))
+        let unreachable = PostgresClient(
+            configuration: try PostgresClient.Configuration(url: "postgres://u:p@127.0.0.1:\(try freeLoopbackPort())/db")
+        )
         let running = Task { await unreachable.run() }
         defer { running.cancel() }
         server.kill()
@@ -203,5 +237,8 @@ struct ServiceHTTPTests {
 }
 
 func base64URL(_ data: Data) -> String {
-    data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(
+        of: "=",
+        with: ""
+    )
 }

@@ -23,7 +23,14 @@ public struct StreamClient: Sendable {
     /// Wait this long before reading anything (a slow client).
     public var readDelay: Duration?
 
-    public init(port: Int, token: String?, path: String = "/v1/stream", protocolVersion: String? = "1", answerPings: Bool = true, readDelay: Duration? = nil) {
+    public init(
+        port: Int,
+        token: String?,
+        path: String = "/v1/stream",
+        protocolVersion: String? = "1",
+        answerPings: Bool = true,
+        readDelay: Duration? = nil
+    ) {
         self.port = port
         self.token = token
         self.path = path
@@ -57,7 +64,7 @@ public struct StreamClient: Sendable {
         let received = Received()
         do {
             return try await self.run(sending: messages, timeout: timeout, received: received, until: until)
-        } catch where toleratingDrop && !(error is ServiceKitError) {
+        } catch  where toleratingDrop && !(error is ServiceKitError) {
             let texts = received.texts.withLock { $0 }
             return (texts.flatMap(StreamClient.frames), nil, texts.count)
         }
@@ -72,8 +79,14 @@ public struct StreamClient: Sendable {
         let answerPings = self.answerPings
         let readDelay = self.readDelay
         let url = self.url
-        let close = try await withHardDeadline(timeout, orThrow: ServiceKitError(.natsTimeout, "stream client timed out after \(timeout); got \(received.texts.withLock { $0.prefix(8) })")) {
-            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: Logger(label: "stream-client")) { inbound, outbound, _ in
+        let close = try await withHardDeadline(
+            timeout,
+            orThrow: ServiceKitError(.natsTimeout, "stream client timed out after \(timeout); got \(received.texts.withLock { $0.prefix(8) })")
+        ) {
+            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: Logger(label: "stream-client")) {
+                inbound,
+                outbound,
+                _ in
                 for message in messages { try await outbound.write(.text(message)) }
                 if let readDelay { try await Task.sleep(for: readDelay) }
                 for try await message in inbound.messages(maxSize: 1 << 24) {

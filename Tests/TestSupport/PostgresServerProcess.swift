@@ -13,7 +13,9 @@ public final class PostgresServerProcess: @unchecked Sendable {
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         try self.asPostgres(["chown", "postgres", self.directory.path], asRoot: true)
-        try self.asPostgres(["\(self.binaries)/initdb", "-D", self.dataPath, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C"])
+        try self.asPostgres([
+            "\(self.binaries)/initdb", "-D", self.dataPath, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C",
+        ])
         let settings = "listen_addresses = '127.0.0.1'\nport = \(self.port)\nunix_socket_directories = '\(self.directory.path)'\nfsync = off\n"
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: self.dataPath + "/postgresql.conf"))
         handle.seekToEndOfFile()

@@ -1,9 +1,9 @@
 public import Configuration
+public import Contracts
+import Foundation
 public import Hummingbird
 public import Logging
 public import PostgresNIO
-import Foundation
-public import Contracts
 
 extension ConfigReader {
     /// `nats.url` as a connection configuration named `name`.
@@ -26,13 +26,17 @@ extension ConfigReader {
     /// `http.host` and `http.port` as the server's address; `defaultPort` when unset.
     public func applicationConfiguration(serverName: String, defaultPort: Int) throws(ServiceKitError) -> ApplicationConfiguration {
         let host: String = try self.setting(.httpHost)
-        let port = try self.optionalSetting(.httpPort, expected: "a port number (1...65535)") { Int($0).flatMap { (1...65535).contains($0) ? $0 : nil } }
+        let port = try self.optionalSetting(.httpPort, expected: "a port number (1...65535)") {
+            Int($0).flatMap { (1...65535).contains($0) ? $0 : nil }
+        }
         return ApplicationConfiguration(address: .hostname(host, port: port ?? defaultPort), serverName: serverName)
     }
 
     /// `log.level`.
     public func logLevel() throws(ServiceKitError) -> Logger.Level {
-        try self.setting(.logLevel, expected: "one of trace, debug, info, notice, warning, error, critical") { Logger.Level(rawValue: $0.lowercased()) }
+        try self.setting(.logLevel, expected: "one of trace, debug, info, notice, warning, error, critical") {
+            Logger.Level(rawValue: $0.lowercased())
+        }
     }
 
     /// `subjects.prefix`.
@@ -52,7 +56,10 @@ extension ConfigReader {
         do {
             pem = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ServiceKitError(.configuration, "cannot read configuration key \(SettingKey.jwtPublicKeyFile): \(path): \(error.localizedDescription)")
+            throw ServiceKitError(
+                .configuration,
+                "cannot read configuration key \(SettingKey.jwtPublicKeyFile): \(path): \(error.localizedDescription)"
+            )
         }
         return try await AccessTokenVerifier(
             publicKeys: [try self.setting(.jwtKeyID): pem],
@@ -61,5 +68,3 @@ extension ConfigReader {
         )
     }
 }
-
-

@@ -1,6 +1,6 @@
 public import Contracts
-public import Hummingbird
 import Foundation
+public import Hummingbird
 public import Logging
 
 /// Turns every error into the shared JSON error envelope: ``ServiceKitError`` with its code,

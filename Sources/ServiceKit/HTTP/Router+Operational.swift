@@ -1,5 +1,5 @@
-public import Hummingbird
 import Foundation
+public import Hummingbird
 import Prometheus
 
 extension Router where Context == ServiceRequestContext {
@@ -32,7 +32,11 @@ extension Router where Context == ServiceRequestContext {
                     retryAfterSeconds: 1
                 )
             }
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ready"}"#)))
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ready"}"#))
+            )
         }
         self.get("/metrics") { _, _ in
             Response(

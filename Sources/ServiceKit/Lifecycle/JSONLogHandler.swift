@@ -1,5 +1,5 @@
-public import Logging
 import Foundation
+public import Logging
 
 /// Writes one JSON object per line to stderr: time, level, label, message and all metadata
 /// (including `request_id`, set by ``RequestIDMiddleware``).

@@ -70,7 +70,7 @@ public final class NATSConnection: Sendable {
         events: UnsafeMutableRawPointer
     ) throws(ServiceKitError) {
         var servers = configuration.servers.map { strdup($0) }
-        defer { servers.forEach { free($0) } }
+        defer { for server in servers { free(server) } }
         try servers.withUnsafeMutableBufferPointer { (buffer) throws(ServiceKitError) in
             try buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { (constBuffer) throws(ServiceKitError) in
                 try natsCheck(
@@ -137,11 +137,13 @@ public final class NATSConnection: Sendable {
         guard Self.isWellFormed(subject), reply.map(Self.isWellFormed) ?? true else {
             throw ServiceKitError(.natsOperation, "publishing: a subject must be non-empty, without whitespace or control characters")
         }
-        let status: natsStatus = payload.withContiguousStorageIfAvailable { buffer in
-            self.publish(buffer, subject: subject, reply: reply, headers: headers)
-        } ?? Array(payload).withUnsafeBufferPointer { buffer in
-            self.publish(buffer, subject: subject, reply: reply, headers: headers)
-        }
+        let status: natsStatus =
+            payload.withContiguousStorageIfAvailable { buffer in
+                self.publish(buffer, subject: subject, reply: reply, headers: headers)
+            }
+            ?? Array(payload).withUnsafeBufferPointer { buffer in
+                self.publish(buffer, subject: subject, reply: reply, headers: headers)
+            }
         try natsCheck(status, "publishing to \(subject)")
     }
 

@@ -84,7 +84,10 @@ public struct Migrator: Sendable {
                 appliedNow.append(migration.version)
             }
             if let unknown = applied.keys.filter({ $0 > self.migrations.count }).min() {
-                throw ServiceKitError(.migration, "\(schema) has migration \(unknown) applied, which this build does not know: an older build against a newer schema")
+                throw ServiceKitError(
+                    .migration,
+                    "\(schema) has migration \(unknown) applied, which this build does not know: an older build against a newer schema"
+                )
             }
             try await connection.query("COMMIT", logger: logger)
             return appliedNow
@@ -104,9 +107,10 @@ public struct Migrator: Sendable {
     static func isIdentifier(_ name: String) -> Bool {
         guard let first = name.utf8.first, name.utf8.count <= 63 else { return false }
         let isStart = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first) || first == UInt8(ascii: "_")
-        return isStart && name.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                || byte == UInt8(ascii: "_")
-        }
+        return isStart
+            && name.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || byte == UInt8(ascii: "_")
+            }
     }
 }

@@ -1,5 +1,5 @@
-public import PostgresNIO
 import Foundation
+public import PostgresNIO
 
 extension PostgresClient.Configuration {
     /// A configuration from `postgres://user:password@host:port/database[?sslmode=disable|require]`.
@@ -9,7 +9,10 @@ extension PostgresClient.Configuration {
             components.scheme == "postgres" || components.scheme == "postgresql",
             let host = components.host, !host.isEmpty
         else {
-            throw ServiceKitError(.configuration, "malformed configuration key \(SettingKey.postgresURL): expected postgres://user:password@host:port/database")
+            throw ServiceKitError(
+                .configuration,
+                "malformed configuration key \(SettingKey.postgresURL): expected postgres://user:password@host:port/database"
+            )
         }
         let database = String(components.path.drop { $0 == "/" })
         guard let user = components.user, !user.isEmpty, !database.isEmpty else {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Splits a SQL script into statements at top-level semicolons.
 ///
 /// postgres-nio speaks only the extended protocol, which takes one statement per query, so a
@@ -87,5 +89,3 @@ enum SQLStatementSplitter {
         text.split(separator: "\n").allSatisfy { $0.trimmingCharacters(in: .whitespaces).hasPrefix("--") }
     }
 }
-
-import Foundation

@@ -1,10 +1,9 @@
 public import Configuration
-public import Hummingbird
 import Foundation
+public import Hummingbird
 import Logging
 import PostgresNIO
 import ServiceLifecycle
-
 
 /// Runs a ``SwarmdeckService``: the start-up every service shares, written once.
 ///

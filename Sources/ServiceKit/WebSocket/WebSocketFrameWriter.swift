@@ -2,9 +2,9 @@ import HummingbirdWebSocket
 public import NIOCore
 import NIOWebSocket
 
-/// The one writer of a connection: text messages and ping frames, batched under one flush
-/// until the protocol says its batch of ready messages is done (``endBatch()``), or the batch
-/// has grown to ``maxBatchBytes``.
+/// The one writer of a connection: text messages and ping frames. The first message of a batch
+/// goes out at once; the messages written after it share one flush, when the protocol says its
+/// batch of ready messages is done (``endBatch()``) or the batch has grown to ``maxBatchBytes``.
 public struct WebSocketFrameWriter: Sendable {
     /// Bytes written under one flush at most.
     public static let maxBatchBytes = 32 << 10
@@ -31,11 +31,13 @@ public struct WebSocketFrameWriter: Sendable {
 
     private func write(_ frame: WebSocketFrame) async throws {
         let size = frame.data.readableBytes
-        let full = self.connection.batchBytes.withLock { bytes in
-            bytes += size
-            return bytes >= Self.maxBatchBytes
+        // The first message of a batch is flushed as usual (a lone message waits for nothing);
+        // those that follow it before `endBatch()` share one flush.
+        let (first, full) = self.connection.batchBytes.withLock { bytes in
+            defer { bytes += size }
+            return (bytes == 0, bytes + size >= Self.maxBatchBytes)
         }
-        self.batcher?.hold()
+        if !first { self.batcher?.hold() }
         self.connection.writeStarted()
         try await self.outbound.write(.custom(frame))
         self.connection.writeEnded()

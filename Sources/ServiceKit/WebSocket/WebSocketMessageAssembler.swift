@@ -1,5 +1,5 @@
-public import NIOCore
 public import HummingbirdWebSocket
+public import NIOCore
 
 /// A client message, assembled from its frames.
 public enum WebSocketClientMessage: Sendable, Equatable {

@@ -1,0 +1,112 @@
+import Configuration
+public import Contracts
+public import Foundation
+public import Hummingbird
+public import HummingbirdTesting
+public import ServiceKit
+
+/// What every live test of a service needs, once: names of its own (a subject prefix, a
+/// tenant, schemas), a signing key whose public half the services verify with, the
+/// environment that points the services at the test NATS and Postgres, the services built in
+/// process from that environment, tokens, and ingest keys made through ingest's admin API.
+public struct LiveHarness: Sendable {
+    public let prefix = TestEnvironment.uniqueName("p")
+    public let tenant = "tenant-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    /// Ingest's schema (the event log); every service of the harness reads it there.
+    public let ingestSchema = TestEnvironment.uniqueName("ing")
+    /// The schema of stream-fanout, control-api or any other service (each adds its suffix).
+    public let serviceSchema = TestEnvironment.uniqueName("svc")
+    /// The private key's PEM file; the public half is `<path>.pub`.
+    public let keyFile: URL
+    public let signer: AccessTokenSigner
+    /// Variables that win over the harness's own.
+    public var overrides: [String: String]
+
+    public init(overrides: [String: String] = [:]) async throws {
+        let pair = AccessTokenSigner.generateKeyPair()
+        self.keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeck-test-\(UUID().uuidString).pem")
+        try Data(pair.privateKey.utf8).write(to: self.keyFile)
+        try Data(pair.publicKey.utf8).write(to: URL(fileURLWithPath: self.keyFile.path + ".pub"))
+        self.signer = try await AccessTokenSigner(privateKeyPEM: pair.privateKey, keyID: "swarmdeck-1", issuer: "swarmdeck", audience: "swarmdeck")
+        self.overrides = overrides
+    }
+
+    /// The environment of the harness's services; `prefix` replaces the subject prefix (a
+    /// service on another prefix never hears this one's publishes).
+    public func environment(prefix: String? = nil) throws -> [String: String] {
+        var environment = [
+            "NATS_URL": try TestEnvironment.natsURL,
+            "POSTGRES_URL": try TestEnvironment.databaseURL,
+            "POSTGRES_MAX_CONNECTIONS": "8",
+            "INGEST_SCHEMA": self.ingestSchema,
+            "FANOUT_EVENT_LOG_SCHEMA": self.ingestSchema,
+            "FANOUT_SCHEMA": self.serviceSchema + "_fan",
+            "CONTROL_SCHEMA": self.serviceSchema + "_ctl",
+            "CONTROL_INGEST_SCHEMA": self.ingestSchema,
+            "SUBJECTS_PREFIX": prefix ?? self.prefix,
+            "AUTH_JWT_PUBLIC_KEY_FILE": self.keyFile.path + ".pub",
+            "AUTH_JWT_PRIVATE_KEY_FILE": self.keyFile.path,
+            "LOG_LEVEL": "warning",
+        ]
+        environment.merge(self.overrides) { $1 }
+        return environment
+    }
+
+    /// `service` built in process from the harness's environment (plus `extra`).
+    public func application<Service: SwarmdeckService>(
+        _ service: Service.Type,
+        prefix: String? = nil,
+        extra: [String: String] = [:]
+    ) async throws -> some ApplicationProtocol {
+        var environment = try self.environment(prefix: prefix)
+        environment.merge(extra) { $1 }
+        return try await service.application(reader: try await ServiceConfiguration.reader(arguments: [service.name], environment: environment))
+    }
+
+    /// An access token of the harness's tenant (or `tenant`).
+    public func token(tenant: String? = nil, subject: String = "phone", scopes: Set<Scope> = [.streamRead]) async throws -> String {
+        try await self.signer.sign(tenant: tenant ?? self.tenant, subject: subject, scopes: scopes)
+    }
+
+    /// A new ingest key of the harness's tenant (or `tenant`), through ingest's admin API.
+    public func createKey(_ ingest: some TestClientProtocol, tenant: String? = nil) async throws -> String {
+        let token = try await self.token(tenant: tenant, subject: "admin", scopes: [.admin])
+        return try await ingest.execute(
+            uri: "/v1/admin/ingest-keys",
+            method: .post,
+            headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
+            body: ByteBuffer(string: #"{"name":"test"}"#)
+        ) { response in
+            guard response.status == .created,
+                let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any],
+                let key = object["key"] as? String
+            else {
+                throw HarnessError(message: "creating an ingest key answered \(response.status): \(String(buffer: response.body))")
+            }
+            return key
+        }
+    }
+
+    /// Posts a native batch with `key`: the status and the answer's bytes.
+    public func postEvents(
+        _ ingest: some TestClientProtocol,
+        key: String,
+        _ events: [[String: Any]]
+    ) async throws -> (HTTPResponse.Status, ByteBuffer) {
+        let body = try JSONSerialization.data(withJSONObject: ["events": events])
+        return try await ingest.execute(
+            uri: "/v1/ingest/events",
+            method: .post,
+            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+            body: ByteBuffer(bytes: body)
+        ) { response in
+            (response.status, response.body)
+        }
+    }
+}
+
+/// A harness step that did not go as a test needs.
+public struct HarnessError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { self.message }
+}
