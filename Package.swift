@@ -22,6 +22,7 @@ let jwtKit = Target.Dependency.product(name: "JWTKit", package: "jwt-kit")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
 let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
 let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
 let nioWebSocket = Target.Dependency.product(name: "NIOWebSocket", package: "swift-nio")
 let openAPIHummingbird = Target.Dependency.product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird")
@@ -129,7 +130,8 @@ let package = Package(
         .executableTarget(
             name: "swarmdeck",
             dependencies: [
-                "CNATS", "Contracts", "OTLP", "ServiceKit", "Ingest", "StreamFanout", "ControlAPI", argumentParser, asyncHTTPClient, logging,
+                "CNATS", "Contracts", "EventLog", "OTLP", "ServiceKit", "Ingest", "StreamFanout", "ControlAPI", argumentParser, asyncHTTPClient,
+                logging,
                 nioCore, nioHTTP1, postgresNIO,
             ],
             swiftSettings: swiftSettings
@@ -176,7 +178,7 @@ let package = Package(
             name: "ServiceKitTests",
             dependencies: [
                 "CNATS", "Contracts", "ServiceKit", "TestSupport", configuration, hummingbird, hummingbirdTesting, jwtKit, logging,
-                postgresNIO,
+                nioCore, nioEmbedded, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

@@ -9,8 +9,9 @@ public import NIOCore
 /// through these accessors, which rely on how frames are rendered:
 ///
 /// - A frame starts `{"seq":N,"eventId":"N"` and every field after it is rendered by ingest.
-/// - A log frame carries its text as `"message":"…"`, escaped, after every field whose value
-///   is not a string or a number (so the first `,"message":"` is that field).
+/// - A log frame carries its text as `"message":"…"`, escaped, before any field whose value is
+///   not a string or a number (attributes come after it), so the first `,"message":"` is that
+///   field.
 /// - An ACP frame ends with its envelope, `…,"envelope":{…}}`, and every field before the
 ///   envelope is an escaped string or a number (so the first `,"envelope":{` is the one).
 /// - A state frame carries `state`, `taskSummary` and `attrs` as JSON fields.

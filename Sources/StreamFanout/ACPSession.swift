@@ -75,8 +75,7 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
             defer { feed = nil }
             return feed
         }) {
-            feed.leave(self)
-            self.hub.release(feed)
+            self.hub.release(feed, leaving: self)
         }
     }
 
@@ -85,7 +84,6 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
     func write(to writer: WebSocketFrameWriter) async throws {
         /// Live threads and the last per-thread seq sent of each.
         var cursors: [String: Int64] = [:]
-        var errors = 0
         while true {
             let item: OutboxItem
             if let ready = self.outbox.poll() {
@@ -102,12 +100,11 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
             case .ping:
                 try await writer.ping()
             case .request(let text):
+                // What is written so far goes out before the cache or the feed is asked.
+                writer.endBatch()
                 if try await !self.handle(text, cursors: &cursors, writer: writer) {
-                    errors += 1
-                    if errors >= self.connection.limits.maxInvalidMessages {
-                        self.connection.close(.policyViolation, "too many invalid requests")
-                        return
-                    }
+                    self.connection.countInvalid()
+                    if self.connection.isClosing { return }
                 }
             case .event(let event, _, _):
                 guard event.kind == .acp, let cursor = cursors[event.threadID], event.threadSeq > cursor else { continue }
@@ -137,6 +134,7 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
         var cursor = after
         do {
             while cursor < through {
+                writer.endBatch()  // what is written goes out before the log is read
                 let page = try await self.cache.envelopes(tenant: self.tenant, thread: thread, from: cursor + 1, limit: 500)
                 for envelope in page where envelope.threadSeq <= through {
                     try await writer.send(envelope.bytes)
@@ -313,9 +311,8 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                 self.outbox.subscribe(StreamFilter(kinds: [.acp], threadIDs: []), head: head, generation: generation)
             }
         } catch {
-            feed.leave(self)
             self.feed.withLock { $0 = nil }
-            self.hub.release(feed)
+            self.hub.release(feed, leaving: self)
             throw error
         }
     }

@@ -59,7 +59,11 @@ extension SettingKey {
         "events a connection may lag before it skips ahead with a gap notice",
         default: "10000"
     )
-    static let pingSeconds = SettingKey("fanout.ping-seconds", "seconds between server pings (two unanswered: disconnect)", default: "15")
+    static let pingSeconds = SettingKey(
+        "fanout.ping-seconds",
+        "seconds between server pings (/v1/acp: ping frames; /v1/stream: two unanswered close)",
+        default: "15"
+    )
     static let defaultEventsPerSecond = SettingKey("fanout.default-events-per-second", "a subscription's rate cap when it names none", default: "200")
     static let maxEventsPerSecond = SettingKey("fanout.max-events-per-second", "the highest rate cap a client may ask for", default: "10000")
     static let maxMessageBytes = SettingKey("fanout.max-message-bytes", "largest client message (larger: close 1009)", default: "65536")

@@ -75,8 +75,10 @@ final class FeedHub: Service, Sendable {
         }
     }
 
-    /// Releases a feed from ``acquire(tenant:)``; the last release stops it.
-    func release(_ feed: TenantFeed) {
+    /// Releases a feed from ``acquire(tenant:)``, after `listener` has left it; the last
+    /// release stops it.
+    func release(_ feed: TenantFeed, leaving listener: (any FeedListener)? = nil) {
+        if let listener { feed.leave(listener) }
         let stopped: Entry? = self.entries.withLock { entries in
             guard var entry = entries[feed.tenant], entry.feed === feed else { return nil }
             entry.users -= 1

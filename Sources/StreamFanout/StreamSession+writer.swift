@@ -141,6 +141,7 @@ extension StreamSession {
         var cursor = after
         do {
             if checkRetention, after < through {
+                writer.endBatch()  // what is written goes out before the log is read
                 let oldest = try await self.reader.oldest(tenant: self.tenant) ?? (through + 1)
                 if oldest > after + 1 {
                     FanoutMetrics.gapNotices.increment()
@@ -149,6 +150,8 @@ extension StreamSession {
                 }
             }
             while cursor < through {
+                try await self.flush(writer)
+                writer.endBatch()
                 let page = try await self.reader.events(tenant: self.tenant, after: cursor, through: through, filter: filter, limit: 1000)
                 for event in page {
                     try await self.writeEvent(event.frame, writer)

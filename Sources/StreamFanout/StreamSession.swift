@@ -116,8 +116,7 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
             defer { state.feed = nil }
             return state.feed
         }) {
-            feed.leave(self)
-            self.hub.release(feed)
+            self.hub.release(feed, leaving: self)
         }
     }
 
@@ -227,9 +226,8 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
             }
         } catch {
             // Let go of a feed that could not start, so the next subscribe starts a new one.
-            feed.leave(self)
             self.state.withLock { $0.feed = nil }
-            self.hub.release(feed)
+            self.hub.release(feed, leaving: self)
             self.outbox.send(ServerMessage.error(.serviceUnavailable, "the event log is unavailable; retry", requestID: message.requestId))
             return true
         }

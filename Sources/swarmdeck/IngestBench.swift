@@ -1,4 +1,5 @@
 import ArgumentParser
+import EventLog
 import Foundation
 import Logging
 import NIOCore
@@ -86,38 +87,7 @@ struct IngestBench: AsyncParsableCommand {
                 return nil
             }
             defer { group.cancelAll() }
-            let logger = Logger(label: "bench")
-            let table = "\(self.schema).bench_copy"
-            try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
-            try await client.query("CREATE TABLE \(unescaped: table) (LIKE \(unescaped: self.schema).events INCLUDING ALL)")
-            let frame =
-                "\\\\x"
-                + Array(
-                    #"{"type":"log","ts":1763780000000,"swarmId":"load","agentId":"agent-1","severity":"info","level":"info","message":"load test event 1"}"#
-                        .utf8
-                )
-                .map { String(format: "%02x", $0) }.joined()
-            let start = ContinuousClock.now
-            try await client.withConnection { connection in
-                // copyFrom quotes the table name as one identifier: name it via search_path.
-                try await connection.query("SET search_path TO \(unescaped: self.schema)", logger: logger)
-                try await connection.copyFrom(table: "bench_copy", logger: logger) { writer in
-                    var buffer = ByteBuffer()
-                    for row in 0..<rows {
-                        buffer.writeString(
-                            "bench\t\(row + 1)\tcopy-\(row)\tload\tagent-\(row % 8)\t2\t3\t2026-11-22 00:00:00+00\t2026-11-22 00:00:00+00\t\(frame)\n"
-                        )
-                        if buffer.readableBytes > 1 << 20 {
-                            try await writer.write(buffer)
-                            buffer.clear()
-                        }
-                    }
-                    if buffer.readableBytes > 0 { try await writer.write(buffer) }
-                }
-            }
-            let elapsed = ContinuousClock.now - start
-            try await client.query("DROP TABLE \(unescaped: table)")
-            return Double(rows) / elapsed.secondsDouble
+            return try await EventLogCopyBaseline.rowsPerSecond(client: client, schema: self.schema, rows: rows, logger: Logger(label: "bench"))
         }
     }
 }

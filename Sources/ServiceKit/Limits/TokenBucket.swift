@@ -21,7 +21,7 @@ public struct TokenBucket: Sendable {
     /// Takes one token at `now`; `nil` if there was one, else how long until there is.
     public mutating func take(now: ContinuousClock.Instant = .now) -> Duration? {
         self.tokens = min(self.capacity, self.tokens + max(0, (now - self.updated).secondsDouble) * self.perSecond)
-        self.updated = now
+        self.updated = max(self.updated, now)  // callers racing on a shared bucket never move it back
         guard self.tokens >= 1 else {
             return self.perSecond > 0 ? .seconds((1 - self.tokens) / self.perSecond) : .seconds(Int64.max)
         }

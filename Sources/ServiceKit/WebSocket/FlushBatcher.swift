@@ -32,13 +32,13 @@ public final class FlushBatcher: ChannelDuplexHandler, @unchecked Sendable {
 
     /// Opens a batch: flushes from the writer's side are held until ``release()``.
     public func hold() {
-        self.holding.store(true, ordering: .relaxed)
+        self.holding.store(true, ordering: .sequentiallyConsistent)
     }
 
     /// Closes the batch: flushes whatever was held, once.
     public func release() {
-        self.holding.store(false, ordering: .relaxed)
-        guard self.held.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        self.holding.store(false, ordering: .sequentiallyConsistent)
+        guard self.held.exchange(false, ordering: .sequentiallyConsistent) else { return }
         self.eventLoop.execute {
             self.context?.flush()
         }
@@ -54,17 +54,19 @@ public final class FlushBatcher: ChannelDuplexHandler, @unchecked Sendable {
 
     public func flush(context: ChannelHandlerContext) {
         // A full channel is never held: the writer may be waiting for it to drain.
-        if self.holding.load(ordering: .relaxed), context.channel.isWritable {
-            self.held.store(true, ordering: .relaxed)
+        // Sequentially consistent: the store to `held` here and the one to `holding` in
+        // `release()` must not be reordered with the load that follows each.
+        if self.holding.load(ordering: .sequentiallyConsistent), context.channel.isWritable {
+            self.held.store(true, ordering: .sequentiallyConsistent)
             // A release between the two lines above would have found nothing held: check again.
-            if self.holding.load(ordering: .relaxed) { return }
-            self.held.store(false, ordering: .relaxed)
+            if self.holding.load(ordering: .sequentiallyConsistent) { return }
+            self.held.store(false, ordering: .sequentiallyConsistent)
         }
         context.flush()
     }
 
     public func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if !context.channel.isWritable, self.held.exchange(false, ordering: .acquiringAndReleasing) {
+        if !context.channel.isWritable, self.held.exchange(false, ordering: .sequentiallyConsistent) {
             context.flush()
         }
         context.fireChannelWritabilityChanged()

@@ -6,8 +6,9 @@ public import HummingbirdWebSocket
 /// request gets the error envelope (401/403) instead of a socket.
 ///
 /// The token comes from `Authorization: Bearer …` or, for clients that cannot set headers on a
-/// WebSocket (browsers), from `?access_token=…`; a query token is accepted only here, on
-/// upgrades. The identity reaches the handler as `context.requestContext.identity`.
+/// WebSocket (browsers), from `?access_token=…` when there is no header. Use it only on
+/// WebSocket paths (the upgrade, and the same path's answer to a request that was not an
+/// upgrade). The identity reaches the handler as `context.requestContext.identity`.
 public struct WebSocketAuthentication: Sendable {
     let verifier: AccessTokenVerifier
     let scopes: [Scope]

@@ -45,6 +45,9 @@ public final class WebSocketConnection: Heartbeating, Sendable {
         var liveness: ConnectionLiveness
         var done = false
         var handler: (any WebSocketProtocolHandler)?
+        /// Closed outright when a write stalls: a writer waiting on a full socket wakes only then.
+        var channel: (any Channel)?
+        var invalidMessages = 0
     }
 
     public let limits: WebSocketLimits
@@ -79,12 +82,16 @@ public final class WebSocketConnection: Heartbeating, Sendable {
         channel: (any Channel)?,
         handler: some WebSocketProtocolHandler
     ) async {
-        self.state.withLock { $0.handler = handler }
+        self.state.withLock { state in
+            state.handler = handler
+            state.channel = channel
+        }
         self.heartbeats.add(self)
         defer {
             self.state.withLock { state in
                 state.done = true
                 state.handler = nil
+                state.channel = nil
             }
             self.heartbeats.remove(self)
         }
@@ -128,6 +135,16 @@ public final class WebSocketConnection: Heartbeating, Sendable {
     /// Whether a close has been asked for.
     public var isClosing: Bool { self.state.withLock { $0.closeReason != nil } }
 
+    /// Counts an invalid client message (the protocol's judgement, in the reader or the
+    /// writer); at ``WebSocketLimits/maxInvalidMessages`` the connection is closed (1008).
+    public func countInvalid() {
+        let tooMany = self.state.withLock { state in
+            state.invalidMessages += 1
+            return state.invalidMessages >= self.limits.maxInvalidMessages
+        }
+        if tooMany { self.close(.policyViolation, "too many invalid messages") }
+    }
+
     func writeStarted() {
         self.state.withLock { $0.liveness.writing(since: .now) }
     }
@@ -141,7 +158,6 @@ public final class WebSocketConnection: Heartbeating, Sendable {
     private func readLoop(_ inbound: WebSocketInboundStream, handler: some WebSocketProtocolHandler) async {
         var assembler = WebSocketMessageAssembler(maxBytes: self.limits.maxMessageBytes)
         var budget = MessageBudget(perTenSeconds: self.limits.maxMessagesPer10Seconds, now: .now)
-        var invalid = 0
         do {
             for try await frame in inbound {
                 if self.isClosing { return }
@@ -168,11 +184,7 @@ public final class WebSocketConnection: Heartbeating, Sendable {
                     return
                 }
                 if await !handler.received(message, on: self) {
-                    invalid += 1
-                    if invalid >= self.limits.maxInvalidMessages {
-                        self.close(.policyViolation, "too many invalid messages")
-                        return
-                    }
+                    self.countInvalid()
                 }
             }
         } catch {
@@ -186,9 +198,9 @@ public final class WebSocketConnection: Heartbeating, Sendable {
     /// Pings, checks liveness and stalls, ticks the protocol's timers. Called by the replica's
     /// ``WebSocketHeartbeats``; false once the connection is done.
     public func heartbeat(now: ContinuousClock.Instant) -> Bool {
-        let (action, handler): (ConnectionLiveness.Action, (any WebSocketProtocolHandler)?) = self.state.withLock { state in
-            guard !state.done, state.closeReason == nil else { return (.none, nil) }
-            return (state.liveness.tick(now: now), state.handler)
+        let (action, handler, channel): (ConnectionLiveness.Action, (any WebSocketProtocolHandler)?, (any Channel)?) = self.state.withLock { state in
+            guard !state.done, state.closeReason == nil else { return (.none, nil, nil) }
+            return (state.liveness.tick(now: now), state.handler, state.channel)
         }
         guard let handler else { return false }
         handler.heartbeat()
@@ -201,7 +213,10 @@ public final class WebSocketConnection: Heartbeating, Sendable {
             self.close(.goingAway, "no answer to two pings")
             return false
         case .stalled:
+            // The writer waits on the full socket and would never see a close frame through it:
+            // the channel is closed under it, which fails the write and ends the connection.
             self.close(.policyViolation, "the connection accepted nothing for \(self.limits.stalledAfter.components.seconds) s")
+            channel?.close(promise: nil)
             return false
         }
         return true

@@ -7,8 +7,9 @@ public struct WebSocketLimits: Sendable {
         /// connection (1001).
         case clientMessages
         /// The server sends WebSocket ping frames every ``WebSocketLimits/pingInterval`` (their
-        /// pongs are answered by the client's WebSocket stack and not seen here): a dead peer
-        /// shows as a socket that stops accepting, which ``WebSocketLimits/stalledAfter`` closes.
+        /// pongs come from the client's WebSocket stack and are not seen here), which keeps
+        /// proxies from timing the connection out. A dead peer is noticed only once the socket
+        /// stops accepting (``WebSocketLimits/stalledAfter`` closes it) or TCP gives up.
         case pingFrames
     }
 
