@@ -2,51 +2,31 @@ import Contracts
 import EventLog
 import NIOCore
 
-/// One event of a tenant's feed, parsed once per replica: the fields filters look at and the
-/// client frame, shared by every connection that gets it.
+/// One event of a tenant's feed, parsed once per replica: the event as the log holds it (the
+/// fields filters look at and the client frame, shared by every connection that gets it), and
+/// what stream-fanout derives from it once.
+@dynamicMemberLookup
 struct FeedEvent: Sendable {
-    var seq: Int64
-    var kind: BusEventKind
-    var severity: BusSeverity
-    var swarmID: String
-    var agentID: String
-    var frame: ByteBuffer
-    /// For an ACP envelope: its thread and per-thread seq.
-    var threadID = ""
-    var threadSeq: Int64 = 0
-    /// For a log: a hash of its swarm, agent, severity and message text (as rendered), so repeats can be
-    /// collapsed without reading the frame per connection; 0 otherwise.
-    var repeatKey = 0
+    var event: LoggedEvent
+    /// For a log: a hash of its swarm, agent, severity and message text (as rendered), so
+    /// repeats can be collapsed without reading the frame per connection; 0 otherwise.
+    private(set) var repeatKey = 0
 
-    init(seq: Int64, kind: BusEventKind, severity: BusSeverity, swarmID: String, agentID: String, frame: ByteBuffer) {
-        self.seq = seq
-        self.kind = kind
-        self.severity = severity
-        self.swarmID = swarmID
-        self.agentID = agentID
-        self.frame = frame
+    subscript<Value>(dynamicMember field: KeyPath<LoggedEvent, Value>) -> Value {
+        self.event[keyPath: field]
     }
-
-    /// An ACP event's envelope (seed 003's persisted form), cut from its frame.
-    var envelope: ByteBuffer? { EventFrame.envelope(in: self.frame) }
 
     /// An event read from the log.
-    init(_ logged: LoggedEvent) {
-        self.init(
-            seq: logged.seq,
-            kind: logged.kind,
-            severity: logged.severity,
-            swarmID: logged.swarmID,
-            agentID: logged.agentID,
-            frame: logged.frame
-        )
-        self.threadID = logged.threadID
-        self.threadSeq = logged.threadSeq
-        if self.kind == .log { self.repeatKey = Self.repeatKey(swarm: self.swarmID, agent: self.agentID, severity: self.severity, frame: self.frame) }
+    init(_ event: LoggedEvent) {
+        self.event = event
+        if event.kind == .log {
+            self.repeatKey = Self.repeatKey(swarm: event.swarmID, agent: event.agentID, severity: event.severity, frame: event.frame)
+        }
     }
 
+    /// An event from the live feed.
     init(_ envelope: BusEventEnvelope) {
-        self.init(
+        var event = LoggedEvent(
             seq: envelope.seq,
             kind: envelope.kind,
             severity: envelope.severity,
@@ -54,10 +34,13 @@ struct FeedEvent: Sendable {
             agentID: envelope.agentID,
             frame: ByteBuffer(bytes: envelope.frame)
         )
-        self.threadID = envelope.threadID
-        self.threadSeq = envelope.threadSeq
-        if self.kind == .log { self.repeatKey = Self.repeatKey(swarm: self.swarmID, agent: self.agentID, severity: self.severity, frame: self.frame) }
+        event.threadID = envelope.threadID
+        event.threadSeq = envelope.threadSeq
+        self.init(event)
     }
+
+    /// An ACP event's envelope (seed 003's persisted form), cut from its frame.
+    var envelope: ByteBuffer? { EventFrame.envelope(in: self.event.frame) }
 
     /// The hash of a log frame's swarm, agent, severity and message text (as rendered); 0 when
     /// it has no message.

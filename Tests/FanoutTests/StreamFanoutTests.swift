@@ -240,7 +240,7 @@ struct StreamFanoutTests {
                 let body = String(repeating: "x", count: 4000)
                 let total = 4000
                 var slow = StreamClient(port: port, token: token)
-                slow.readDelay = .seconds(4)
+                slow.readDelay = .seconds(10)
                 let fast = StreamClient(port: port, token: token)
                 // Both stop at the last event, or at a gap notice that reaches it.
                 let done: @Sendable ([String: Any]) -> Bool = { frame in
