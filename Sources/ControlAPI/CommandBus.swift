@@ -153,14 +153,23 @@ struct CommandBus: Sendable {
     /// agent's consumer for the message at `sequence` (the command's own delivery): nothing
     /// else may reach the NATS connection as a subject.
     func checkAckToken(_ ackToken: String, tenant: String, agent: String, sequence: UInt64) throws(ServiceKitError) {
-        let refused = ServiceKitError(.api(.invalidRequest), "ackToken is not the token this command was delivered with")
-        let prefix = "$JS.ACK.\(self.subjects.controlStreamName).\(self.consumerName(tenant: tenant, agent: agent))."
-        guard ackToken.hasPrefix(prefix) else { throw refused }
-        // $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
+        let consumer = self.consumerName(tenant: tenant, agent: agent)
+        guard Self.isDelivery(ackToken, stream: self.subjects.controlStreamName, consumer: consumer, sequence: sequence) else {
+            throw ServiceKitError(.api(.invalidRequest), "ackToken is not the token this command was delivered with")
+        }
+    }
+
+    /// Whether `ackToken` is exactly an acknowledgement subject of `consumer` on `stream` for
+    /// the message at stream sequence `sequence`:
+    /// `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>`,
+    /// five decimal numbers and nothing else (no token, wildcard, space or second line).
+    static func isDelivery(_ ackToken: String, stream: String, consumer: String, sequence: UInt64) -> Bool {
+        let prefix = "$JS.ACK.\(stream).\(consumer)."
+        guard ackToken.hasPrefix(prefix) else { return false }
         let numbers = ackToken.dropFirst(prefix.utf8.count).split(separator: ".", omittingEmptySubsequences: false)
-        guard numbers.count == 5, numbers.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 20 && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }),
-            JetStreamMessage.parse(ackToken)?.streamSequence == sequence
-        else { throw refused }
+        return numbers.count == 5
+            && numbers.allSatisfy { !$0.isEmpty && $0.utf8.count <= 20 && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
+            && JetStreamMessage.parse(ackToken)?.streamSequence == sequence
     }
 }
 
