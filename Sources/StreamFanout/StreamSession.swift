@@ -16,9 +16,6 @@ import Synchronization
 final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
     struct State {
         var feed: TenantFeed?
-        var subscribed = false
-        var requestID: String?
-        var filter = StreamFilter.everything
         /// A new subscription, for the writer: its acknowledgement, then a replay of
         /// `(from, head]`, then its live events (those of `generation`).
         var resume: Resume?
@@ -207,9 +204,6 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
             _ = try await feed.join(self) { head in
                 let from = min(lastEventID ?? head, head)
                 self.state.withLock { state in
-                    state.subscribed = true
-                    state.requestID = requestID
-                    state.filter = filter
                     state.eventsPerSecond = rate
                     state.resume = Resume(
                         from: from,
@@ -236,10 +230,7 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
     }
 
     private func unsubscribe() {
-        self.state.withLock { state in
-            state.subscribed = false
-            state.resume = nil
-        }
+        self.state.withLock { $0.resume = nil }
         self.outbox.subscribe(nil, head: 0, generation: self.outbox.nextGeneration())
     }
 
