@@ -99,7 +99,7 @@ struct StreamController: Sendable {
                 try await outbound.close(.protocolError, reason: "protocol mismatch")
                 return
             }
-            await run(identity, self.logger(for: identity), inbound, outbound, context.requestContext.channel)
+            await run(identity, self.logger.with(identity), inbound, outbound, context.requestContext.channel)
         }
     }
 
@@ -115,12 +115,5 @@ struct StreamController: Sendable {
                 )
             }
         }
-    }
-
-    private func logger(for identity: AccessIdentity) -> Logger {
-        var logger = self.logger
-        logger[metadataKey: "tenant"] = .string(identity.tenant)
-        logger[metadataKey: "subject"] = .string(identity.subject)
-        return logger
     }
 }

@@ -1,4 +1,5 @@
 public import Contracts
+public import Logging
 
 /// Who is calling, from a verified access token. The tenant comes from here, never from a
 /// request body.
@@ -19,5 +20,15 @@ public struct AccessIdentity: Sendable, Hashable {
         guard self.scopes.contains(scope) else {
             throw ServiceKitError(.api(.permissionDenied), "this action needs the \(scope.rawValue) scope")
         }
+    }
+}
+
+extension Logger {
+    /// This logger with the identity's tenant and subject in its metadata.
+    public func with(_ identity: AccessIdentity) -> Logger {
+        var logger = self
+        logger[metadataKey: "tenant"] = .string(identity.tenant)
+        logger[metadataKey: "subject"] = .string(identity.subject)
+        return logger
     }
 }

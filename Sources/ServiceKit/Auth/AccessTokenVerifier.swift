@@ -1,4 +1,4 @@
-import Contracts
+public import Contracts
 import Foundation
 import JWTKit
 
@@ -29,6 +29,14 @@ public struct AccessTokenVerifier: Sendable {
 
     /// The identity a token grants.
     /// - Throws: `AuthExpired` for an expired token, `AuthInvalid` for anything else wrong.
+    /// The identity of `token`, which must hold every one of `scopes` (403 `PermissionDenied`
+    /// otherwise).
+    public func verify(_ token: String, requiring scopes: [Scope]) async throws(ServiceKitError) -> AccessIdentity {
+        let identity = try await self.verify(token)
+        for scope in scopes { try identity.require(scope) }
+        return identity
+    }
+
     public func verify(_ token: String) async throws(ServiceKitError) -> AccessIdentity {
         let header = try Self.header(of: token)
         guard header.alg == "ES256" else {

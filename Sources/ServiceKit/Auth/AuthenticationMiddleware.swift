@@ -19,12 +19,10 @@ public struct AuthenticationMiddleware: RouterMiddleware {
         context: ServiceRequestContext,
         next: (Request, ServiceRequestContext) async throws -> Response
     ) async throws -> Response {
-        let identity = try await self.verifier.verify(try request.bearerToken("access token"))
-        for scope in self.scopes { try identity.require(scope) }
+        let identity = try await self.verifier.verify(try request.bearerToken("access token"), requiring: self.scopes)
         var context = context
         context.identity = identity
-        context.logger[metadataKey: "tenant"] = .string(identity.tenant)
-        context.logger[metadataKey: "subject"] = .string(identity.subject)
+        context.logger = context.logger.with(identity)
         return try await next(request, context)
     }
 }

@@ -52,7 +52,6 @@ public struct PostgresSession: Sendable, Equatable {
     }
 
     private static func milliseconds(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        return String(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        String(Int64(duration.millisecondsDouble.rounded()))
     }
 }

@@ -27,9 +27,7 @@ public struct WebSocketAuthentication: Sendable {
         } else {
             token = try request.bearerToken("access token")
         }
-        let identity = try await self.verifier.verify(token)
-        for scope in self.scopes { try identity.require(scope) }
-        return identity
+        return try await self.verifier.verify(token, requiring: self.scopes)
     }
 
     /// The upgrade check of `router.ws(_:shouldUpgrade:onUpgrade:)`.

@@ -54,7 +54,6 @@ public final class WebSocketConnection: Heartbeating, Sendable {
     private let heartbeats: WebSocketHeartbeats
     private let logger: Logger
     private let state: Mutex<State>
-    let batchBytes = Mutex(0)
 
     public init(limits: WebSocketLimits, heartbeats: WebSocketHeartbeats, logger: Logger) {
         self.limits = limits
