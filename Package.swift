@@ -6,6 +6,9 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// Generated code (swift-openapi-generator's) states its imports' access itself.
+let generatedSwiftSettings: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
+
 // The products of the packages we depend on, named once.
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
 let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
@@ -26,6 +29,7 @@ let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift
 let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
 let nioWebSocket = Target.Dependency.product(name: "NIOWebSocket", package: "swift-nio")
 let openAPIHummingbird = Target.Dependency.product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird")
+let openAPIAsyncHTTPClient = Target.Dependency.product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client")
 let openAPIRuntime = Target.Dependency.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")
 let postgresNIO = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio")
 let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
@@ -40,8 +44,8 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
     ("ingest", "Ingest", ["EventLog", "OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
     ("stream-fanout", "StreamFanout", ["EventLog", hummingbirdWebSocket, metrics, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
     (
-        "control-api", "ControlAPI", ["EventLog", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
-        ["Generated/README.md"]
+        "control-api", "ControlAPI", ["ControlAPIContract", "EventLog", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
+        []
     ),
 ]
 
@@ -63,8 +67,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "swarmdeck", targets: ["swarmdeck"]),
-        .executable(name: "fanout-bench", targets: ["FanoutBench"]),
-        .executable(name: "control-bench", targets: ["ControlBench"]),
+        .executable(name: "swarmdeck-bench", targets: ["SwarmdeckBench"]),
         .library(name: "Contracts", targets: ["Contracts"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
     ] + services.map { .executable(name: $0.product, targets: [$0.target + "Main"]) },
@@ -88,6 +91,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.5.0"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.24.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.1.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.1.0"),
@@ -101,6 +105,18 @@ let package = Package(
         ),
         .target(name: "Contracts", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
         .target(name: "OTLP", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
+        // control-api's contract: the types, server protocol and client generated from
+        // openapi/control-api.yaml (scripts/generate-openapi), for the service and its clients.
+        .target(name: "ControlAPIContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
+        // What the operator CLI and the benchmarks share: the ingest load generator, the control-api client.
+        .target(
+            name: "SwarmdeckTools",
+            dependencies: [
+                "ControlAPIContract", "OTLP", "ServiceKit", argumentParser, asyncHTTPClient, httpTypes, nioCore, nioHTTP1, openAPIAsyncHTTPClient,
+                openAPIRuntime, swiftProtobuf,
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Ingest's event log: the only code that knows its tables and frame layout.
         .target(
             name: "EventLog",
@@ -111,6 +127,7 @@ let package = Package(
             name: "ServiceKit",
             dependencies: [
                 "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, hummingbirdWebSocket, jwtKit, logging, metrics,
+                openAPIRuntime,
                 nioCore,
                 nioWebSocket, postgresNIO,
                 prometheus, serviceLifecycle, systemPackage,
@@ -118,21 +135,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
-            name: "ControlBench",
-            dependencies: ["Contracts", "ServiceKit", argumentParser, asyncHTTPClient, hummingbirdWSClient, logging, nioCore],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "FanoutBench",
-            dependencies: ["ServiceKit", argumentParser, asyncHTTPClient, hummingbirdWSClient, logging, nioCore],
+            name: "SwarmdeckBench",
+            dependencies: [
+                "CNATS", "Contracts", "ControlAPIContract", "EventLog", "ServiceKit", "SwarmdeckTools", argumentParser, asyncHTTPClient,
+                hummingbirdWSClient, logging, nioCore, openAPIAsyncHTTPClient, openAPIRuntime, postgresNIO,
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "swarmdeck",
             dependencies: [
-                "CNATS", "Contracts", "EventLog", "OTLP", "ServiceKit", "Ingest", "StreamFanout", "ControlAPI", argumentParser, asyncHTTPClient,
-                logging,
-                nioCore, nioHTTP1, postgresNIO,
+                "Contracts", "ControlAPI", "ControlAPIContract", "Ingest", "OTLP", "ServiceKit", "StreamFanout", "SwarmdeckTools", argumentParser,
+                asyncHTTPClient, nioCore, openAPIAsyncHTTPClient, openAPIRuntime,
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,5 @@
 import Contracts
+import ControlAPIContract
 import Crypto
 import Foundation
 import Logging
@@ -152,10 +153,10 @@ struct CommandBus: Sendable {
     /// Throws `InvalidRequest` unless `ackToken` is exactly an acknowledgement subject of that
     /// agent's consumer for the message at `sequence` (the command's own delivery): nothing
     /// else may reach the NATS connection as a subject.
-    func checkAckToken(_ ackToken: String, tenant: String, agent: String, sequence: UInt64) throws(ServiceKitError) {
+    func checkAckToken(_ ackToken: String, tenant: String, agent: String, sequence: UInt64) throws(APIError) {
         let consumer = self.consumerName(tenant: tenant, agent: agent)
         guard Self.isDelivery(ackToken, stream: self.subjects.controlStreamName, consumer: consumer, sequence: sequence) else {
-            throw ServiceKitError(.api(.invalidRequest), "ackToken is not the token this command was delivered with")
+            throw APIError(.invalidRequest, "ackToken is not the token this command was delivered with")
         }
     }
 

@@ -1,10 +1,11 @@
 import Contracts
+import ControlAPIContract
 import Foundation
 import ServiceKit
 
 extension ControlAPIHandler {
     func pollCommands(_ input: Operations.PollCommands.Input) async throws -> Operations.PollCommands.Output {
-        let tenant = try await self.agentTenant()
+        let tenant = try Caller.agentTenant()
         try Self.checkID(input.query.swarmId, "swarmId")
         try Self.checkID(input.query.agentId, "agentId")
         try Self.checkRange(input.query.waitSeconds, "waitSeconds", 0...30)
@@ -28,18 +29,18 @@ extension ControlAPIHandler {
     }
 
     func ackCommand(_ input: Operations.AckCommand.Input) async throws -> Operations.AckCommand.Output {
-        let tenant = try await self.agentTenant()
-        guard case .json(let ack) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        let tenant = try Caller.agentTenant()
+        guard case .json(let ack) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkID(ack.commandId, "commandId")
         try Self.checkText(ack.ackToken, "ackToken", max: 512)
         try Self.checkText(ack.state, "state", max: 64)
         if let message = ack.message { try Self.checkText(message, "message", max: 1000, required: false) }
         guard let target = try await self.store.commandTarget(tenant: tenant, commandID: ack.commandId) else {
-            throw ServiceKitError(.api(.notFound), "no command \(ack.commandId)")
+            throw APIError(.notFound, "no command \(ack.commandId)")
         }
         guard let sequence = target.sequence else {
             // Delivered, but its publish is not recorded yet (the dispatcher will): try again.
-            throw ServiceKitError(.api(.serviceUnavailable), "command \(ack.commandId) is still being recorded; retry", retryAfterSeconds: 1)
+            throw APIError(.serviceUnavailable, "command \(ack.commandId) is still being recorded; retry", retryAfterSeconds: 1)
         }
         // The token is checked before anything is recorded.
         try self.bus.checkAckToken(ack.ackToken, tenant: tenant, agent: target.agent, sequence: sequence)

@@ -1,4 +1,5 @@
 import Contracts
+import ControlAPIContract
 import Foundation
 import ServiceKit
 
@@ -17,12 +18,12 @@ extension ControlAPIHandler {
     }
 
     func createEnrolmentCodes(_ input: Operations.CreateEnrolmentCodes.Input) async throws -> Operations.CreateEnrolmentCodes.Output {
-        let identity = try await self.caller(.admin)
-        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        let identity = try Caller.person()
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkRange(body.count, "count", 1...100)
         try Self.checkRange(body.ttlSeconds, "ttlSeconds", 60...2_592_000)
         if let scopes = body.scopes, scopes.isEmpty {
-            throw ServiceKitError(.api(.invalidRequest), "scopes must name at least one scope (or be left out)")
+            throw APIError(.invalidRequest, "scopes must name at least one scope (or be left out)")
         }
         let scopes = body.scopes.map { Set($0.compactMap { Scope(rawValue: $0.rawValue) }) } ?? DeviceAuthority.defaultScopes
         let created = try await self.devices.createCodes(
@@ -47,7 +48,7 @@ extension ControlAPIHandler {
     }
 
     func registerDevice(_ input: Operations.RegisterDevice.Input) async throws -> Operations.RegisterDevice.Output {
-        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkText(body.code, "code", max: 128)
         try Self.checkText(body.deviceName, "deviceName", max: 200)
         if let platform = body.platform { try Self.checkText(platform, "platform", max: 64, required: false) }
@@ -56,7 +57,7 @@ extension ControlAPIHandler {
     }
 
     func refreshToken(_ input: Operations.RefreshToken.Input) async throws -> Operations.RefreshToken.Output {
-        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkText(body.refreshToken, "refreshToken", max: 512)
         return .ok(.init(body: .json(try await self.devices.refresh(body.refreshToken))))
     }

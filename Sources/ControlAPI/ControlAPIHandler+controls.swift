@@ -1,12 +1,13 @@
 import Contracts
+import ControlAPIContract
 import Foundation
 import ServiceKit
 
 extension ControlAPIHandler {
     func controlAgent(_ input: Operations.ControlAgent.Input) async throws -> Operations.ControlAgent.Output {
-        let identity = try await self.caller(.agentsControl)
+        let identity = try Caller.person()
         try Self.checkID(input.path.agentId, "agentId")
-        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkControl(body)
         let receipt = try await self.issue(
             identity,
@@ -17,7 +18,7 @@ extension ControlAPIHandler {
             requestID: body.requestId
         ) { now in
             guard let agent = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
-                throw ServiceKitError(.api(.notFound), "no agent \(input.path.agentId)")
+                throw APIError(.notFound, "no agent \(input.path.agentId)")
             }
             return [(agent.swarmID, agent.agentID)]
         }
@@ -25,9 +26,9 @@ extension ControlAPIHandler {
     }
 
     func controlSwarm(_ input: Operations.ControlSwarm.Input) async throws -> Operations.ControlSwarm.Output {
-        let identity = try await self.caller(.agentsControl)
+        let identity = try Caller.person()
         try Self.checkID(input.path.swarmId, "swarmId")
-        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkControl(body)
         let receipt = try await self.issue(
             identity,
@@ -38,11 +39,11 @@ extension ControlAPIHandler {
             requestID: body.requestId
         ) { now in
             let members = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
-            guard !members.isEmpty else { throw ServiceKitError(.api(.notFound), "no swarm \(input.path.swarmId)") }
+            guard !members.isEmpty else { throw APIError(.notFound, "no swarm \(input.path.swarmId)") }
             // A swarm action goes to every agent that can still act on it.
             let targets = members.filter { self.status(of: $0, now: now) != .terminated }.sorted { $0.agentID < $1.agentID }
             guard !targets.isEmpty else {
-                throw ServiceKitError(.api(.conflict), "every agent of swarm \(input.path.swarmId) has terminated")
+                throw APIError(.conflict, "every agent of swarm \(input.path.swarmId) has terminated")
             }
             return targets.map { ($0.swarmID, $0.agentID) }
         }
@@ -50,29 +51,29 @@ extension ControlAPIHandler {
     }
 
     func getControl(_ input: Operations.GetControl.Input) async throws -> Operations.GetControl.Output {
-        let identity = try await self.caller(.streamRead)
+        let identity = try Caller.person()
         try Self.checkRequestID(input.path.requestId)
         guard let status = try await self.store.status(tenant: identity.tenant, requestID: input.path.requestId) else {
-            throw ServiceKitError(.api(.notFound), "no control request \(input.path.requestId)")
+            throw APIError(.notFound, "no control request \(input.path.requestId)")
         }
         return .ok(.init(body: .json(status)))
     }
 
     func listAudit(_ input: Operations.ListAudit.Input) async throws -> Operations.ListAudit.Output {
-        let identity = try await self.caller(.agentsControl, .admin)
+        let identity = try Caller.person()
         try Self.checkRange(input.query.limit, "limit", 1...500)
         if let before = input.query.before, before < 1 {
-            throw ServiceKitError(.api(.invalidRequest), "before must be at least 1")
+            throw APIError(.invalidRequest, "before must be at least 1")
         }
         let page = try await self.store.audit(tenant: identity.tenant, limit: input.query.limit ?? 100, before: input.query.before)
         return .ok(.init(body: .json(page)))
     }
 
     /// The checks of a control request's body the generated types do not make.
-    static func checkControl(_ body: Components.Schemas.ControlRequest) throws(ServiceKitError) {
+    static func checkControl(_ body: Components.Schemas.ControlRequest) throws(APIError) {
         if let confirm = body.confirm { try Self.checkText(confirm, "confirm", max: 64, required: false) }
         if body.action == .terminate && body.confirm != "TERMINATE" {
-            throw ServiceKitError(.api(.invalidRequest), "terminate needs \"confirm\": \"TERMINATE\"")
+            throw APIError(.invalidRequest, "terminate needs \"confirm\": \"TERMINATE\"")
         }
     }
 
@@ -111,8 +112,8 @@ extension ControlAPIHandler {
         let key = identity.tenant + "\u{0}" + identity.subject
         let outcome = try await self.store.submit(submission) { [limiter] in
             if let wait = limiter.take(key) {
-                throw ServiceKitError(
-                    .api(.rateLimited),
+                throw APIError(
+                    .rateLimited,
                     "more than \(Int(limiter.capacity)) control requests a minute from \(identity.subject)",
                     retryAfterSeconds: wait.retryAfterSeconds
                 )

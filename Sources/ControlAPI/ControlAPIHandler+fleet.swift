@@ -1,10 +1,11 @@
 import Contracts
+import ControlAPIContract
 import Foundation
 import ServiceKit
 
 extension ControlAPIHandler {
     func getOverview(_ input: Operations.GetOverview.Input) async throws -> Operations.GetOverview.Output {
-        let identity = try await self.caller(.streamRead)
+        let identity = try Caller.person()
         let now = Date()
         let agents = self.fleet.agents(tenant: identity.tenant)
         let swarms = self.swarms(of: agents, now: now)
@@ -28,29 +29,29 @@ extension ControlAPIHandler {
     }
 
     func listSwarms(_ input: Operations.ListSwarms.Input) async throws -> Operations.ListSwarms.Output {
-        let identity = try await self.caller(.streamRead)
+        let identity = try Caller.person()
         var swarms = self.swarms(of: self.fleet.agents(tenant: identity.tenant), now: Date())
         if let status = input.query.status { swarms = swarms.filter { $0.status == status } }
         return .ok(.init(body: .json(.init(swarms: swarms))))
     }
 
     func getSwarm(_ input: Operations.GetSwarm.Input) async throws -> Operations.GetSwarm.Output {
-        let identity = try await self.caller(.streamRead)
+        let identity = try Caller.person()
         try Self.checkID(input.path.swarmId, "swarmId")
         let now = Date()
         let agents = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
         guard let swarm = self.swarms(of: agents, now: now).first else {
-            throw ServiceKitError(.api(.notFound), "no swarm \(input.path.swarmId)")
+            throw APIError(.notFound, "no swarm \(input.path.swarmId)")
         }
         let members = agents.sorted { $0.agentID < $1.agentID }.map { self.agent($0, lastCommand: nil, now: now) }
         return .ok(.init(body: .json(.init(swarm: swarm, agents: members))))
     }
 
     func getAgent(_ input: Operations.GetAgent.Input) async throws -> Operations.GetAgent.Output {
-        let identity = try await self.caller(.streamRead)
+        let identity = try Caller.person()
         try Self.checkID(input.path.agentId, "agentId")
         guard let record = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
-            throw ServiceKitError(.api(.notFound), "no agent \(input.path.agentId)")
+            throw APIError(.notFound, "no agent \(input.path.agentId)")
         }
         let last = try await self.store.lastCommand(tenant: identity.tenant, agentID: record.agentID)
         return .ok(.init(body: .json(self.agent(record, lastCommand: last, now: Date()))))

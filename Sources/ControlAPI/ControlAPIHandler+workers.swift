@@ -1,4 +1,5 @@
 import Contracts
+import ControlAPIContract
 import Foundation
 import ServiceKit
 
@@ -6,7 +7,7 @@ import ServiceKit
 /// requests, one line on the process's standard input each.
 extension ControlAPIHandler {
     func listWorkers(_ input: Operations.ListWorkers.Input) async throws -> Operations.ListWorkers.Output {
-        let identity = try await self.caller(.streamRead)
+        let identity = try Caller.person()
         let now = Date()
         let workers = self.fleet.agents(tenant: identity.tenant).filter(\.acceptsRequests)
             .sorted { ($0.lastSeenAt, $1.agentID) > ($1.lastSeenAt, $0.agentID) }
@@ -15,19 +16,19 @@ extension ControlAPIHandler {
     }
 
     func getWorker(_ input: Operations.GetWorker.Input) async throws -> Operations.GetWorker.Output {
-        let identity = try await self.caller(.streamRead)
+        let identity = try Caller.person()
         let record = try self.workerRecord(identity, input.path.workerId)
         let requests = try await self.store.requests(tenant: identity.tenant, agentID: record.agentID, limit: 20)
         return .ok(.init(body: .json(.init(worker: self.worker(record, now: Date()), requests: requests))))
     }
 
     func requestWorker(_ input: Operations.RequestWorker.Input) async throws -> Operations.RequestWorker.Output {
-        let identity = try await self.caller(.agentsControl)
-        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        let identity = try Caller.person()
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkID(input.path.workerId, "workerId")
         try Self.checkText(body.input, "input", max: 16_000)
         guard !body.input.contains(where: \.isNewline) else {
-            throw ServiceKitError(.api(.invalidRequest), "input must be one line (no line breaks)")
+            throw APIError(.invalidRequest, "input must be one line (no line breaks)")
         }
         let receipt = try await self.issue(
             identity,
@@ -44,8 +45,8 @@ extension ControlAPIHandler {
     }
 
     func stopWorker(_ input: Operations.StopWorker.Input) async throws -> Operations.StopWorker.Output {
-        let identity = try await self.caller(.agentsControl)
-        guard case .json(let body) = input.body else { throw ServiceKitError(.api(.unsupportedMediaType), "send application/json") }
+        let identity = try Caller.person()
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkID(input.path.workerId, "workerId")
         let receipt = try await self.issue(
             identity,
@@ -67,7 +68,7 @@ extension ControlAPIHandler {
     private func workerRecord(_ identity: AccessIdentity, _ id: String) throws -> FleetIndex.AgentRecord {
         try Self.checkID(id, "workerId")
         guard let record = self.fleet.agent(tenant: identity.tenant, id: id), record.acceptsRequests else {
-            throw ServiceKitError(.api(.notFound), "no worker \(id)")
+            throw APIError(.notFound, "no worker \(id)")
         }
         return record
     }
@@ -76,7 +77,7 @@ extension ControlAPIHandler {
     private func liveWorker(_ identity: AccessIdentity, _ id: String, now: Date) throws -> (swarm: String, agent: String) {
         let record = try self.workerRecord(identity, id)
         guard self.status(of: record, now: now) != .terminated else {
-            throw ServiceKitError(.api(.conflict), "worker \(id) has stopped")
+            throw APIError(.conflict, "worker \(id) has stopped")
         }
         return (record.swarmID, record.agentID)
     }

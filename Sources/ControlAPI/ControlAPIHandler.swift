@@ -1,4 +1,5 @@
 import Contracts
+import ControlAPIContract
 import EventLog
 import Foundation
 import Hummingbird
@@ -10,7 +11,6 @@ import ServiceKit
 /// authentication and the checks the document states but the generated types do not enforce.
 struct ControlAPIHandler: Sendable {
     let settings: ControlSettings
-    let verifier: AccessTokenVerifier
     let signer: AccessTokenSigner
     let ingestKeys: IngestKeyVerifier
     let devices: DeviceAuthority
@@ -19,21 +19,28 @@ struct ControlAPIHandler: Sendable {
     let bus: CommandBus
     let limiter: KeyedTokenBuckets
 
-    /// The operator calling, holding `scope` (or any of `scopes`).
-    func caller(_ scopes: Scope...) async throws(ServiceKitError) -> AccessIdentity {
-        let scope = try RequestScope.require()
-        let identity = try await self.verifier.verify(try Request.bearerToken(authorization: scope.authorization, "access token"))
-        guard scopes.contains(where: identity.scopes.contains) else {
-            throw ServiceKitError(.api(.permissionDenied), "this action needs the \(scopes.map(\.rawValue).joined(separator: " or ")) scope")
-        }
-        return identity
-    }
-
-    /// The tenant of the agent calling with an ingest key.
-    func agentTenant() async throws(ServiceKitError) -> String {
-        let scope = try RequestScope.require()
-        return try await self.ingestKeys.authenticate(try Request.bearerToken(authorization: scope.authorization, "ingest key"))
-    }
+    /// What each operation asks of its caller (``OperationAuthenticationMiddleware`` checks it
+    /// before the request is decoded; the handlers read ``Caller/current``).
+    static let credentials: [String: OperationCredential] = [
+        Operations.GetJWKS.id: .none,
+        Operations.RegisterDevice.id: .none,
+        Operations.RefreshToken.id: .none,
+        Operations.CreateEnrolmentCodes.id: .accessToken(anyOf: [.admin]),
+        Operations.GetOverview.id: .accessToken(anyOf: [.streamRead]),
+        Operations.ListSwarms.id: .accessToken(anyOf: [.streamRead]),
+        Operations.GetSwarm.id: .accessToken(anyOf: [.streamRead]),
+        Operations.GetAgent.id: .accessToken(anyOf: [.streamRead]),
+        Operations.ListWorkers.id: .accessToken(anyOf: [.streamRead]),
+        Operations.GetWorker.id: .accessToken(anyOf: [.streamRead]),
+        Operations.GetControl.id: .accessToken(anyOf: [.streamRead]),
+        Operations.ControlSwarm.id: .accessToken(anyOf: [.agentsControl]),
+        Operations.ControlAgent.id: .accessToken(anyOf: [.agentsControl]),
+        Operations.RequestWorker.id: .accessToken(anyOf: [.agentsControl]),
+        Operations.StopWorker.id: .accessToken(anyOf: [.agentsControl]),
+        Operations.ListAudit.id: .accessToken(anyOf: [.agentsControl, .admin]),
+        Operations.PollCommands.id: .ingestKey,
+        Operations.AckCommand.id: .ingestKey,
+    ]
 
     /// The correlation id of the request being served.
     var requestID: String? { RequestScope.current?.requestID }
@@ -41,42 +48,42 @@ struct ControlAPIHandler: Sendable {
     // MARK: Input checks
 
     /// A swarm or agent id: 1–256 bytes, no control characters (as ingest accepts them).
-    static func checkID(_ id: String, _ field: String) throws(ServiceKitError) {
+    static func checkID(_ id: String, _ field: String) throws(APIError) {
         guard (1...256).contains(id.utf8.count), !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw ServiceKitError(.api(.invalidRequest), "\(field) must be 1 to 256 bytes without control characters")
+            throw APIError(.invalidRequest, "\(field) must be 1 to 256 bytes without control characters")
         }
     }
 
     /// A request id: 1–128 of `[A-Za-z0-9._:-]`.
-    static func checkRequestID(_ id: String) throws(ServiceKitError) {
+    static func checkRequestID(_ id: String) throws(APIError) {
         guard (1...128).contains(id.utf8.count),
             id.utf8.allSatisfy({
                 ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A
                     || $0 == 0x2D
             })
         else {
-            throw ServiceKitError(.api(.invalidRequest), "requestId must be 1 to 128 of A-Z a-z 0-9 . _ : -")
+            throw APIError(.invalidRequest, "requestId must be 1 to 128 of A-Z a-z 0-9 . _ : -")
         }
     }
 
     /// A bounded string field, counted in code points as JSON Schema's `maxLength` is (Postgres
     /// text cannot hold NUL, so no field may).
-    static func checkText(_ text: String, _ field: String, max: Int, required: Bool = true) throws(ServiceKitError) {
+    static func checkText(_ text: String, _ field: String, max: Int, required: Bool = true) throws(APIError) {
         if required && text.allSatisfy(\.isWhitespace) {
-            throw ServiceKitError(.api(.invalidRequest), "\(field) must not be empty")
+            throw APIError(.invalidRequest, "\(field) must not be empty")
         }
         guard text.unicodeScalars.count <= max else {
-            throw ServiceKitError(.api(.invalidRequest), "\(field) must be at most \(max) characters")
+            throw APIError(.invalidRequest, "\(field) must be at most \(max) characters")
         }
         guard !text.unicodeScalars.contains("\u{0}") else {
-            throw ServiceKitError(.api(.invalidRequest), "\(field) must not contain NUL characters")
+            throw APIError(.invalidRequest, "\(field) must not contain NUL characters")
         }
     }
 
     /// An integer query parameter's range.
-    static func checkRange(_ value: Int?, _ field: String, _ range: ClosedRange<Int>) throws(ServiceKitError) {
+    static func checkRange(_ value: Int?, _ field: String, _ range: ClosedRange<Int>) throws(APIError) {
         if let value, !range.contains(value) {
-            throw ServiceKitError(.api(.invalidRequest), "\(field) must be between \(range.lowerBound) and \(range.upperBound)")
+            throw APIError(.invalidRequest, "\(field) must be between \(range.lowerBound) and \(range.upperBound)")
         }
     }
 }

@@ -1,3 +1,4 @@
+import ControlAPIContract
 import EventLog
 import Foundation
 import Hummingbird
@@ -41,7 +42,6 @@ public enum ControlAPIService: SwarmdeckService {
         let dispatcher = CommandDispatcher(store: store, bus: bus, logger: logger)
         let handler = ControlAPIHandler(
             settings: settings,
-            verifier: assembly.verifier,
             signer: signer,
             ingestKeys: IngestKeyVerifier(
                 client: postgres,
@@ -70,7 +70,12 @@ public enum ControlAPIService: SwarmdeckService {
         // For the routes registered after them: the operations.
         router.add(middleware: OpenAPIErrorMiddleware())
         router.add(middleware: RequestScopeMiddleware())
-        try handler.registerHandlers(on: router)
+        let authentication = OperationAuthenticationMiddleware(
+            credentials: ControlAPIHandler.credentials,
+            verifier: assembly.verifier,
+            agentKeys: handler.ingestKeys
+        )
+        try handler.registerHandlers(on: router, middlewares: [authentication])
 
         return ServiceParts(
             services: [feed, dispatcher],

@@ -1,4 +1,5 @@
 import Contracts
+import ControlAPIContract
 import Crypto
 import Foundation
 import Logging
@@ -146,7 +147,7 @@ struct ControlStore: Sendable {
             return nil
         }
         guard fingerprint == submission.fingerprint else {
-            throw ServiceKitError(.api(.conflict), "requestId \(submission.requestID) was already used for another control request")
+            throw APIError(.conflict, "requestId \(submission.requestID) was already used for another control request")
         }
         return receipt
     }

@@ -1,4 +1,5 @@
 import Contracts
+import ControlAPIContract
 import Crypto
 import Foundation
 import Logging
@@ -77,7 +78,7 @@ struct DeviceAuthority: Sendable {
             return (tenant, scopes)
         }
         guard let granted else {
-            throw ServiceKitError(.api(.authInvalid), "the enrolment code is unknown, used or expired")
+            throw APIError(.authInvalid, "the enrolment code is unknown, used or expired")
         }
         return try await self.pair(tenant: granted.tenant, device: deviceID, scopes: granted.scopes, refresh: refresh, refreshExpires: refreshExpires)
     }
@@ -95,7 +96,7 @@ struct DeviceAuthority: Sendable {
     func refresh(_ token: String) async throws -> Components.Schemas.TokenPair {
         let parts = token.split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "sdr", parts[1].utf8.count == 16, parts[2].utf8.count == 64 else {
-            throw ServiceKitError(.api(.authInvalid), "not a Swarmdeck refresh token (sdr_…)")
+            throw APIError(.authInvalid, "not a Swarmdeck refresh token (sdr_…)")
         }
         let familyID = String(parts[1])
         let next = Self.refreshToken(family: familyID)
@@ -135,13 +136,13 @@ struct DeviceAuthority: Sendable {
             return .rotated(tenant: tenant, device: device, scopes: scopes)
         }
         switch rotation {
-        case .unknown: throw ServiceKitError(.api(.authInvalid), "unknown refresh token")
-        case .revoked: throw ServiceKitError(.api(.authInvalid), "the refresh token was revoked; enrol the device again")
-        case .expired: throw ServiceKitError(.api(.authExpired), "the refresh token has expired; enrol the device again")
+        case .unknown: throw APIError(.authInvalid, "unknown refresh token")
+        case .revoked: throw APIError(.authInvalid, "the refresh token was revoked; enrol the device again")
+        case .expired: throw APIError(.authExpired, "the refresh token has expired; enrol the device again")
         case .reused:
             self.logger.warning("refresh token reused: family revoked", metadata: ["family": "\(familyID)"])
-            throw ServiceKitError(
-                .api(.authInvalid),
+            throw APIError(
+                .authInvalid,
                 "the refresh token was already used; every token of this sign-in is revoked, enrol the device again"
             )
         case .rotated(let tenant, let device, let scopes):

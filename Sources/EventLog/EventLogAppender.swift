@@ -53,7 +53,7 @@ public struct EventLogAppender: Sendable {
             for try await value in locked.decode(Int64.self) { nextSeq = value }
             guard var seq = nextSeq else {
                 // Keys reference tenants, so only a tenant deleted under a cached key gets here.
-                throw ServiceKitError(.api(.authInvalid), "the ingest key's tenant no longer exists")
+                throw APIError(.authInvalid, "the ingest key's tenant no longer exists")
             }
 
             let msgIDs = events.map(\.msgID)

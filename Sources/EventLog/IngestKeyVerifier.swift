@@ -7,7 +7,7 @@ import Synchronization
 /// Checks ingest keys (`sdi_<key id>_<secret>`) against ingest's `ingest_keys` table, with a
 /// short cache: ingest authenticates every batch with it, control-api the agents' command
 /// channel. Only ingest writes the table.
-public final class IngestKeyVerifier: Sendable {
+public final class IngestKeyVerifier: AgentKeyAuthenticator {
     private struct CachedKey {
         var tenant: String
         var digest: [UInt8]
@@ -38,26 +38,26 @@ public final class IngestKeyVerifier: Sendable {
     /// The tenant a key belongs to.
     /// - Throws: `AuthInvalid` for a malformed, unknown or revoked key; `ServiceUnavailable`
     ///   when the key cannot be looked up.
-    public func authenticate(_ key: String) async throws(ServiceKitError) -> String {
+    public func authenticate(_ key: String) async throws(APIError) -> String {
         let parts = key.split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "sdi", parts[1].utf8.count == 16, parts[2].utf8.count == 64 else {
-            throw ServiceKitError(.api(.authInvalid), "not a Swarmdeck ingest key (sdi_…)")
+            throw APIError(.authInvalid, "not a Swarmdeck ingest key (sdi_…)")
         }
         let keyID = String(parts[1])
         let digest = Array(SHA256.hash(data: Array(parts[2].utf8)))
         let now = ContinuousClock.now
         if let cached = self.cache.withLock({ $0[keyID] }), cached.expires > now {
-            guard Self.constantTimeEqual(cached.digest, digest) else { throw ServiceKitError(.api(.authInvalid), "unknown or revoked ingest key") }
+            guard Self.constantTimeEqual(cached.digest, digest) else { throw APIError(.authInvalid, "unknown or revoked ingest key") }
             return cached.tenant
         }
         let found: (String, [UInt8])?
         do {
             found = try await self.lookup(keyID: keyID)
         } catch {
-            throw ServiceKitError(.api(.serviceUnavailable), "ingest keys cannot be checked right now", retryAfterSeconds: 1)
+            throw APIError(.serviceUnavailable, "ingest keys cannot be checked right now", retryAfterSeconds: 1)
         }
         guard let (tenant, stored) = found, Self.constantTimeEqual(stored, digest) else {
-            throw ServiceKitError(.api(.authInvalid), "unknown or revoked ingest key")
+            throw APIError(.authInvalid, "unknown or revoked ingest key")
         }
         self.cache.withLock { $0[keyID] = CachedKey(tenant: tenant, digest: stored, expires: now + self.cacheLifetime) }
         return tenant
@@ -73,7 +73,7 @@ public final class IngestKeyVerifier: Sendable {
     private func lookup(keyID: String) async throws -> (String, [UInt8])? {
         try await withDeadline(
             self.lookupTimeout,
-            orThrow: ServiceKitError(.api(.serviceUnavailable), "ingest keys cannot be checked right now", retryAfterSeconds: 1)
+            orThrow: APIError(.serviceUnavailable, "ingest keys cannot be checked right now", retryAfterSeconds: 1)
         ) {
             var found: (String, [UInt8])?
             let rows = try await self.client.query(

@@ -6,7 +6,7 @@ public import ServiceKit
 
 /// Per-tenant ingest keys: `sdi_<key id>_<secret>`, stored as the SHA-256 of the secret, shown
 /// once at creation, revocable. The tenant of everything sent with a key comes from the key.
-public final class IngestKeyStore: Sendable {
+public final class IngestKeyStore: AgentKeyAuthenticator {
     public struct KeyInfo: Codable, Sendable {
         public var keyId: String
         public var name: String
@@ -67,7 +67,7 @@ public final class IngestKeyStore: Sendable {
     }
 
     /// The tenant a key belongs to (see ``IngestKeyVerifier/authenticate(_:)``).
-    public func authenticate(_ key: String) async throws(ServiceKitError) -> String {
+    public func authenticate(_ key: String) async throws(APIError) -> String {
         try await self.verifier.authenticate(key)
     }
 }

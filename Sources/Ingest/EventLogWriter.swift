@@ -15,26 +15,16 @@ import Synchronization
 /// unless the commit reached Postgres and only its answer was lost, in which case the retry
 /// reports those events as duplicates).
 final class EventLogWriter: Sendable {
-    private struct Submission {
+    private struct Submission: Sendable {
         var events: [PreparedEvent]
-        var bytes: Int
         var requestID: String
         var continuation: CheckedContinuation<[ItemOutcome], any Error>
     }
 
-    private struct State {
-        var queues: [String: [Submission]] = [:]
-        var writing: Set<String> = []
-        var queuedEvents = 0
-        var queuedBytes = 0
-    }
-
-    private let state = Mutex(State())
+    private let queue: Mutex<CommitQueue<Submission>>
     private let log: EventLogAppender
     private let publisher: EventPublisher
-    private let maxQueuedEvents: Int
     private let maxQueuedBytes: Int
-    private let writeBatchEvents: Int
     private let commitTimeout: Duration
     private let logger: Logger
     private let transactionEvents = Recorder(label: "ingest_transaction_events")
@@ -43,9 +33,10 @@ final class EventLogWriter: Sendable {
     init(log: EventLogAppender, publisher: EventPublisher, settings: IngestSettings, logger: Logger) {
         self.log = log
         self.publisher = publisher
-        self.maxQueuedEvents = settings.maxQueuedEvents
         self.maxQueuedBytes = settings.maxQueuedBytes
-        self.writeBatchEvents = settings.writeBatchEvents
+        self.queue = Mutex(
+            CommitQueue(maxEvents: settings.maxQueuedEvents, maxBytes: settings.maxQueuedBytes, batchEvents: settings.writeBatchEvents)
+        )
         self.commitTimeout = .seconds(settings.commitTimeoutSeconds)
         self.logger = logger
     }
@@ -55,28 +46,29 @@ final class EventLogWriter: Sendable {
         if events.isEmpty { return [] }
         let bytes = events.reduce(0) { $0 + $1.footprint }
         guard bytes <= self.maxQueuedBytes else {
-            throw ServiceKitError(
-                .api(.payloadTooLarge),
+            throw APIError(
+                .payloadTooLarge,
                 "the request's events take \(bytes) bytes; at most \(self.maxQueuedBytes) can wait for commit"
             )
         }
         return try await withCheckedThrowingContinuation { continuation in
-            let start: Bool? = self.state.withLock { state in
-                guard state.queuedEvents + events.count <= self.maxQueuedEvents, state.queuedBytes + bytes <= self.maxQueuedBytes else { return nil }
-                state.queuedEvents += events.count
-                state.queuedBytes += bytes
-                state.queues[tenant, default: []].append(Submission(events: events, bytes: bytes, requestID: requestID, continuation: continuation))
-                return state.writing.insert(tenant).inserted
+            let admission = self.queue.withLock {
+                $0.admit(
+                    Submission(events: events, requestID: requestID, continuation: continuation),
+                    tenant: tenant,
+                    events: events.count,
+                    bytes: bytes
+                )
             }
-            switch start {
-            case nil:
+            switch admission {
+            case .refused:
                 self.refused.increment()
                 continuation.resume(
-                    throwing: ServiceKitError(.api(.rateLimited), "ingest is at its queue limit; retry shortly", retryAfterSeconds: 1)
+                    throwing: APIError(.rateLimited, "ingest is at its queue limit; retry shortly", retryAfterSeconds: 1)
                 )
-            case true?:
+            case .startWriter:
                 Task { await self.drain(tenant: tenant) }
-            case false?:
+            case .queued:
                 break  // the tenant's writer will take it
             }
         }
@@ -84,25 +76,10 @@ final class EventLogWriter: Sendable {
 
     private func drain(tenant: String) async {
         while true {
-            let group: [Submission] = self.state.withLock { state in
-                guard var queue = state.queues[tenant], !queue.isEmpty else {
-                    state.queues[tenant] = nil
-                    state.writing.remove(tenant)
-                    return []
-                }
-                var taken = 0
-                var count = 0
-                while taken < queue.count, count == 0 || count + queue[taken].events.count <= self.writeBatchEvents {
-                    count += queue[taken].events.count
-                    taken += 1
-                }
-                let group = Array(queue[..<taken])
-                queue.removeFirst(taken)
-                state.queues[tenant] = queue
-                return group
-            }
-            if group.isEmpty { return }
-            await self.commit(tenant: tenant, group: group)
+            let batch = self.queue.withLock { $0.nextBatch(tenant: tenant) }
+            if batch.isEmpty { return }
+            await self.commit(tenant: tenant, group: batch.map(\.item))
+            self.queue.withLock { $0.finished(batch) }
         }
     }
 
@@ -113,8 +90,8 @@ final class EventLogWriter: Sendable {
         let timeout = self.commitTimeout
         return try await withDeadline(
             timeout,
-            orThrow: ServiceKitError(
-                .api(.serviceUnavailable),
+            orThrow: APIError(
+                .serviceUnavailable,
                 "the event log did not answer within \(timeout); retry (events already stored are then reported as duplicates)",
                 retryAfterSeconds: 1
             )
@@ -128,67 +105,39 @@ final class EventLogWriter: Sendable {
     }
 
     private func commit(tenant: String, group: [Submission]) async {
-        // The first occurrence of a msg_id in the group goes to the log; later ones are its
-        // duplicates.
-        var unique: [PreparedEvent] = []
-        var firstIndex: [String: Int] = [:]
-        var positions: [[Int]] = []
-        for submission in group {
-            var mine: [Int] = []
-            for var event in submission.events {
-                event.requestID = submission.requestID
-                if let index = firstIndex[event.msgID] {
-                    mine.append(-1 - index)
-                } else {
-                    firstIndex[event.msgID] = unique.count
-                    mine.append(unique.count)
-                    unique.append(event)
+        let plan = GroupCommitPlan(
+            group.map { submission in
+                submission.events.map { event in
+                    var event = event
+                    event.requestID = submission.requestID
+                    return event
                 }
-            }
-            positions.append(mine)
-        }
-        let eventCount = group.reduce(0) { $0 + $1.events.count }
-        let byteCount = group.reduce(0) { $0 + $1.bytes }
-        defer {
-            self.state.withLock {
-                $0.queuedEvents -= eventCount
-                $0.queuedBytes -= byteCount
-            }
-        }
-
+            },
+            msgID: \.msgID
+        )
         let committedAt = Date()
         let result: Result<[ItemOutcome], any Error>
         do {
-            let (outcomes, _) = try await self.appendWithinDeadline(tenant: tenant, events: unique, committedAt: committedAt)
-            self.transactionEvents.record(unique.count)
+            let (outcomes, _) = try await self.appendWithinDeadline(tenant: tenant, events: plan.unique, committedAt: committedAt)
+            self.transactionEvents.record(plan.unique.count)
             result = .success(outcomes)
-        } catch let error as ServiceKitError {
+        } catch let error as APIError {
             result = .failure(error)
         } catch {
             self.logger.error("event log append failed", metadata: ["tenant": "\(tenant)", "error": "\(String(reflecting: error))"])
             result = .failure(
-                ServiceKitError(
-                    .api(.serviceUnavailable),
+                APIError(
+                    .serviceUnavailable,
                     "the event log is unavailable; retry (events already stored are then reported as duplicates)",
                     retryAfterSeconds: 1
                 )
             )
         }
-        for (submission, mine) in zip(group, positions) {
-            switch result {
-            case .success(let outcomes):
-                submission.continuation.resume(
-                    returning: mine.map { position in
-                        if position >= 0 { return outcomes[position] }
-                        switch outcomes[-1 - position] {
-                        case .accepted(let seq), .duplicate(let seq): return .duplicate(seq: seq)
-                        case .rejected(let reason): return .rejected(reason: reason)
-                        }
-                    }
-                )
-            case .failure(let error):
-                submission.continuation.resume(throwing: error)
-            }
+        switch result {
+        case .success(let outcomes):
+            for (submission, mine) in zip(group, plan.outcomes(outcomes)) { submission.continuation.resume(returning: mine) }
+        case .failure(let error):
+            for submission in group { submission.continuation.resume(throwing: error) }
         }
     }
 }

@@ -17,10 +17,11 @@ struct IngestController: Sendable {
     let verifier: AccessTokenVerifier
 
     func addRoutes(to router: Router<ServiceRequestContext>) {
-        router.post("v1/ingest/events") { request, context in
+        let agents = router.group("v1/ingest").add(middleware: AgentAuthenticationMiddleware(keys: self.keys))
+        agents.post("events") { request, context in
             try await self.ingest(request, context: context)
         }
-        router.post("v1/ingest/acp/:threadId") { request, context in
+        agents.post("acp/:threadId") { request, context in
             try await self.appendACP(request, context: context)
         }
         let admin = router.group("v1/admin/ingest-keys").add(middleware: AuthenticationMiddleware(verifier: self.verifier, requiring: .admin))
@@ -33,7 +34,7 @@ struct IngestController: Sendable {
         admin.delete(":keyId") { _, context -> HTTPResponse.Status in
             let keyID = try context.parameters.require("keyId")
             guard try await self.keys.revoke(keyID: keyID, tenant: context.requireIdentity().tenant) else {
-                throw ServiceKitError(.api(.notFound), "no such ingest key")
+                throw APIError(.notFound, "no such ingest key")
             }
             return .noContent
         }
@@ -56,19 +57,16 @@ struct IngestController: Sendable {
     }
 
     private func ingest(_ request: Request, context: ServiceRequestContext) async throws -> BatchResponse {
-        let tenant = try await self.authenticate(request)
-        guard request.headers[.contentType].map({ $0.lowercased().hasPrefix("application/json") }) ?? false else {
-            throw ServiceKitError(.api(.unsupportedMediaType), "send application/json")
-        }
-        let body = try await request.body.collect(upTo: self.settings.maxBodyBytes)
+        let tenant = try context.requireAgentTenant()
+        let body = try await request.jsonBody(upTo: self.settings.maxBodyBytes)
         let events: [Result<NativeEvent, Rejection>]
         do {
             events = try NativeBatchParser.parse(Array(buffer: body))
         } catch {
-            throw ServiceKitError(.api(.invalidRequest), "the body is not a batch: expected {\"events\": [ … ]} (\(error.reason))")
+            throw APIError(.invalidRequest, "the body is not a batch: expected {\"events\": [ … ]} (\(error.reason))")
         }
         guard events.count <= self.settings.maxBatchEvents else {
-            throw ServiceKitError(.api(.payloadTooLarge), "\(events.count) events; at most \(self.settings.maxBatchEvents) per request")
+            throw APIError(.payloadTooLarge, "\(events.count) events; at most \(self.settings.maxBatchEvents) per request")
         }
 
         let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -128,18 +126,15 @@ struct IngestController: Sendable {
     /// `POST /v1/ingest/acp/{threadId}?swarmId=…&agentId=…&direction=agent_to_client&msgId=…[&sessionId=…]`
     /// with one JSON-RPC message as the body, stored byte for byte.
     private func appendACP(_ request: Request, context: ServiceRequestContext) async throws -> ACPResponse {
-        let tenant = try await self.authenticate(request)
-        guard request.headers[.contentType].map({ $0.lowercased().hasPrefix("application/json") }) ?? false else {
-            throw ServiceKitError(.api(.unsupportedMediaType), "send application/json")
-        }
+        let tenant = try context.requireAgentTenant()
         let query = request.uri.queryParameters
         func required(_ name: String) throws -> String {
             guard let value = query[Substring(name)] else {
-                throw ServiceKitError(.api(.invalidRequest), "query parameter \(name) is required", details: [name: "required"])
+                throw APIError(.invalidRequest, "query parameter \(name) is required", details: [name: "required"])
             }
             return String(value)
         }
-        let body = try await request.body.collect(upTo: self.settings.maxACPBodyBytes)
+        let body = try await request.jsonBody(upTo: self.settings.maxACPBodyBytes)
         let event: PreparedEvent
         do {
             event = try ACPFrame.prepare(
@@ -153,7 +148,7 @@ struct IngestController: Sendable {
                 now: Date()
             )
         } catch let rejection as Rejection {
-            throw ServiceKitError(.api(.invalidRequest), rejection.reason)
+            throw APIError(.invalidRequest, rejection.reason)
         }
         let outcome = try await self.writer.submit(tenant: tenant, events: [event], requestID: context.requestID)
         switch outcome.first {
@@ -162,14 +157,10 @@ struct IngestController: Sendable {
         case .duplicate(let seq)?:
             return ACPResponse(status: "duplicate", seq: seq, threadSeq: try await self.log.threadSeq(tenant: tenant, seq: seq))
         case .rejected(let reason)?:
-            throw ServiceKitError(.api(.invalidRequest), reason)
+            throw APIError(.invalidRequest, reason)
         case nil:
-            throw ServiceKitError(.api(.serverError), "no outcome for the envelope")
+            throw APIError(.serverError, "no outcome for the envelope")
         }
-    }
-
-    private func authenticate(_ request: Request) async throws -> String {
-        try await self.keys.authenticate(try request.bearerToken("ingest key"))
     }
 
     /// A one-line reason for a decoding error, naming the field.
@@ -188,14 +179,9 @@ struct IngestController: Sendable {
 
     private func createKey(_ request: Request, context: ServiceRequestContext) async throws -> EditedResponse<CreatedKey> {
         let identity = try context.requireIdentity()
-        let body: CreateKeyRequest
-        do {
-            body = try JSONDecoder().decode(CreateKeyRequest.self, from: try await request.body.collect(upTo: 16 << 10))
-        } catch {
-            throw ServiceKitError(.api(.invalidRequest), "expected {\"name\": \"…\"} (\(describeDecodingFailure(error)))")
-        }
+        let body = try await request.decodeJSON(CreateKeyRequest.self, upTo: 16 << 10, shape: #"{"name": "…"}"#)
         guard (1...200).contains(body.name.count) else {
-            throw ServiceKitError(.api(.invalidRequest), "name must be 1 to 200 characters", details: ["name": "1 to 200 characters"])
+            throw APIError(.invalidRequest, "name must be 1 to 200 characters", details: ["name": "1 to 200 characters"])
         }
         let (keyID, key) = try await self.keys.create(tenant: identity.tenant, name: body.name)
         return EditedResponse(status: .created, response: CreatedKey(keyId: keyID, key: key, tenant: identity.tenant, name: body.name))

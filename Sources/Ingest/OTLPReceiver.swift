@@ -27,6 +27,15 @@ struct OTLPReceiver: Sendable {
         case json
 
         var contentType: String { self == .json ? "application/json" : "application/x-protobuf" }
+
+        /// The encoding a request's `Content-Type` names, if it is one of the two.
+        init?(_ request: Request) {
+            switch request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "application/x-protobuf": self = .protobuf
+            case "application/json": self = .json
+            default: return nil
+            }
+        }
     }
 
     private static let jsonDecoding: JSONDecodingOptions = {
@@ -36,8 +45,10 @@ struct OTLPReceiver: Sendable {
     }()
 
     func addRoutes(to router: Router<ServiceRequestContext>) {
-        router.post("v1/traces") { request, context in
-            await self.receive(request, context: context, as: OTLPExportTraceRequest.self, map: { $0.add($1) }) { rejected, message in
+        // Failures (authentication's too) are answered the OTLP way, in the request's encoding.
+        let otlp = router.group("v1").add(middleware: OTLPFailureMiddleware()).add(middleware: AgentAuthenticationMiddleware(keys: self.keys))
+        otlp.post("traces") { request, context in
+            try await self.receive(request, context: context, as: OTLPExportTraceRequest.self, map: { $0.add($1) }) { rejected, message in
                 var response = OTLPExportTraceResponse()
                 if !message.isEmpty {
                     response.partialSuccess.rejectedSpans = rejected
@@ -46,8 +57,8 @@ struct OTLPReceiver: Sendable {
                 return response
             }
         }
-        router.post("v1/logs") { request, context in
-            await self.receive(request, context: context, as: OTLPExportLogsRequest.self, map: { $0.add($1) }) { rejected, message in
+        otlp.post("logs") { request, context in
+            try await self.receive(request, context: context, as: OTLPExportLogsRequest.self, map: { $0.add($1) }) { rejected, message in
                 var response = OTLPExportLogsResponse()
                 if !message.isEmpty {
                     response.partialSuccess.rejectedLogRecords = rejected
@@ -56,8 +67,8 @@ struct OTLPReceiver: Sendable {
                 return response
             }
         }
-        router.post("v1/metrics") { request, context in
-            await self.receive(request, context: context, as: OTLPExportMetricsRequest.self, map: { $0.add($1) }) { rejected, message in
+        otlp.post("metrics") { request, context in
+            try await self.receive(request, context: context, as: OTLPExportMetricsRequest.self, map: { $0.add($1) }) { rejected, message in
                 var response = OTLPExportMetricsResponse()
                 if !message.isEmpty {
                     response.partialSuccess.rejectedDataPoints = rejected
@@ -68,64 +79,57 @@ struct OTLPReceiver: Sendable {
         }
     }
 
-    /// Reads, decodes, maps and commits one export; every failure becomes a `google.rpc.Status`.
+    /// Reads, decodes, maps and commits one export (``OTLPFailureMiddleware`` turns a failure
+    /// into a `google.rpc.Status`).
     private func receive<Export: SwiftProtobuf.Message, Answer: SwiftProtobuf.Message>(
         _ request: Request,
         context: ServiceRequestContext,
         as type: Export.Type,
         map: (inout OTLPBatch, Export) -> Void,
         answer: (Int64, String) -> Answer
-    ) async -> Response {
-        var encoding = Encoding.json
+    ) async throws -> Response {
+        let encoding = try Self.encoding(of: request)
+        let tenant = try context.requireAgentTenant()
+        let body = Array(buffer: try await self.body(of: request))
+        let export: Export
         do {
-            encoding = try Self.encoding(of: request)
-            let tenant = try await self.keys.authenticate(try request.bearerToken("ingest key"))
-            let body = Array(buffer: try await self.body(of: request))
-            let export: Export
-            do {
-                export =
-                    switch encoding {
-                    case .protobuf: try Export(serializedBytes: body)
-                    case .json: try Export(jsonUTF8Bytes: body, options: Self.jsonDecoding)
-                    }
-            } catch {
-                throw ServiceKitError(
-                    .api(.invalidRequest),
-                    "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))"
-                )
-            }
-            var batch = OTLPBatch(
-                now: Int64(Date().timeIntervalSince1970 * 1000),
-                maxEventBytes: self.settings.maxEventBytes,
-                json: encoding == .json
-            )
-            map(&batch, export)
-            // Items (spans, records, points) are what the client counts; the events they map to
-            // (up to three a span) must still fit the queue, or the export could never pass.
-            guard batch.items <= self.settings.maxBatchEvents, batch.events.count <= self.settings.maxQueuedEvents else {
-                throw ServiceKitError(
-                    .api(.payloadTooLarge),
-                    "\(batch.items) items (\(batch.events.count) events); at most \(self.settings.maxBatchEvents) items per export"
-                )
-            }
-            batch.apply(try await self.writer.submit(tenant: tenant, events: batch.events, requestID: context.requestID))
-            return try Self.response(.ok, answer(Int64(batch.rejectedItems.count), batch.errorMessage), encoding: encoding)
+            export =
+                switch encoding {
+                case .protobuf: try Export(serializedBytes: body)
+                case .json: try Export(jsonUTF8Bytes: body, options: Self.jsonDecoding)
+                }
         } catch {
-            return Self.failure(error, encoding: encoding, context: context)
+            throw APIError(
+                .invalidRequest,
+                "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))"
+            )
         }
+        var batch = OTLPBatch(
+            now: Int64(Date().timeIntervalSince1970 * 1000),
+            maxEventBytes: self.settings.maxEventBytes,
+            json: encoding == .json
+        )
+        map(&batch, export)
+        // Items (spans, records, points) are what the client counts; the events they map to
+        // (up to three a span) must still fit the queue, or the export could never pass.
+        guard batch.items <= self.settings.maxBatchEvents, batch.events.count <= self.settings.maxQueuedEvents else {
+            throw APIError(
+                .payloadTooLarge,
+                "\(batch.items) items (\(batch.events.count) events); at most \(self.settings.maxBatchEvents) items per export"
+            )
+        }
+        batch.apply(try await self.writer.submit(tenant: tenant, events: batch.events, requestID: context.requestID))
+        return try Self.response(.ok, answer(Int64(batch.rejectedItems.count), batch.errorMessage), encoding: encoding)
     }
 
-    private static func encoding(of request: Request) throws(ServiceKitError) -> Encoding {
-        let mediaType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        switch mediaType {
-        case "application/x-protobuf": return .protobuf
-        case "application/json": return .json
-        default:
-            throw ServiceKitError(
-                .api(.unsupportedMediaType),
-                "send application/x-protobuf or application/json, not \(mediaType ?? "no Content-Type")"
+    private static func encoding(of request: Request) throws(APIError) -> Encoding {
+        guard let encoding = Encoding(request) else {
+            throw APIError(
+                .unsupportedMediaType,
+                "send application/x-protobuf or application/json, not \(request.headers[.contentType] ?? "no Content-Type")"
             )
         }
+        return encoding
     }
 
     /// The body, whole (chunked or not) and gunzipped, within `ingest.max-body-bytes` both
@@ -142,9 +146,9 @@ struct OTLPReceiver: Sendable {
             do {
                 inflated = try body.decompress(with: .gzip(), maxSize: limit)
             } catch let error as CompressNIOError where error == .bufferOverflow {
-                throw ServiceKitError(.api(.payloadTooLarge), "the body inflates past \(limit) bytes")
+                throw APIError(.payloadTooLarge, "the body inflates past \(limit) bytes")
             } catch {
-                throw ServiceKitError(.api(.invalidRequest), "the body is not valid gzip (\(error))")
+                throw APIError(.invalidRequest, "the body is not valid gzip (\(error))")
             }
             // zlib stops quietly at the end of its input: a cut-off body would pass as a
             // shorter one. The gzip trailer's ISIZE (length mod 2^32) tells.
@@ -152,15 +156,15 @@ struct OTLPReceiver: Sendable {
                 let size = compressed.getInteger(at: compressed.readerIndex + compressed.readableBytes - 4, endianness: .little, as: UInt32.self),
                 size == UInt32(truncatingIfNeeded: inflated.readableBytes)
             else {
-                throw ServiceKitError(.api(.invalidRequest), "the gzip body is truncated (or has several members, which is not supported)")
+                throw APIError(.invalidRequest, "the gzip body is truncated (or has several members, which is not supported)")
             }
             return inflated
         case let other?:
-            throw ServiceKitError(.api(.unsupportedMediaType), "Content-Encoding \(other) is not supported; send gzip or none")
+            throw APIError(.unsupportedMediaType, "Content-Encoding \(other) is not supported; send gzip or none")
         }
     }
 
-    private static func response(_ status: HTTPResponse.Status, _ message: some SwiftProtobuf.Message, encoding: Encoding) throws -> Response {
+    static func response(_ status: HTTPResponse.Status, _ message: some SwiftProtobuf.Message, encoding: Encoding) throws -> Response {
         let bytes: [UInt8] =
             switch encoding {
             case .protobuf: try message.serializedBytes()
@@ -171,7 +175,7 @@ struct OTLPReceiver: Sendable {
 
     /// An error as OTLP/HTTP wants it: the status code, a `google.rpc.Status` body in the
     /// request's encoding, `Retry-After` when retrying later can help.
-    private static func failure(_ error: any Error, encoding: Encoding, context: ServiceRequestContext) -> Response {
+    static func failure(_ error: any Error, encoding: Encoding, context: ServiceRequestContext) -> Response {
         let (status, envelope) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: context.requestID)
         ErrorEnvelopeMiddleware.log(error, as: envelope, logger: context.logger)
         var rpc = OTLPStatus()
@@ -197,6 +201,24 @@ struct OTLPReceiver: Sendable {
         case 429: 8  // RESOURCE_EXHAUSTED
         case 503: 14  // UNAVAILABLE
         default: 13  // INTERNAL
+        }
+    }
+}
+
+/// Answers a failed OTLP request as OTLP/HTTP wants: the status, a `google.rpc.Status` body in
+/// the request's encoding (JSON when it named neither), `Retry-After` when retrying can help.
+struct OTLPFailureMiddleware: RouterMiddleware {
+    typealias Context = ServiceRequestContext
+
+    func handle(
+        _ request: Request,
+        context: ServiceRequestContext,
+        next: (Request, ServiceRequestContext) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            return OTLPReceiver.failure(error, encoding: OTLPReceiver.Encoding(request) ?? .json, context: context)
         }
     }
 }

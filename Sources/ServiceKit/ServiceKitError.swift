@@ -1,7 +1,9 @@
 public import Contracts
 
-/// The error type of ServiceKit, and the error every service throws toward a client: one with
-/// an ``Code/api(_:)`` code becomes the shared error envelope with that code's status.
+/// The error type of ServiceKit's infrastructure (configuration, NATS, JetStream, migrations,
+/// keys). A client that meets one sees `ServiceUnavailable` for a dependency that is down and
+/// `ServerError` otherwise; the detail stays in the log. Answers about the client's own request
+/// are ``APIError``s.
 public struct ServiceKitError: Error, CustomStringConvertible {
     /// What went wrong.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -15,7 +17,6 @@ public struct ServiceKitError: Error, CustomStringConvertible {
             case jetStream
             case migration
             case token
-            case api(ErrorCode)
         }
 
         private let base: Base
@@ -40,25 +41,16 @@ public struct ServiceKitError: Error, CustomStringConvertible {
         /// A token could not be signed, or a key could not be read.
         public static let token = Code(.token)
 
-        /// An error for the client, answered with this code of the shared taxonomy.
-        public static func api(_ code: ErrorCode) -> Code { Code(.api(code)) }
-
-        /// The client-facing code: the API code itself, `ServiceUnavailable` for a dependency
-        /// that is down, `ServerError` for the rest.
+        /// The client-facing code: `ServiceUnavailable` for a dependency that is down,
+        /// `ServerError` for the rest.
         public var errorCode: ErrorCode {
             switch self.base {
-            case .api(let code): code
             case .natsConnection, .natsTimeout, .natsNoResponders, .natsClosed: .serviceUnavailable
             default: .serverError
             }
         }
 
-        public var description: String {
-            switch self.base {
-            case .api(let code): code.rawValue
-            default: String(describing: self.base)
-            }
-        }
+        public var description: String { String(describing: self.base) }
     }
 
     /// What went wrong.
@@ -67,23 +59,11 @@ public struct ServiceKitError: Error, CustomStringConvertible {
     public let message: String
     /// JetStream's `err_code` when ``code`` is ``Code/jetStream``.
     public let jetStreamErrorCode: Int?
-    /// Field-level problems of an invalid request (field path → problem).
-    public let details: [String: String]?
-    /// Seconds after which a retry may succeed (`Retry-After`).
-    public let retryAfterSeconds: Int?
 
-    public init(
-        _ code: Code,
-        _ message: String,
-        jetStreamErrorCode: Int? = nil,
-        details: [String: String]? = nil,
-        retryAfterSeconds: Int? = nil
-    ) {
+    public init(_ code: Code, _ message: String, jetStreamErrorCode: Int? = nil) {
         self.code = code
         self.message = message
         self.jetStreamErrorCode = jetStreamErrorCode
-        self.details = details
-        self.retryAfterSeconds = retryAfterSeconds
     }
 
     public var description: String { "ServiceKitError.\(self.code): \(self.message)" }

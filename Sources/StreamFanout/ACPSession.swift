@@ -279,7 +279,7 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
         } catch let invalid as InvalidParams {
             try await writer.send(Self.error(id: request.id, -32602, invalid.message))
             return false
-        } catch let error as ServiceKitError {
+        } catch let error as APIError {
             try await writer.send(Self.error(id: request.id, -32000, error.message))
         } catch let error as PSQLError {
             self.logger.warning("ACP cache request failed", metadata: ["error": "\(String(reflecting: error))"])

@@ -109,8 +109,8 @@ struct StreamController: Sendable {
         for path in ["v1/stream", "v1/acp"] {
             router.get(RouterPath(path)) { request, _ -> Response in
                 _ = try await self.authentication.authenticate(request)
-                throw ServiceKitError(
-                    .api(.invalidRequest),
+                throw APIError(
+                    .invalidRequest,
                     "/\(path) is a WebSocket: send an upgrade request with ?protocol=\(Self.protocolVersion)"
                 )
             }

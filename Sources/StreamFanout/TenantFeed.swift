@@ -91,7 +91,7 @@ final class TenantFeed: Sendable {
                 "tenant feed cannot read the log's head",
                 metadata: ["tenant": "\(self.tenant)", "error": "\(String(reflecting: error))"]
             )
-            let failure = ServiceKitError(.api(.serviceUnavailable), "the event log is unavailable; retry", retryAfterSeconds: 1)
+            let failure = APIError(.serviceUnavailable, "the event log is unavailable; retry", retryAfterSeconds: 1)
             let waiting = self.state.withLock { state in
                 state.failure = failure
                 defer { state.waiting = [] }
@@ -118,10 +118,10 @@ final class TenantFeed: Sendable {
             }
             let event = FeedEvent(envelope)
             await self.serializer.run {
-                let expected = (self.head ?? 0) + 1
-                if event.seq < expected { return }  // a late or repeated copy
-                if event.seq > expected {
-                    await self.backfill(from: expected, to: event.seq - 1)
+                switch FeedContiguity.step(head: self.head, seq: event.seq) {
+                case .drop: return
+                case .deliver: break
+                case .backfillThenDeliver(let from, let to): await self.backfill(from: from, to: to)
                 }
                 self.deliver(event)
             }
@@ -129,7 +129,7 @@ final class TenantFeed: Sendable {
         // The subscription ended (the connection closed or drained): the listeners must go
         // elsewhere.
         let listeners = self.state.withLock { state in
-            state.failure = ServiceKitError(.api(.serviceUnavailable), "the live feed ended; retry", retryAfterSeconds: 1)
+            state.failure = APIError(.serviceUnavailable, "the live feed ended; retry", retryAfterSeconds: 1)
             defer { state.listeners = [:] }
             return Array(state.listeners.values)
         }
@@ -149,13 +149,12 @@ final class TenantFeed: Sendable {
     /// check found the log ahead of this (silent) feed; back-fill the difference.
     func catchUp(toLogHead logHead: Int64) async {
         await self.serializer.run {
-            let head = self.head ?? 0
-            guard logHead > head else { return }
+            guard let range = FeedContiguity.catchUp(head: self.head, logHead: logHead) else { return }
             self.logger.info(
                 "live feed behind the log; back-filling",
-                metadata: ["tenant": "\(self.tenant)", "from": "\(head + 1)", "to": "\(logHead)"]
+                metadata: ["tenant": "\(self.tenant)", "from": "\(range.lowerBound)", "to": "\(range.upperBound)"]
             )
-            await self.backfill(from: head + 1, to: logHead)
+            await self.backfill(from: range.lowerBound, to: range.upperBound)
         }
     }
 
@@ -168,30 +167,26 @@ final class TenantFeed: Sendable {
     }
 
     private func backfill(from: Int64, to: Int64) async {
-        var after = from - 1
+        var backfill = FeedContiguity.Backfill(from: from, to: to)
         do {
-            while after < to {
-                let page = try await self.reader.events(tenant: self.tenant, after: after, through: to, filter: .everything, limit: 1000)
-                guard !page.isEmpty else { break }
-                for event in page where event.seq > after {
-                    self.deliver(event)
-                    after = event.seq
-                }
+            while backfill.wantsMore {
+                let page = try await self.reader.events(tenant: self.tenant, after: backfill.after, through: to, filter: .everything, limit: 1000)
+                for index in backfill.take(page.map(\.seq)) { self.deliver(page[index]) }
                 self.backfilled.increment(by: page.count)
             }
         } catch {
             self.logger.warning(
                 "live feed gap not back-filled",
-                metadata: ["tenant": "\(self.tenant)", "from": "\(after + 1)", "to": "\(to)", "error": "\(String(reflecting: error))"]
+                metadata: ["tenant": "\(self.tenant)", "from": "\(backfill.after + 1)", "to": "\(to)", "error": "\(String(reflecting: error))"]
             )
         }
-        if after < to {
+        if let gap = backfill.gap {
             // Not in the log (or the log is unreachable): tell every listener, and move on.
             let listeners = self.state.withLock { state in
                 state.head = to
                 return Array(state.listeners.values)
             }
-            for listener in listeners { listener.offerGap(from: after + 1, to: to) }
+            for listener in listeners { listener.offerGap(from: gap.lowerBound, to: gap.upperBound) }
         }
     }
 }

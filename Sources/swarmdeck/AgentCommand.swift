@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import SwarmdeckTools
 
 /// `swarmdeck agent run`: runs a command as a Swarmdeck agent (see ``AgentConnector``).
 struct AgentCommand: AsyncParsableCommand {
@@ -71,6 +72,9 @@ struct AgentCommand: AsyncParsableCommand {
                 grace: .milliseconds(Int(self.graceSeconds * 1000)),
                 worker: self.worker
             )
+            for url in [options.ingestURL, options.controlURL] where URL(string: url)?.host == nil {
+                throw ValidationError("\(url) is not a base URL such as http://127.0.0.1:8080")
+            }
             // Writing to a worker that has closed its input must fail, not kill the connector.
             signal(SIGPIPE, SIG_IGN)
             let child = try ChildProcess(self.command, acceptsInput: self.worker)
@@ -78,7 +82,7 @@ struct AgentCommand: AsyncParsableCommand {
             let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)
             let client = HTTPClient(eventLoopGroupProvider: .singleton)
             AgentConnector.say("\(self.name) in swarm \(self.swarm): started pid \(child.pid): \(self.command.joined(separator: " "))")
-            let status = await AgentConnector(options: options, client: client, child: child, command: self.command.joined(separator: " ")).run()
+            let status = try await AgentConnector(options: options, client: client, child: child, command: self.command.joined(separator: " ")).run()
             signals.cancel()
             try await client.shutdown()
             AgentConnector.say("\(self.name): command exited with status \(status)")

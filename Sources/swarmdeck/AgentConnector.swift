@@ -1,6 +1,8 @@
 import AsyncHTTPClient
+import ControlAPIContract
 import Foundation
 import NIOCore
+import SwarmdeckTools
 
 #if canImport(Glibc)
 import Glibc
@@ -36,6 +38,8 @@ actor AgentConnector {
 
     let options: Options
     let client: HTTPClient
+    /// control-api, with the ingest key.
+    let control: Client
     let child: ChildProcess
     let command: String
     private var state = State.running
@@ -50,13 +54,14 @@ actor AgentConnector {
     /// the loops) must not cut its acknowledgement short.
     private var inFlight: Task<Void, Never>?
     /// Commands already handled: a redelivery gets the same answer.
-    private var answered: [String: (outcome: String, state: String, message: String?)] = [:]
+    private var answered: [String: (outcome: Components.Schemas.CommandAck.OutcomePayload, state: String, message: String?)] = [:]
 
     static let maxPending = 10_000
 
-    init(options: Options, client: HTTPClient, child: ChildProcess, command: String) {
+    init(options: Options, client: HTTPClient, child: ChildProcess, command: String) throws {
         self.options = options
         self.client = client
+        self.control = try Client.controlAPI(url: options.controlURL, credential: options.key, httpClient: client)
         self.child = child
         self.command = command
         self.taskSummary = "pid \(child.pid): \(command)"
@@ -224,41 +229,20 @@ actor AgentConnector {
 
     // MARK: Commands
 
-    private struct Command: Decodable {
-        var commandId: String
-        var requestId: String
-        var action: String
-        var reason: String
-        var input: String?
-        var actor: String
-        var expiresAt: Date?
-        var ackToken: String
-    }
-
-    private struct CommandList: Decodable {
-        var commands: [Command]
-    }
+    private typealias Command = Components.Schemas.AgentCommand
+    private typealias Answer = (outcome: Components.Schemas.CommandAck.OutcomePayload, state: String, message: String?)
 
     private func commandLoop() async {
         var failures = 0
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
         while !Task.isCancelled && self.state != .terminated {
-            var components = URLComponents(string: self.options.controlURL + "/v1/agent/commands")!
-            components.queryItems = [
-                URLQueryItem(name: "swarmId", value: self.options.swarm), URLQueryItem(name: "agentId", value: self.options.agent),
-                URLQueryItem(name: "waitSeconds", value: "25"),
-            ]
-            var request = HTTPClientRequest(url: components.url!.absoluteString)
-            request.headers.add(name: "Authorization", value: "Bearer \(self.options.key)")
             do {
-                let response = try await self.client.execute(request, timeout: .seconds(40))
-                let body = try await response.body.collect(upTo: 4 << 20)
-                guard response.status == .ok else {
-                    throw ChildProcessError("control-api answered \(response.status.code): \(String(buffer: body))")
+                let commands: [Command]
+                switch try await self.control.pollCommands(query: .init(swarmId: self.options.swarm, agentId: self.options.agent, waitSeconds: 25)) {
+                case .ok(let answer): commands = try answer.body.json.commands
+                case .default(let status, let error): throw ControlAPIClientError(status: status, error)
                 }
                 failures = 0
-                for command in try decoder.decode(CommandList.self, from: Data(buffer: body)).commands {
+                for command in commands {
                     let handling = Task { await self.handle(command) }
                     self.inFlight = handling
                     await handling.value
@@ -277,47 +261,47 @@ actor AgentConnector {
             await self.acknowledge(command, answer)
             return
         }
-        let answer: (outcome: String, state: String, message: String?)
+        let answer: Answer
         if let expiresAt = command.expiresAt, expiresAt < Date() {
-            answer = ("expired", self.state.rawValue, "arrived after \(expiresAt)")
+            answer = (.expired, self.state.rawValue, "arrived after \(expiresAt)")
         } else {
-            answer = await self.apply(command.action, input: command.input)
+            answer = await self.apply(command.action.rawValue, input: command.input)
         }
         self.answered[command.commandId] = answer
-        Self.say("\(command.action) from \(command.actor) (\(command.reason)): \(answer.outcome), now \(answer.state)")
+        Self.say("\(command.action.rawValue) from \(command.actor) (\(command.reason)): \(answer.outcome.rawValue), now \(answer.state)")
         await self.report(
             state: self.state,
             msgID: "ack-\(command.commandId)",
             attributes: [
-                "commandId": command.commandId, "requestId": command.requestId, "action": command.action, "outcome": answer.outcome,
+                "commandId": command.commandId, "requestId": command.requestId, "action": command.action.rawValue, "outcome": answer.outcome.rawValue,
                 "actor": command.actor, "reason": command.reason,
             ]
         )
         await self.acknowledge(command, answer)
     }
 
-    private func apply(_ action: String, input: String?) async -> (outcome: String, state: String, message: String?) {
+    private func apply(_ action: String, input: String?) async -> Answer {
         switch (action, self.state) {
         case (_, .terminated):
-            return (action == "terminate" ? "noop" : "rejected", State.terminated.rawValue, "the process has ended")
+            return (action == "terminate" ? .noop : .rejected, State.terminated.rawValue, "the process has ended")
         case ("request", _):
             // A paused worker reads it once resumed.
             do {
                 try self.child.write(line: input ?? "")
-                return ("applied", self.state.rawValue, nil)
+                return (.applied, self.state.rawValue, nil)
             } catch {
-                return (self.options.worker ? "failed" : "rejected", self.state.rawValue, "\(error)")
+                return (self.options.worker ? .failed : .rejected, self.state.rawValue, "\(error)")
             }
         case ("pause", .paused), ("resume", .running):
-            return ("noop", self.state.rawValue, nil)
+            return (.noop, self.state.rawValue, nil)
         case ("pause", .running):
-            guard self.child.signal(SIGSTOP) else { return ("failed", self.state.rawValue, "SIGSTOP: \(String(cString: strerror(errno)))") }
+            guard self.child.signal(SIGSTOP) else { return (.failed, self.state.rawValue, "SIGSTOP: \(String(cString: strerror(errno)))") }
             self.state = .paused
-            return ("applied", self.state.rawValue, nil)
+            return (.applied, self.state.rawValue, nil)
         case ("resume", .paused):
-            guard self.child.signal(SIGCONT) else { return ("failed", self.state.rawValue, "SIGCONT: \(String(cString: strerror(errno)))") }
+            guard self.child.signal(SIGCONT) else { return (.failed, self.state.rawValue, "SIGCONT: \(String(cString: strerror(errno)))") }
             self.state = .running
-            return ("applied", self.state.rawValue, nil)
+            return (.applied, self.state.rawValue, nil)
         case ("terminate", _):
             self.child.signal(SIGTERM)
             self.child.signal(SIGCONT)  // a stopped process handles SIGTERM once continued
@@ -344,32 +328,33 @@ actor AgentConnector {
             _ = await exit.value
             self.state = .terminated
             self.taskSummary = "terminated: \(self.command)"
-            return ("applied", self.state.rawValue, message)
+            return (.applied, self.state.rawValue, message)
         default:
-            return ("rejected", self.state.rawValue, "unknown action \(action)")
+            return (.rejected, self.state.rawValue, "unknown action \(action)")
         }
     }
 
-    private func acknowledge(_ command: Command, _ answer: (outcome: String, state: String, message: String?)) async {
-        var ack: [String: Any] = ["commandId": command.commandId, "ackToken": command.ackToken, "outcome": answer.outcome, "state": answer.state]
-        if let message = answer.message { ack["message"] = message }
-        guard let body = try? JSONSerialization.data(withJSONObject: ack) else { return }
+    private func acknowledge(_ command: Command, _ answer: Answer) async {
+        let ack = Components.Schemas.CommandAck(
+            commandId: command.commandId,
+            ackToken: command.ackToken,
+            outcome: answer.outcome,
+            state: answer.state,
+            message: answer.message
+        )
         for attempt in 0..<5 {
-            var request = HTTPClientRequest(url: self.options.controlURL + "/v1/agent/commands/ack")
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(self.options.key)")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body))
-            if let response = try? await self.client.execute(request, timeout: .seconds(10)) {
-                _ = try? await response.body.collect(upTo: 1 << 20)
-                if response.status == .noContent { return }
-                // A 4xx will not get better.
-                if (400..<500).contains(response.status.code) {
-                    Self.say("acknowledgement refused: \(response.status.code)")
-                    return
+            do {
+                switch try await self.control.ackCommand(body: .json(ack)) {
+                case .noContent: return
+                case .default(let status, let error): throw ControlAPIClientError(status: status, error)
                 }
+            } catch let error as ControlAPIClientError where error.isClientError {
+                // A 4xx will not get better.
+                Self.say("acknowledgement refused: \(error)")
+                return
+            } catch {
+                try? await Task.sleep(for: .milliseconds(200 << attempt))
             }
-            try? await Task.sleep(for: .milliseconds(200 << attempt))
         }
     }
 

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import OTLP
+import SwarmdeckTools
 
 /// `swarmdeck demo`: demo traffic for the local stack. A few simulated agents in two swarms
 /// post what real ones do: state heartbeats, logs, tool calls and token use through the native

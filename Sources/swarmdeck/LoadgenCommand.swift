@@ -1,4 +1,5 @@
 import ArgumentParser
+import SwarmdeckTools
 
 /// `swarmdeck loadgen ingest`: load against a running ingest.
 struct LoadgenCommand: AsyncParsableCommand {

@@ -1,13 +1,14 @@
 import ArgumentParser
 
-/// The Swarmdeck command line: admin commands for the local stack and operators, and benchmarks.
+/// The Swarmdeck command line: admin commands for the local stack and operators, the agent
+/// connector, the load generator and the demo (the benchmarks are `swarmdeck-bench`).
 @main
 struct Swarmdeck: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "swarmdeck",
         abstract: "Swarmdeck: watch and steer swarms of AI coding agents.",
         subcommands: [
-            TokenCommand.self, TenantCommand.self, AgentCommand.self, ConfigCommand.self, LoadgenCommand.self, BenchCommand.self, DemoCommand.self,
+            TokenCommand.self, TenantCommand.self, AgentCommand.self, ConfigCommand.self, LoadgenCommand.self, DemoCommand.self,
         ]
     )
 }

@@ -1,9 +1,10 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Contracts
+import ControlAPIContract
 import Foundation
-import NIOCore
 import ServiceKit
+import SwarmdeckTools
 
 /// `swarmdeck tenant create`: a tenant and its one-time enrolment codes, through control-api.
 struct TenantCommand: AsyncParsableCommand {
@@ -48,38 +49,31 @@ struct TenantCommand: AsyncParsableCommand {
         func run() async throws {
             let signer = try await self.signing.signer()
             let token = try await signer.sign(tenant: self.tenant, subject: "cli-admin", scopes: [.admin], lifetime: .seconds(120))
-            var body: [String: Any] = ["count": self.codes, "ttlSeconds": self.ttl]
-            if !self.scopes.isEmpty { body["scopes"] = self.scopes }
-            var request = HTTPClientRequest(url: self.url + "/v1/admin/enrolment-codes")
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(token)")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+            let request = Components.Schemas.EnrolmentCodeRequest(
+                count: self.codes,
+                scopes: self.scopes.isEmpty ? nil : self.scopes.compactMap(Components.Schemas.Scope.init(rawValue:)),
+                ttlSeconds: self.ttl
+            )
             let client = HTTPClient(eventLoopGroupProvider: .singleton)
-            let response: HTTPClientResponse
-            let answer: ByteBuffer
+            let answer: Operations.CreateEnrolmentCodes.Output
             do {
-                response = try await client.execute(request, timeout: .seconds(10))
-                answer = try await response.body.collect(upTo: 1 << 20)
+                let control = try Client.controlAPI(url: self.url, credential: token, httpClient: client, timeout: .seconds(10))
+                answer = try await control.createEnrolmentCodes(body: .json(request))
                 try await client.shutdown()
             } catch {
                 try? await client.shutdown()
                 throw error
             }
-            guard response.status == .created else {
-                throw ValidationError("control-api answered \(response.status.code): \(String(buffer: answer))")
+            let created: Components.Schemas.EnrolmentCodes
+            switch answer {
+            case .created(let answer): created = try answer.body.json
+            case .default(let status, let error): throw ControlAPIClientError(status: status, error)
             }
-            struct Created: Decodable {
-                var codes: [String]
-                var scopes: [String]
-                var expiresAt: String
-            }
-            let created = try JSONDecoder().decode(Created.self, from: Data(buffer: answer))
             if self.quiet {
                 print(created.codes.joined(separator: "\n"))
             } else {
                 print(
-                    "tenant \(self.tenant): \(created.codes.count) code(s), scopes \(created.scopes.joined(separator: " ")), valid until \(created.expiresAt)"
+                    "tenant \(self.tenant): \(created.codes.count) code(s), scopes \(created.scopes.map(\.rawValue).joined(separator: " ")), valid until \(created.expiresAt.ISO8601Format())"
                 )
                 for code in created.codes { print(code) }
             }

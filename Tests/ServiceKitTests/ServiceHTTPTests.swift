@@ -37,7 +37,7 @@ struct ServiceHTTPTests {
                 return "\(identity.tenant)/\(identity.subject)/\(identity.scopes.map(\.rawValue).sorted().joined(separator: ","))"
             }
         router.post("v1/fail") { _, _ -> String in
-            throw ServiceKitError(.api(.invalidRequest), "reason is too long", details: ["reason": "at most 500 characters"])
+            throw APIError(.invalidRequest, "reason is too long", details: ["reason": "at most 500 characters"])
         }
         router.get("v1/nats-down") { _, _ -> String in
             throw ServiceKitError(.natsTimeout, "no reply from $JS.API.STREAM.INFO.SECRET_STREAM within 5s")

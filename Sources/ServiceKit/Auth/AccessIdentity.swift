@@ -16,9 +16,15 @@ public struct AccessIdentity: Sendable, Hashable {
     }
 
     /// Throws `PermissionDenied` unless the identity holds `scope`.
-    public func require(_ scope: Scope) throws(ServiceKitError) {
-        guard self.scopes.contains(scope) else {
-            throw ServiceKitError(.api(.permissionDenied), "this action needs the \(scope.rawValue) scope")
+    public func require(_ scope: Scope) throws(APIError) {
+        try self.require(anyOf: [scope])
+    }
+
+    /// Throws `PermissionDenied` unless the identity holds at least one of `scopes` (none
+    /// named: nothing is required).
+    public func require(anyOf scopes: [Scope]) throws(APIError) {
+        guard scopes.isEmpty || scopes.contains(where: self.scopes.contains) else {
+            throw APIError(.permissionDenied, "this action needs the \(scopes.map(\.rawValue).joined(separator: " or ")) scope")
         }
     }
 }

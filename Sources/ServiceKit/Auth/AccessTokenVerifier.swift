@@ -27,40 +27,40 @@ public struct AccessTokenVerifier: Sendable {
         self.audience = audience
     }
 
-    /// The identity a token grants.
-    /// - Throws: `AuthExpired` for an expired token, `AuthInvalid` for anything else wrong.
-    /// The identity of `token`, which must hold every one of `scopes` (403 `PermissionDenied`
-    /// otherwise).
-    public func verify(_ token: String, requiring scopes: [Scope]) async throws(ServiceKitError) -> AccessIdentity {
+    /// The identity of `token`, which must hold at least one of `scopes` when any are named
+    /// (403 `PermissionDenied` otherwise).
+    public func verify(_ token: String, requiring scopes: [Scope]) async throws(APIError) -> AccessIdentity {
         let identity = try await self.verify(token)
-        for scope in scopes { try identity.require(scope) }
+        try identity.require(anyOf: scopes)
         return identity
     }
 
-    public func verify(_ token: String) async throws(ServiceKitError) -> AccessIdentity {
+    /// The identity a token grants.
+    /// - Throws: `AuthExpired` for an expired token, `AuthInvalid` for anything else wrong.
+    public func verify(_ token: String) async throws(APIError) -> AccessIdentity {
         let header = try Self.header(of: token)
         guard header.alg == "ES256" else {
-            throw ServiceKitError(.api(.authInvalid), "token algorithm \(header.alg ?? "none") is not accepted")
+            throw APIError(.authInvalid, "token algorithm \(header.alg ?? "none") is not accepted")
         }
         guard let keyID = header.kid, self.keyIDs.contains(keyID) else {
-            throw ServiceKitError(.api(.authInvalid), "token key id is unknown")
+            throw APIError(.authInvalid, "token key id is unknown")
         }
         let claims: AccessClaims
         do {
             claims = try await self.keys.verify(token, as: AccessClaims.self)
         } catch let error as JWTError where error.errorType == .claimVerificationFailure && error.failedClaim is ExpirationClaim {
-            throw ServiceKitError(.api(.authExpired), "the access token has expired")
+            throw APIError(.authExpired, "the access token has expired")
         } catch {
-            throw ServiceKitError(.api(.authInvalid), "the access token is not valid")
+            throw APIError(.authInvalid, "the access token is not valid")
         }
         guard claims.issuer.value == self.issuer else {
-            throw ServiceKitError(.api(.authInvalid), "the access token is from another issuer")
+            throw APIError(.authInvalid, "the access token is from another issuer")
         }
         guard claims.audience.value.contains(self.audience) else {
-            throw ServiceKitError(.api(.authInvalid), "the access token is for another audience")
+            throw APIError(.authInvalid, "the access token is for another audience")
         }
         guard !claims.tenant.isEmpty, !claims.subject.value.isEmpty else {
-            throw ServiceKitError(.api(.authInvalid), "the access token names no tenant or subject")
+            throw APIError(.authInvalid, "the access token names no tenant or subject")
         }
         let scopes = claims.scope.split(separator: " ").compactMap { Scope(rawValue: String($0)) }
         return AccessIdentity(tenant: claims.tenant, subject: claims.subject.value, scopes: Set(scopes))
@@ -71,12 +71,12 @@ public struct AccessTokenVerifier: Sendable {
         var kid: String?
     }
 
-    private static func header(of token: String) throws(ServiceKitError) -> Header {
+    private static func header(of token: String) throws(APIError) -> Header {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let data = Data(base64URLEncoded: parts[0]),
             let header = try? JSONDecoder().decode(Header.self, from: data)
         else {
-            throw ServiceKitError(.api(.authInvalid), "the access token is malformed")
+            throw APIError(.authInvalid, "the access token is malformed")
         }
         return header
     }

@@ -2,7 +2,7 @@ public import Contracts
 public import Hummingbird
 
 /// Requires `Authorization: Bearer <access token>`, verifies it and puts the identity in the
-/// context; with `scopes`, also requires each of them (403 `PermissionDenied` otherwise).
+/// context; with `scopes`, also requires one of them (403 `PermissionDenied` otherwise).
 public struct AuthenticationMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
 

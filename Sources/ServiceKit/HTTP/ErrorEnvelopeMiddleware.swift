@@ -3,7 +3,8 @@ import Foundation
 public import Hummingbird
 public import Logging
 
-/// Turns every error into the shared JSON error envelope: ``ServiceKitError`` with its code,
+/// Turns every error into the shared JSON error envelope: ``APIError`` with its code and
+/// message, ``ServiceKitError`` as `ServiceUnavailable` or `ServerError` without its detail,
 /// Hummingbird's own errors (unknown route, body too large, undecodable body) by their status,
 /// anything else as a logged `ServerError` whose details stay in the log.
 public struct ErrorEnvelopeMiddleware: RouterMiddleware {
@@ -40,23 +41,28 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
     /// The status and envelope body for an error.
     public static func envelope(for error: any Error, requestID: String?) -> (HTTPResponse.Status, ErrorEnvelope.Body) {
         switch error {
+        case let error as APIError:
+            return (
+                error.status,
+                ErrorEnvelope.Body(
+                    code: error.code,
+                    message: error.message,
+                    requestId: requestID,
+                    retryAfterSeconds: error.retryAfterSeconds,
+                    details: error.details
+                )
+            )
         case let error as ServiceKitError:
-            let code = error.code.errorCode
             // Internal failures (NATS, JetStream, migrations) keep their detail in the log.
-            let message: String =
-                switch code {
-                case _ where error.code == .api(code): error.message
-                case .serviceUnavailable: "a dependency is unavailable; retry later"
-                default: "internal error"
-                }
+            let code = error.code.errorCode
+            let unavailable = code == .serviceUnavailable
             return (
                 HTTPResponse.Status(code: code.httpStatus),
                 ErrorEnvelope.Body(
                     code: code,
-                    message: message,
+                    message: unavailable ? "a dependency is unavailable; retry later" : "internal error",
                     requestId: requestID,
-                    retryAfterSeconds: error.retryAfterSeconds ?? (code == .serviceUnavailable ? 1 : nil),
-                    details: error.details
+                    retryAfterSeconds: unavailable ? 1 : nil
                 )
             )
         case let error as HTTPError:

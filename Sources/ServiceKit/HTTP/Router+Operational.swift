@@ -26,8 +26,8 @@ extension Router where Context == ServiceRequestContext {
                 return await group.reduce(into: [String]()) { if let name = $1 { $0.append(name) } }
             }
             guard failing.isEmpty else {
-                throw ServiceKitError(
-                    .api(.serviceUnavailable),
+                throw APIError(
+                    .serviceUnavailable,
                     "not ready: \(failing.sorted().joined(separator: ", ")) unavailable",
                     retryAfterSeconds: 1
                 )

@@ -7,18 +7,29 @@ public struct ServiceRequestContext: RequestContext {
     public var requestID: String
     /// Who is calling, once an authentication middleware has run.
     public var identity: AccessIdentity?
+    /// The tenant of the agent calling, once ``AgentAuthenticationMiddleware`` has run.
+    public var agentTenant: String?
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.requestID = ""
         self.identity = nil
+        self.agentTenant = nil
     }
 
     /// The identity, or a 401 when the route was not behind authentication.
-    public func requireIdentity() throws(ServiceKitError) -> AccessIdentity {
+    public func requireIdentity() throws(APIError) -> AccessIdentity {
         guard let identity = self.identity else {
-            throw ServiceKitError(.api(.authInvalid), "an access token is required")
+            throw APIError(.authInvalid, "an access token is required")
         }
         return identity
+    }
+
+    /// The agent's tenant, or a 401 when the route was not behind agent authentication.
+    public func requireAgentTenant() throws(APIError) -> String {
+        guard let tenant = self.agentTenant else {
+            throw APIError(.authInvalid, "an ingest key is required")
+        }
+        return tenant
     }
 }

@@ -2,8 +2,8 @@ public import Logging
 public import PostgresNIO
 
 extension PostgresClient {
-    /// `withTransaction`, except that a ``ServiceKitError`` the body throws (a refusal: a
-    /// conflict, a rate limit, a deadline) comes out as itself once the transaction is rolled
+    /// `withTransaction`, except that an ``APIError`` the body throws (a refusal: a conflict, a
+    /// rate limit, a deadline) or a ``ServiceKitError`` comes out as itself once the transaction is rolled
     /// back, instead of wrapped in `PostgresTransactionError`: the refusal is the answer.
     public func transaction<Result>(
         logger: Logger,
@@ -13,7 +13,8 @@ extension PostgresClient {
         do {
             return try await self.withTransaction(logger: logger, isolation: isolation, body)
         } catch let error as PostgresTransactionError {
-            if let refusal = error.closureError as? ServiceKitError { throw refusal }
+            if let refusal = error.closureError as? APIError { throw refusal }
+            if let failure = error.closureError as? ServiceKitError { throw failure }
             throw error
         }
     }

@@ -7,14 +7,13 @@ import NIOCore
 import ServiceKit
 import Synchronization
 
-/// `fanout-bench`: N WebSocket clients on stream-fanout, events driven through ingest; then the
+/// `swarmdeck-bench fanout`: N WebSocket clients on stream-fanout, events driven through ingest; then the
 /// same fanout by nats-server's own WebSocket listener to as many clients, in the same run.
 /// Prints delivered messages/s, latency p50/p99 and memory per connection for both, and the
 /// throughput ratio. Point it only at servers of your own on this machine.
-@main
 struct FanoutBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "fanout-bench",
+        commandName: "fanout",
         abstract: "Stream-fanout beside nats-server's WebSocket listener: N clients, delivered msgs/s, latency, memory per connection."
     )
 

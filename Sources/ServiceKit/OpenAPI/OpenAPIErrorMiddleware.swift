@@ -1,16 +1,17 @@
 import Contracts
-import Hummingbird
+public import Hummingbird
 import OpenAPIRuntime
-import ServiceKit
 
 /// Turns what the OpenAPI runtime throws into errors ``ErrorEnvelopeMiddleware`` renders: a
 /// handler's own error comes out of the runtime's `ServerError` as it was thrown, and a request
 /// the runtime could not decode (wrong types, a missing field, an unknown enum value, a bad
 /// content type) becomes a 4xx `InvalidRequest` naming what was wrong.
-struct OpenAPIErrorMiddleware: RouterMiddleware {
-    typealias Context = ServiceRequestContext
+public struct OpenAPIErrorMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
 
-    func handle(
+    public init() {}
+
+    public func handle(
         _ request: Request,
         context: ServiceRequestContext,
         next: (Request, ServiceRequestContext) async throws -> Response
@@ -23,7 +24,7 @@ struct OpenAPIErrorMiddleware: RouterMiddleware {
     }
 
     static func unwrap(_ error: ServerError) -> any Error {
-        if let own = error.underlyingError as? ServiceKitError { return own }
+        if error.underlyingError is APIError || error.underlyingError is ServiceKitError { return error.underlyingError }
         let status = error.httpStatus
         guard (400..<500).contains(status.code) else { return error.underlyingError }
         let code: ErrorCode =
@@ -38,6 +39,6 @@ struct OpenAPIErrorMiddleware: RouterMiddleware {
             } else {
                 "\(error.underlyingError)"
             }
-        return ServiceKitError(.api(code), detail)
+        return APIError(code, detail)
     }
 }

@@ -1,12 +1,13 @@
-import ArgumentParser
+public import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
 import OTLP
+import ServiceKit
 
 /// What a load run sends.
-enum IngestProtocol: String, ExpressibleByArgument, CaseIterable, Sendable {
+public enum IngestProtocol: String, ExpressibleByArgument, CaseIterable, Sendable {
     /// Native JSON batches to `/v1/ingest/events` (log events).
     case native
     /// OTLP/HTTP protobuf log records to `/v1/logs`.
@@ -17,25 +18,44 @@ enum IngestProtocol: String, ExpressibleByArgument, CaseIterable, Sendable {
 
 /// Drives ingest: `connections` workers, each posting batches of `batch` items back to back,
 /// paced to `rate` items/s in total (0 = as fast as they go).
-struct IngestLoad {
-    var url: String
-    var protocolName: IngestProtocol = .native
-    var key: String
-    var connections: Int
-    var batch: Int
-    var rate: Double
-    var duration: Duration
+public struct IngestLoad: Sendable {
+    public var url: String
+    public var protocolName: IngestProtocol
+    public var key: String
+    public var connections: Int
+    public var batch: Int
+    public var rate: Double
+    public var duration: Duration
 
-    struct Report {
-        var accepted = 0
-        var requests = 0
-        var errors: [String: Int] = [:]
-        var latencies: [Duration] = []
-        var elapsed: Duration = .zero
+    public init(
+        url: String,
+        protocolName: IngestProtocol = .native,
+        key: String,
+        connections: Int,
+        batch: Int,
+        rate: Double,
+        duration: Duration
+    ) {
+        self.url = url
+        self.protocolName = protocolName
+        self.key = key
+        self.connections = connections
+        self.batch = batch
+        self.rate = rate
+        self.duration = duration
+    }
 
-        var eventsPerSecond: Double { Double(self.accepted) / self.elapsed.secondsDouble }
+    /// What a run measured.
+    public struct Report: Sendable {
+        public var accepted = 0
+        public var requests = 0
+        public var errors: [String: Int] = [:]
+        public var latencies: [Duration] = []
+        public var elapsed: Duration = .zero
 
-        func percentile(_ p: Double) -> Duration {
+        public var eventsPerSecond: Double { Double(self.accepted) / self.elapsed.secondsDouble }
+
+        public func percentile(_ p: Double) -> Duration {
             guard !self.latencies.isEmpty else { return .zero }
             let sorted = self.latencies.sorted()
             return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
@@ -48,7 +68,7 @@ struct IngestLoad {
             self.latencies += other.latencies
         }
 
-        func printed(title: String) -> String {
+        public func printed(title: String) -> String {
             let errors = self.errors.isEmpty ? "none" : self.errors.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: ", ")
             return String(
                 format: "%@: %.0f events/s accepted (%d events, %d requests in %.1f s); ack latency p50 %.2f ms, p99 %.2f ms; errors: %@",
@@ -64,7 +84,8 @@ struct IngestLoad {
         }
     }
 
-    func run() async throws -> Report {
+    /// Runs the load for ``duration`` and reports it.
+    public func run() async throws -> Report {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: self.connections)
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))

@@ -1,28 +1,30 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 
 /// Where load goes: the options `loadgen ingest` and `bench ingest` share.
-struct IngestTargetOptions: ParsableArguments {
+public struct IngestTargetOptions: ParsableArguments {
     @Option(help: "Base URL of ingest or the edge.")
-    var url = "http://127.0.0.1:8080"
+    public var url = "http://127.0.0.1:8080"
 
     @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
-    var key: String?
+    public var key: String?
 
     @Option(help: "Concurrent connections.")
-    var connections = 8
+    public var connections = 8
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         guard (1...1024).contains(self.connections) else { throw ValidationError("connections must be 1…1024") }
     }
 
     /// `--key`, else `$SWARMDECK_INGEST_KEY`.
-    func ingestKey() throws -> String {
+    public func ingestKey() throws -> String {
         try Self.ingestKey(self.key)
     }
 
     /// `key`, else `$SWARMDECK_INGEST_KEY`.
-    static func ingestKey(_ key: String?) throws -> String {
+    public static func ingestKey(_ key: String?) throws -> String {
         if let key { return key }
         if let key = ProcessInfo.processInfo.environment["SWARMDECK_INGEST_KEY"], !key.isEmpty { return key }
         throw ValidationError("no ingest key: pass --key or source .swarmdeck/local.env")

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import ServiceKit
+import SwarmdeckTools
 
 /// `swarmdeck bench ingest`: ingest's sustained rate beside a raw `COPY` of the same rows, and
 /// its acknowledgement latency at half that rate, in one run.

@@ -1,21 +1,22 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Contracts
+import ControlAPIContract
 import Foundation
 import HummingbirdWSClient
 import Logging
 import NIOCore
 import ServiceKit
+import SwarmdeckTools
 import Synchronization
 
-/// `control-bench`: the control round trip on the running stack. Starts `sleep` under the
+/// `swarmdeck-bench control`: the control round trip on the running stack. Starts `sleep` under the
 /// agent connector, subscribes to its state events on `/v1/stream`, then pauses and resumes it
 /// N times, timing from the POST to control-api: the 202, the process's state changing in
 /// /proc (the connector has acted), and the state event arriving on the stream.
-@main
 struct ControlBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "control-bench",
+        commandName: "control",
         abstract: "Control round trip: POST control → the connector has signalled the process → the state event on /v1/stream."
     )
 
@@ -61,11 +62,13 @@ struct ControlBench: AsyncParsableCommand {
 
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let reader = try await signer.sign(tenant: self.tenant, subject: "bench-reader", scopes: [.streamRead])
+        let readerClient = try Client.controlAPI(url: self.url, credential: reader, httpClient: client, timeout: .seconds(10))
         // The agent and its process id (from its task summary).
         var pid: Int32?
         for _ in 0..<200 where pid == nil {
-            let (status, body) = try await self.call(client, "GET", "/v1/agents/\(agent)", token: reader)
-            if status == 200, let summary = body["taskSummary"] as? String, summary.hasPrefix("pid ") {
+            if case .ok(let answer) = try await readerClient.getAgent(path: .init(agentId: agent)),
+                let summary = try answer.body.json.taskSummary, summary.hasPrefix("pid ")
+            {
                 pid = Int32(summary.dropFirst(4).prefix { $0.isNumber })
             } else {
                 try await Task.sleep(for: .milliseconds(50))
@@ -98,11 +101,15 @@ struct ControlBench: AsyncParsableCommand {
         var accepted: [Duration] = []
         var acted: [Duration] = []
         var delivered: [Duration] = []
-        var token = try await signer.sign(tenant: self.tenant, subject: "\(agent)-0", scopes: [.agentsControl])
+        func controller(_ batch: Int) async throws -> Client {
+            let token = try await signer.sign(tenant: self.tenant, subject: "\(agent)-\(batch)", scopes: [.agentsControl])
+            return try Client.controlAPI(url: self.url, credential: token, httpClient: client, timeout: .seconds(10))
+        }
+        var control = try await controller(0)
         print("control-bench: \(self.iterations) round trips on agent \(agent) (pid \(pid)) via \(self.url)")
         for iteration in 0..<self.iterations {
             if iteration > 0 && iteration % 50 == 0 {
-                token = try await signer.sign(tenant: self.tenant, subject: "\(agent)-\(iteration / 50)", scopes: [.agentsControl])
+                control = try await controller(iteration / 50)
             }
             let pause = iteration % 2 == 0
             let expected: Character = pause ? "T" : "S"
@@ -115,11 +122,15 @@ struct ControlBench: AsyncParsableCommand {
                 }
                 return nil
             }
-            let body = #"{"action":"\#(pause ? "pause" : "resume")","reason":"bench","requestId":"\#(agent)-\#(iteration)"}"#
-            let (status, receipt) = try await self.call(client, "POST", "/v1/agents/\(agent)/control", token: token, body: body)
-            guard status == 202, let command = (receipt["commands"] as? [[String: Any]])?.first?["commandId"] as? String else {
+            let request = Components.Schemas.ControlRequest(action: pause ? .pause : .resume, reason: "bench", requestId: "\(agent)-\(iteration)")
+            let command: String
+            switch try await control.controlAgent(path: .init(agentId: agent), body: .json(request)) {
+            case .accepted(let answer):
+                guard let first = try answer.body.json.commands.first?.commandId else { throw ValidationError("the control issued no command") }
+                command = first
+            case .default(let status, let error):
                 watcher.cancel()
-                throw ValidationError("control answered \(status): \(receipt)")
+                throw ControlAPIClientError(status: status, error)
             }
             accepted.append(ContinuousClock.now - started)
             let arrived = try await arrivals.wait(for: command, timeout: .seconds(10))
@@ -127,12 +138,9 @@ struct ControlBench: AsyncParsableCommand {
             if let act = await watcher.value { acted.append(act) }
             watcher.cancel()
         }
-        _ = try? await self.call(
-            client,
-            "POST",
-            "/v1/agents/\(agent)/control",
-            token: token,
-            body: #"{"action":"terminate","reason":"bench done","requestId":"\#(agent)-end","confirm":"TERMINATE"}"#
+        _ = try? await control.controlAgent(
+            path: .init(agentId: agent),
+            body: .json(.init(action: .terminate, reason: "bench done", requestId: "\(agent)-end", confirm: "TERMINATE"))
         )
         connector.waitUntilExit()
         try await client.shutdown()
@@ -151,20 +159,6 @@ struct ControlBench: AsyncParsableCommand {
     static func processState(_ pid: Int32) -> Character? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
         return stat[stat.index(close, offsetBy: 2)]
-    }
-
-    private func call(_ client: HTTPClient, _ method: String, _ path: String, token: String, body: String? = nil) async throws -> (Int, [String: Any])
-    {
-        var request = HTTPClientRequest(url: self.url + path)
-        request.method = .init(rawValue: method)
-        request.headers.add(name: "Authorization", value: "Bearer \(token)")
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: body))
-        }
-        let response = try await client.execute(request, timeout: .seconds(10))
-        let data = try await response.body.collect(upTo: 1 << 20)
-        return (Int(response.status.code), (try? JSONSerialization.jsonObject(with: Data(buffer: data))) as? [String: Any] ?? [:])
     }
 }
 

@@ -1,0 +1,81 @@
+/// The bookkeeping of group commit, apart from its I/O: the tenants' queues of submissions
+/// waiting for a transaction, the process-wide bounds on what waits, and which submissions go
+/// into each tenant's next transaction. ``EventLogWriter`` keeps one behind a lock.
+struct CommitQueue<Item> {
+    /// A submission: what the writer needs back, and what it weighs.
+    struct Entry {
+        var item: Item
+        var events: Int
+        var bytes: Int
+    }
+
+    /// What became of a submission offered to the queue.
+    enum Admission: Equatable {
+        /// Over a bound: nothing was queued (the client gets 429).
+        case refused
+        /// Queued, and no writer runs for the tenant: the caller starts one.
+        case startWriter
+        /// Queued behind the tenant's running writer.
+        case queued
+    }
+
+    let maxEvents: Int
+    let maxBytes: Int
+    let batchEvents: Int
+    private(set) var queues: [String: [Entry]] = [:]
+    private(set) var writing: Set<String> = []
+    /// Events and bytes queued or being committed.
+    private(set) var events = 0
+    private(set) var bytes = 0
+
+    /// - Parameters:
+    ///   - maxEvents: events waiting (queued or in a transaction) across tenants.
+    ///   - maxBytes: bytes of them.
+    ///   - batchEvents: events per transaction (a larger single submission still goes alone).
+    init(maxEvents: Int, maxBytes: Int, batchEvents: Int) {
+        self.maxEvents = maxEvents
+        self.maxBytes = maxBytes
+        self.batchEvents = batchEvents
+    }
+
+    /// Queues `item` for `tenant` unless the events or bytes waiting would pass their bound.
+    mutating func admit(_ item: Item, tenant: String, events: Int, bytes: Int) -> Admission {
+        guard self.events + events <= self.maxEvents, self.bytes + bytes <= self.maxBytes else { return .refused }
+        self.events += events
+        self.bytes += bytes
+        self.queues[tenant, default: []].append(Entry(item: item, events: events, bytes: bytes))
+        return self.writing.insert(tenant).inserted ? .startWriter : .queued
+    }
+
+    /// The tenant's next transaction: whole submissions in order, as many as fit in
+    /// `batchEvents` (at least one). Empty when nothing waits: the tenant's writer then ends,
+    /// and the next admission starts a new one.
+    mutating func nextBatch(tenant: String) -> [Entry] {
+        guard var queue = self.queues[tenant], !queue.isEmpty else {
+            self.queues[tenant] = nil
+            self.writing.remove(tenant)
+            return []
+        }
+        var taken = 0
+        var count = 0
+        while taken < queue.count, count == 0 || count + queue[taken].events <= self.batchEvents {
+            count += queue[taken].events
+            taken += 1
+        }
+        let batch = Array(queue[..<taken])
+        queue.removeFirst(taken)
+        self.queues[tenant] = queue
+        return batch
+    }
+
+    /// A transaction of `batch` has ended (committed or not): its weight no longer counts.
+    mutating func finished(_ batch: [Entry]) {
+        for entry in batch {
+            self.events -= entry.events
+            self.bytes -= entry.bytes
+        }
+    }
+}
+
+extension CommitQueue: Sendable where Item: Sendable {}
+extension CommitQueue.Entry: Sendable where Item: Sendable {}

@@ -1,0 +1,24 @@
+public import Hummingbird
+
+/// Requires `Authorization: Bearer <ingest key>`, checks it and puts the agent's tenant in the
+/// context (``ServiceRequestContext/agentTenant``): the authenticator of the routes agents call.
+public struct AgentAuthenticationMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
+
+    let keys: any AgentKeyAuthenticator
+
+    public init(keys: any AgentKeyAuthenticator) {
+        self.keys = keys
+    }
+
+    public func handle(
+        _ request: Request,
+        context: ServiceRequestContext,
+        next: (Request, ServiceRequestContext) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        context.agentTenant = try await self.keys.authenticate(try request.bearerToken("ingest key"))
+        context.logger[metadataKey: "tenant"] = .string(context.agentTenant ?? "")
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,87 @@
+public import Contracts
+public import HTTPTypes
+import Hummingbird
+public import OpenAPIRuntime
+
+/// The credential an OpenAPI operation asks of its caller.
+public enum OperationCredential: Sendable, Hashable {
+    /// Anyone (registration, refresh, public keys).
+    case none
+    /// An operator's access token holding at least one of these scopes.
+    case accessToken(anyOf: [Scope])
+    /// An agent's ingest key.
+    case ingestKey
+}
+
+/// Who is calling an OpenAPI operation, as ``OperationAuthenticationMiddleware`` established.
+public enum Caller: Sendable {
+    case anonymous
+    /// An operator (a device's access token).
+    case person(AccessIdentity)
+    /// An agent, by its ingest key's tenant.
+    case agent(tenant: String)
+
+    /// The caller of the running operation.
+    @TaskLocal public static var current: Caller?
+
+    /// The operator calling the running operation; a 401 when it is not one (an operation whose
+    /// credential table says otherwise: a bug, refused rather than served).
+    public static func person() throws(APIError) -> AccessIdentity {
+        guard case .person(let identity) = Self.current else { throw APIError(.authInvalid, "an access token is required") }
+        return identity
+    }
+
+    /// The tenant of the agent calling the running operation; a 401 when it is not one.
+    public static func agentTenant() throws(APIError) -> String {
+        guard case .agent(let tenant) = Self.current else { throw APIError(.authInvalid, "an ingest key is required") }
+        return tenant
+    }
+}
+
+/// The authenticator of an OpenAPI service: checks each operation's credential, by its
+/// operation id, before the request is decoded, and sets ``Caller/current`` for the handler.
+/// An operation missing from the table is refused (fail closed).
+public struct OperationAuthenticationMiddleware: ServerMiddleware {
+    let credentials: [String: OperationCredential]
+    let verifier: AccessTokenVerifier
+    let agentKeys: (any AgentKeyAuthenticator)?
+
+    /// - Parameters:
+    ///   - credentials: Operation id → what it requires.
+    ///   - verifier: Checks access tokens.
+    ///   - agentKeys: Checks ingest keys (needed when an operation asks for ``OperationCredential/ingestKey``).
+    public init(credentials: [String: OperationCredential], verifier: AccessTokenVerifier, agentKeys: (any AgentKeyAuthenticator)? = nil) {
+        self.credentials = credentials
+        self.verifier = verifier
+        self.agentKeys = agentKeys
+    }
+
+    public func intercept(
+        _ request: HTTPRequest,
+        body: HTTPBody?,
+        metadata: ServerRequestMetadata,
+        operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        let caller = try await self.caller(of: operationID, authorization: request.headerFields[.authorization])
+        return try await Caller.$current.withValue(caller) {
+            try await next(request, body, metadata)
+        }
+    }
+
+    /// Who is calling `operationID` with this `Authorization` header.
+    func caller(of operationID: String, authorization: String?) async throws(APIError) -> Caller {
+        switch self.credentials[operationID] {
+        case .none?:
+            return .anonymous
+        case .accessToken(let scopes)?:
+            let token = try Request.bearerToken(authorization: authorization, "access token")
+            return .person(try await self.verifier.verify(token, requiring: scopes))
+        case .ingestKey?:
+            guard let agentKeys = self.agentKeys else { throw APIError(.serverError, "\(operationID) has no ingest key authenticator") }
+            return .agent(tenant: try await agentKeys.authenticate(try Request.bearerToken(authorization: authorization, "ingest key")))
+        case nil:
+            throw APIError(.serverError, "\(operationID) declares no credential")
+        }
+    }
+}

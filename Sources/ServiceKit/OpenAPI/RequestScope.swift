@@ -1,0 +1,41 @@
+public import Hummingbird
+public import Logging
+
+/// What the HTTP layer knows about the request an OpenAPI handler is serving: the generated
+/// handlers see only the operation's declared inputs, so the correlation id and the request's
+/// logger travel in a task local set by ``RequestScopeMiddleware`` (and who is calling in
+/// ``Caller/current``, set by ``OperationAuthenticationMiddleware``).
+public struct RequestScope: Sendable {
+    @TaskLocal public static var current: RequestScope?
+
+    /// The correlation id of the request.
+    public var requestID: String
+    /// The request's logger (with its correlation id).
+    public var logger: Logger
+}
+
+/// Sets ``RequestScope/current`` for the rest of the request, and bounds the body: an OpenAPI
+/// service's bodies are small JSON, so one larger than `maxBodyBytes` is refused with 413
+/// before anything decodes it.
+public struct RequestScopeMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
+
+    let maxBodyBytes: Int
+
+    public init(maxBodyBytes: Int = 64 << 10) {
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    public func handle(
+        _ request: Request,
+        context: ServiceRequestContext,
+        next: (Request, ServiceRequestContext) async throws -> Response
+    ) async throws -> Response {
+        var request = request
+        _ = try await request.collectBody(upTo: self.maxBodyBytes)
+        let scope = RequestScope(requestID: context.requestID, logger: context.logger)
+        return try await RequestScope.$current.withValue(scope) {
+            try await next(request, context)
+        }
+    }
+}

@@ -1,0 +1,13 @@
+import ArgumentParser
+
+/// `swarmdeck-bench`: every benchmark, each printing figures measured side by side in one run
+/// (build with `-c release` for meaningful figures). Apart from the operator CLI, so that it
+/// stays lean.
+@main
+struct SwarmdeckBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "swarmdeck-bench",
+        abstract: "Swarmdeck's benchmarks (build with -c release for meaningful figures).",
+        subcommands: [FanoutBench.self, ControlBench.self, IngestBench.self, NATSBench.self]
+    )
+}

@@ -1,0 +1,64 @@
+public import AsyncHTTPClient
+public import ControlAPIContract
+import Foundation
+import HTTPTypes
+import NIOCore
+import OpenAPIAsyncHTTPClient
+import OpenAPIRuntime
+
+extension Client {
+    /// A control-api client (generated from openapi/control-api.yaml) at `url`, the service or
+    /// the edge, sending `Authorization: Bearer <credential>` (an access token or, for the agent
+    /// operations, an ingest key) on every request.
+    /// - Parameter timeout: for a whole request; a long poll needs more than its wait.
+    public static func controlAPI(url: String, credential: String, httpClient: HTTPClient, timeout: Duration = .seconds(40)) throws -> Client {
+        guard let serverURL = URL(string: url) else { throw ControlAPIClientError("not a URL: \(url)") }
+        return Client(
+            serverURL: serverURL,
+            transport: AsyncHTTPClientTransport(
+                configuration: .init(client: httpClient, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+            ),
+            middlewares: [BearerMiddleware(credential: credential)]
+        )
+    }
+}
+
+/// An answer control-api gave instead of the one asked for, with its error envelope's code and
+/// message.
+public struct ControlAPIClientError: Error, CustomStringConvertible {
+    /// The HTTP status of the answer, if there was one.
+    public let status: Int?
+    public let description: String
+
+    public init(_ description: String) {
+        self.status = nil
+        self.description = description
+    }
+
+    /// The error of an operation's `default` (error) answer.
+    public init(status: Int, _ answer: Components.Responses._Error) {
+        let envelope = try? answer.body.json.error
+        self.status = status
+        self.description = "control-api answered \(status) \(envelope?.code ?? ""): \(envelope?.message ?? "")"
+    }
+
+    /// Whether retrying cannot help (the request itself was refused).
+    public var isClientError: Bool { self.status.map { (400..<500).contains($0) } ?? false }
+}
+
+/// Adds `Authorization: Bearer <credential>`.
+struct BearerMiddleware: ClientMiddleware {
+    let credential: String
+
+    func intercept(
+        _ request: HTTPRequest,
+        body: HTTPBody?,
+        baseURL: URL,
+        operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        var request = request
+        request.headerFields[.authorization] = "Bearer \(self.credential)"
+        return try await next(request, body, baseURL)
+    }
+}

@@ -1,0 +1,73 @@
+import EventLog
+import Testing
+
+@testable import Ingest
+
+/// Group commit's bookkeeping and de-duplication, without Postgres.
+@Suite struct GroupCommitTests {
+    typealias Queue = CommitQueue<String>
+
+    @Test func theFirstSubmissionStartsTheTenantsWriterAndLaterOnesQueueBehindIt() {
+        var queue = Queue(maxEvents: 100, maxBytes: 10_000, batchEvents: 10)
+        #expect(queue.admit("a1", tenant: "a", events: 3, bytes: 30) == .startWriter)
+        #expect(queue.admit("a2", tenant: "a", events: 3, bytes: 30) == .queued)
+        #expect(queue.admit("b1", tenant: "b", events: 1, bytes: 10) == .startWriter)
+        #expect(queue.events == 7 && queue.bytes == 70)
+    }
+
+    @Test func overEitherBoundNothingIsQueued() {
+        var queue = Queue(maxEvents: 10, maxBytes: 100, batchEvents: 10)
+        #expect(queue.admit("a1", tenant: "a", events: 8, bytes: 10) == .startWriter)
+        #expect(queue.admit("a2", tenant: "a", events: 3, bytes: 10) == .refused)
+        #expect(queue.admit("b1", tenant: "b", events: 1, bytes: 95) == .refused)
+        #expect(queue.events == 8 && queue.bytes == 10)
+        #expect(queue.queues["b"] == nil && !queue.writing.contains("b"))
+        // Exactly at the bound is allowed.
+        #expect(queue.admit("b2", tenant: "b", events: 2, bytes: 90) == .startWriter)
+    }
+
+    @Test func aBatchTakesWholeSubmissionsInOrderUpToTheBatchSizeAndAtLeastOne() {
+        var queue = Queue(maxEvents: 1000, maxBytes: 100_000, batchEvents: 10)
+        for (name, events) in [("s1", 4), ("s2", 5), ("s3", 2), ("s4", 30), ("s5", 1)] {
+            _ = queue.admit(name, tenant: "t", events: events, bytes: events)
+        }
+        #expect(queue.nextBatch(tenant: "t").map(\.item) == ["s1", "s2"])  // 9; s3 would make 11
+        #expect(queue.nextBatch(tenant: "t").map(\.item) == ["s3"])  // s4 alone is over the size
+        #expect(queue.nextBatch(tenant: "t").map(\.item) == ["s4"])  // an oversize one goes alone
+        #expect(queue.nextBatch(tenant: "t").map(\.item) == ["s5"])
+    }
+
+    @Test func anEmptyQueueEndsTheWriterAndTheNextSubmissionStartsAnother() {
+        var queue = Queue(maxEvents: 100, maxBytes: 1000, batchEvents: 10)
+        _ = queue.admit("a1", tenant: "a", events: 2, bytes: 20)
+        let batch = queue.nextBatch(tenant: "a")
+        #expect(queue.admit("a2", tenant: "a", events: 1, bytes: 10) == .queued)  // the writer still runs
+        #expect(queue.nextBatch(tenant: "a").map(\.item) == ["a2"])
+        #expect(queue.nextBatch(tenant: "a").isEmpty)
+        #expect(!queue.writing.contains("a") && queue.queues["a"] == nil)
+        #expect(queue.admit("a3", tenant: "a", events: 1, bytes: 10) == .startWriter)
+        // Weight counts until the transaction ends, committed or not.
+        #expect(queue.events == 4)
+        queue.finished(batch)
+        #expect(queue.events == 2 && queue.bytes == 20)
+    }
+
+    @Test func repeatsOfAMsgIdInOneTransactionAnswerAsDuplicatesOfTheFirst() {
+        let plan = GroupCommitPlan([["m1", "m2", "m1"], ["m2", "m3"], ["m4"]], msgID: { $0 })
+        #expect(plan.unique == ["m1", "m2", "m3", "m4"])
+        let outcomes = plan.outcomes([.accepted(seq: 10), .duplicate(seq: 4), .rejected(reason: "too big"), .accepted(seq: 11)])
+        #expect(
+            outcomes == [
+                [.accepted(seq: 10), .duplicate(seq: 4), .duplicate(seq: 10)],
+                [.duplicate(seq: 4), .rejected(reason: "too big")],
+                [.accepted(seq: 11)],
+            ]
+        )
+    }
+
+    @Test func aRejectedFirstOccurrenceRejectsItsRepeats() {
+        let plan = GroupCommitPlan([["x"], ["x", "x"]], msgID: { $0 })
+        #expect(plan.unique == ["x"])
+        #expect(plan.outcomes([.rejected(reason: "bad")]) == [[.rejected(reason: "bad")], [.rejected(reason: "bad"), .rejected(reason: "bad")]])
+    }
+}
