@@ -121,9 +121,9 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
 
     /// Handles one client message; false when it was invalid (an error was sent).
     private func handle(_ text: String) async -> Bool {
-        let message: ClientMessage
+        let message: StreamClientMessage
         do {
-            message = try JSONDecoder().decode(ClientMessage.self, from: Data(text.utf8))
+            message = try JSONDecoder().decode(StreamClientMessage.self, from: Data(text.utf8))
         } catch {
             self.outbox.send(ServerMessage.error(.invalidRequest, "not a protocol 1 message: \(describeDecodingFailure(error))", requestID: nil))
             return false
@@ -157,7 +157,7 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
         }
     }
 
-    private func subscribe(_ message: ClientMessage) async -> Bool {
+    private func subscribe(_ message: StreamClientMessage) async -> Bool {
         let filter: StreamFilter
         do {
             filter = try Self.filter(message.filters)
@@ -238,7 +238,7 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
         var message: String
     }
 
-    static func filter(_ filters: ClientMessage.Filters?) throws(FilterError) -> StreamFilter {
+    static func filter(_ filters: StreamClientMessage.Filters?) throws(FilterError) -> StreamFilter {
         guard let filters else { return .everything }
         var filter = StreamFilter()
         for (name, ids) in [("swarmIds", filters.swarmIds), ("agentIds", filters.agentIds)] {

@@ -78,7 +78,7 @@ struct ControlBench: AsyncParsableCommand {
 
         let arrivals = Arrivals()
         let streamURL = self.url.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/stream?protocol=1&access_token=" + reader
-        let subscribe = #"{"type":"subscribe","requestId":"bench","filters":{"agentIds":["\#(agent)"],"include":["states"]}}"#
+        let subscribe = StreamClientMessage(type: "subscribe", requestId: "bench", filters: .init(agentIds: [agent], include: ["states"])).json
         let stream = Task {
             try await WebSocketClient.connect(url: streamURL, configuration: .init(), logger: Logger(label: "control-bench")) {
                 inbound,

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import Contracts
 import Foundation
 import HummingbirdWSClient
 import Logging
@@ -81,7 +82,7 @@ struct FanoutBench: AsyncParsableCommand {
                 print(try await self.resumeRun(token: token, head: head))
             }
             if self.slowClients > 0 {
-                let subscribe = #"{"type":"subscribe","maxEventsPerSecond":10000,"filters":{"swarmIds":["bench"]}}"#
+                let subscribe = StreamClientMessage(type: "subscribe", filters: .init(swarmIds: ["bench"]), maxEventsPerSecond: 10_000).json
                 let slow = try await Connector.open(self.slowClients, board: Board(expected: 0)) {
                     Connection(
                         url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token,
@@ -104,7 +105,12 @@ struct FanoutBench: AsyncParsableCommand {
         var times: [Duration] = []
         for _ in 0..<self.resumes {
             let started = ContinuousClock.now
-            let message = #"{"type":"subscribe","maxEventsPerSecond":10000,"lastEventId":"\#(head - 10_000)","batchEvents":\#(self.batchEvents)}"#
+            let message = StreamClientMessage(
+                type: "subscribe",
+                lastEventId: .init(seq: head - 10_000),
+                maxEventsPerSecond: 10_000,
+                batchEvents: self.batchEvents
+            ).json
             try await WebSocketClient.connect(
                 url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token,
                 configuration: WebSocketClientConfiguration(maxFrameSize: 1 << 20),
@@ -134,7 +140,12 @@ struct FanoutBench: AsyncParsableCommand {
     private func fanoutRun(clients: Int, token: String, key: String, pid: Int32) async throws -> (Report, Int64) {
         let board = Board(expected: clients * self.events)
         let rssBefore = Memory.rss(pid)
-        let subscribe = #"{"type":"subscribe","maxEventsPerSecond":10000,"filters":{"swarmIds":["bench"]},"batchEvents":\#(self.batchEvents)}"#
+        let subscribe = StreamClientMessage(
+            type: "subscribe",
+            filters: .init(swarmIds: ["bench"]),
+            maxEventsPerSecond: 10_000,
+            batchEvents: self.batchEvents
+        ).json
         let sessions = try await Connector.open(clients, board: board) {
             Connection(url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token, hello: [subscribe], ready: #""type":"subscribed""#)
         }
