@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Contracts
 import ControlAPIContract
 import Foundation
 import NIOCore
@@ -47,7 +48,7 @@ actor AgentConnector {
     private let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
     private var counter = 0
     /// Output and structured events waiting for the next post, bounded.
-    private var pending: [[String: Any]] = []
+    private var pending: [IngestEvent] = []
     private var droppedLines = 0
     private var flushing = false
     /// The command being handled, in a task of its own: the end of the process (which cancels
@@ -106,7 +107,7 @@ actor AgentConnector {
             self.state = .terminated
             self.taskSummary = "exited with status \(exitCode): \(self.command)"
         }
-        await self.report(state: .terminated, msgID: "exit-\(self.options.agent)-\(self.run)", attributes: ["exitStatus": Int(exitCode)])
+        await self.report(state: .terminated, msgID: "exit-\(self.options.agent)-\(self.run)", attributes: ["exitStatus": .number(Double(exitCode))])
         return exitCode
     }
 
@@ -120,17 +121,19 @@ actor AgentConnector {
     }
 
     private func enqueue(line: String, isError: Bool) {
-        var event: [String: Any]
-        if line.hasPrefix("@swarmdeck "), let data = line.dropFirst(11).data(using: .utf8),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], object["kind"] is String
+        var event: IngestEvent
+        if line.hasPrefix("@swarmdeck "), let reported = try? JSONDecoder().decode(IngestEvent.self, from: Data(line.dropFirst(11).utf8)),
+            reported.kind != nil
         {
-            event = object
+            event = reported
         } else {
-            event = ["kind": "log", "level": isError ? "warn" : "info", "message": line]
+            event = IngestEvent(kind: "log")
+            event.level = isError ? "warn" : "info"
+            event.message = line
         }
-        event["msgId"] = self.nextID()
-        event["swarmId"] = self.options.swarm
-        event["agentId"] = self.options.agent
+        event.msgId = self.nextID()
+        event.swarmId = self.options.swarm
+        event.agentId = self.options.agent
         if self.pending.count >= Self.maxPending {
             self.pending.removeFirst()
             self.droppedLines += 1
@@ -164,10 +167,9 @@ actor AgentConnector {
         }
         let dropped = self.droppedLines + self.child.droppedLines()
         if dropped > 0 {
-            let notice: [String: Any] = [
-                "msgId": self.nextID(), "swarmId": self.options.swarm, "agentId": self.options.agent, "kind": "log", "level": "warn",
-                "message": "connector dropped \(dropped) lines of output while ingest was unreachable or slow",
-            ]
+            var notice = IngestEvent(kind: "log", msgId: self.nextID(), swarmId: self.options.swarm, agentId: self.options.agent)
+            notice.level = "warn"
+            notice.message = "connector dropped \(dropped) lines of output while ingest was unreachable or slow"
             if await self.post([notice]) {
                 self.droppedLines -= min(self.droppedLines, dropped)
             } else {
@@ -187,20 +189,19 @@ actor AgentConnector {
         }
     }
 
-    private func stateEvent(state: State, msgID: String, attributes: [String: Any] = [:]) -> [String: Any] {
-        var event: [String: Any] = [
-            "msgId": msgID, "swarmId": self.options.swarm, "agentId": self.options.agent, "kind": "state", "state": state.rawValue,
-            "taskSummary": self.taskSummary,
-        ]
+    private func stateEvent(state: State, msgID: String, attributes: [String: AttributeValue] = [:]) -> IngestEvent {
+        var event = IngestEvent(kind: "state", msgId: msgID, swarmId: self.options.swarm, agentId: self.options.agent)
+        event.state = state.rawValue
+        event.taskSummary = self.taskSummary
         var attributes = attributes
         if self.options.worker { attributes["worker"] = true }
-        if !attributes.isEmpty { event["attrs"] = attributes }
+        if !attributes.isEmpty { event.attrs = attributes }
         return event
     }
 
     /// Posts a state change now, with retries (a state change must arrive); given up if the
     /// state changes again meanwhile (the newer one is reported by its own change).
-    private func report(state: State, msgID: String, attributes: [String: Any] = [:]) async {
+    private func report(state: State, msgID: String, attributes: [String: AttributeValue] = [:]) async {
         let event = self.stateEvent(state: state, msgID: msgID, attributes: attributes)
         for attempt in 0..<5 {
             if await self.post([event]) { return }
@@ -209,8 +210,8 @@ actor AgentConnector {
         }
     }
 
-    private func post(_ events: [[String: Any]]) async -> Bool {
-        guard let body = try? JSONSerialization.data(withJSONObject: ["events": events]) else { return false }
+    private func post(_ events: [IngestEvent]) async -> Bool {
+        guard let body = try? JSONEncoder().encode(IngestBatch(events: events)) else { return false }
         var request = HTTPClientRequest(url: self.options.ingestURL + "/v1/ingest/events")
         request.method = .POST
         request.headers.add(name: "Authorization", value: "Bearer \(self.options.key)")
@@ -273,8 +274,8 @@ actor AgentConnector {
             state: self.state,
             msgID: "ack-\(command.commandId)",
             attributes: [
-                "commandId": command.commandId, "requestId": command.requestId, "action": command.action.rawValue, "outcome": answer.outcome.rawValue,
-                "actor": command.actor, "reason": command.reason,
+                "commandId": .string(command.commandId), "requestId": .string(command.requestId), "action": .string(command.action.rawValue),
+                "outcome": .string(answer.outcome.rawValue), "actor": .string(command.actor), "reason": .string(command.reason),
             ]
         )
         await self.acknowledge(command, answer)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import Contracts
 import Foundation
 import NIOCore
 import OTLP
@@ -53,7 +54,7 @@ struct DemoCommand: AsyncParsableCommand {
                 let events = simulated[index].next()
                 requests.append(
                     (
-                        "/v1/ingest/events", "application/json", ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["events": events])),
+                        "/v1/ingest/events", "application/json", ByteBuffer(bytes: try JSONEncoder().encode(IngestBatch(events: events))),
                         events.count
                     )
                 )
@@ -114,39 +115,39 @@ struct DemoAgent {
         self.run = run
     }
 
-    private mutating func base(_ kind: String) -> [String: Any] {
+    private mutating func base(_ kind: String) -> IngestEvent {
         self.counter += 1
-        return ["msgId": "demo-\(self.run)-\(self.id)-\(self.counter)", "swarmId": self.swarm, "agentId": self.id, "kind": kind]
+        return IngestEvent(kind: kind, msgId: "demo-\(self.run)-\(self.id)-\(self.counter)", swarmId: self.swarm, agentId: self.id)
     }
 
     /// The next few events.
-    mutating func next() -> [[String: Any]] {
-        var events: [[String: Any]] = []
+    mutating func next() -> [IngestEvent] {
+        var events: [IngestEvent] = []
         let roll = Int.random(in: 0..<10)
         var state = self.base("state")
-        state["state"] = roll == 0 ? "waiting_approval" : "running"
-        state["taskSummary"] = Self.tasks[self.task % Self.tasks.count]
+        state.state = roll == 0 ? "waiting_approval" : "running"
+        state.taskSummary = Self.tasks[self.task % Self.tasks.count]
         events.append(state)
         let tool = Self.tools.randomElement()!
         let ok = roll != 9
         var call = self.base("tool_call")
-        call["tool"] = tool
-        call["ok"] = ok
-        call["latencyMs"] = Double.random(in: 5...2000).rounded()
-        if !ok { call["error"] = "exit status 1" }
+        call.tool = tool
+        call.ok = ok
+        call.latencyMs = Double.random(in: 5...2000).rounded()
+        if !ok { call.error = "exit status 1" }
         events.append(call)
         var log = self.base("log")
-        log["level"] = ok ? "info" : "error"
-        log["message"] = ok ? "\(tool) finished" : "\(tool) failed; retrying"
+        log.level = ok ? "info" : "error"
+        log.message = ok ? "\(tool) finished" : "\(tool) failed; retrying"
         events.append(log)
         if roll % 3 == 0 {
             var usage = self.base("usage")
-            usage["model"] = "claude-sonnet-4-5"
-            let input = Int.random(in: 500...8000)
-            let output = Int.random(in: 50...1200)
-            usage["inputTokens"] = input
-            usage["outputTokens"] = output
-            usage["costUsd"] = (Double(input) * 3 + Double(output) * 15) / 1_000_000
+            usage.model = "claude-sonnet-4-5"
+            let input = Int64.random(in: 500...8000)
+            let output = Int64.random(in: 50...1200)
+            usage.inputTokens = input
+            usage.outputTokens = output
+            usage.costUsd = (Double(input) * 3 + Double(output) * 15) / 1_000_000
             events.append(usage)
             self.task += 1
         }
