@@ -2,6 +2,7 @@ import Contracts
 import EventLog
 import Foundation
 import Hummingbird
+import Metrics
 import ServiceKit
 
 /// The ingest routes.
@@ -15,13 +16,26 @@ struct IngestController: Sendable {
     let log: EventLogAppender
     let settings: IngestSettings
     let verifier: AccessTokenVerifier
+    /// What requests being read and parsed may hold at once (shared with the OTLP receivers).
+    let parsing: ByteBudget
+
+    /// The share of ``parsing`` a route's request holds while it is served.
+    func memory(maxBodyBytes: Int) -> RequestMemoryMiddleware {
+        RequestMemoryMiddleware(
+            budget: self.parsing,
+            maxBodyBytes: maxBodyBytes,
+            factor: IngestSettings.parseMemoryFactor,
+            refused: Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "parse_budget")])
+        )
+    }
 
     func addRoutes(to router: Router<ServiceRequestContext>) {
+        // Authenticated first (an unknown key costs no budget), then within the parse budget.
         let agents = router.group("v1/ingest").add(middleware: AgentAuthenticationMiddleware(keys: self.keys))
-        agents.post("events") { request, context in
+        agents.group("events").add(middleware: self.memory(maxBodyBytes: self.settings.maxBodyBytes)).post { request, context in
             try await self.ingest(request, context: context)
         }
-        agents.post("acp/:threadId") { request, context in
+        agents.group("acp").add(middleware: self.memory(maxBodyBytes: self.settings.maxACPBodyBytes)).post(":threadId") { request, context in
             try await self.appendACP(request, context: context)
         }
         let admin = router.group("v1/admin/ingest-keys").add(middleware: AuthenticationMiddleware(verifier: self.verifier, requiring: .admin))
@@ -61,12 +75,17 @@ struct IngestController: Sendable {
         let body = try await request.jsonBody(upTo: self.settings.maxBodyBytes)
         let events: [Result<NativeEvent, Rejection>]
         do {
-            events = try NativeBatchParser.parse(Array(buffer: body))
+            events = try NativeBatchParser.parse(
+                Array(buffer: body),
+                limits: .init(maxEvents: self.settings.maxBatchEvents, maxAttributeValues: self.settings.maxBatchAttributeValues)
+            )
+        } catch  where error.tooLarge {
+            throw APIError(
+                .payloadTooLarge,
+                "\(error.reason): at most \(self.settings.maxBatchEvents) events and \(self.settings.maxBatchAttributeValues) attrs values per request"
+            )
         } catch {
             throw APIError(.invalidRequest, "the body is not a batch: expected {\"events\": [ … ]} (\(error.reason))")
-        }
-        guard events.count <= self.settings.maxBatchEvents else {
-            throw APIError(.payloadTooLarge, "\(events.count) events; at most \(self.settings.maxBatchEvents) per request")
         }
 
         let now = Int64(Date().timeIntervalSince1970 * 1000)

@@ -33,9 +33,18 @@ public enum IngestService: SwarmdeckService {
             cacheLifetime: .seconds(settings.keyCacheSeconds),
             lookupTimeout: .seconds(settings.commitTimeoutSeconds)
         )
-        IngestController(keys: keys, writer: writer, log: eventLog, settings: settings, verifier: assembly.verifier)
+        let parsing = ByteBudget(limit: settings.maxParsingBytes)
+        let controller = IngestController(
+            keys: keys,
+            writer: writer,
+            log: eventLog,
+            settings: settings,
+            verifier: assembly.verifier,
+            parsing: parsing
+        )
+        controller.addRoutes(to: assembly.router)
+        OTLPReceiver(keys: keys, writer: writer, settings: settings, memory: controller.memory(maxBodyBytes: settings.maxBodyBytes))
             .addRoutes(to: assembly.router)
-        OTLPReceiver(keys: keys, writer: writer, settings: settings).addRoutes(to: assembly.router)
         return ServiceParts(services: [retention], beforeServerStarts: [{ try await retention.maintain() }])
     }
 }

@@ -7,8 +7,13 @@ public struct IngestSettings: ServiceSettings {
     public var schema: String
     /// Bodies over this are refused with 413 before they are read further.
     var maxBodyBytes: Int
-    /// Events in one request; more is a 413.
+    /// Events in one request; more is a 413 (the parser stops there).
     var maxBatchEvents: Int
+    /// JSON values in the `attrs` of one request's events together; more is a 413.
+    var maxBatchAttributeValues: Int
+    /// Bytes that requests being read and parsed may hold at once (each holds
+    /// ``parseMemoryFactor`` times its body); past it requests get 429.
+    var maxParsingBytes: Int
     /// One event's encoded size; a larger one is rejected (the rest of the batch goes on).
     var maxEventBytes: Int
     /// Events accepted but not yet committed, across tenants; past it requests get 429.
@@ -27,7 +32,8 @@ public struct IngestSettings: ServiceSettings {
     var retentionDays: Int
 
     public static let keys: [SettingKey] = [
-        .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxEventBytes, .maxQueuedEvents, .maxQueuedBytes, .writeBatchEvents, .keyCacheSeconds,
+        .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxBatchAttributeValues, .maxParsingBytes, .maxEventBytes, .maxQueuedEvents, .maxQueuedBytes,
+        .writeBatchEvents, .keyCacheSeconds,
         .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays,
     ]
 
@@ -35,6 +41,8 @@ public struct IngestSettings: ServiceSettings {
         self.schema = try reader.identifierSetting(.ingestSchema)
         self.maxBodyBytes = try reader.setting(.maxBodyBytes, in: 1024...(256 << 20))
         self.maxBatchEvents = try reader.setting(.maxBatchEvents, in: 1...100_000)
+        self.maxBatchAttributeValues = try reader.setting(.maxBatchAttributeValues, in: 1...100_000_000)
+        self.maxParsingBytes = try reader.setting(.maxParsingBytes, in: (1 << 20)...(64 << 30))
         self.maxEventBytes = try reader.setting(.maxEventBytes, in: 256...(16 << 20))
         self.maxQueuedEvents = try reader.setting(.maxQueuedEvents, in: 1...10_000_000)
         self.maxQueuedBytes = try reader.setting(.maxQueuedBytes, in: (1 << 20)...(64 << 30))
@@ -43,6 +51,12 @@ public struct IngestSettings: ServiceSettings {
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
         self.maxACPBodyBytes = try reader.setting(.maxACPBodyBytes, in: 1024...(64 << 20))
         self.retentionDays = try reader.setting(.retentionDays, in: 1...3650)
+        guard self.maxParsingBytes >= self.maxBodyBytes * Self.parseMemoryFactor else {
+            throw ServiceKitError(
+                .configuration,
+                "\(SettingKey.maxParsingBytes) (\(self.maxParsingBytes)) must be at least \(Self.parseMemoryFactor) × \(SettingKey.maxBodyBytes) (\(self.maxBodyBytes)), or the largest request would always get 429"
+            )
+        }
         guard self.maxQueuedEvents >= self.maxBatchEvents else {
             throw ServiceKitError(
                 .configuration,
@@ -52,10 +66,27 @@ public struct IngestSettings: ServiceSettings {
     }
 }
 
+extension IngestSettings {
+    /// What serving a request may cost per byte of its body, at most: the body, its copy for
+    /// the parser, the parsed events and their values, the rendered frames (measured: see
+    /// docs/ingest.md, "Limits and overflow").
+    static let parseMemoryFactor = 8
+}
+
 extension SettingKey {
     static let ingestSchema = SettingKey("ingest.schema", "the Postgres schema ingest owns", default: "ingest")
     static let maxBodyBytes = SettingKey("ingest.max-body-bytes", "request body limit in bytes (413 beyond)", default: "8388608")
     static let maxBatchEvents = SettingKey("ingest.max-batch-events", "events per request (413 beyond)", default: "10000")
+    static let maxBatchAttributeValues = SettingKey(
+        "ingest.max-batch-attr-values",
+        "JSON values in the attrs of one request's events together (413 beyond; the parser stops there)",
+        default: "262144"
+    )
+    static let maxParsingBytes = SettingKey(
+        "ingest.max-parsing-bytes",
+        "bytes requests being read and parsed hold at once, 8 × each body (429 with Retry-After beyond)",
+        default: "268435456"
+    )
     static let maxEventBytes = SettingKey("ingest.max-event-bytes", "one event's size in bytes (that event is rejected beyond)", default: "65536")
     static let maxQueuedEvents = SettingKey("ingest.max-queued-events", "events waiting for commit across tenants (429 beyond)", default: "200000")
     static let maxQueuedBytes = SettingKey(

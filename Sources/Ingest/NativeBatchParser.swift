@@ -3,20 +3,39 @@
 /// Foundation's `JSONDecoder` took about 45% of ingest's CPU under load (generic containers,
 /// dictionaries per object); this reads the known shape directly. Broken JSON fails the whole
 /// body; a field of the wrong type rejects only its event, with the field named.
+///
+/// Bounded while it parses, not after: it stops at the event limit and at the limit of values
+/// it builds for `attrs` (a body of a million tiny values would otherwise become a million
+/// allocations), and what it skips (unknown keys, rejected values) it scans without building.
 struct NativeBatchParser {
-    /// The body is not JSON, or not `{"events": [ … ]}`.
+    /// The body is not JSON, or not `{"events": [ … ]}`, or (`tooLarge`) it passes a limit.
     struct Malformed: Error {
         var reason: String
+        /// Past ``Limits``: the request is too large (413), not malformed.
+        var tooLarge = false
+    }
+
+    /// What one body may make the parser build.
+    struct Limits {
+        /// Events in the batch.
+        var maxEvents: Int
+        /// JSON values built for the events' `attrs`, all events together.
+        var maxAttributeValues: Int
+
+        static let unlimited = Limits(maxEvents: .max, maxAttributeValues: .max)
     }
 
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
+    /// JSON values ``value()`` may still build.
+    private var valuesLeft: Int
     /// Nesting deeper than this is refused (recursion would otherwise exhaust the stack).
     static let maxDepth = 64
 
-    private init(_ bytes: [UInt8]) {
+    private init(_ bytes: [UInt8], valueBudget: Int = .max) {
         self.bytes = bytes
+        self.valuesLeft = valueBudget
     }
 
     /// One JSON value spanning the whole body (depth-limited, strict).
@@ -29,8 +48,8 @@ struct NativeBatchParser {
     }
 
     /// The events of a batch body, each parsed or rejected.
-    static func parse(_ bytes: [UInt8]) throws(Malformed) -> [Result<NativeEvent, Rejection>] {
-        var parser = NativeBatchParser(bytes)
+    static func parse(_ bytes: [UInt8], limits: Limits = .unlimited) throws(Malformed) -> [Result<NativeEvent, Rejection>] {
+        var parser = NativeBatchParser(bytes, valueBudget: limits.maxAttributeValues)
         var events: [Result<NativeEvent, Rejection>]?
         try parser.skipWhitespace()
         guard parser.peek == UInt8(ascii: "{") else { throw Malformed(reason: "the body must be a JSON object") }
@@ -40,6 +59,9 @@ struct NativeBatchParser {
                 var list: [Result<NativeEvent, Rejection>] = []
                 var position = 0
                 try parser.array { parser throws(Malformed) in
+                    guard position < limits.maxEvents else {
+                        throw Malformed(reason: "more than \(limits.maxEvents) events", tooLarge: true)
+                    }
                     list.append(try parser.event(position: position))
                     position += 1
                 }
@@ -329,6 +351,8 @@ struct NativeBatchParser {
         self.depth += 1
         defer { self.depth -= 1 }
         guard self.depth <= Self.maxDepth else { throw Malformed(reason: "JSON nested deeper than \(Self.maxDepth) levels") }
+        self.valuesLeft -= 1
+        guard self.valuesLeft >= 0 else { throw Malformed(reason: "the events' attrs hold too many values", tooLarge: true) }
         switch self.peek {
         case UInt8(ascii: "{"):
             var fields: [(String, JSONValue)] = []
@@ -348,7 +372,83 @@ struct NativeBatchParser {
         }
     }
 
+    /// Moves past one value, checking it as strictly as ``value()`` does but building nothing
+    /// (object keys excepted, one at a time).
     private mutating func skipValue() throws(Malformed) {
-        _ = try self.value()
+        try self.skipWhitespace()
+        self.depth += 1
+        defer { self.depth -= 1 }
+        guard self.depth <= Self.maxDepth else { throw Malformed(reason: "JSON nested deeper than \(Self.maxDepth) levels") }
+        switch self.peek {
+        case UInt8(ascii: "{"): try self.object { parser, _ throws(Malformed) in try parser.skipValue() }
+        case UInt8(ascii: "["): try self.array { parser throws(Malformed) in try parser.skipValue() }
+        case UInt8(ascii: "\""): try self.skipString()
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): _ = try self.boolean()
+        case UInt8(ascii: "n"):
+            guard self.bytes[self.index...].starts(with: Array("null".utf8)) else { throw Malformed(reason: "malformed JSON at byte \(self.index)") }
+            self.index += 4
+        default: _ = try self.number()
+        }
+    }
+
+    /// Moves past a string, checking its escapes and UTF-8 as ``string()`` does, without
+    /// keeping it.
+    private mutating func skipString() throws(Malformed) {
+        try self.expect(UInt8(ascii: "\""))
+        let start = self.index
+        var escaped = false
+        while let byte = self.peek, byte != UInt8(ascii: "\"") {
+            guard byte >= 0x20 else { throw Malformed(reason: "control character in a string at byte \(self.index)") }
+            if byte == UInt8(ascii: "\\") {
+                escaped = true
+                break
+            }
+            self.index += 1
+        }
+        if !escaped {
+            guard self.peek != nil else { throw Malformed(reason: "unterminated string") }
+            _ = try Self.utf8(self.bytes[start..<self.index])
+            self.index += 1
+            return
+        }
+        // Rare: decode it (escapes, surrogates) the one way there is, and drop it.
+        self.index = start - 1
+        _ = try self.string()
+    }
+
+    // MARK: Counting
+
+    /// The elements of the arrays at the end of `path` (a key's alternatives per level, from
+    /// the top object; an array on the way is entered element by element, an object directly),
+    /// scanning without building. Throws ``Malformed`` with `tooLarge` past `limit`.
+    static func countElements(_ bytes: [UInt8], path: [Set<String>], limit: Int) throws(Malformed) -> Int {
+        var parser = NativeBatchParser(bytes)
+        var total = 0
+        try parser.skipWhitespace()
+        try parser.count(path: path[...], limit: limit, total: &total)
+        try parser.skipWhitespace()
+        guard parser.index == parser.bytes.count else { throw Malformed(reason: "trailing bytes after the JSON body") }
+        return total
+    }
+
+    private mutating func count(path: ArraySlice<Set<String>>, limit: Int, total: inout Int) throws(Malformed) {
+        guard let keys = path.first, self.peek == UInt8(ascii: "{") else { return try self.skipValue() }
+        try self.object { parser, key throws(Malformed) in
+            guard keys.contains(key) else { return try parser.skipValue() }
+            switch (parser.peek, path.count) {
+            case (UInt8(ascii: "["), 1):
+                try parser.array { parser throws(Malformed) in
+                    total += 1
+                    guard total <= limit else { throw Malformed(reason: "more than \(limit) items", tooLarge: true) }
+                    try parser.skipValue()
+                }
+            case (UInt8(ascii: "["), _):
+                try parser.array { parser throws(Malformed) in try parser.count(path: path.dropFirst(), limit: limit, total: &total) }
+            case (UInt8(ascii: "{"), 2...):
+                try parser.count(path: path.dropFirst(), limit: limit, total: &total)
+            default:
+                try parser.skipValue()
+            }
+        }
     }
 }

@@ -21,6 +21,8 @@ struct OTLPReceiver: Sendable {
     let keys: IngestKeyStore
     let writer: EventLogWriter
     let settings: IngestSettings
+    /// The share of the parse budget a request holds.
+    let memory: RequestMemoryMiddleware
 
     enum Encoding: Sendable {
         case protobuf
@@ -47,8 +49,11 @@ struct OTLPReceiver: Sendable {
     func addRoutes(to router: Router<ServiceRequestContext>) {
         // Failures (authentication's too) are answered the OTLP way, in the request's encoding.
         let otlp = router.group("v1").add(middleware: OTLPFailureMiddleware()).add(middleware: AgentAuthenticationMiddleware(keys: self.keys))
+            .add(middleware: self.memory)
         otlp.post("traces") { request, context in
-            try await self.receive(request, context: context, as: OTLPExportTraceRequest.self, map: { $0.add($1) }) { rejected, message in
+            try await self.receive(request, context: context, as: OTLPExportTraceRequest.self, items: .traces, map: { $0.add($1) }) {
+                rejected,
+                message in
                 var response = OTLPExportTraceResponse()
                 if !message.isEmpty {
                     response.partialSuccess.rejectedSpans = rejected
@@ -58,7 +63,9 @@ struct OTLPReceiver: Sendable {
             }
         }
         otlp.post("logs") { request, context in
-            try await self.receive(request, context: context, as: OTLPExportLogsRequest.self, map: { $0.add($1) }) { rejected, message in
+            try await self.receive(request, context: context, as: OTLPExportLogsRequest.self, items: .logs, map: { $0.add($1) }) {
+                rejected,
+                message in
                 var response = OTLPExportLogsResponse()
                 if !message.isEmpty {
                     response.partialSuccess.rejectedLogRecords = rejected
@@ -68,7 +75,9 @@ struct OTLPReceiver: Sendable {
             }
         }
         otlp.post("metrics") { request, context in
-            try await self.receive(request, context: context, as: OTLPExportMetricsRequest.self, map: { $0.add($1) }) { rejected, message in
+            try await self.receive(request, context: context, as: OTLPExportMetricsRequest.self, items: .metrics, map: { $0.add($1) }) {
+                rejected,
+                message in
                 var response = OTLPExportMetricsResponse()
                 if !message.isEmpty {
                     response.partialSuccess.rejectedDataPoints = rejected
@@ -85,12 +94,24 @@ struct OTLPReceiver: Sendable {
         _ request: Request,
         context: ServiceRequestContext,
         as type: Export.Type,
+        items: OTLPItemCount,
         map: (inout OTLPBatch, Export) -> Void,
         answer: (Int64, String) -> Answer
     ) async throws -> Response {
         let encoding = try Self.encoding(of: request)
         let tenant = try context.requireAgentTenant()
         let body = Array(buffer: try await self.body(of: request))
+        // Counted before decoding: decoded, an export of millions of empty items would cost
+        // gigabytes.
+        do {
+            _ =
+                try encoding == .json
+                ? items.count(json: body, limit: self.settings.maxBatchEvents) : items.count(protobuf: body, limit: self.settings.maxBatchEvents)
+        } catch is OTLPItemCount.TooMany {
+            throw APIError(.payloadTooLarge, "more than \(self.settings.maxBatchEvents) items; at most \(self.settings.maxBatchEvents) per export")
+        } catch {
+            throw APIError(.invalidRequest, "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))")
+        }
         let export: Export
         do {
             export =

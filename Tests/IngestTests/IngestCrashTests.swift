@@ -10,9 +10,13 @@ import FoundationNetworking
 
 @Suite("Ingest killed mid-load (live, the real executable)")
 struct IngestCrashTests {
-    /// The `ingest` executable built beside the test bundle.
+    /// The `ingest` executable built beside the test bundle, or `$SWARMDECK_TEST_INGEST_EXECUTABLE`
+    /// (another build's, to measure it with the same test).
     static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ingest")
+        if let other = ProcessInfo.processInfo.environment["SWARMDECK_TEST_INGEST_EXECUTABLE"], !other.isEmpty {
+            return URL(fileURLWithPath: other)
+        }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ingest")
     }
 
     @Test("kill -9 during a load run: every acknowledged event is in the log")

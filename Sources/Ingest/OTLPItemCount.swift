@@ -1,0 +1,98 @@
+/// Counts an OTLP export's items (spans, log records, data points) in its bytes, before
+/// anything is decoded: an export of millions of empty records is a few megabytes on the wire
+/// and gigabytes decoded, so ingest refuses one past its item limit without building it.
+///
+/// Each export names where its items are: a path of fields, each a set of alternatives (a
+/// metric's points are under whichever of gauge, sum, histogram… it has).
+struct OTLPItemCount {
+    /// Protobuf field numbers, outermost first; the last level's occurrences are counted.
+    let fields: [Set<UInt64>]
+    /// The same path in OTLP JSON (lowerCamelCase, or the proto names, as protobuf JSON allows).
+    let keys: [Set<String>]
+
+    static let traces = OTLPItemCount(
+        fields: [[1], [2], [2]],
+        keys: [["resourceSpans", "resource_spans"], ["scopeSpans", "scope_spans"], ["spans"]]
+    )
+    static let logs = OTLPItemCount(
+        fields: [[1], [2], [2]],
+        keys: [["resourceLogs", "resource_logs"], ["scopeLogs", "scope_logs"], ["logRecords", "log_records"]]
+    )
+    /// Metric: gauge 5, sum 7, histogram 9, exponential_histogram 10, summary 11; each holds
+    /// data_points at 1.
+    static let metrics = OTLPItemCount(
+        fields: [[1], [2], [2], [5, 7, 9, 10, 11], [1]],
+        keys: [
+            ["resourceMetrics", "resource_metrics"], ["scopeMetrics", "scope_metrics"], ["metrics"],
+            ["gauge", "sum", "histogram", "exponentialHistogram", "exponential_histogram", "summary"], ["dataPoints", "data_points"],
+        ]
+    )
+
+    /// Past the limit: counting stopped there.
+    struct TooMany: Error {}
+    /// Not the wire format or JSON it claims to be.
+    struct Malformed: Error {
+        var reason: String
+    }
+
+    /// The items of a protobuf export; throws ``TooMany`` as soon as there are more than `limit`.
+    func count(protobuf bytes: [UInt8], limit: Int) throws -> Int {
+        var total = 0
+        try Self.walk(bytes[...], path: self.fields[...], limit: limit, total: &total)
+        return total
+    }
+
+    /// The items of an OTLP JSON export; throws ``TooMany`` as soon as there are more than `limit`.
+    func count(json bytes: [UInt8], limit: Int) throws -> Int {
+        do {
+            return try NativeBatchParser.countElements(bytes, path: self.keys, limit: limit)
+        } catch {
+            if error.tooLarge { throw TooMany() }
+            throw Malformed(reason: error.reason)
+        }
+    }
+
+    /// Counts the fields of `path` inside `message`, descending into each level's fields.
+    private static func walk(_ message: ArraySlice<UInt8>, path: ArraySlice<Set<UInt64>>, limit: Int, total: inout Int) throws {
+        guard let wanted = path.first else { return }
+        var index = message.startIndex
+        while index < message.endIndex {
+            let key = try Self.varint(message, &index)
+            let field = key >> 3
+            switch key & 7 {
+            case 0: _ = try Self.varint(message, &index)
+            case 1: index += 8
+            case 5: index += 4
+            case 2:
+                let length = try Self.varint(message, &index)
+                guard length <= UInt64(message.endIndex - index) else { throw Malformed(reason: "a field runs past the end of its message") }
+                let end = index + Int(length)
+                if wanted.contains(field) {
+                    if path.count == 1 {
+                        total += 1
+                        if total > limit { throw TooMany() }
+                    } else {
+                        try Self.walk(message[index..<end], path: path.dropFirst(), limit: limit, total: &total)
+                    }
+                }
+                index = end
+            default: throw Malformed(reason: "wire type \(key & 7) is not used by OTLP")
+            }
+            guard index <= message.endIndex else { throw Malformed(reason: "a field runs past the end of its message") }
+        }
+    }
+
+    private static func varint(_ bytes: ArraySlice<UInt8>, _ index: inout Int) throws -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            index += 1
+            value |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return value }
+            shift += 7
+            guard shift < 64 else { break }
+        }
+        throw Malformed(reason: "a malformed varint")
+    }
+}
