@@ -7,6 +7,13 @@ import Synchronization
 /// Checks ingest keys (`sdi_<key id>_<secret>`) against ingest's `ingest_keys` table, with a
 /// short cache: ingest authenticates every batch with it, control-api the agents' command
 /// channel. Only ingest writes the table.
+///
+/// Unknown keys are cheap: the verifier keeps the ids of the keys that exist, and a key whose
+/// id it does not know costs no query of its own. It waits for the next reload of the ids
+/// (one query for all such keys, at most one per `reloadInterval`) and is refused if its id is
+/// still unknown. A key created on another replica is therefore accepted within
+/// `reloadInterval` of its first use. A known id is looked up once per `cacheLifetime`, and
+/// the secret is compared in memory, so wrong secrets for a real id cost nothing either.
 public final class IngestKeyVerifier: AgentKeyAuthenticator {
     private struct CachedKey {
         var tenant: String
@@ -14,12 +21,32 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
         var expires: ContinuousClock.Instant
     }
 
+    /// The ids of the keys that exist, as of the last reload.
+    private struct KnownIDs {
+        var ids: Set<String> = []
+        var loadedAt: ContinuousClock.Instant?
+        /// The reload under way (or scheduled), which callers with an unknown id await.
+        var reload: Task<Bool, Never>?
+    }
+
+    /// What the verifier asked Postgres, for tests and metrics.
+    public struct Statistics: Sendable, Equatable {
+        /// Look-ups of one key id.
+        public var keyLookups: Int
+        /// Reloads of the known ids.
+        public var reloads: Int
+    }
+
     private let client: PostgresClient
     private let logger: Logger
     private let table: String
     private let cacheLifetime: Duration
     private let lookupTimeout: Duration
+    private let reloadInterval: Duration
     private let cache = Mutex<[String: CachedKey]>([:])
+    private let known = Mutex(KnownIDs())
+    private let keyLookups = Atomic<Int>(0)
+    private let reloads = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - schema: the schema of the `ingest_keys` table (ingest's, `ingest` by default); a
@@ -27,12 +54,26 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
     ///   - cacheLifetime: how long a checked key is trusted without asking Postgres; a revoked
     ///     key works for at most this long on other replicas.
     ///   - lookupTimeout: a lookup that takes longer answers `ServiceUnavailable`.
-    public init(client: PostgresClient, schema: String, logger: Logger, cacheLifetime: Duration, lookupTimeout: Duration) {
+    ///   - reloadInterval: the least time between two reloads of the known key ids.
+    public init(
+        client: PostgresClient,
+        schema: String,
+        logger: Logger,
+        cacheLifetime: Duration,
+        lookupTimeout: Duration,
+        reloadInterval: Duration = .seconds(1)
+    ) {
         self.client = client
         self.table = "\"\(schema)\".ingest_keys"
         self.logger = logger
         self.cacheLifetime = cacheLifetime
         self.lookupTimeout = lookupTimeout
+        self.reloadInterval = reloadInterval
+    }
+
+    /// What the verifier has asked Postgres so far.
+    public var statistics: Statistics {
+        Statistics(keyLookups: self.keyLookups.load(ordering: .relaxed), reloads: self.reloads.load(ordering: .relaxed))
     }
 
     /// The tenant a key belongs to.
@@ -50,16 +91,20 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
             guard Self.constantTimeEqual(cached.digest, digest) else { throw APIError(.authInvalid, "unknown or revoked ingest key") }
             return cached.tenant
         }
+        guard try await self.isKnown(keyID) else { throw APIError(.authInvalid, "unknown or revoked ingest key") }
         let found: (String, [UInt8])?
         do {
             found = try await self.lookup(keyID: keyID)
         } catch {
             throw APIError(.serviceUnavailable, "ingest keys cannot be checked right now", retryAfterSeconds: 1)
         }
-        guard let (tenant, stored) = found, Self.constantTimeEqual(stored, digest) else {
+        guard let (tenant, stored) = found else {
+            // Revoked (or gone) since the ids were read: later tries wait for a reload.
+            self.known.withLock { _ = $0.ids.remove(keyID) }
             throw APIError(.authInvalid, "unknown or revoked ingest key")
         }
         self.cache.withLock { $0[keyID] = CachedKey(tenant: tenant, digest: stored, expires: now + self.cacheLifetime) }
+        guard Self.constantTimeEqual(stored, digest) else { throw APIError(.authInvalid, "unknown or revoked ingest key") }
         return tenant
     }
 
@@ -68,10 +113,61 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
         self.cache.withLock { _ = $0.removeValue(forKey: keyID) }
     }
 
+    /// Knows a key id at once (after creating it on this replica).
+    public func remember(keyID: String) {
+        self.known.withLock { _ = $0.ids.insert(keyID) }
+    }
+
+    /// Whether `keyID` exists: from the known ids, else after the next reload (started now, or
+    /// when `reloadInterval` has passed since the last, and shared by every caller waiting).
+    private func isKnown(_ keyID: String) async throws(APIError) -> Bool {
+        let (isKnown, reload): (Bool, Task<Bool, Never>?) = self.known.withLock { state in
+            if state.ids.contains(keyID) { return (true, nil) }
+            if let reload = state.reload { return (false, reload) }
+            let wait = state.loadedAt.map { max(.zero, $0 + self.reloadInterval - .now) } ?? .zero
+            let reload = Task { await self.reloadIDs(after: wait) }
+            state.reload = reload
+            return (false, reload)
+        }
+        if isKnown { return true }
+        guard let reload, await reload.value else {
+            throw APIError(.serviceUnavailable, "ingest keys cannot be checked right now", retryAfterSeconds: 1)
+        }
+        return self.known.withLock { $0.ids.contains(keyID) }
+    }
+
+    /// Reads the ids of the keys that are not revoked, after `wait`; false if that failed.
+    private func reloadIDs(after wait: Duration) async -> Bool {
+        if wait > .zero { try? await Task.sleep(for: wait) }
+        self.reloads.add(1, ordering: .relaxed)
+        do {
+            let ids = try await withDeadline(self.lookupTimeout, orThrow: CancellationError()) {
+                var ids = Set<String>()
+                let rows = try await self.client.query("SELECT key_id FROM \(unescaped: self.table) WHERE revoked_at IS NULL", logger: self.logger)
+                for try await id in rows.decode(String.self) { ids.insert(id) }
+                return ids
+            }
+            self.known.withLock { state in
+                state.ids = ids
+                state.loadedAt = .now
+                state.reload = nil
+            }
+            return true
+        } catch {
+            self.logger.warning("ingest key ids cannot be read", metadata: ["error": "\(String(reflecting: error))"])
+            self.known.withLock { state in
+                state.loadedAt = .now
+                state.reload = nil
+            }
+            return false
+        }
+    }
+
     /// The key's tenant and digest, or nil; gives up after the lookup timeout (the pool would
     /// otherwise hold the request while Postgres is unreachable).
     private func lookup(keyID: String) async throws -> (String, [UInt8])? {
-        try await withDeadline(
+        self.keyLookups.add(1, ordering: .relaxed)
+        return try await withDeadline(
             self.lookupTimeout,
             orThrow: APIError(.serviceUnavailable, "ingest keys cannot be checked right now", retryAfterSeconds: 1)
         ) {

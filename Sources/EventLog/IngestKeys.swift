@@ -38,6 +38,7 @@ public final class IngestKeyStore: AgentKeyAuthenticator {
                 logger: self.logger
             )
         }
+        self.verifier.remember(keyID: keyID)
         return (keyID, "sdi_\(keyID)_\(secret)")
     }
 
