@@ -47,11 +47,9 @@ struct ControlAPIHandler: Sendable {
 
     // MARK: Input checks
 
-    /// A swarm or agent id: 1–256 bytes, no control characters (as ingest accepts them).
+    /// A swarm or agent id: the rule ingest accepts them by (`Contracts.EntityID`).
     static func checkID(_ id: String, _ field: String) throws(APIError) {
-        guard (1...256).contains(id.utf8.count), !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw APIError(.invalidRequest, "\(field) must be 1 to 256 bytes without control characters")
-        }
+        if let problem = EntityID.problem(id, field: field) { throw APIError(.invalidRequest, problem) }
     }
 
     /// A request id: 1–128 of `[A-Za-z0-9._:-]`.

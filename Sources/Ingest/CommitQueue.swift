@@ -1,6 +1,7 @@
 /// The bookkeeping of group commit, apart from its I/O: the tenants' queues of submissions
-/// waiting for a transaction, the process-wide bounds on what waits, and which submissions go
-/// into each tenant's next transaction. ``EventLogWriter`` keeps one behind a lock.
+/// waiting for a transaction, the process-wide bounds on what waits and each tenant's share of
+/// them (so that one tenant's flood leaves room for the others), and which submissions go into
+/// each tenant's next transaction. ``EventLogWriter`` keeps one behind a lock.
 struct CommitQueue<Item> {
     /// A submission: what the writer needs back, and what it weighs.
     struct Entry {
@@ -21,28 +22,40 @@ struct CommitQueue<Item> {
 
     let maxEvents: Int
     let maxBytes: Int
+    /// What one tenant may have waiting.
+    let tenantMaxEvents: Int
+    let tenantMaxBytes: Int
     let batchEvents: Int
     private(set) var queues: [String: [Entry]] = [:]
     private(set) var writing: Set<String> = []
     /// Events and bytes queued or being committed.
     private(set) var events = 0
     private(set) var bytes = 0
+    /// The same per tenant (a tenant with nothing waiting has no entry).
+    private(set) var tenantLoad: [String: (events: Int, bytes: Int)] = [:]
 
     /// - Parameters:
     ///   - maxEvents: events waiting (queued or in a transaction) across tenants.
     ///   - maxBytes: bytes of them.
+    ///   - tenantShare: the fraction of both that one tenant may hold (0 < share ≤ 1).
     ///   - batchEvents: events per transaction (a larger single submission still goes alone).
-    init(maxEvents: Int, maxBytes: Int, batchEvents: Int) {
+    init(maxEvents: Int, maxBytes: Int, tenantShare: Double = 1, batchEvents: Int) {
         self.maxEvents = maxEvents
         self.maxBytes = maxBytes
+        self.tenantMaxEvents = max(1, Int(Double(maxEvents) * tenantShare))
+        self.tenantMaxBytes = max(1, Int(Double(maxBytes) * tenantShare))
         self.batchEvents = batchEvents
     }
 
-    /// Queues `item` for `tenant` unless the events or bytes waiting would pass their bound.
+    /// Queues `item` for `tenant` unless the events or bytes waiting, in all or of the tenant,
+    /// would pass their bound.
     mutating func admit(_ item: Item, tenant: String, events: Int, bytes: Int) -> Admission {
         guard self.events + events <= self.maxEvents, self.bytes + bytes <= self.maxBytes else { return .refused }
+        let load = self.tenantLoad[tenant] ?? (0, 0)
+        guard load.events + events <= self.tenantMaxEvents, load.bytes + bytes <= self.tenantMaxBytes else { return .refused }
         self.events += events
         self.bytes += bytes
+        self.tenantLoad[tenant] = (load.events + events, load.bytes + bytes)
         self.queues[tenant, default: []].append(Entry(item: item, events: events, bytes: bytes))
         return self.writing.insert(tenant).inserted ? .startWriter : .queued
     }
@@ -68,12 +81,17 @@ struct CommitQueue<Item> {
         return batch
     }
 
-    /// A transaction of `batch` has ended (committed or not): its weight no longer counts.
-    mutating func finished(_ batch: [Entry]) {
+    /// A transaction of `tenant`'s `batch` has ended (committed or not): its weight no longer
+    /// counts.
+    mutating func finished(_ batch: [Entry], tenant: String) {
+        var load = self.tenantLoad[tenant] ?? (0, 0)
         for entry in batch {
             self.events -= entry.events
             self.bytes -= entry.bytes
+            load.events -= entry.events
+            load.bytes -= entry.bytes
         }
+        self.tenantLoad[tenant] = load.events > 0 || load.bytes > 0 ? load : nil
     }
 }
 

@@ -11,7 +11,8 @@ import Synchronization
 /// together, up to `ingest.write-batch-events` events per transaction, then publishes them.
 ///
 /// Bounded: more than `ingest.max-queued-events` events, or `ingest.max-queued-bytes` of them,
-/// waiting across tenants answers 429 (nothing queued). A failed transaction answers 503 to every request in it (nothing stored,
+/// waiting across tenants, or more than `ingest.max-queued-tenant-share` of either waiting for
+/// one tenant, answers 429 (nothing queued). A failed transaction answers 503 to every request in it (nothing stored,
 /// unless the commit reached Postgres and only its answer was lost, in which case the retry
 /// reports those events as duplicates).
 final class EventLogWriter: Sendable {
@@ -33,9 +34,15 @@ final class EventLogWriter: Sendable {
     init(log: EventLogAppender, publisher: EventPublisher, settings: IngestSettings, logger: Logger) {
         self.log = log
         self.publisher = publisher
-        self.maxQueuedBytes = settings.maxQueuedBytes
+        // What one tenant may have waiting: a request larger can never pass (413, not 429).
+        self.maxQueuedBytes = Int(Double(settings.maxQueuedBytes) * settings.maxQueuedTenantShare)
         self.queue = Mutex(
-            CommitQueue(maxEvents: settings.maxQueuedEvents, maxBytes: settings.maxQueuedBytes, batchEvents: settings.writeBatchEvents)
+            CommitQueue(
+                maxEvents: settings.maxQueuedEvents,
+                maxBytes: settings.maxQueuedBytes,
+                tenantShare: settings.maxQueuedTenantShare,
+                batchEvents: settings.writeBatchEvents
+            )
         )
         self.commitTimeout = .seconds(settings.commitTimeoutSeconds)
         self.logger = logger
@@ -48,7 +55,7 @@ final class EventLogWriter: Sendable {
         guard bytes <= self.maxQueuedBytes else {
             throw APIError(
                 .payloadTooLarge,
-                "the request's events take \(bytes) bytes; at most \(self.maxQueuedBytes) can wait for commit"
+                "the request's events take \(bytes) bytes; at most \(self.maxQueuedBytes) of one tenant's can wait for commit"
             )
         }
         return try await withCheckedThrowingContinuation { continuation in
@@ -79,7 +86,7 @@ final class EventLogWriter: Sendable {
             let batch = self.queue.withLock { $0.nextBatch(tenant: tenant) }
             if batch.isEmpty { return }
             await self.commit(tenant: tenant, group: batch.map(\.item))
-            self.queue.withLock { $0.finished(batch) }
+            self.queue.withLock { $0.finished(batch, tenant: tenant) }
         }
     }
 

@@ -20,6 +20,8 @@ public struct IngestSettings: ServiceSettings {
     var maxQueuedEvents: Int
     /// Bytes of those events (their rendered frames, roughly); past it requests get 429.
     var maxQueuedBytes: Int
+    /// The fraction of both that one tenant may hold; past it that tenant's requests get 429.
+    var maxQueuedTenantShare: Double
     /// Events committed in one transaction (requests queued behind it are grouped up to this).
     var writeBatchEvents: Int
     /// How long a positive ingest-key lookup is cached; revocation takes effect within it.
@@ -33,6 +35,7 @@ public struct IngestSettings: ServiceSettings {
 
     public static let keys: [SettingKey] = [
         .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxBatchAttributeValues, .maxParsingBytes, .maxEventBytes, .maxQueuedEvents, .maxQueuedBytes,
+        .maxQueuedTenantShare,
         .writeBatchEvents, .keyCacheSeconds,
         .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays,
     ]
@@ -46,6 +49,7 @@ public struct IngestSettings: ServiceSettings {
         self.maxEventBytes = try reader.setting(.maxEventBytes, in: 256...(16 << 20))
         self.maxQueuedEvents = try reader.setting(.maxQueuedEvents, in: 1...10_000_000)
         self.maxQueuedBytes = try reader.setting(.maxQueuedBytes, in: (1 << 20)...(64 << 30))
+        self.maxQueuedTenantShare = try reader.setting(.maxQueuedTenantShare, in: 0.01...1.0)
         self.writeBatchEvents = try reader.setting(.writeBatchEvents, in: 1...100_000)
         self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
@@ -55,6 +59,12 @@ public struct IngestSettings: ServiceSettings {
             throw ServiceKitError(
                 .configuration,
                 "\(SettingKey.maxParsingBytes) (\(self.maxParsingBytes)) must be at least \(Self.parseMemoryFactor) × \(SettingKey.maxBodyBytes) (\(self.maxBodyBytes)), or the largest request would always get 429"
+            )
+        }
+        guard Double(self.maxQueuedEvents) * self.maxQueuedTenantShare >= Double(self.maxBatchEvents) else {
+            throw ServiceKitError(
+                .configuration,
+                "\(SettingKey.maxQueuedTenantShare) × \(SettingKey.maxQueuedEvents) must be at least \(SettingKey.maxBatchEvents) (\(self.maxBatchEvents)), or a tenant's full batches would always get 429"
             )
         }
         guard self.maxQueuedEvents >= self.maxBatchEvents else {
@@ -93,6 +103,11 @@ extension SettingKey {
         "ingest.max-queued-bytes",
         "bytes of events waiting for commit across tenants (429 beyond)",
         default: "268435456"
+    )
+    static let maxQueuedTenantShare = SettingKey(
+        "ingest.max-queued-tenant-share",
+        "the fraction of max-queued-events and max-queued-bytes one tenant may hold (that tenant gets 429 beyond)",
+        default: "0.5"
     )
     static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
     static let commitTimeoutSeconds = SettingKey(

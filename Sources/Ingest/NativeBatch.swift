@@ -52,21 +52,15 @@ struct Rejection: Error {
     /// The event's msgId, when it could be read.
     var msgId: String?
 
-    /// Identifiers (ids of messages, swarms, agents, threads, sessions) are 1 to
-    /// `NativeEvent.maxIdentifierBytes` bytes without control characters: they become subject
-    /// tokens and Postgres text, which cannot hold NUL.
+    /// Identifiers (ids of messages, swarms, agents, threads, sessions) follow
+    /// `Contracts.EntityID`'s rule, the one control-api checks too.
     static func checkIdentifier(_ value: String, field: String) throws(Rejection) {
-        guard !value.isEmpty, value.utf8.count <= NativeEvent.maxIdentifierBytes else {
-            throw Rejection(reason: "\(field) must be 1 to \(NativeEvent.maxIdentifierBytes) bytes")
-        }
-        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
-            throw Rejection(reason: "\(field) must not contain control characters")
-        }
+        if let problem = EntityID.problem(value, field: field) { throw Rejection(reason: problem) }
     }
 }
 
 extension NativeEvent {
-    static let maxIdentifierBytes = 256
+    static let maxIdentifierBytes = EntityID.maxBytes
 
     /// Validates and renders the event.
     func prepare(now: Int64, maxEventBytes: Int) throws(Rejection) -> PreparedEvent {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import Contracts
 import Foundation
 import SwarmdeckTools
 
@@ -47,13 +48,16 @@ struct AgentCommand: AsyncParsableCommand {
         @Flag(help: "Run as a worker: requests (POST /v1/workers/{id}/requests) reach the command as lines on its standard input.")
         var worker = false
 
+        @Flag(help: "Publish the command line as the agent's task summary (off: it may hold secrets; the summary is then the pid).")
+        var publishCommand = false
+
         @Argument(parsing: .postTerminator, help: "The command, after --.")
         var command: [String] = []
 
         func validate() throws {
             guard !self.command.isEmpty else { throw ValidationError("give the command after --, e.g. swarmdeck agent run --name a1 -- sleep 1000") }
-            guard (1...256).contains(self.name.utf8.count), (1...256).contains(self.swarm.utf8.count) else {
-                throw ValidationError("--name and --swarm must be 1 to 256 bytes")
+            for (value, field) in [(self.name, "--name"), (self.swarm, "--swarm")] {
+                if let problem = EntityID.problem(value, field: field) { throw ValidationError(problem) }
             }
             guard (0.1...3600).contains(self.heartbeatSeconds), (0...600).contains(self.graceSeconds) else {
                 throw ValidationError("--heartbeat-seconds 0.1…3600, --grace-seconds 0…600")
@@ -70,7 +74,8 @@ struct AgentCommand: AsyncParsableCommand {
                 agent: self.name,
                 heartbeat: .milliseconds(Int(self.heartbeatSeconds * 1000)),
                 grace: .milliseconds(Int(self.graceSeconds * 1000)),
-                worker: self.worker
+                worker: self.worker,
+                publishCommand: self.publishCommand
             )
             for url in [options.ingestURL, options.controlURL] where URL(string: url)?.host == nil {
                 throw ValidationError("\(url) is not a base URL such as http://127.0.0.1:8080")

@@ -31,6 +31,8 @@ actor AgentConnector {
         var grace: Duration
         /// Takes requests on the command's standard input (and says so in its state events).
         var worker = false
+        /// Puts the command line in the task summary (it may hold secrets, so off by default).
+        var publishCommand = false
     }
 
     enum State: String {
@@ -65,7 +67,7 @@ actor AgentConnector {
         self.control = try Client.controlAPI(url: options.controlURL, credential: options.key, httpClient: client)
         self.child = child
         self.command = command
-        self.taskSummary = "pid \(child.pid): \(command)"
+        self.taskSummary = "pid \(child.pid)" + (options.publishCommand ? ": \(command)" : "")
     }
 
     /// Runs until the command ends (by itself or terminated); returns its exit status.
@@ -105,7 +107,7 @@ actor AgentConnector {
         await self.flush()
         if self.state != .terminated {
             self.state = .terminated
-            self.taskSummary = "exited with status \(exitCode): \(self.command)"
+            self.taskSummary = "exited with status \(exitCode)" + (self.options.publishCommand ? ": \(self.command)" : "")
         }
         await self.report(state: .terminated, msgID: "exit-\(self.options.agent)-\(self.run)", attributes: ["exitStatus": .number(Double(exitCode))])
         return exitCode
@@ -328,7 +330,7 @@ actor AgentConnector {
             self.child.signal(SIGKILL)
             _ = await exit.value
             self.state = .terminated
-            self.taskSummary = "terminated: \(self.command)"
+            self.taskSummary = "terminated" + (self.options.publishCommand ? ": \(self.command)" : "")
             return (.applied, self.state.rawValue, message)
         default:
             return (.rejected, self.state.rawValue, "unknown action \(action)")

@@ -48,8 +48,27 @@ import Testing
         #expect(queue.admit("a3", tenant: "a", events: 1, bytes: 10) == .startWriter)
         // Weight counts until the transaction ends, committed or not.
         #expect(queue.events == 4)
-        queue.finished(batch)
+        queue.finished(batch, tenant: "a")
         #expect(queue.events == 2 && queue.bytes == 20)
+    }
+
+    @Test func oneTenantHoldsAtMostItsShareAndTheOthersStillGetIn() {
+        var queue = Queue(maxEvents: 100, maxBytes: 1000, tenantShare: 0.5, batchEvents: 10)
+        #expect(queue.admit("f1", tenant: "flood", events: 30, bytes: 10) == .startWriter)
+        #expect(queue.admit("f2", tenant: "flood", events: 20, bytes: 10) == .queued)  // 50: its share
+        #expect(queue.admit("f3", tenant: "flood", events: 1, bytes: 1) == .refused)
+        #expect(queue.admit("q1", tenant: "quiet", events: 10, bytes: 10) == .startWriter)
+        // Bytes are shared the same way.
+        #expect(queue.admit("q2", tenant: "quiet", events: 1, bytes: 491) == .refused)
+        #expect(queue.admit("q3", tenant: "quiet", events: 1, bytes: 490) == .queued)
+        // What the flooding tenant's transaction releases is its own again.
+        let batch = queue.nextBatch(tenant: "flood")
+        queue.finished(batch, tenant: "flood")
+        #expect(queue.tenantLoad["flood"]?.events == 20)
+        #expect(queue.admit("f4", tenant: "flood", events: 30, bytes: 10) == .queued)
+        queue.finished(queue.nextBatch(tenant: "flood"), tenant: "flood")
+        queue.finished(queue.nextBatch(tenant: "flood"), tenant: "flood")
+        #expect(queue.tenantLoad["flood"] == nil)
     }
 
     @Test func repeatsOfAMsgIdInOneTransactionAnswerAsDuplicatesOfTheFirst() {

@@ -413,7 +413,8 @@ struct IngestOTLPTests {
     @Test("overloaded: 429 when the queue is full, 503 when Postgres does not answer in time, both with Retry-After")
     func overloaded() async throws {
         let harness = try await IngestHarness(overrides: [
-            "INGEST_MAX_BATCH_EVENTS": "5", "INGEST_MAX_QUEUED_EVENTS": "5", "INGEST_COMMIT_TIMEOUT_SECONDS": "2",
+            "INGEST_MAX_BATCH_EVENTS": "5", "INGEST_MAX_QUEUED_EVENTS": "5", "INGEST_MAX_QUEUED_TENANT_SHARE": "1",
+            "INGEST_COMMIT_TIMEOUT_SECONDS": "2",
         ])
         @Sendable func logs(_ count: Int, from: UInt64) throws -> [UInt8] {
             var request = OTLPPayloads.claudeCodeLogs(nanos: Self.nowNanos)

@@ -73,6 +73,13 @@ extension ConfigReader {
         }
     }
 
+    /// The key's decimal value within `range`, or its default.
+    public func setting(_ key: SettingKey, in range: ClosedRange<Double>) throws(ServiceKitError) -> Double {
+        try self.setting(key, expected: "a number in \(range.lowerBound)...\(range.upperBound)") { text in
+            Double(text).flatMap { $0.isFinite && range.contains($0) ? $0 : nil }
+        }
+    }
+
     /// The key's boolean value (`true/false/1/0/yes/no`), or its default.
     public func setting(_ key: SettingKey) throws(ServiceKitError) -> Bool {
         try self.setting(key, expected: "a boolean (true or false)") { text in
