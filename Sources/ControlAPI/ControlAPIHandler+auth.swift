@@ -47,7 +47,16 @@ extension ControlAPIHandler {
         )
     }
 
+    /// Unauthenticated and each a few queries: limited per source address.
+    private func limitBySource() throws(APIError) {
+        let source = RequestScope.current?.clientAddress ?? "local"
+        if let wait = self.authLimiter.take(source) {
+            throw APIError(.rateLimited, "too many sign-ins from this address; retry later", retryAfterSeconds: wait.retryAfterSeconds)
+        }
+    }
+
     func registerDevice(_ input: Operations.RegisterDevice.Input) async throws -> Operations.RegisterDevice.Output {
+        try self.limitBySource()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkText(body.code, "code", max: 128)
         try Self.checkText(body.deviceName, "deviceName", max: 200)
@@ -57,6 +66,7 @@ extension ControlAPIHandler {
     }
 
     func refreshToken(_ input: Operations.RefreshToken.Input) async throws -> Operations.RefreshToken.Output {
+        try self.limitBySource()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkText(body.refreshToken, "refreshToken", max: 512)
         return .ok(.init(body: .json(try await self.devices.refresh(body.refreshToken))))

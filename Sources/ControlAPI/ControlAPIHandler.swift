@@ -18,6 +18,8 @@ struct ControlAPIHandler: Sendable {
     let store: ControlStore
     let bus: CommandBus
     let limiter: KeyedTokenBuckets
+    /// Registrations and refreshes per source address.
+    let authLimiter: KeyedTokenBuckets
 
     /// What each operation asks of its caller (``OperationAuthenticationMiddleware`` checks it
     /// before the request is decoded; the handlers read ``Caller/current``).

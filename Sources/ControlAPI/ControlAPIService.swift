@@ -60,7 +60,8 @@ public enum ControlAPIService: SwarmdeckService {
             fleet: fleet,
             store: store,
             bus: bus,
-            limiter: KeyedTokenBuckets(perMinute: settings.controlsPerMinute)
+            limiter: KeyedTokenBuckets(perMinute: settings.controlsPerMinute),
+            authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute)
         )
 
         let router = assembly.router
@@ -69,7 +70,7 @@ public enum ControlAPIService: SwarmdeckService {
         }
         // For the routes registered after them: the operations.
         router.add(middleware: OpenAPIErrorMiddleware())
-        router.add(middleware: RequestScopeMiddleware())
+        router.add(middleware: RequestScopeMiddleware(trustedProxies: settings.trustedProxies))
         let authentication = OperationAuthenticationMiddleware(
             credentials: ControlAPIHandler.credentials,
             verifier: assembly.verifier,

@@ -24,10 +24,14 @@ public struct ControlSettings: ServiceSettings {
     var controlsPerMinute: Int
     /// The base of the `webUrl` deep links, e.g. `https://swarmdeck.example.com`.
     var webBaseURL: String
+    /// Device registrations and token refreshes one source may make per minute.
+    var authPerMinute: Int
+    /// Peers whose `X-Forwarded-For` names the client (the edge); `*` trusts every peer.
+    var trustedProxies: Set<String>
 
     public static let keys: [SettingKey] = [
         .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .offlineSeconds, .commandSeconds,
-        .controlsPerMinute, .maxPollSeconds, .webBaseURL,
+        .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -38,6 +42,8 @@ public struct ControlSettings: ServiceSettings {
         self.refreshTokenDays = try reader.setting(.refreshTokenDays, in: 1...365)
         self.offlineSeconds = try reader.setting(.offlineSeconds, in: 5...86_400)
         self.commandSeconds = try reader.setting(.commandSeconds, in: 5...86_400)
+        self.authPerMinute = try reader.setting(.authPerMinute, in: 1...100_000)
+        self.trustedProxies = Set(try reader.setting(.trustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)
         self.maxPollSeconds = try reader.setting(.maxPollSeconds, in: 1...30)
         var base: String = try reader.setting(.webBaseURL)
@@ -70,6 +76,16 @@ extension SettingKey {
         "control.max-poll-seconds",
         "the longest a command long poll waits (keep it under the edge's read timeout)",
         default: "30"
+    )
+    static let authPerMinute = SettingKey(
+        "control.auth-per-minute",
+        "device registrations and token refreshes per source address per minute (429 past it)",
+        default: "30"
+    )
+    static let trustedProxies = SettingKey(
+        "control.trusted-proxies",
+        "comma-separated peers whose X-Forwarded-For names the client (the edge); * trusts every peer",
+        default: "127.0.0.1,::1"
     )
     static let webBaseURL = SettingKey("control.web-base-url", "base of the webUrl deep links in fleet answers", default: "http://127.0.0.1:8080")
 }

@@ -166,3 +166,41 @@ struct ControlAuthTests {
         }
     }
 }
+
+@Suite("Control-api sign-in limits (live NATS and Postgres)")
+struct ControlSignInLimitTests {
+    typealias H = ControlHarness
+
+    @Test("registrations and refreshes are limited per source address; another source still gets through")
+    func perSource() async throws {
+        let harness = try await ControlHarness(["CONTROL_AUTH_PER_MINUTE": "5"])
+        try await harness.run(.live) { _, control in
+            func register(from source: String) async throws -> (HTTPResponse.Status, H.JSON) {
+                try await H.call(
+                    control,
+                    .post,
+                    "/v1/auth/device/register",
+                    json: ["code": "sde_not-a-code", "deviceName": "phone"],
+                    headers: [.xForwardedFor: "198.51.100.7, \(source)"]
+                )
+            }
+            for _ in 0..<3 { #expect(try await register(from: "203.0.113.5").0 != .tooManyRequests) }
+            // Refreshes count against the same address.
+            for _ in 0..<2 {
+                let (status, _) = try await H.call(
+                    control,
+                    .post,
+                    "/v1/auth/token/refresh",
+                    json: ["refreshToken": "sdr_nothing"],
+                    headers: [.xForwardedFor: "203.0.113.5"]
+                )
+                #expect(status != .tooManyRequests)
+            }
+            let (limited, body) = try await register(from: "203.0.113.5")
+            #expect(limited == .tooManyRequests && body.errorCode == "RateLimited")
+            // The hops before the proxy's are the client's word: changing them changes nothing.
+            #expect(try await register(from: "203.0.113.5").0 == .tooManyRequests)
+            #expect(try await register(from: "203.0.113.9").0 != .tooManyRequests)
+        }
+    }
+}

@@ -42,4 +42,6 @@ public struct RequestIDMiddleware: RouterMiddleware {
 extension HTTPField.Name {
     /// `x-request-id`.
     public static let requestID = HTTPField.Name(HeaderName.requestID)!
+    /// `x-forwarded-for`, which the edge appends the client's address to.
+    public static let xForwardedFor = HTTPField.Name("x-forwarded-for")!
 }

@@ -9,12 +9,15 @@ public struct ServiceRequestContext: RequestContext {
     public var identity: AccessIdentity?
     /// The tenant of the agent calling, once ``AgentAuthenticationMiddleware`` has run.
     public var agentTenant: String?
+    /// The connection's remote address (nil for in-process test requests).
+    public let peerAddress: String?
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.requestID = ""
         self.identity = nil
         self.agentTenant = nil
+        self.peerAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// The identity, or a 401 when the route was not behind authentication.

@@ -12,6 +12,8 @@ public struct RequestScope: Sendable {
     public var requestID: String
     /// The request's logger (with its correlation id).
     public var logger: Logger
+    /// Where the request comes from (``ClientAddress``), for limits per source.
+    public var clientAddress: String
 }
 
 /// Sets ``RequestScope/current`` for the rest of the request, and bounds the body: an OpenAPI
@@ -21,9 +23,13 @@ public struct RequestScopeMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
 
     let maxBodyBytes: Int
+    let trustedProxies: Set<String>
 
-    public init(maxBodyBytes: Int = 64 << 10) {
+    /// - Parameter trustedProxies: peers whose `X-Forwarded-For` names the client (see
+    ///   ``ClientAddress``).
+    public init(maxBodyBytes: Int = 64 << 10, trustedProxies: Set<String> = ["127.0.0.1", "::1"]) {
         self.maxBodyBytes = maxBodyBytes
+        self.trustedProxies = trustedProxies
     }
 
     public func handle(
@@ -33,7 +39,12 @@ public struct RequestScopeMiddleware: RouterMiddleware {
     ) async throws -> Response {
         var request = request
         _ = try await request.collectBody(upTo: self.maxBodyBytes)
-        let scope = RequestScope(requestID: context.requestID, logger: context.logger)
+        let client = ClientAddress.resolve(
+            peer: context.peerAddress,
+            forwardedFor: request.headers[.xForwardedFor],
+            trustedProxies: self.trustedProxies
+        )
+        let scope = RequestScope(requestID: context.requestID, logger: context.logger, clientAddress: client)
         return try await RequestScope.$current.withValue(scope) {
             try await next(request, context)
         }

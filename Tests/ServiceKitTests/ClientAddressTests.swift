@@ -1,0 +1,24 @@
+import ServiceKit
+import Testing
+
+/// Which address a request counts as coming from.
+@Suite struct ClientAddressTests {
+    let trusted: Set<String> = ["127.0.0.1", "::1"]
+
+    @Test func aTrustedProxysLastHopIsTheClient() {
+        #expect(ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: "10.0.0.1, 203.0.113.5", trustedProxies: self.trusted) == "203.0.113.5")
+        #expect(ClientAddress.resolve(peer: "::1", forwardedFor: "203.0.113.5", trustedProxies: self.trusted) == "203.0.113.5")
+    }
+
+    @Test func anyOtherPeerIsItselfWhateverItForwards() {
+        #expect(ClientAddress.resolve(peer: "198.51.100.1", forwardedFor: "203.0.113.5", trustedProxies: self.trusted) == "198.51.100.1")
+        #expect(ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: nil, trustedProxies: self.trusted) == "127.0.0.1")
+        #expect(ClientAddress.resolve(peer: "127.0.0.1", forwardedFor: " , ", trustedProxies: self.trusted) == "127.0.0.1")
+    }
+
+    @Test func aWildcardTrustsEveryPeerAndInProcessRequestsCountAsProxied() {
+        #expect(ClientAddress.resolve(peer: "172.18.0.5", forwardedFor: "203.0.113.5", trustedProxies: ["*"]) == "203.0.113.5")
+        #expect(ClientAddress.resolve(peer: nil, forwardedFor: "203.0.113.5", trustedProxies: self.trusted) == "203.0.113.5")
+        #expect(ClientAddress.resolve(peer: nil, forwardedFor: nil, trustedProxies: self.trusted) == "local")
+    }
+}
