@@ -7,6 +7,7 @@
 /// | ------------------------------------------------ | ------------------------------- |
 /// | `<prefix>.ev.<tenant>.<swarm>.<agent>.<kind>`     | committed events (core NATS)    |
 /// | `<prefix>.ctl.<tenant>.<agent>`                  | control commands (JetStream)    |
+/// | `<prefix>.revoked.<tenant>`                      | revoked devices (JetStream)     |
 ///
 /// Identifiers are encoded with ``SubjectToken`` so that a `.`, `*`, `>` or space in an id
 /// can never change the shape of a subject.
@@ -64,6 +65,23 @@ public struct Subjects: Sendable, Hashable {
     /// The JetStream stream that holds control commands; unique per prefix.
     public var controlStreamName: String {
         "SD_CONTROL_" + self.prefix.replacingAll(".", with: "_").uppercased()
+    }
+
+    // MARK: Revocations
+
+    /// The subject a revoked device of `tenant` is announced on.
+    public func revocation(tenant: String) -> String {
+        "\(self.prefix).revoked.\(SubjectToken.encode(tenant))"
+    }
+
+    /// The subjects the revocations stream captures.
+    public var allRevocations: String {
+        "\(self.prefix).revoked.>"
+    }
+
+    /// The JetStream stream that holds revocations for as long as an access token lives.
+    public var revocationStreamName: String {
+        "SD_REVOKED_" + self.prefix.replacingAll(".", with: "_").uppercased()
     }
 
     // MARK: Parsing

@@ -71,4 +71,45 @@ extension ControlAPIHandler {
         try Self.checkText(body.refreshToken, "refreshToken", max: 512)
         return .ok(.init(body: .json(try await self.devices.refresh(body.refreshToken))))
     }
+
+    // MARK: Revocation
+
+    func revokeEnrolmentCodes(_ input: Operations.RevokeEnrolmentCodes.Input) async throws -> Operations.RevokeEnrolmentCodes.Output {
+        let identity = try Caller.person()
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
+        guard (1...100).contains(body.codes.count) else { throw APIError(.invalidRequest, "codes must name 1 to 100 codes") }
+        for code in body.codes { try Self.checkText(code, "codes[]", max: 128) }
+        let revoked = try await self.devices.revoke(codes: body.codes, tenant: identity.tenant)
+        return .ok(.init(body: .json(.init(revoked: revoked))))
+    }
+
+    func listDevices(_ input: Operations.ListDevices.Input) async throws -> Operations.ListDevices.Output {
+        let identity = try Caller.person()
+        try Self.checkRange(input.query.limit, "limit", 1...500)
+        let devices = try await self.devices.devices(tenant: identity.tenant, limit: input.query.limit ?? 100)
+        return .ok(.init(body: .json(.init(devices: devices))))
+    }
+
+    /// Revokes in Postgres (refresh dies at once), then announces it (access tokens and
+    /// WebSockets everywhere within seconds); a failed announcement is a 503 to retry.
+    func revokeDevice(_ input: Operations.RevokeDevice.Input) async throws -> Operations.RevokeDevice.Output {
+        let identity = try Caller.person()
+        try Self.checkText(input.path.deviceId, "deviceId", max: 64)
+        guard let device = try await self.devices.revoke(device: input.path.deviceId, tenant: identity.tenant), let revokedAt = device.revokedAt
+        else {
+            throw APIError(.notFound, "no such device")
+        }
+        do {
+            try await self.revocations.announce(tenant: identity.tenant, device: device.deviceId, revokedAt: revokedAt)
+        } catch {
+            RequestScope.current?.logger.warning("revocation not announced", metadata: ["error": "\(String(reflecting: error))"])
+            throw APIError(
+                .serviceUnavailable,
+                "the device is revoked but not every service knows yet; retry to finish",
+                retryAfterSeconds: 1
+            )
+        }
+        RequestScope.current?.logger.notice("device revoked", metadata: ["device": "\(device.deviceId)", "by": "\(identity.subject)"])
+        return .ok(.init(body: .json(device)))
+    }
 }

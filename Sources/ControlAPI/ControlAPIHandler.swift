@@ -14,6 +14,7 @@ struct ControlAPIHandler: Sendable {
     let signer: AccessTokenSigner
     let ingestKeys: IngestKeyVerifier
     let devices: DeviceAuthority
+    let revocations: RevocationBus
     let fleet: FleetIndex
     let store: ControlStore
     let bus: CommandBus
@@ -28,6 +29,9 @@ struct ControlAPIHandler: Sendable {
         Operations.RegisterDevice.id: .none,
         Operations.RefreshToken.id: .none,
         Operations.CreateEnrolmentCodes.id: .accessToken(anyOf: [.admin]),
+        Operations.RevokeEnrolmentCodes.id: .accessToken(anyOf: [.admin]),
+        Operations.ListDevices.id: .accessToken(anyOf: [.admin]),
+        Operations.RevokeDevice.id: .accessToken(anyOf: [.admin]),
         Operations.GetOverview.id: .accessToken(anyOf: [.streamRead]),
         Operations.ListSwarms.id: .accessToken(anyOf: [.streamRead]),
         Operations.GetSwarm.id: .accessToken(anyOf: [.streamRead]),

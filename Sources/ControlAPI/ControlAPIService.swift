@@ -40,6 +40,7 @@ public enum ControlAPIService: SwarmdeckService {
         let store = ControlStore(client: postgres, logger: logger)
         let bus = CommandBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, logger: logger)
         let dispatcher = CommandDispatcher(store: store, bus: bus, logger: logger)
+        let revocations = RevocationBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, retention: .seconds(86_400))
         let handler = ControlAPIHandler(
             settings: settings,
             signer: signer,
@@ -55,8 +56,10 @@ public enum ControlAPIService: SwarmdeckService {
                 signer: signer,
                 accessLifetime: .seconds(settings.accessTokenSeconds),
                 refreshLifetime: .seconds(settings.refreshTokenDays * 86_400),
+                familyLifetime: .seconds(settings.signInDays * 86_400),
                 logger: logger
             ),
+            revocations: revocations,
             fleet: fleet,
             store: store,
             bus: bus,
@@ -81,7 +84,7 @@ public enum ControlAPIService: SwarmdeckService {
         return ServiceParts(
             services: [feed, dispatcher],
             readiness: [ReadinessCheck(name: "fleet") { feed.isLoaded }],
-            beforeServerStarts: [{ try await bus.prepare() }]
+            beforeServerStarts: [{ try await bus.prepare() }, { try await revocations.prepare() }]
         )
     }
 }

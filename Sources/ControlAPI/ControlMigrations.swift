@@ -116,5 +116,18 @@ enum ControlMigrations {
                 CREATE INDEX commands_agent_action ON commands (tenant_id, agent_id, action, issued_at DESC);
                 """
         ),
+        Migration(
+            version: 4,
+            name: "revocable enrolment codes, absolute refresh lifetime",
+            sql: """
+                ALTER TABLE enrolment_codes ADD COLUMN revoked_at timestamptz;
+                -- No refresh of a family reaches past this, however often it rotates.
+                ALTER TABLE refresh_families ADD COLUMN expires_at timestamptz;
+                UPDATE refresh_families SET expires_at = created_at + interval '90 days';
+                ALTER TABLE refresh_families ALTER COLUMN expires_at SET NOT NULL;
+                CREATE INDEX refresh_families_device ON refresh_families (device_id);
+                CREATE INDEX devices_tenant ON devices (tenant_id, created_at DESC);
+                """
+        ),
     ]
 }

@@ -14,6 +14,8 @@ public struct ControlSettings: ServiceSettings {
     var accessTokenSeconds: Int
     /// Days a refresh token is valid (each refresh starts a new one).
     var refreshTokenDays: Int
+    /// Days a sign-in lasts however often it refreshes; then the device enrols again.
+    var signInDays: Int
     /// Seconds without an event after which an agent is `offline`.
     var offlineSeconds: Int
     /// Seconds a command stays valid; an agent that gets it later answers `expired`.
@@ -30,7 +32,8 @@ public struct ControlSettings: ServiceSettings {
     var trustedProxies: Set<String>
 
     public static let keys: [SettingKey] = [
-        .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .offlineSeconds, .commandSeconds,
+        .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .signInDays, .offlineSeconds,
+        .commandSeconds,
         .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies,
     ]
 
@@ -40,6 +43,7 @@ public struct ControlSettings: ServiceSettings {
         self.privateKeyFile = try reader.setting(.jwtPrivateKeyFile)
         self.accessTokenSeconds = try reader.setting(.accessTokenSeconds, in: 60...86_400)
         self.refreshTokenDays = try reader.setting(.refreshTokenDays, in: 1...365)
+        self.signInDays = try reader.setting(.signInDays, in: 1...3650)
         self.offlineSeconds = try reader.setting(.offlineSeconds, in: 5...86_400)
         self.commandSeconds = try reader.setting(.commandSeconds, in: 5...86_400)
         self.authPerMinute = try reader.setting(.authPerMinute, in: 1...100_000)
@@ -64,6 +68,11 @@ extension SettingKey {
     )
     static let jwtPrivateKeyFile = SettingKey("auth.jwt.private-key-file", "PEM file with the ES256 private key control-api signs access tokens with")
     static let accessTokenSeconds = SettingKey("control.access-token-seconds", "lifetime of an access token", default: "900")
+    static let signInDays = SettingKey(
+        "control.sign-in-days",
+        "days a device's sign-in lasts however often it refreshes (then it enrols again)",
+        default: "90"
+    )
     static let refreshTokenDays = SettingKey(
         "control.refresh-token-days",
         "lifetime of a refresh token (each refresh starts a new one)",

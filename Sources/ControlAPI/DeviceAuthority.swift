@@ -14,6 +14,8 @@ struct DeviceAuthority: Sendable {
     let signer: AccessTokenSigner
     let accessLifetime: Duration
     let refreshLifetime: Duration
+    /// The longest a sign-in (a refresh family) lasts, however often it rotates.
+    let familyLifetime: Duration
     let logger: Logger
 
     /// The scopes a code grants when the admin names none: everything but administration.
@@ -50,12 +52,13 @@ struct DeviceAuthority: Sendable {
         let deviceID = "dev_" + randomHex(bytes: 12)
         let familyID = randomHex(bytes: 8)
         let refresh = Self.refreshToken(family: familyID)
-        let refreshExpires = Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds))
+        let familyExpires = Date().addingTimeInterval(TimeInterval(self.familyLifetime.components.seconds))
+        let refreshExpires = min(familyExpires, Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds)))
         let granted: (tenant: String, scopes: [String])? = try await self.client.withTransaction(logger: self.logger) { connection in
             let rows = try await connection.query(
                 """
                 UPDATE enrolment_codes SET used_at = now(), device_id = \(deviceID)
-                WHERE code_sha256 = \(Self.digest(code)) AND used_at IS NULL AND expires_at > now()
+                WHERE code_sha256 = \(Self.digest(code)) AND used_at IS NULL AND revoked_at IS NULL AND expires_at > now()
                 RETURNING tenant_id, scopes
                 """,
                 logger: self.logger
@@ -68,7 +71,10 @@ struct DeviceAuthority: Sendable {
                 logger: self.logger
             )
             try await connection.query(
-                "INSERT INTO refresh_families (family_id, device_id, tenant_id) VALUES (\(familyID), \(deviceID), \(tenant))",
+                """
+                INSERT INTO refresh_families (family_id, device_id, tenant_id, expires_at)
+                VALUES (\(familyID), \(deviceID), \(tenant), \(familyExpires))
+                """,
                 logger: self.logger
             )
             try await connection.query(
@@ -78,7 +84,7 @@ struct DeviceAuthority: Sendable {
             return (tenant, scopes)
         }
         guard let granted else {
-            throw APIError(.authInvalid, "the enrolment code is unknown, used or expired")
+            throw APIError(.authInvalid, "the enrolment code is unknown, used, revoked or expired")
         }
         return try await self.pair(tenant: granted.tenant, device: deviceID, scopes: granted.scopes, refresh: refresh, refreshExpires: refreshExpires)
     }
@@ -100,14 +106,14 @@ struct DeviceAuthority: Sendable {
         }
         let familyID = String(parts[1])
         let next = Self.refreshToken(family: familyID)
-        let nextExpires = Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds))
+        var nextExpires = Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds))
         let rotation: Rotation = try await self.client.withTransaction(logger: self.logger) { connection in
             // The family row lock serializes refreshes of one family: of two racing refreshes
             // with the same token, the second sees it rotated (and revokes the family).
             let rows = try await connection.query(
                 """
                 SELECT f.tenant_id, f.device_id, f.revoked_at IS NOT NULL OR d.revoked_at IS NOT NULL, d.scopes,
-                       t.rotated_at IS NOT NULL, t.expires_at <= now()
+                       t.rotated_at IS NOT NULL, t.expires_at <= now() OR f.expires_at <= now(), f.expires_at
                 FROM refresh_tokens t
                 JOIN refresh_families f ON f.family_id = t.family_id
                 JOIN devices d ON d.device_id = f.device_id
@@ -116,9 +122,10 @@ struct DeviceAuthority: Sendable {
                 """,
                 logger: self.logger
             )
-            var found: (String, String, Bool, [String], Bool, Bool)?
-            for try await row in rows.decode((String, String, Bool, [String], Bool, Bool).self) { found = row }
-            guard let (tenant, device, revoked, scopes, rotated, expired) = found else { return .unknown }
+            var found: (String, String, Bool, [String], Bool, Bool, Date)?
+            for try await row in rows.decode((String, String, Bool, [String], Bool, Bool, Date).self) { found = row }
+            guard let (tenant, device, revoked, scopes, rotated, expired, familyExpires) = found else { return .unknown }
+            nextExpires = min(nextExpires, familyExpires)
             if revoked { return .revoked }
             if rotated {
                 try await connection.query(
@@ -173,6 +180,86 @@ struct DeviceAuthority: Sendable {
 
     private static func refreshToken(family: String) -> String {
         "sdr_\(family)_\(randomHex(bytes: 32))"
+    }
+
+    // MARK: Administration
+
+    /// The devices of `tenant`, newest first.
+    func devices(tenant: String, limit: Int) async throws -> [Components.Schemas.Device] {
+        let rows = try await self.client.query(
+            """
+            SELECT device_id, name, platform, scopes, created_at, revoked_at FROM devices
+            WHERE tenant_id = \(tenant) ORDER BY created_at DESC, device_id LIMIT \(limit)
+            """,
+            logger: self.logger
+        )
+        var devices: [Components.Schemas.Device] = []
+        for try await (id, name, platform, scopes, created, revoked) in rows.decode((String, String, String?, [String], Date, Date?).self) {
+            devices.append(Self.device(id, name, platform, scopes, created, revoked))
+        }
+        return devices
+    }
+
+    /// Revokes a device of `tenant` and every sign-in of it (idempotent: a revoked device keeps
+    /// its first revocation time); nil when the tenant has no such device.
+    func revoke(device: String, tenant: String) async throws -> Components.Schemas.Device? {
+        try await self.client.withTransaction(logger: self.logger) { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE devices SET revoked_at = coalesce(revoked_at, now())
+                WHERE device_id = \(device) AND tenant_id = \(tenant)
+                RETURNING device_id, name, platform, scopes, created_at, revoked_at
+                """,
+                logger: self.logger
+            )
+            var found: Components.Schemas.Device?
+            for try await (id, name, platform, scopes, created, revoked) in rows.decode((String, String, String?, [String], Date, Date?).self) {
+                found = Self.device(id, name, platform, scopes, created, revoked)
+            }
+            guard found != nil else { return nil }
+            try await connection.query(
+                """
+                UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'device revoked'
+                WHERE device_id = \(device) AND revoked_at IS NULL
+                """,
+                logger: self.logger
+            )
+            return found
+        }
+    }
+
+    /// Revokes the unused codes among `codes` of `tenant`; how many were.
+    func revoke(codes: [String], tenant: String) async throws -> Int {
+        let digests = codes.map { Array(SHA256.hash(data: Array($0.utf8))) }.map { ByteBuffer(bytes: $0) }
+        let rows = try await self.client.query(
+            """
+            UPDATE enrolment_codes SET revoked_at = now()
+            WHERE tenant_id = \(tenant) AND code_sha256 = ANY(\(digests)) AND used_at IS NULL AND revoked_at IS NULL
+            RETURNING 1
+            """,
+            logger: self.logger
+        )
+        var count = 0
+        for try await _ in rows.decode(Int.self) { count += 1 }
+        return count
+    }
+
+    private static func device(
+        _ id: String,
+        _ name: String,
+        _ platform: String?,
+        _ scopes: [String],
+        _ created: Date,
+        _ revoked: Date?
+    ) -> Components.Schemas.Device {
+        Components.Schemas.Device(
+            deviceId: id,
+            name: name,
+            platform: platform,
+            scopes: scopes.compactMap(Components.Schemas.Scope.init(rawValue:)),
+            createdAt: created,
+            revokedAt: revoked
+        )
     }
 
     static func digest(_ secret: String) -> ByteBuffer {

@@ -38,7 +38,12 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
         self.cache = cache
         self.logger = logger
         self.outbox = StreamOutbox(maxEvents: settings.queueEvents, maxBytes: settings.queueBytes)
-        self.connection = WebSocketConnection(limits: settings.webSocketLimits(liveness: .pingFrames), heartbeats: heartbeats, logger: logger)
+        self.connection = WebSocketConnection(
+            limits: settings.webSocketLimits(liveness: .pingFrames),
+            heartbeats: heartbeats,
+            identity: identity,
+            logger: logger
+        )
     }
 
     func offer(_ event: FeedEvent) { self.outbox.offer(event) }

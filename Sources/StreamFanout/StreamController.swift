@@ -42,7 +42,7 @@ struct StreamController: Sendable {
             },
             run: { identity, logger, inbound, outbound, channel in
                 let session = StreamSession(
-                    tenant: identity.tenant,
+                    identity: identity,
                     settings: self.settings,
                     hub: self.hub,
                     reader: self.reader,

@@ -30,7 +30,7 @@ public enum StreamFanoutService: SwarmdeckService {
             tailCheckInterval: .seconds(settings.tailCheckSeconds),
             logger: logger
         )
-        let heartbeats = WebSocketHeartbeats()
+        let heartbeats = WebSocketHeartbeats(revocations: assembly.revocations)
         let controller = StreamController(
             authentication: WebSocketAuthentication(verifier: assembly.verifier, requiring: .streamRead),
             hub: hub,

@@ -52,15 +52,20 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
     let connection: WebSocketConnection
     let batch = Mutex(Batch())
 
-    init(tenant: String, settings: FanoutSettings, hub: FeedHub, reader: EventLogReader, heartbeats: WebSocketHeartbeats, logger: Logger) {
-        self.tenant = tenant
+    init(identity: AccessIdentity, settings: FanoutSettings, hub: FeedHub, reader: EventLogReader, heartbeats: WebSocketHeartbeats, logger: Logger) {
+        self.tenant = identity.tenant
         self.settings = settings
         self.hub = hub
         self.reader = reader
         self.logger = logger
         self.outbox = StreamOutbox(maxEvents: settings.queueEvents, maxBytes: settings.queueBytes)
         self.state = Mutex(State(eventsPerSecond: settings.defaultEventsPerSecond))
-        self.connection = WebSocketConnection(limits: settings.webSocketLimits(liveness: .clientMessages), heartbeats: heartbeats, logger: logger)
+        self.connection = WebSocketConnection(
+            limits: settings.webSocketLimits(liveness: .clientMessages),
+            heartbeats: heartbeats,
+            identity: identity,
+            logger: logger
+        )
     }
 
     // MARK: FeedListener

@@ -8,7 +8,7 @@ struct Swarmdeck: AsyncParsableCommand {
         commandName: "swarmdeck",
         abstract: "Swarmdeck: watch and steer swarms of AI coding agents.",
         subcommands: [
-            TokenCommand.self, TenantCommand.self, AgentCommand.self, ConfigCommand.self, LoadgenCommand.self, DemoCommand.self,
+            TokenCommand.self, TenantCommand.self, DeviceCommand.self, AgentCommand.self, ConfigCommand.self, LoadgenCommand.self, DemoCommand.self,
         ]
     )
 }

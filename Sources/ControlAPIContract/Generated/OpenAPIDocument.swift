@@ -58,6 +58,62 @@ paths:
             application/json:
               schema: { $ref: '#/components/schemas/EnrolmentCodes' }
         default: { $ref: '#/components/responses/Error' }
+  /v1/admin/enrolment-codes/revoke:
+    post:
+      operationId: revokeEnrolmentCodes
+      tags: [auth]
+      summary: Revoke unused enrolment codes of the caller's tenant (scope `admin`).
+      description: A revoked code can no longer register a device. Codes already used, unknown or of another tenant are not counted.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/CodeRevocation' }
+      responses:
+        '200':
+          description: How many codes were revoked.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/RevokedCodes' }
+        default: { $ref: '#/components/responses/Error' }
+  /v1/admin/devices:
+    get:
+      operationId: listDevices
+      tags: [auth]
+      summary: The devices of the caller's tenant, newest first (scope `admin`).
+      parameters:
+        - name: limit
+          in: query
+          required: false
+          schema: { type: integer, minimum: 1, maximum: 500, default: 100 }
+      responses:
+        '200':
+          description: The devices.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/DeviceList' }
+        default: { $ref: '#/components/responses/Error' }
+  /v1/admin/devices/{deviceId}/revoke:
+    post:
+      operationId: revokeDevice
+      tags: [auth]
+      summary: Revoke a device (scope `admin`).
+      description: |
+        Its refresh tokens stop working at once, its access tokens are refused by every
+        service within seconds, and its open WebSockets are closed (1008). Revoking again
+        answers the same device. Another tenant's device answers 404.
+      parameters:
+        - name: deviceId
+          in: path
+          required: true
+          schema: { type: string, minLength: 1, maxLength: 64 }
+      responses:
+        '200':
+          description: The revoked device.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/Device' }
+        default: { $ref: '#/components/responses/Error' }
   /v1/auth/device/register:
     post:
       operationId: registerDevice
@@ -471,6 +527,40 @@ components:
       required: [refreshToken]
       properties:
         refreshToken: { type: string, minLength: 1, maxLength: 512 }
+    CodeRevocation:
+      type: object
+      additionalProperties: false
+      required: [codes]
+      properties:
+        codes:
+          type: array
+          minItems: 1
+          maxItems: 100
+          items: { type: string, minLength: 1, maxLength: 128 }
+    RevokedCodes:
+      type: object
+      required: [revoked]
+      properties:
+        revoked: { type: integer }
+    Device:
+      type: object
+      required: [deviceId, name, scopes, createdAt]
+      properties:
+        deviceId: { type: string }
+        name: { type: string }
+        platform: { type: string }
+        scopes:
+          type: array
+          items: { $ref: '#/components/schemas/Scope' }
+        createdAt: { type: string, format: date-time }
+        revokedAt: { type: string, format: date-time }
+    DeviceList:
+      type: object
+      required: [devices]
+      properties:
+        devices:
+          type: array
+          items: { $ref: '#/components/schemas/Device' }
     TokenPair:
       type: object
       required: [tokenType, accessToken, expiresIn, refreshToken, refreshExpiresAt, deviceId, tenantId, scopes]

@@ -312,6 +312,108 @@ extension Components {
                 case refreshToken
             }
         }
+        /// - Remark: Generated from `#/components/schemas/CodeRevocation`.
+        public struct CodeRevocation: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/CodeRevocation/codes`.
+            public var codes: [Swift.String]
+            /// Creates a new `CodeRevocation`.
+            ///
+            /// - Parameters:
+            ///   - codes:
+            public init(codes: [Swift.String]) {
+                self.codes = codes
+            }
+            public enum CodingKeys: String, CodingKey {
+                case codes
+            }
+            public init(from decoder: any Swift.Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.codes = try container.decode(
+                    [Swift.String].self,
+                    forKey: .codes
+                )
+                try decoder.ensureNoAdditionalProperties(knownKeys: [
+                    "codes"
+                ])
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RevokedCodes`.
+        public struct RevokedCodes: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RevokedCodes/revoked`.
+            public var revoked: Swift.Int
+            /// Creates a new `RevokedCodes`.
+            ///
+            /// - Parameters:
+            ///   - revoked:
+            public init(revoked: Swift.Int) {
+                self.revoked = revoked
+            }
+            public enum CodingKeys: String, CodingKey {
+                case revoked
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Device`.
+        public struct Device: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Device/deviceId`.
+            public var deviceId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Device/name`.
+            public var name: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Device/platform`.
+            public var platform: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/Device/scopes`.
+            public var scopes: [Components.Schemas.Scope]
+            /// - Remark: Generated from `#/components/schemas/Device/createdAt`.
+            public var createdAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/Device/revokedAt`.
+            public var revokedAt: Foundation.Date?
+            /// Creates a new `Device`.
+            ///
+            /// - Parameters:
+            ///   - deviceId:
+            ///   - name:
+            ///   - platform:
+            ///   - scopes:
+            ///   - createdAt:
+            ///   - revokedAt:
+            public init(
+                deviceId: Swift.String,
+                name: Swift.String,
+                platform: Swift.String? = nil,
+                scopes: [Components.Schemas.Scope],
+                createdAt: Foundation.Date,
+                revokedAt: Foundation.Date? = nil
+            ) {
+                self.deviceId = deviceId
+                self.name = name
+                self.platform = platform
+                self.scopes = scopes
+                self.createdAt = createdAt
+                self.revokedAt = revokedAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case deviceId
+                case name
+                case platform
+                case scopes
+                case createdAt
+                case revokedAt
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/DeviceList`.
+        public struct DeviceList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/DeviceList/devices`.
+            public var devices: [Components.Schemas.Device]
+            /// Creates a new `DeviceList`.
+            ///
+            /// - Parameters:
+            ///   - devices:
+            public init(devices: [Components.Schemas.Device]) {
+                self.devices = devices
+            }
+            public enum CodingKeys: String, CodingKey {
+                case devices
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/TokenPair`.
         public struct TokenPair: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/TokenPair/tokenType`.

@@ -29,6 +29,28 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/admin/enrolment-codes`.
     /// - Remark: Generated from `#/paths//v1/admin/enrolment-codes/post(createEnrolmentCodes)`.
     func createEnrolmentCodes(_ input: Operations.CreateEnrolmentCodes.Input) async throws -> Operations.CreateEnrolmentCodes.Output
+    /// Revoke unused enrolment codes of the caller's tenant (scope `admin`).
+    ///
+    /// A revoked code can no longer register a device. Codes already used, unknown or of another tenant are not counted.
+    ///
+    /// - Remark: HTTP `POST /v1/admin/enrolment-codes/revoke`.
+    /// - Remark: Generated from `#/paths//v1/admin/enrolment-codes/revoke/post(revokeEnrolmentCodes)`.
+    func revokeEnrolmentCodes(_ input: Operations.RevokeEnrolmentCodes.Input) async throws -> Operations.RevokeEnrolmentCodes.Output
+    /// The devices of the caller's tenant, newest first (scope `admin`).
+    ///
+    /// - Remark: HTTP `GET /v1/admin/devices`.
+    /// - Remark: Generated from `#/paths//v1/admin/devices/get(listDevices)`.
+    func listDevices(_ input: Operations.ListDevices.Input) async throws -> Operations.ListDevices.Output
+    /// Revoke a device (scope `admin`).
+    ///
+    /// Its refresh tokens stop working at once, its access tokens are refused by every
+    /// service within seconds, and its open WebSockets are closed (1008). Revoking again
+    /// answers the same device. Another tenant's device answers 404.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/admin/devices/{deviceId}/revoke`.
+    /// - Remark: Generated from `#/paths//v1/admin/devices/{deviceId}/revoke/post(revokeDevice)`.
+    func revokeDevice(_ input: Operations.RevokeDevice.Input) async throws -> Operations.RevokeDevice.Output
     /// Trade a one-time enrolment code for an access token and a refresh token.
     ///
     /// - Remark: HTTP `POST /v1/auth/device/register`.
@@ -148,6 +170,52 @@ extension APIProtocol {
         try await createEnrolmentCodes(Operations.CreateEnrolmentCodes.Input(
             headers: headers,
             body: body
+        ))
+    }
+    /// Revoke unused enrolment codes of the caller's tenant (scope `admin`).
+    ///
+    /// A revoked code can no longer register a device. Codes already used, unknown or of another tenant are not counted.
+    ///
+    /// - Remark: HTTP `POST /v1/admin/enrolment-codes/revoke`.
+    /// - Remark: Generated from `#/paths//v1/admin/enrolment-codes/revoke/post(revokeEnrolmentCodes)`.
+    public func revokeEnrolmentCodes(
+        headers: Operations.RevokeEnrolmentCodes.Input.Headers = .init(),
+        body: Operations.RevokeEnrolmentCodes.Input.Body
+    ) async throws -> Operations.RevokeEnrolmentCodes.Output {
+        try await revokeEnrolmentCodes(Operations.RevokeEnrolmentCodes.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// The devices of the caller's tenant, newest first (scope `admin`).
+    ///
+    /// - Remark: HTTP `GET /v1/admin/devices`.
+    /// - Remark: Generated from `#/paths//v1/admin/devices/get(listDevices)`.
+    public func listDevices(
+        query: Operations.ListDevices.Input.Query = .init(),
+        headers: Operations.ListDevices.Input.Headers = .init()
+    ) async throws -> Operations.ListDevices.Output {
+        try await listDevices(Operations.ListDevices.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Revoke a device (scope `admin`).
+    ///
+    /// Its refresh tokens stop working at once, its access tokens are refused by every
+    /// service within seconds, and its open WebSockets are closed (1008). Revoking again
+    /// answers the same device. Another tenant's device answers 404.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/admin/devices/{deviceId}/revoke`.
+    /// - Remark: Generated from `#/paths//v1/admin/devices/{deviceId}/revoke/post(revokeDevice)`.
+    public func revokeDevice(
+        path: Operations.RevokeDevice.Input.Path,
+        headers: Operations.RevokeDevice.Input.Headers = .init()
+    ) async throws -> Operations.RevokeDevice.Output {
+        try await revokeDevice(Operations.RevokeDevice.Input(
+            path: path,
+            headers: headers
         ))
     }
     /// Trade a one-time enrolment code for an access token and a refresh token.

@@ -1,4 +1,5 @@
 public import Contracts
+public import Foundation
 public import Logging
 
 /// Who is calling, from a verified access token. The tenant comes from here, never from a
@@ -8,11 +9,14 @@ public struct AccessIdentity: Sendable, Hashable {
     /// The token subject: an operator or device id.
     public var subject: String
     public var scopes: Set<Scope>
+    /// When the token was issued (revocation refuses tokens issued before it).
+    public var issuedAt: Date
 
-    public init(tenant: String, subject: String, scopes: Set<Scope>) {
+    public init(tenant: String, subject: String, scopes: Set<Scope>, issuedAt: Date = .distantPast) {
         self.tenant = tenant
         self.subject = subject
         self.scopes = scopes
+        self.issuedAt = issuedAt
     }
 
     /// Throws `PermissionDenied` unless the identity holds `scope`.

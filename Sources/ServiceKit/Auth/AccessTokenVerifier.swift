@@ -10,9 +10,16 @@ public struct AccessTokenVerifier: Sendable {
     private let keyIDs: Set<String>
     public let issuer: String
     public let audience: String
+    /// Revoked devices: their tokens issued before the revocation are refused.
+    public let revocations: RevocationList?
 
     /// - Parameter publicKeys: key id → PEM of an ES256 public key.
-    public init(publicKeys: [String: String], issuer: String, audience: String) async throws(ServiceKitError) {
+    public init(
+        publicKeys: [String: String],
+        issuer: String,
+        audience: String,
+        revocations: RevocationList? = nil
+    ) async throws(ServiceKitError) {
         let keys = JWTKeyCollection()
         for (keyID, pem) in publicKeys {
             do {
@@ -25,6 +32,7 @@ public struct AccessTokenVerifier: Sendable {
         self.keyIDs = Set(publicKeys.keys)
         self.issuer = issuer
         self.audience = audience
+        self.revocations = revocations
     }
 
     /// The identity of `token`, which must hold at least one of `scopes` when any are named
@@ -63,7 +71,11 @@ public struct AccessTokenVerifier: Sendable {
             throw APIError(.authInvalid, "the access token names no tenant or subject")
         }
         let scopes = claims.scope.split(separator: " ").compactMap { Scope(rawValue: String($0)) }
-        return AccessIdentity(tenant: claims.tenant, subject: claims.subject.value, scopes: Set(scopes))
+        let identity = AccessIdentity(tenant: claims.tenant, subject: claims.subject.value, scopes: Set(scopes), issuedAt: claims.issuedAt.value)
+        if let revocations = self.revocations, revocations.isRevoked(identity) {
+            throw APIError(.authInvalid, "the device was revoked; enrol it again")
+        }
+        return identity
     }
 
     private struct Header: Decodable {

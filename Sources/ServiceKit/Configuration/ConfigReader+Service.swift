@@ -49,8 +49,8 @@ extension ConfigReader {
         }
     }
 
-    /// The access-token verifier from `auth.jwt.*`.
-    public func accessTokenVerifier() async throws(ServiceKitError) -> AccessTokenVerifier {
+    /// The access-token verifier from `auth.jwt.*`, refusing what `revocations` holds.
+    public func accessTokenVerifier(revocations: RevocationList? = nil) async throws(ServiceKitError) -> AccessTokenVerifier {
         let path: String = try self.setting(.jwtPublicKeyFile)
         let pem: String
         do {
@@ -64,7 +64,8 @@ extension ConfigReader {
         return try await AccessTokenVerifier(
             publicKeys: [try self.setting(.jwtKeyID): pem],
             issuer: try self.setting(.jwtIssuer),
-            audience: try self.setting(.jwtAudience)
+            audience: try self.setting(.jwtAudience),
+            revocations: revocations
         )
     }
 }

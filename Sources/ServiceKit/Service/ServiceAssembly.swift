@@ -19,8 +19,11 @@ public struct ServiceAssembly<Settings: ServiceSettings> {
     public let nats: NATSConnection
     /// The subject builders for `subjects.prefix`.
     public let subjects: Subjects
-    /// Verifies access tokens from `auth.jwt.*`.
+    /// Verifies access tokens from `auth.jwt.*` (refusing revoked devices' tokens).
     public let verifier: AccessTokenVerifier
+    /// Revoked devices, kept current by the service's ``RevocationFeed``: a service with
+    /// long-lived connections closes theirs (``WebSocketHeartbeats/init(interval:revocations:)``).
+    public let revocations: RevocationList
     /// The service's router: request id, metrics and error envelope middleware, and the
     /// operational routes, are already on it. Put middleware of the service's own on a group.
     public let router: Router<ServiceRequestContext>

@@ -49,6 +49,9 @@ extension SwarmdeckService {
         let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
         let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: Self.name, sendAsap: Self.natsSendAsap))
 
+        let subjects = try reader.subjects()
+        let revocations = RevocationList()
+        let revocationFeed = RevocationFeed(jetStream: JetStream(connection: nats), subjects: subjects, list: revocations, logger: logger)
         let readiness = ReadinessChecks([.nats(nats), .postgres(postgres)])
         let router = Router.service()
         router.addOperationalRoutes(readiness: readiness)
@@ -59,8 +62,9 @@ extension SwarmdeckService {
                 logger: logger,
                 postgres: postgres,
                 nats: nats,
-                subjects: try reader.subjects(),
-                verifier: try await reader.accessTokenVerifier(),
+                subjects: subjects,
+                verifier: try await reader.accessTokenVerifier(revocations: revocations),
+                revocations: revocations,
                 router: router
             )
         )
@@ -70,7 +74,7 @@ extension SwarmdeckService {
             router: router,
             server: parts.server,
             configuration: try reader.applicationConfiguration(serverName: Self.name, defaultPort: Self.defaultPort),
-            services: [postgres, NATSService(connection: nats)] + parts.services,
+            services: [postgres, NATSService(connection: nats), revocationFeed] + parts.services,
             logger: logger
         )
         application.beforeServerStarts { [logger] in

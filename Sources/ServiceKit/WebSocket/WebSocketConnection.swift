@@ -51,12 +51,15 @@ public final class WebSocketConnection: Heartbeating, Sendable {
     }
 
     public let limits: WebSocketLimits
+    /// Who opened it: closed when that device is revoked.
+    public let identity: AccessIdentity?
     private let heartbeats: WebSocketHeartbeats
     private let logger: Logger
     private let state: Mutex<State>
 
-    public init(limits: WebSocketLimits, heartbeats: WebSocketHeartbeats, logger: Logger) {
+    public init(limits: WebSocketLimits, heartbeats: WebSocketHeartbeats, identity: AccessIdentity? = nil, logger: Logger) {
         self.limits = limits
+        self.identity = identity
         self.heartbeats = heartbeats
         self.logger = logger
         self.state = Mutex(
@@ -193,6 +196,12 @@ public final class WebSocketConnection: Heartbeating, Sendable {
     }
 
     // MARK: Heartbeat
+
+    /// Closes the connection (1008) if its device was revoked after its token was issued.
+    public func checkRevocation(_ revocations: RevocationList) {
+        guard let identity = self.identity, revocations.isRevoked(identity) else { return }
+        self.close(.policyViolation, "the device was revoked")
+    }
 
     /// Pings, checks liveness and stalls, ticks the protocol's timers. Called by the replica's
     /// ``WebSocketHeartbeats``; false once the connection is done.

@@ -1,0 +1,82 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import StreamTestSupport
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite("Credentials that can be taken back (live NATS, JetStream and Postgres)")
+struct ControlRevocationTests {
+    typealias H = ControlHarness
+
+    @Test("a revoked device: its refresh fails at once, its access token is refused and its open stream closed within 5 s")
+    func revokeDevice() async throws {
+        let harness = try await ControlHarness()
+        try await harness.runWithStream { _, control, fanout in
+            let codes = try await ControlAuthTests.codes(control, harness, count: 3, scopes: ["stream:read"])
+            let (_, pair) = try await H.call(control, .post, "/v1/auth/device/register", json: ["code": codes[0], "deviceName": "lost phone"])
+            let access = try #require(pair["accessToken"] as? String)
+            let refresh = try #require(pair["refreshToken"] as? String)
+            let device = try #require(pair["deviceId"] as? String)
+            #expect(try await H.call(control, .get, "/v1/overview", token: access).0 == .ok)
+
+            // The device's stream is open and subscribed.
+            let subscribed = Mutex(false)
+            let stream = StreamClient(port: try #require(fanout.port), token: access)
+            async let outcome = stream.run(sending: [#"{"type":"subscribe"}"#], timeout: .seconds(30)) { frame in
+                if frame["type"] as? String == "subscribed" { subscribed.withLock { $0 = true } }
+                return false
+            }
+            #expect(await eventually { subscribed.withLock { $0 } })
+
+            let admin = try await harness.token(scopes: [.admin])
+            // Another tenant's admin cannot see or revoke it.
+            let stranger = try await harness.token(tenant: "other-" + harness.tenant, scopes: [.admin])
+            #expect(try await H.call(control, .post, "/v1/admin/devices/\(device)/revoke", token: stranger).0 == .notFound)
+            let (_, strangerList) = try await H.call(control, .get, "/v1/admin/devices", token: stranger)
+            #expect((strangerList["devices"] as? [Any])?.isEmpty == true)
+
+            let revokedAt = ContinuousClock.now
+            let (status, revoked) = try await H.call(control, .post, "/v1/admin/devices/\(device)/revoke", token: admin)
+            #expect(status == .ok && revoked["revokedAt"] != nil)
+            // Revoking again answers the same device.
+            let (again, second) = try await H.call(control, .post, "/v1/admin/devices/\(device)/revoke", token: admin)
+            #expect(again == .ok && second["revokedAt"] as? String == revoked["revokedAt"] as? String)
+
+            let (refreshed, refreshBody) = try await H.call(control, .post, "/v1/auth/token/refresh", json: ["refreshToken": refresh])
+            #expect(refreshed == .unauthorized && refreshBody.errorCode == "AuthInvalid")
+            #expect(
+                try await eventually(timeout: .seconds(5)) {
+                    try await H.call(control, .get, "/v1/overview", token: access).0 == .unauthorized
+                }
+            )
+            let (_, close, _) = try await outcome
+            let closedAfter = ContinuousClock.now - revokedAt
+            #expect(close?.closeCode == .policyViolation, "\(String(describing: close))")
+            #expect(closedAfter < .seconds(5), "closed after \(closedAfter)")
+            print("revocation: stream closed \(closedAfter) after the revoke call")
+
+            // The device list shows it revoked; a new device of the tenant is unaffected.
+            let (_, list) = try await H.call(control, .get, "/v1/admin/devices", token: admin)
+            let listed = (list["devices"] as? [[String: Any]] ?? []).first { $0["deviceId"] as? String == device }
+            #expect(listed?["revokedAt"] != nil)
+            let (created, other) = try await H.call(control, .post, "/v1/auth/device/register", json: ["code": codes[1], "deviceName": "new phone"])
+            #expect(created == .created)
+            #expect(try await H.call(control, .get, "/v1/overview", token: try #require(other["accessToken"] as? String)).0 == .ok)
+
+            // A revoked code registers nothing; an unknown one is not counted.
+            let (_, revokedCodes) = try await H.call(
+                control,
+                .post,
+                "/v1/admin/enrolment-codes/revoke",
+                token: admin,
+                json: ["codes": [codes[2], "sde_nope"]]
+            )
+            #expect(revokedCodes["revoked"] as? Int == 1)
+            #expect(try await H.call(control, .post, "/v1/auth/device/register", json: ["code": codes[2], "deviceName": "x"]).0 == .unauthorized)
+        }
+    }
+}
