@@ -30,7 +30,7 @@ struct AgentCommand: AsyncParsableCommand {
         @Option(help: "Base URL of control-api, if not the edge.")
         var controlURL: String?
 
-        @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
+        @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY; prefer it: a command line is visible to every process on the host).")
         var key: String?
 
         @Option(help: "The swarm the agent belongs to.")
@@ -82,7 +82,9 @@ struct AgentCommand: AsyncParsableCommand {
             }
             // Writing to a worker that has closed its input must fail, not kill the connector.
             signal(SIGPIPE, SIG_IGN)
-            let child = try ChildProcess(self.command, acceptsInput: self.worker)
+            // The command never sees the key: it could otherwise post, poll or acknowledge as the
+            // connector does.
+            let child = try ChildProcess(self.command, acceptsInput: self.worker, hiding: ["SWARMDECK_INGEST_KEY"], secrets: [options.key])
             // Stopping the connector ends the command too.
             let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)
             let client = HTTPClient(eventLoopGroupProvider: .singleton)

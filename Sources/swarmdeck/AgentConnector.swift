@@ -19,7 +19,9 @@ import Darwin
 /// acknowledgement to control-api.
 ///
 /// A line of output `@swarmdeck {json}` is sent as that event (a native event without msgId,
-/// swarmId and agentId, which the connector adds): a script can report tool calls and token use.
+/// swarmId and agentId, which the connector adds): a script can report tool calls and token use,
+/// but not its state (a `state` line becomes a warning). The command's environment holds no
+/// ingest key.
 actor AgentConnector {
     struct Options: Sendable {
         var ingestURL: String
@@ -60,6 +62,8 @@ actor AgentConnector {
     private var answered: [String: (outcome: Components.Schemas.CommandAck.OutcomePayload, state: String, message: String?)] = [:]
 
     static let maxPending = 10_000
+    /// What a command may report with `@swarmdeck` lines: not `state`, which is the connector's.
+    static let commandKinds: Set<String> = ["log", "trace", "metric", "tool_call", "usage"]
 
     init(options: Options, client: HTTPClient, child: ChildProcess, command: String) throws {
         self.options = options
@@ -125,9 +129,17 @@ actor AgentConnector {
     private func enqueue(line: String, isError: Bool) {
         var event: IngestEvent
         if line.hasPrefix("@swarmdeck "), let reported = try? JSONDecoder().decode(IngestEvent.self, from: Data(line.dropFirst(11).utf8)),
-            reported.kind != nil
+            let kind = reported.kind
         {
-            event = reported
+            if Self.commandKinds.contains(kind) {
+                event = reported
+            } else {
+                // Only the connector reports the agent's state: the command cannot claim to be
+                // paused or gone.
+                event = IngestEvent(kind: "log")
+                event.level = "warn"
+                event.message = "refused a \(kind.prefix(32)) event from the command: only the connector reports state"
+            }
         } else {
             event = IngestEvent(kind: "log")
             event.level = isError ? "warn" : "info"

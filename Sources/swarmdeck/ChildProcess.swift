@@ -11,6 +11,15 @@ import Darwin
 /// what the agent connector runs and signals. Signals go to the whole group, so a script's
 /// children pause, resume and end with it.
 final class ChildProcess: Sendable {
+    /// `NAME=value` entries of this process's environment, less the hidden names and any
+    /// value holding a secret.
+    static func environment(hiding: Set<String>, secrets: [String]) -> [String] {
+        ProcessInfo.processInfo.environment.compactMap { name, value in
+            guard !hiding.contains(name), !secrets.contains(where: { !$0.isEmpty && value.contains($0) }) else { return nil }
+            return "\(name)=\(value)"
+        }
+    }
+
     /// The process id (and process group id).
     let pid: pid_t
     /// Lines of output: (line, from stderr).
@@ -25,7 +34,9 @@ final class ChildProcess: Sendable {
 
     /// Starts `arguments[0]` (looked up in `PATH`) with the rest as its arguments; with
     /// `acceptsInput`, its standard input is a pipe ``write(line:)`` writes to (else /dev/null).
-    init(_ arguments: [String], acceptsInput: Bool = false) throws {
+    /// Its environment is this process's without the variables `hiding` names and without any
+    /// variable whose value contains one of `secrets` (the connector's ingest key).
+    init(_ arguments: [String], acceptsInput: Bool = false, hiding: Set<String> = [], secrets: [String] = []) throws {
         precondition(!arguments.isEmpty)
         var stdout: [Int32] = [0, 0]
         var stderr: [Int32] = [0, 0]
@@ -63,7 +74,9 @@ final class ChildProcess: Sendable {
         var pid = pid_t()
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
-        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
+        let environment = Self.environment(hiding: hiding, secrets: secrets).map { strdup($0) } + [nil]
+        defer { for pointer in environment { free(pointer) } }
+        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environment)
         close(stdout[1])
         close(stderr[1])
         if acceptsInput { close(stdin[0]) }

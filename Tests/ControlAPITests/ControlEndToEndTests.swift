@@ -26,15 +26,27 @@ struct ControlEndToEndTests {
     }
 
     /// `swarmdeck agent run` against the in-process services.
-    static func connector(ingestPort: Int, controlPort: Int, key: String, agent: String, worker: Bool = false, _ command: [String]) throws -> Process
-    {
+    /// With `keyInEnvironment`, the key is in `$SWARMDECK_INGEST_KEY`, as the README advises,
+    /// rather than on the command line.
+    static func connector(
+        ingestPort: Int,
+        controlPort: Int,
+        key: String,
+        agent: String,
+        worker: Bool = false,
+        keyInEnvironment: Bool = false,
+        _ command: [String]
+    ) throws -> Process {
         let connector = Process()
         connector.executableURL = Self.swarmdeck
         connector.arguments =
             [
-                "agent", "run", "--ingest-url", "http://127.0.0.1:\(ingestPort)", "--control-url", "http://127.0.0.1:\(controlPort)", "--key", key,
+                "agent", "run", "--ingest-url", "http://127.0.0.1:\(ingestPort)", "--control-url", "http://127.0.0.1:\(controlPort)",
                 "--swarm", "e2e", "--name", agent, "--heartbeat-seconds", "1", "--grace-seconds", "2",
-            ] + (worker ? ["--worker"] : []) + ["--"] + command
+            ] + (keyInEnvironment ? [] : ["--key", key]) + (worker ? ["--worker"] : []) + ["--"] + command
+        if keyInEnvironment {
+            connector.environment = ProcessInfo.processInfo.environment.merging(["SWARMDECK_INGEST_KEY": key]) { $1 }
+        }
         connector.standardOutput = FileHandle.nullDevice
         connector.standardError = FileHandle.nullDevice
         try connector.run()
@@ -134,6 +146,71 @@ struct ControlEndToEndTests {
                 try await H.call(control, .get, "/v1/agents/\(agent)", token: token).1["status"] as? String == "terminated"
             }
             #expect(terminated)
+        }
+    }
+
+    @Test("the kill switch holds against the command: it cannot read the key or report a forged state, and is still paused and terminated")
+    func hostileCommand() async throws {
+        let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
+        let agent = "e2e-hostile-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        let script = """
+            echo "key:${SWARMDECK_INGEST_KEY:-none} found:$(env | grep -c sdi_)"
+            echo '@swarmdeck {"kind":"state","state":"terminated","taskSummary":"gone"}'
+            exec sleep 1000
+            """
+        try await harness.runWithStream { ingest, controlAPI, fanout in
+            let key = try await harness.createKey(ingest)
+            let token = try await harness.token()
+            let connector = try Self.connector(
+                ingestPort: try #require(ingest.port),
+                controlPort: try #require(controlAPI.port),
+                key: key,
+                agent: agent,
+                keyInEnvironment: true,
+                ["sh", "-c", script]
+            )
+            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+
+            let messages = Mutex<[String]>([])
+            let states = Mutex<[String]>([])
+            let stream = StreamClient(port: try #require(fanout.port), token: token)
+            async let frames = stream.run(
+                sending: [subscribe(lastEventId: 0, filters: ["agentIds": [agent], "include": ["states", "logs"]])],
+                timeout: .seconds(60)
+            ) { frame in
+                if let message = frame["message"] as? String { messages.withLock { $0.append(message) } }
+                if let state = frame["state"] as? String { states.withLock { $0.append(state) } }
+                return frame["state"] as? String == "terminated" && (frame["attrs"] as? [String: Any])?["commandId"] != nil
+            }
+            // The command saw no key, and its forged state became a warning.
+            #expect(await eventually(timeout: .seconds(20)) { messages.withLock { $0.contains { $0.hasPrefix("refused a state event") } } })
+            #expect(messages.withLock { $0.contains("key:none found:0") }, "\(messages.withLock { $0 })")
+            #expect(!states.withLock { $0.contains("terminated") })
+            let (_, record) = try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token)
+            #expect(record["status"] as? String == "running")
+            let pid = try #require(Int32((record["taskSummary"] as? String ?? "").dropFirst(4).prefix { $0.isNumber }))
+
+            // Still steered by the phone.
+            let (paused, _) = try await H.call(
+                controlAPI,
+                .post,
+                "/v1/agents/\(agent)/control",
+                token: token,
+                json: ["action": "pause", "reason": "hostile", "requestId": "hostile-pause"]
+            )
+            #expect(paused == .accepted)
+            #expect(await eventually { Self.processState(pid) == "T" })
+            let (terminated, _) = try await H.call(
+                controlAPI,
+                .post,
+                "/v1/agents/\(agent)/control",
+                token: token,
+                json: ["action": "terminate", "reason": "hostile", "requestId": "hostile-terminate", "confirm": "TERMINATE"]
+            )
+            #expect(terminated == .accepted)
+            #expect(await eventually { Self.processState(pid) == nil })
+            _ = try await frames
+            try await offPool { connector.waitUntilExit() }
         }
     }
 
