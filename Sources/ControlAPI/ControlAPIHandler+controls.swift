@@ -45,6 +45,12 @@ extension ControlAPIHandler {
             guard !targets.isEmpty else {
                 throw APIError(.conflict, "every agent of swarm \(input.path.swarmId) has terminated")
             }
+            guard targets.count <= self.settings.maxSwarmTargets else {
+                throw APIError(
+                    .conflict,
+                    "swarm \(input.path.swarmId) has \(targets.count) agents; one control addresses at most \(self.settings.maxSwarmTargets) (control.max-swarm-targets): control its agents one by one"
+                )
+            }
             return targets.map { ($0.swarmID, $0.agentID) }
         }
         return .accepted(.init(body: .json(receipt)))

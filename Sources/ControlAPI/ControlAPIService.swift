@@ -34,7 +34,7 @@ public enum ControlAPIService: SwarmdeckService {
             audience: try assembly.reader.setting(.jwtAudience)
         )
 
-        let fleet = FleetIndex()
+        let fleet = FleetIndex(maxAgentsPerTenant: settings.maxAgentsPerTenant, offlineAfter: .seconds(settings.offlineSeconds))
         let eventLog = EventLogReader(client: postgres, schema: settings.ingestSchema, logger: logger)
         let feed = FleetFeed(index: fleet, eventLog: eventLog, connection: assembly.nats, subjects: assembly.subjects, logger: logger)
         let store = ControlStore(client: postgres, logger: logger)

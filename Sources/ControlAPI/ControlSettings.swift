@@ -18,6 +18,10 @@ public struct ControlSettings: ServiceSettings {
     var signInDays: Int
     /// Seconds without an event after which an agent is `offline`.
     var offlineSeconds: Int
+    /// Agents the fleet index keeps per tenant (the longest-offline are evicted past it).
+    var maxAgentsPerTenant: Int
+    /// Agents one swarm control may address; a larger swarm is refused (control agents one by one).
+    var maxSwarmTargets: Int
     /// Seconds a command stays valid; an agent that gets it later answers `expired`.
     var commandSeconds: Int
     /// The longest a command long poll waits (less than a proxy's read timeout).
@@ -46,6 +50,8 @@ public struct ControlSettings: ServiceSettings {
         self.signInDays = try reader.setting(.signInDays, in: 1...3650)
         self.offlineSeconds = try reader.setting(.offlineSeconds, in: 5...86_400)
         self.commandSeconds = try reader.setting(.commandSeconds, in: 5...86_400)
+        self.maxAgentsPerTenant = try reader.setting(.maxAgentsPerTenant, in: 10...10_000_000)
+        self.maxSwarmTargets = try reader.setting(.maxSwarmTargets, in: 1...100_000)
         self.authPerMinute = try reader.setting(.authPerMinute, in: 1...100_000)
         self.trustedProxies = Set(try reader.setting(.trustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)
@@ -79,6 +85,16 @@ extension SettingKey {
         default: "30"
     )
     static let offlineSeconds = SettingKey("control.offline-seconds", "seconds without an event after which an agent is offline", default: "60")
+    static let maxAgentsPerTenant = SettingKey(
+        "control.max-agents-per-tenant",
+        "agents the fleet keeps per tenant; past it the longest-offline tenth is evicted, or a new agent is not listed",
+        default: "10000"
+    )
+    static let maxSwarmTargets = SettingKey(
+        "control.max-swarm-targets",
+        "agents one swarm control may address (409 past it: control them in smaller groups)",
+        default: "1000"
+    )
     static let commandSeconds = SettingKey("control.command-seconds", "seconds a command stays valid before an agent answers expired", default: "300")
     static let controlsPerMinute = SettingKey("control.controls-per-minute", "new control requests per actor per minute (429 past it)", default: "60")
     static let maxPollSeconds = SettingKey(

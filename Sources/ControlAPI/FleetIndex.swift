@@ -8,7 +8,15 @@ import Synchronization
 /// snapshot's head is ignored, so the two never count one twice. Live events may arrive out of
 /// seq order (ingest replicas publish independently): each is counted, and a state event older
 /// than the agent's last one does not replace it.
+///
+/// Bounded per tenant: at most `maxAgentsPerTenant` agents; a new agent past it evicts the
+/// tenant's longest-silent tenth if they have been silent for `offlineAfter` (the fleet shows
+/// them offline anyway), else it is not indexed. Task summaries are cut to
+/// ``maxTaskSummary`` characters.
 final class FleetIndex: Sendable {
+    /// The longest task summary kept, in characters.
+    static let maxTaskSummary = 500
+
     /// One agent as the index knows it.
     struct AgentRecord: Sendable {
         var agentID: String
@@ -63,6 +71,29 @@ final class FleetIndex: Sendable {
     }
 
     private let tenants = Mutex<[String: TenantFleet]>([:])
+    let maxAgentsPerTenant: Int
+    let offlineAfter: TimeInterval
+
+    init(maxAgentsPerTenant: Int = 10_000, offlineAfter: Duration = .seconds(60)) {
+        self.maxAgentsPerTenant = maxAgentsPerTenant
+        self.offlineAfter = TimeInterval(offlineAfter.components.seconds)
+    }
+
+    /// Room for one more agent in `fleet` at `now`: true if there was room or the silent ones
+    /// made room.
+    private func makeRoom(in fleet: inout TenantFleet, now: Date) -> Bool {
+        guard fleet.agents.count >= self.maxAgentsPerTenant else { return true }
+        let silent = fleet.agents.values.filter { now.timeIntervalSince($0.lastSeenAt) >= self.offlineAfter }
+        guard !silent.isEmpty else { return false }
+        let evict = silent.sorted { $0.lastSeenAt < $1.lastSeenAt }.prefix(max(1, self.maxAgentsPerTenant / 10))
+        for record in evict { fleet.agents[record.agentID] = nil }
+        return true
+    }
+
+    private static func truncated(_ summary: String?) -> String? {
+        guard let summary, summary.count > Self.maxTaskSummary else { return summary }
+        return String(summary.prefix(Self.maxTaskSummary - 1)) + "…"
+    }
 
     /// The index as a loader read it from one snapshot of the log.
     func load(heads: [String: Int64], agents: [String: [AgentRecord]]) {
@@ -74,7 +105,12 @@ final class FleetIndex: Sendable {
             }
             for (tenant, records) in agents {
                 var fleet = tenants[tenant] ?? TenantFleet()
-                for record in records { fleet.agents[record.agentID] = record }
+                // The most recently seen first, so that the bound keeps those.
+                for var record in records.sorted(by: { $0.lastSeenAt > $1.lastSeenAt }) {
+                    guard fleet.agents[record.agentID] != nil || fleet.agents.count < self.maxAgentsPerTenant else { continue }
+                    record.taskSummary = Self.truncated(record.taskSummary)
+                    fleet.agents[record.agentID] = record
+                }
                 tenants[tenant] = fleet
             }
         }
@@ -93,6 +129,9 @@ final class FleetIndex: Sendable {
         self.tenants.withLock { tenants in
             var fleet = tenants[tenant] ?? TenantFleet()
             guard seq > fleet.snapshotHead else { return }
+            if fleet.agents[agentID] == nil {
+                guard self.makeRoom(in: &fleet, now: Date()) else { return }
+            }
             var record =
                 fleet.agents[agentID]
                 ?? AgentRecord(agentID: agentID, swarmID: swarmID, stateChangedAt: committedAt, lastSeenAt: committedAt)
@@ -104,7 +143,7 @@ final class FleetIndex: Sendable {
                 record.state = state.state
                 record.stateSeq = seq
                 record.acceptsRequests = state.worker
-                if let summary = state.taskSummary { record.taskSummary = summary }
+                if let summary = state.taskSummary { record.taskSummary = Self.truncated(summary) }
             }
             fleet.agents[agentID] = record
             tenants[tenant] = fleet

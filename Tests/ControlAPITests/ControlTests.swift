@@ -209,6 +209,34 @@ struct ControlTests {
         }
     }
 
+    @Test("a swarm control addresses at most control.max-swarm-targets agents; a larger swarm is refused with 409, its agents one by one still work")
+    func swarmFanOutBound() async throws {
+        let harness = try await ControlHarness(["CONTROL_MAX_SWARM_TARGETS": "2"])
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            for agent in ["a1", "a2", "a3"] { try await harness.announce(ingest, control, key: key, agent: agent, swarm: "big") }
+            let token = try await harness.token(scopes: [.agentsControl])
+            let (refused, body) = try await H.call(
+                control,
+                .post,
+                "/v1/swarms/big/control",
+                token: token,
+                json: ["action": "pause", "reason": "too many", "requestId": "big-1"]
+            )
+            #expect(refused == .conflict && body.errorCode == "Conflict")
+            #expect(
+                try await H.call(
+                    control,
+                    .post,
+                    "/v1/agents/a3/control",
+                    token: token,
+                    json: ["action": "pause", "reason": "one", "requestId": "big-2"]
+                ).0
+                    == .accepted
+            )
+        }
+    }
+
     @Test("per-actor rate limit: new requests past the limit get 429 with Retry-After; replays and other actors do not count")
     func rateLimit() async throws {
         let harness = try await ControlHarness(["CONTROL_CONTROLS_PER_MINUTE": "3"])

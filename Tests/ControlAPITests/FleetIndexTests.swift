@@ -45,4 +45,44 @@ struct FleetIndexTests {
         #expect(counts.lastHour(now: now.addingTimeInterval(3540)) == (events: 2, errors: 0))
         #expect(counts.lastHour(now: now.addingTimeInterval(3600)) == (events: 0, errors: 0))
     }
+
+    @Test("a tenant's agents are bounded: the longest-silent make room, live ones are never evicted, other tenants are untouched")
+    func boundedPerTenant() {
+        let index = FleetIndex(maxAgentsPerTenant: 20, offlineAfter: .seconds(60))
+        let now = Date()
+        var seq: Int64 = 0
+        func see(_ tenant: String, _ agent: String, at date: Date) {
+            seq += 1
+            index.apply(tenant: tenant, seq: seq, swarmID: "s", agentID: agent, isError: false, committedAt: date, state: nil)
+        }
+        for number in 0..<10 { see("t", "old-\(number)", at: now.addingTimeInterval(-3600 + Double(number))) }
+        for number in 0..<10 { see("t", "live-\(number)", at: now) }
+        see("u", "other", at: now.addingTimeInterval(-3600))
+        #expect(index.agents(tenant: "t").count == 20)
+
+        // A new agent evicts the longest-silent tenth (two), not the live ones.
+        see("t", "new", at: now)
+        let ids = Set(index.agents(tenant: "t").map(\.agentID))
+        #expect(ids.count == 19 && ids.contains("new"))
+        #expect(!ids.contains("old-0") && !ids.contains("old-1") && ids.contains("old-2"))
+        #expect((0..<10).allSatisfy { ids.contains("live-\($0)") })
+        #expect(index.agents(tenant: "u").count == 1)
+
+        // Full of live agents: a newcomer is not indexed (and nothing live is lost).
+        let crowded = FleetIndex(maxAgentsPerTenant: 10, offlineAfter: .seconds(60))
+        for number in 0..<10 {
+            crowded.apply(tenant: "t", seq: Int64(number + 1), swarmID: "s", agentID: "a\(number)", isError: false, committedAt: now, state: nil)
+        }
+        crowded.apply(tenant: "t", seq: 11, swarmID: "s", agentID: "flood", isError: false, committedAt: now, state: nil)
+        #expect(crowded.agents(tenant: "t").count == 10 && crowded.agent(tenant: "t", id: "flood") == nil)
+    }
+
+    @Test("task summaries are cut to their bound")
+    func taskSummaryBound() {
+        let index = FleetIndex()
+        let long = String(repeating: "x", count: 10_000)
+        index.apply(tenant: "t", seq: 1, swarmID: "s", agentID: "a", isError: false, committedAt: Date(), state: ("running", long, false))
+        let summary = index.agent(tenant: "t", id: "a")?.taskSummary
+        #expect(summary?.count == FleetIndex.maxTaskSummary && summary?.hasSuffix("…") == true)
+    }
 }
