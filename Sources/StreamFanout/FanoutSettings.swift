@@ -27,16 +27,19 @@ public struct FanoutSettings: ServiceSettings {
     var stalledSeconds: Int
     /// Seconds a silent feed waits before it checks the log for events whose publish was lost.
     var tailCheckSeconds: Int
+    /// WebSockets one tenant may hold open on this replica (both routes together).
+    var maxConnectionsPerTenant: Int
 
     public static let keys: [SettingKey] = [
         .eventLogSchema, .fanoutSchema, .queueEvents, .queueBytes, .maxCatchUpEvents, .pingSeconds, .defaultEventsPerSecond, .maxEventsPerSecond,
-        .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds, .tailCheckSeconds,
+        .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds, .tailCheckSeconds, .maxConnectionsPerTenant,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
         self.eventLogSchema = try reader.identifierSetting(.eventLogSchema)
         self.schema = try reader.identifierSetting(.fanoutSchema)
         self.queueEvents = try reader.setting(.queueEvents, in: 16...1_000_000)
+        self.maxConnectionsPerTenant = try reader.setting(.maxConnectionsPerTenant, in: 1...1_000_000)
         self.queueBytes = try reader.setting(.queueBytes, in: (16 << 10)...(1 << 30))
         self.maxCatchUpEvents = try reader.setting(.maxCatchUpEvents, in: 0...10_000_000)
         self.pingSeconds = try reader.setting(.pingSeconds, in: 1...3600)
@@ -52,6 +55,11 @@ public struct FanoutSettings: ServiceSettings {
 extension SettingKey {
     static let eventLogSchema = SettingKey("fanout.event-log-schema", "ingest's schema, read for replay and back-fill", default: "ingest")
     static let fanoutSchema = SettingKey("fanout.schema", "the Postgres schema stream-fanout owns (ACP acknowledgements)", default: "fanout")
+    static let maxConnectionsPerTenant = SettingKey(
+        "fanout.max-connections-per-tenant",
+        "WebSockets one tenant may hold open on a replica (more: an error frame and close 1013)",
+        default: "1000"
+    )
     static let queueEvents = SettingKey("fanout.queue-events", "live events queued per connection before it catches up from the log", default: "1024")
     static let queueBytes = SettingKey("fanout.queue-bytes", "bytes of live events queued per connection", default: "1048576")
     static let maxCatchUpEvents = SettingKey(

@@ -1,5 +1,6 @@
 import Contracts
 import EventLog
+import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -25,6 +26,8 @@ struct StreamController: Sendable {
     let heartbeats: WebSocketHeartbeats
     let settings: FanoutSettings
     let logger: Logger
+    /// Open connections per tenant, both routes together.
+    let connections: TenantConnections
 
     /// The WebSocket route, on the upgrade router.
     func addWebSocketRoute(to router: Router<WebSocketServiceContext>) {
@@ -99,6 +102,18 @@ struct StreamController: Sendable {
                 try await outbound.close(.protocolError, reason: "protocol mismatch")
                 return
             }
+            guard self.connections.acquire(identity.tenant) else {
+                let refusal = ErrorEnvelope.Body(
+                    code: .rateLimited,
+                    message: "the tenant has \(self.connections.maxPerTenant) connections open on this server (fanout.max-connections-per-tenant)",
+                    retryAfterSeconds: 5
+                )
+                let frame = StreamServerMessage.error(refusal)
+                try await outbound.write(.text(String(decoding: try JSONEncoder().encode(frame), as: UTF8.self)))
+                try await outbound.close(.unknown(1013), reason: "try again later")
+                return
+            }
+            defer { self.connections.release(identity.tenant) }
             await run(identity, self.logger.with(identity), inbound, outbound, context.requestContext.channel)
         }
     }

@@ -38,7 +38,8 @@ public enum StreamFanoutService: SwarmdeckService {
             cache: ACPCache(client: assembly.postgres, eventLog: eventLog, schema: settings.schema, logger: logger),
             heartbeats: heartbeats,
             settings: settings,
-            logger: logger
+            logger: logger,
+            connections: TenantConnections(maxPerTenant: settings.maxConnectionsPerTenant)
         )
         controller.addFallbackRoute(to: assembly.router)
         let webSocketRouter = Router(context: WebSocketServiceContext.self)

@@ -151,6 +151,42 @@ struct StreamFanoutTests {
         }
     }
 
+    @Test("a tenant holds at most fanout.max-connections-per-tenant connections; past it an error frame and close 1013; a freed slot is reused")
+    func connectionsPerTenant() async throws {
+        let harness = try await FanoutHarness(fanout: ["FANOUT_MAX_CONNECTIONS_PER_TENANT": "2", "FANOUT_PING_SECONDS": "1"])
+        try await harness.ingest().test(.router) { _ in
+            try await harness.fanout().test(.live) { fanout in
+                let port = try #require(fanout.port)
+                let token = try await harness.token()
+                let done = Mutex(false)
+                let subscribed = Mutex(0)
+                let hold: @Sendable () async throws -> Void = {
+                    _ = try await StreamClient(port: port, token: token).run(sending: [subscribe()], timeout: .seconds(30)) { frame in
+                        if frame["type"] as? String == "subscribed" { subscribed.withLock { $0 += 1 } }
+                        return done.withLock { $0 }
+                    }
+                }
+                let first = Task { try await hold() }
+                let second = Task { try await hold() }
+                #expect(await eventually { subscribed.withLock { $0 } == 2 })
+
+                let third = try await StreamClient(port: port, token: token).run(sending: [subscribe()]) { _ in false }
+                #expect(third.close?.closeCode == .unknown(1013))
+                #expect((third.frames.first?["error"] as? [String: Any])?["code"] as? String == "RateLimited")
+                // Another tenant is not affected.
+                let other = try await StreamClient(port: port, token: try await harness.token(tenant: "other-" + harness.tenant))
+                    .run(sending: [subscribe()]) { $0["type"] as? String == "subscribed" }
+                #expect(other.frames.last?["type"] as? String == "subscribed")
+
+                done.withLock { $0 = true }
+                try await first.value
+                try await second.value
+                let again = try await StreamClient(port: port, token: token).run(sending: [subscribe()]) { $0["type"] as? String == "subscribed" }
+                #expect(again.frames.last?["type"] as? String == "subscribed")
+            }
+        }
+    }
+
     @Test("a publish lost after commit is back-filled from the log, in order")
     func lostPublishBackfilled() async throws {
         let harness = try await FanoutHarness()
