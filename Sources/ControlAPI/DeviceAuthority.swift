@@ -109,7 +109,9 @@ struct DeviceAuthority: Sendable {
         var nextExpires = Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds))
         let rotation: Rotation = try await self.client.withTransaction(logger: self.logger) { connection in
             // The family row lock serializes refreshes of one family: of two racing refreshes
-            // with the same token, the second sees it rotated (and revokes the family).
+            // with the same token, the second sees it rotated (and revokes the family). The
+            // device row lock orders a refresh and a revocation: no token is signed for a
+            // device whose revocation has committed, nor issued past one that is under way.
             let rows = try await connection.query(
                 """
                 SELECT f.tenant_id, f.device_id, f.revoked_at IS NOT NULL OR d.revoked_at IS NOT NULL, d.scopes,
@@ -118,7 +120,7 @@ struct DeviceAuthority: Sendable {
                 JOIN refresh_families f ON f.family_id = t.family_id
                 JOIN devices d ON d.device_id = f.device_id
                 WHERE t.token_sha256 = \(Self.digest(token)) AND t.family_id = \(familyID)
-                FOR UPDATE OF f, t
+                FOR UPDATE OF f, t, d
                 """,
                 logger: self.logger
             )

@@ -68,6 +68,8 @@ final class FleetIndex: Sendable {
         /// Events up to this seq came with the snapshot.
         var snapshotHead: Int64 = 0
         var agents: [String: AgentRecord] = [:]
+        /// Full and nobody silent: no eviction is possible before this (no scan until then).
+        var noRoomUntil: Date?
     }
 
     private let tenants = Mutex<[String: TenantFleet]>([:])
@@ -83,8 +85,15 @@ final class FleetIndex: Sendable {
     /// made room.
     private func makeRoom(in fleet: inout TenantFleet, now: Date) -> Bool {
         guard fleet.agents.count >= self.maxAgentsPerTenant else { return true }
+        if let until = fleet.noRoomUntil, now < until { return false }
         let silent = fleet.agents.values.filter { now.timeIntervalSince($0.lastSeenAt) >= self.offlineAfter }
-        guard !silent.isEmpty else { return false }
+        guard !silent.isEmpty else {
+            // The first agent can go silent at the earliest when the longest-silent one would.
+            let oldest = fleet.agents.values.map(\.lastSeenAt).min() ?? now
+            fleet.noRoomUntil = oldest.addingTimeInterval(self.offlineAfter)
+            return false
+        }
+        fleet.noRoomUntil = nil
         let evict = silent.sorted { $0.lastSeenAt < $1.lastSeenAt }.prefix(max(1, self.maxAgentsPerTenant / 10))
         for record in evict { fleet.agents[record.agentID] = nil }
         return true

@@ -10,10 +10,11 @@ import Synchronization
 ///
 /// Unknown keys are cheap: the verifier keeps the ids of the keys that exist, and a key whose
 /// id it does not know costs no query of its own. It waits for the next reload of the ids
-/// (one query for all such keys, at most one per `reloadInterval`) and is refused if its id is
-/// still unknown. A key created on another replica is therefore accepted within
-/// `reloadInterval` of its first use. A known id is looked up once per `cacheLifetime`, and
-/// the secret is compared in memory, so wrong secrets for a real id cost nothing either.
+/// (one query for all such keys, at most one per `reloadInterval`; a second one if the first
+/// began before it arrived) and is refused if its id is still unknown. A key created on another replica is therefore accepted within
+/// `reloadInterval` of its first use. A known id is looked up about once per `cacheLifetime`
+/// (requests arriving together when its entry has expired may each look it up), and the
+/// secret is compared in memory, so wrong secrets for a real id cost no look-up either.
 public final class IngestKeyVerifier: AgentKeyAuthenticator {
     private struct CachedKey {
         var tenant: String
@@ -25,6 +26,8 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
     private struct KnownIDs {
         var ids: Set<String> = []
         var loadedAt: ContinuousClock.Instant?
+        /// When the last reload's query began: a key created before it is in the ids.
+        var queryStartedAt: ContinuousClock.Instant?
         /// The reload under way (or scheduled), which callers with an unknown id await.
         var reload: Task<Bool, Never>?
     }
@@ -121,25 +124,34 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
     /// Whether `keyID` exists: from the known ids, else after the next reload (started now, or
     /// when `reloadInterval` has passed since the last, and shared by every caller waiting).
     private func isKnown(_ keyID: String) async throws(APIError) -> Bool {
-        let (isKnown, reload): (Bool, Task<Bool, Never>?) = self.known.withLock { state in
-            if state.ids.contains(keyID) { return (true, nil) }
-            if let reload = state.reload { return (false, reload) }
-            let wait = state.loadedAt.map { max(.zero, $0 + self.reloadInterval - .now) } ?? .zero
-            let reload = Task { await self.reloadIDs(after: wait) }
-            state.reload = reload
-            return (false, reload)
+        let arrival = ContinuousClock.now
+        // At most two reloads: the one under way may have read the ids before this key existed.
+        for _ in 0..<2 {
+            let (isKnown, reload): (Bool, Task<Bool, Never>?) = self.known.withLock { state in
+                if state.ids.contains(keyID) { return (true, nil) }
+                if let reload = state.reload { return (false, reload) }
+                let wait = state.loadedAt.map { max(.zero, $0 + self.reloadInterval - .now) } ?? .zero
+                let reload = Task { await self.reloadIDs(after: wait) }
+                state.reload = reload
+                return (false, reload)
+            }
+            if isKnown { return true }
+            guard let reload, await reload.value else {
+                throw APIError(.serviceUnavailable, "ingest keys cannot be checked right now", retryAfterSeconds: 1)
+            }
+            let (found, readBeforeArrival) = self.known.withLock { state in
+                (state.ids.contains(keyID), state.queryStartedAt.map { $0 < arrival } ?? true)
+            }
+            if found || !readBeforeArrival { return found }
         }
-        if isKnown { return true }
-        guard let reload, await reload.value else {
-            throw APIError(.serviceUnavailable, "ingest keys cannot be checked right now", retryAfterSeconds: 1)
-        }
-        return self.known.withLock { $0.ids.contains(keyID) }
+        return false
     }
 
     /// Reads the ids of the keys that are not revoked, after `wait`; false if that failed.
     private func reloadIDs(after wait: Duration) async -> Bool {
         if wait > .zero { try? await Task.sleep(for: wait) }
         self.reloads.add(1, ordering: .relaxed)
+        let started = ContinuousClock.now
         do {
             let ids = try await withDeadline(self.lookupTimeout, orThrow: CancellationError()) {
                 var ids = Set<String>()
@@ -148,7 +160,10 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
                 return ids
             }
             self.known.withLock { state in
-                state.ids = ids
+                // A union: an id `remember` added while the query ran stays; a revoked one is
+                // dropped by its failed look-up.
+                state.ids.formUnion(ids)
+                state.queryStartedAt = started
                 state.loadedAt = .now
                 state.reload = nil
             }

@@ -11,6 +11,8 @@ public struct IngestSettings: ServiceSettings {
     var maxBatchEvents: Int
     /// JSON values in the `attrs` of one request's events together; more is a 413.
     var maxBatchAttributeValues: Int
+    /// Values (fields, nested messages, JSON values) of one OTLP export; more is a 413.
+    var maxOTLPValues: Int
     /// Bytes that requests being read and parsed may hold at once (each holds
     /// ``parseMemoryFactor`` times its body); past it requests get 429.
     var maxParsingBytes: Int
@@ -34,7 +36,8 @@ public struct IngestSettings: ServiceSettings {
     var retentionDays: Int
 
     public static let keys: [SettingKey] = [
-        .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxBatchAttributeValues, .maxParsingBytes, .maxEventBytes, .maxQueuedEvents, .maxQueuedBytes,
+        .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxBatchAttributeValues, .maxOTLPValues, .maxParsingBytes, .maxEventBytes, .maxQueuedEvents,
+        .maxQueuedBytes,
         .maxQueuedTenantShare,
         .writeBatchEvents, .keyCacheSeconds,
         .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays,
@@ -46,6 +49,7 @@ public struct IngestSettings: ServiceSettings {
         self.maxBatchEvents = try reader.setting(.maxBatchEvents, in: 1...100_000)
         self.maxBatchAttributeValues = try reader.setting(.maxBatchAttributeValues, in: 1...100_000_000)
         self.maxParsingBytes = try reader.setting(.maxParsingBytes, in: (1 << 20)...(64 << 30))
+        self.maxOTLPValues = try reader.setting(.maxOTLPValues, in: 1000...100_000_000)
         self.maxEventBytes = try reader.setting(.maxEventBytes, in: 256...(16 << 20))
         self.maxQueuedEvents = try reader.setting(.maxQueuedEvents, in: 1...10_000_000)
         self.maxQueuedBytes = try reader.setting(.maxQueuedBytes, in: (1 << 20)...(64 << 30))
@@ -55,10 +59,10 @@ public struct IngestSettings: ServiceSettings {
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
         self.maxACPBodyBytes = try reader.setting(.maxACPBodyBytes, in: 1024...(64 << 20))
         self.retentionDays = try reader.setting(.retentionDays, in: 1...3650)
-        guard self.maxParsingBytes >= self.maxBodyBytes * Self.parseMemoryFactor else {
+        guard self.maxParsingBytes >= self.maxBodyBytes * Self.parseMemoryFactor + self.maxOTLPValues * Self.decodedBytesPerOTLPValue else {
             throw ServiceKitError(
                 .configuration,
-                "\(SettingKey.maxParsingBytes) (\(self.maxParsingBytes)) must be at least \(Self.parseMemoryFactor) × \(SettingKey.maxBodyBytes) (\(self.maxBodyBytes)), or the largest request would always get 429"
+                "\(SettingKey.maxParsingBytes) (\(self.maxParsingBytes)) must be at least \(Self.parseMemoryFactor) × \(SettingKey.maxBodyBytes) (\(self.maxBodyBytes)) + \(Self.decodedBytesPerOTLPValue) × \(SettingKey.maxOTLPValues) (\(self.maxOTLPValues)), or the largest request would always get 429"
             )
         }
         guard Double(self.maxQueuedEvents) * self.maxQueuedTenantShare >= Double(self.maxBatchEvents) else {
@@ -81,6 +85,9 @@ extension IngestSettings {
     /// the parser, the parsed events and their values, the rendered frames (measured: see
     /// docs/ingest.md, "Limits and overflow").
     static let parseMemoryFactor = 8
+    /// What decoding one OTLP value costs, at most (SwiftProtobuf's structs and their storage;
+    /// an estimate): an export takes this per value from the parse budget before it decodes.
+    static let decodedBytesPerOTLPValue = 128
 }
 
 extension SettingKey {
@@ -91,6 +98,11 @@ extension SettingKey {
         "ingest.max-batch-attr-values",
         "JSON values in the attrs of one request's events together (413 beyond; the parser stops there)",
         default: "262144"
+    )
+    static let maxOTLPValues = SettingKey(
+        "ingest.max-otlp-values",
+        "fields, nested messages and JSON values of one OTLP export, counted before decoding (413 beyond)",
+        default: "1048576"
     )
     static let maxParsingBytes = SettingKey(
         "ingest.max-parsing-bytes",

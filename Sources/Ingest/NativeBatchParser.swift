@@ -28,8 +28,10 @@ struct NativeBatchParser {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
-    /// JSON values ``value()`` may still build.
+    /// JSON values ``value()`` may still build (and, when ``countsSkipped``, ``skipValue()`` pass).
     private var valuesLeft: Int
+    /// Counting mode: every value scanned counts against ``valuesLeft``.
+    private var countsSkipped = false
     /// Nesting deeper than this is refused (recursion would otherwise exhaust the stack).
     static let maxDepth = 64
 
@@ -378,6 +380,10 @@ struct NativeBatchParser {
         try self.skipWhitespace()
         self.depth += 1
         defer { self.depth -= 1 }
+        if self.countsSkipped {
+            self.valuesLeft -= 1
+            guard self.valuesLeft >= 0 else { throw Malformed(reason: "the body holds too many JSON values", tooLarge: true) }
+        }
         guard self.depth <= Self.maxDepth else { throw Malformed(reason: "JSON nested deeper than \(Self.maxDepth) levels") }
         switch self.peek {
         case UInt8(ascii: "{"): try self.object { parser, _ throws(Malformed) in try parser.skipValue() }
@@ -421,14 +427,22 @@ struct NativeBatchParser {
     /// The elements of the arrays at the end of `path` (a key's alternatives per level, from
     /// the top object; an array on the way is entered element by element, an object directly),
     /// scanning without building. Throws ``Malformed`` with `tooLarge` past `limit`.
-    static func countElements(_ bytes: [UInt8], path: [Set<String>], limit: Int) throws(Malformed) -> Int {
-        var parser = NativeBatchParser(bytes)
+    /// Also counts every JSON value of the body, at most `maxValues` (what a decoder would
+    /// build): the values come back with the elements.
+    static func countElements(
+        _ bytes: [UInt8],
+        path: [Set<String>],
+        limit: Int,
+        maxValues: Int = .max
+    ) throws(Malformed) -> (elements: Int, values: Int) {
+        var parser = NativeBatchParser(bytes, valueBudget: maxValues)
+        parser.countsSkipped = true
         var total = 0
         try parser.skipWhitespace()
         try parser.count(path: path[...], limit: limit, total: &total)
         try parser.skipWhitespace()
         guard parser.index == parser.bytes.count else { throw Malformed(reason: "trailing bytes after the JSON body") }
-        return total
+        return (total, maxValues - parser.valuesLeft)
     }
 
     private mutating func count(path: ArraySlice<Set<String>>, limit: Int, total: inout Int) throws(Malformed) {

@@ -28,26 +28,44 @@ struct OTLPItemCount {
         ]
     )
 
-    /// Past the limit: counting stopped there.
-    struct TooMany: Error {}
+    /// Past a limit: counting stopped there.
+    struct TooMany: Error {
+        var reason: String
+    }
     /// Not the wire format or JSON it claims to be.
     struct Malformed: Error {
         var reason: String
     }
 
-    /// The items of a protobuf export; throws ``TooMany`` as soon as there are more than `limit`.
-    func count(protobuf bytes: [UInt8], limit: Int) throws -> Int {
-        var total = 0
-        try Self.walk(bytes[...], path: self.fields[...], limit: limit, total: &total)
-        return total
+    /// What an export holds: its items, and the values a decoder would build for it (every
+    /// field and nested message, every JSON value), which is what decoding costs.
+    struct Count: Equatable {
+        var items: Int
+        var values: Int
     }
 
-    /// The items of an OTLP JSON export; throws ``TooMany`` as soon as there are more than `limit`.
-    func count(json bytes: [UInt8], limit: Int) throws -> Int {
+    /// Nesting deeper than this is not looked into (a field there counts as one value).
+    static let maxDepth = 24
+
+    /// Counts a protobuf export; throws ``TooMany`` as soon as there are more than `limit`
+    /// items or `maxValues` values.
+    func count(protobuf bytes: [UInt8], limit: Int, maxValues: Int = .max) throws -> Count {
+        var items = 0
+        try Self.walk(bytes[...], path: self.fields[...], limit: limit, total: &items)
+        var values = 0
+        guard try Self.values(in: bytes[...], depth: 0, maxValues: maxValues, total: &values) else {
+            throw Malformed(reason: "not a protobuf message")
+        }
+        return Count(items: items, values: values)
+    }
+
+    /// Counts an OTLP JSON export; throws ``TooMany`` past `limit` items or `maxValues` values.
+    func count(json bytes: [UInt8], limit: Int, maxValues: Int = .max) throws -> Count {
         do {
-            return try NativeBatchParser.countElements(bytes, path: self.keys, limit: limit)
+            let (items, values) = try NativeBatchParser.countElements(bytes, path: self.keys, limit: limit, maxValues: maxValues)
+            return Count(items: items, values: values)
         } catch {
-            if error.tooLarge { throw TooMany() }
+            if error.tooLarge { throw TooMany(reason: error.reason) }
             throw Malformed(reason: error.reason)
         }
     }
@@ -70,7 +88,7 @@ struct OTLPItemCount {
                 if wanted.contains(field) {
                     if path.count == 1 {
                         total += 1
-                        if total > limit { throw TooMany() }
+                        if total > limit { throw TooMany(reason: "more than \(limit) items") }
                     } else {
                         try Self.walk(message[index..<end], path: path.dropFirst(), limit: limit, total: &total)
                     }
@@ -80,6 +98,39 @@ struct OTLPItemCount {
             }
             guard index <= message.endIndex else { throw Malformed(reason: "a field runs past the end of its message") }
         }
+    }
+
+    /// Adds the values `message` holds to `total` if it parses as a protobuf message (every
+    /// field one value, a length-delimited field that parses as a message its values too, since
+    /// a decoder builds them); false if it does not parse (a string or bytes: one value to the
+    /// caller). Throws ``TooMany`` past `maxValues`.
+    private static func values(in message: ArraySlice<UInt8>, depth: Int, maxValues: Int, total: inout Int) throws -> Bool {
+        var index = message.startIndex
+        var count = 0
+        while index < message.endIndex {
+            guard let key = try? Self.varint(message, &index), key >> 3 != 0 else { return false }
+            switch key & 7 {
+            case 0: guard (try? Self.varint(message, &index)) != nil else { return false }
+            case 1: index += 8
+            case 5: index += 4
+            case 2:
+                guard let length = try? Self.varint(message, &index), length <= UInt64(message.endIndex - index) else { return false }
+                let end = index + Int(length)
+                if depth < Self.maxDepth, end > index {
+                    var nested = 0
+                    if try Self.values(in: message[index..<end], depth: depth + 1, maxValues: maxValues - total - count, total: &nested) {
+                        count += nested
+                    }
+                }
+                index = end
+            default: return false
+            }
+            guard index <= message.endIndex else { return false }
+            count += 1
+            if total + count > maxValues { throw TooMany(reason: "more than \(maxValues) values") }
+        }
+        total += count
+        return true
     }
 
     private static func varint(_ bytes: ArraySlice<UInt8>, _ index: inout Int) throws -> UInt64 {

@@ -101,17 +101,28 @@ struct OTLPReceiver: Sendable {
         let encoding = try Self.encoding(of: request)
         let tenant = try context.requireAgentTenant()
         let body = Array(buffer: try await self.body(of: request))
-        // Counted before decoding: decoded, an export of millions of empty items would cost
-        // gigabytes.
+        // Counted before decoding: decoded, an export of millions of empty items (or of one item
+        // with millions of attributes) would cost gigabytes. What decoding will build is taken
+        // from the parse budget first.
+        let count: OTLPItemCount.Count
         do {
-            _ =
-                try encoding == .json
-                ? items.count(json: body, limit: self.settings.maxBatchEvents) : items.count(protobuf: body, limit: self.settings.maxBatchEvents)
-        } catch is OTLPItemCount.TooMany {
-            throw APIError(.payloadTooLarge, "more than \(self.settings.maxBatchEvents) items; at most \(self.settings.maxBatchEvents) per export")
+            count =
+                encoding == .json
+                ? try items.count(json: body, limit: self.settings.maxBatchEvents, maxValues: self.settings.maxOTLPValues)
+                : try items.count(protobuf: body, limit: self.settings.maxBatchEvents, maxValues: self.settings.maxOTLPValues)
+        } catch let error as OTLPItemCount.TooMany {
+            throw APIError(
+                .payloadTooLarge,
+                "\(error.reason) in one export; at most \(self.settings.maxBatchEvents) items and \(self.settings.maxOTLPValues) values"
+            )
         } catch {
             throw APIError(.invalidRequest, "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))")
         }
+        let decoded = count.values * IngestSettings.decodedBytesPerOTLPValue
+        guard self.memory.budget.reserve(decoded) else {
+            throw APIError(.rateLimited, "ingest is decoding as much as it may at once; retry shortly", retryAfterSeconds: 1)
+        }
+        defer { self.memory.budget.release(decoded) }
         let export: Export
         do {
             export =
@@ -132,8 +143,11 @@ struct OTLPReceiver: Sendable {
         )
         map(&batch, export)
         // Items (spans, records, points) are what the client counts; the events they map to
-        // (up to three a span) must still fit the queue, or the export could never pass.
-        guard batch.items <= self.settings.maxBatchEvents, batch.events.count <= self.settings.maxQueuedEvents else {
+        // (up to three a span) must still fit a tenant's share of the queue, or the export
+        // could never pass.
+        guard batch.items <= self.settings.maxBatchEvents,
+            batch.events.count <= Int(Double(self.settings.maxQueuedEvents) * self.settings.maxQueuedTenantShare)
+        else {
             throw APIError(
                 .payloadTooLarge,
                 "\(batch.items) items (\(batch.events.count) events); at most \(self.settings.maxBatchEvents) items per export"

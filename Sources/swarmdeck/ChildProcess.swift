@@ -11,11 +11,14 @@ import Darwin
 /// what the agent connector runs and signals. Signals go to the whole group, so a script's
 /// children pause, resume and end with it.
 final class ChildProcess: Sendable {
-    /// `NAME=value` entries of this process's environment, less the hidden names and any
-    /// value holding a secret.
+    /// `NAME=value` entries of this process's environment, less the hidden names, every
+    /// `SWARMDECK_*` variable (the local stack's env file puts an operator token, the ingest key
+    /// and database URLs there) and any value holding a secret.
     static func environment(hiding: Set<String>, secrets: [String]) -> [String] {
         ProcessInfo.processInfo.environment.compactMap { name, value in
-            guard !hiding.contains(name), !secrets.contains(where: { !$0.isEmpty && value.contains($0) }) else { return nil }
+            guard !hiding.contains(name), !name.hasPrefix("SWARMDECK_"), !secrets.contains(where: { !$0.isEmpty && value.contains($0) }) else {
+                return nil
+            }
             return "\(name)=\(value)"
         }
     }

@@ -29,10 +29,13 @@ struct IngestAbuseTests {
         return data
     }
 
-    /// An OTLP logs export of `bytes`, protobuf: one scope of empty log records (2 bytes each).
-    static func otlpProtobufBomb(bytes: Int) -> Data {
-        // ScopeLogs: field 2 (log_records), length 0 → 0x12 0x00, repeated.
-        let records = [UInt8](repeating: 0, count: (bytes - 16) / 2 * 2).enumerated().map { $0.offset % 2 == 0 ? UInt8(0x12) : UInt8(0) }
+    /// An OTLP logs export of `bytes`, protobuf: one scope of empty log records (2 bytes each),
+    /// or, with `record` (a field of two bytes), one log record of that field repeated.
+    static func otlpProtobufBomb(bytes: Int, record field: [UInt8]? = nil) -> Data {
+        let unit: [UInt8] = field ?? [0x12, 0x00]  // ScopeLogs.log_records (2), empty
+        var records = [UInt8]()
+        records.reserveCapacity(bytes)
+        for _ in 0..<((bytes - 24) / 2) { records += unit }
         func delimited(_ field: UInt8, _ payload: [UInt8]) -> [UInt8] {
             var length = payload.count
             var varint: [UInt8] = []
@@ -43,6 +46,7 @@ struct IngestAbuseTests {
             return [(field << 3) | 2] + varint + payload
         }
         // ExportLogsServiceRequest.resource_logs(1) → ResourceLogs.scope_logs(2) → records.
+        if field != nil { return Data(delimited(1, delimited(2, delimited(2, records)))) }
         return Data(delimited(1, delimited(2, records)))
     }
 
@@ -72,7 +76,9 @@ struct IngestAbuseTests {
         return (field("VmRSS"), field("VmHWM"))
     }
 
-    @Test("8 MiB of [1,1,1,…] (native and in attrs) and their OTLP twins, six at once: 413 or 429, and the peak stays under the bound")
+    @Test(
+        "8 MiB of [1,1,1,…] (native and in attrs) and their OTLP twins (items and attributes), eight at once: 413 or 429, and the peak stays under the bound"
+    )
     func memoryBombs() async throws {
         let harness = try await IngestHarness()
         let port = try freeLoopbackPort()
@@ -99,12 +105,21 @@ struct IngestAbuseTests {
         )
         let otlpJSON = Self.arrayBomb(bytes: size, prefix: #"{"resourceLogs":[{"scopeLogs":[{"logRecords":["#, element: "{}", suffix: "]}]}]}")
         let otlpProtobuf = Self.otlpProtobufBomb(bytes: size)
-        #expect(native.count <= size && attrs.count <= size && otlpJSON.count <= size && otlpProtobuf.count <= size)
+        // One log record of about four million empty attributes (LogRecord.attributes is field 6).
+        let attributesBomb = Self.otlpProtobufBomb(bytes: size, record: [0x32, 0x00])
+        let attributesJSON = Self.arrayBomb(
+            bytes: size,
+            prefix: #"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"attributes":["#,
+            element: "{}",
+            suffix: "]}]}]}]}"
+        )
+        for bomb in [native, attrs, otlpJSON, otlpProtobuf, attributesBomb, attributesJSON] { #expect(bomb.count <= size) }
 
         let attacks: [(String, String, Data)] = [
             ("/v1/ingest/events", "application/json", native), ("/v1/ingest/events", "application/json", attrs),
             ("/v1/logs", "application/json", otlpJSON), ("/v1/logs", "application/x-protobuf", otlpProtobuf),
             ("/v1/ingest/events", "application/json", native), ("/v1/logs", "application/x-protobuf", otlpProtobuf),
+            ("/v1/logs", "application/x-protobuf", attributesBomb), ("/v1/logs", "application/json", attributesJSON),
         ]
         let started = ContinuousClock.now
         let answers = await withTaskGroup(of: (Int, Answer).self) { group in
@@ -121,9 +136,17 @@ struct IngestAbuseTests {
             #expect([413, 429].contains(answer.status), "attack \(index) (\(attacks[index].0)) answered \(answer.status): \(answer.body)")
         }
         print(
-            "ingest abuse: six 8 MiB bombs answered \(answers.map(\.status)) in \(elapsed); resident \(before.rss >> 20) MiB before, peak \(after.peak >> 20) MiB (bound \(Self.peakBound >> 20) MiB)"
+            "ingest abuse: eight 8 MiB bombs answered \(answers.map(\.status)) in \(elapsed); resident \(before.rss >> 20) MiB before, peak \(after.peak >> 20) MiB (bound \(Self.peakBound >> 20) MiB)"
         )
         #expect(after.peak < Self.peakBound, "peak resident memory \(after.peak >> 20) MiB")
+
+        // Alone (no budget contention), an item hiding millions of attributes is refused by its
+        // value count, before decoding.
+        for (type, body) in [("application/x-protobuf", attributesBomb), ("application/json", attributesJSON)] {
+            let answer = await Self.post(base, "/v1/logs", key: key, contentType: type, body: body)
+            #expect(answer.status == 413, "\(type): \(answer.status) \(answer.body)")
+        }
+        #expect(Self.memory(process.processIdentifier).peak < Self.peakBound)
 
         // And ingest still serves an honest batch.
         let honest = try JSONSerialization.data(withJSONObject: ["events": [logEvent("after-the-bombs")]])

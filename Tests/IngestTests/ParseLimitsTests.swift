@@ -70,8 +70,8 @@ import Testing
         let export = Self.logsExport(resources: 2, scopes: 3, records: 4)
         let protobuf: [UInt8] = try export.serializedBytes()
         let json: [UInt8] = try export.jsonUTF8Bytes()
-        #expect(try OTLPItemCount.logs.count(protobuf: protobuf, limit: 100) == 24)
-        #expect(try OTLPItemCount.logs.count(json: json, limit: 100) == 24)
+        #expect(try OTLPItemCount.logs.count(protobuf: protobuf, limit: 100).items == 24)
+        #expect(try OTLPItemCount.logs.count(json: json, limit: 100).items == 24)
         #expect(throws: OTLPItemCount.TooMany.self) { try OTLPItemCount.logs.count(protobuf: protobuf, limit: 23) }
         #expect(throws: OTLPItemCount.TooMany.self) { try OTLPItemCount.logs.count(json: json, limit: 23) }
         // A cut-off body is malformed, not counted short.
@@ -94,7 +94,25 @@ import Testing
         scope.metrics = [gauge, sum, histogram]
         resource.scopeMetrics = [scope]
         export.resourceMetrics = [resource]
-        #expect(try OTLPItemCount.metrics.count(protobuf: try export.serializedBytes(), limit: 100) == 6)
-        #expect(try OTLPItemCount.metrics.count(json: try export.jsonUTF8Bytes(), limit: 100) == 6)
+        #expect(try OTLPItemCount.metrics.count(protobuf: try export.serializedBytes(), limit: 100).items == 6)
+        #expect(try OTLPItemCount.metrics.count(json: try export.jsonUTF8Bytes(), limit: 100).items == 6)
+    }
+
+    @Test func nestedValuesAreCountedSoThatOneItemCannotHideMillionsOfAttributes() throws {
+        var export = Self.logsExport(resources: 1, scopes: 1, records: 1)
+        export.resourceLogs[0].scopeLogs[0].logRecords[0].attributes = (0..<1000).map { OTLPKeyValue("k\($0)", "v") }
+        let protobuf: [UInt8] = try export.serializedBytes()
+        let json: [UInt8] = try export.jsonUTF8Bytes()
+        let binary = try OTLPItemCount.logs.count(protobuf: protobuf, limit: 100)
+        let text = try OTLPItemCount.logs.count(json: json, limit: 100)
+        #expect(binary.items == 1 && text.items == 1)
+        // Each attribute is a KeyValue with its key and an AnyValue with its string: several values.
+        #expect(binary.values >= 3000 && text.values >= 3000, "\(binary) \(text)")
+        #expect(throws: OTLPItemCount.TooMany.self) { try OTLPItemCount.logs.count(protobuf: protobuf, limit: 100, maxValues: 2000) }
+        #expect(throws: OTLPItemCount.TooMany.self) { try OTLPItemCount.logs.count(json: json, limit: 100, maxValues: 2000) }
+        // Strings that are not messages count once, whatever their bytes.
+        var plain = Self.logsExport(resources: 1, scopes: 1, records: 1)
+        plain.resourceLogs[0].scopeLogs[0].logRecords[0].body.stringValue = String(repeating: "fix the flaky test ", count: 500)
+        #expect(try OTLPItemCount.logs.count(protobuf: try plain.serializedBytes(), limit: 100).values < 40)
     }
 }

@@ -21,4 +21,13 @@ import Testing
         #expect(ClientAddress.resolve(peer: nil, forwardedFor: "203.0.113.5", trustedProxies: self.trusted) == "203.0.113.5")
         #expect(ClientAddress.resolve(peer: nil, forwardedFor: nil, trustedProxies: self.trusted) == "local")
     }
+
+    @Test func anIPv6SourceIsLimitedByItsSlash64() {
+        #expect(ClientAddress.limitKey("203.0.113.5") == "203.0.113.5")
+        let a = ClientAddress.limitKey("2001:db8:1:2::1")
+        let b = ClientAddress.limitKey("2001:db8:1:2:ffff:ffff:ffff:ffff")
+        let c = ClientAddress.limitKey("2001:db8:1:3::1")
+        #expect(a == b && a != c)
+        #expect(ClientAddress.limitKey("not:an:address") == "not:an:address")
+    }
 }

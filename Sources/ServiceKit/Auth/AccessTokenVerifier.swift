@@ -10,7 +10,7 @@ public struct AccessTokenVerifier: Sendable {
     private let keyIDs: Set<String>
     public let issuer: String
     public let audience: String
-    /// Revoked devices: their tokens issued before the revocation are refused.
+    /// Revoked devices: their tokens are refused.
     public let revocations: RevocationList?
 
     /// - Parameter publicKeys: key id → PEM of an ES256 public key.

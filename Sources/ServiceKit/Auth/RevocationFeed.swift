@@ -48,7 +48,8 @@ public struct RevocationFeed: Service {
                         consumer = try self.jetStream.consumer(stream: self.subjects.revocationStreamName, name: name)
                     }
                     // A pull answers when it expires (or is full): its expiry is the delay of a revocation.
-                    for message in try await consumer!.fetch(batch: 256, expires: .milliseconds(500)) {
+                    let messages = try await consumer!.fetch(batch: 256, expires: .milliseconds(500))
+                    for message in messages {
                         if let notice = try? JSONDecoder().decode(RevocationNotice.self, from: Data(message.payload)) {
                             self.list.revoke(
                                 tenant: notice.tenant,
@@ -58,6 +59,7 @@ public struct RevocationFeed: Service {
                         }
                         try? message.ack()
                     }
+                    if messages.count < 256 { self.list.markLoaded() }
                 } catch {
                     if Task.isCancelled { return }
                     self.logger.warning("revocation feed interrupted; retrying", metadata: ["error": "\(String(reflecting: error))"])

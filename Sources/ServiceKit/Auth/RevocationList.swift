@@ -1,10 +1,11 @@
 public import Foundation
 import Synchronization
 
-/// The credentials revoked while their access tokens may still be unexpired: a token of a
-/// revoked subject issued at or before its revocation is refused, and the replica's open
-/// WebSockets of that subject are closed (``WebSocketHeartbeats`` sweeps them). Filled by
-/// ``RevocationFeed``; entries older than the longest token lifetime are dropped.
+/// The credentials revoked while their access tokens may still be unexpired: every token of a
+/// revoked subject is refused (a device id is never reused: enrolling again makes a new one,
+/// so no clock comparison is needed), and the replica's open WebSockets of that subject are
+/// closed (``WebSocketHeartbeats`` sweeps them). Filled by ``RevocationFeed``; entries older
+/// than the longest token lifetime are dropped.
 public final class RevocationList: Sendable {
     private struct State {
         var revokedAt: [String: Date] = [:]
@@ -12,6 +13,7 @@ public final class RevocationList: Sendable {
 
     private let state = Mutex(State())
     private let changes = Atomic<Int>(0)
+    private let loaded = Atomic<Bool>(false)
     /// How long an entry matters: the longest an access token lives.
     public let retention: TimeInterval
 
@@ -32,16 +34,22 @@ public final class RevocationList: Sendable {
         self.changes.add(1, ordering: .releasing)
     }
 
-    /// Whether a token of `subject` in `tenant` issued at `issuedAt` was revoked.
-    public func isRevoked(tenant: String, subject: String, issuedAt: Date) -> Bool {
-        guard let revokedAt = self.state.withLock({ $0.revokedAt[Self.key(tenant, subject)] }) else { return false }
-        return issuedAt <= revokedAt
+    /// Whether `subject` of `tenant` was revoked (within the retention).
+    public func isRevoked(tenant: String, subject: String) -> Bool {
+        self.state.withLock { $0.revokedAt[Self.key(tenant, subject)] != nil }
     }
 
-    /// Whether the identity's token was revoked.
+    /// Whether the identity's subject was revoked.
     public func isRevoked(_ identity: AccessIdentity) -> Bool {
-        self.isRevoked(tenant: identity.tenant, subject: identity.subject, issuedAt: identity.issuedAt)
+        self.isRevoked(tenant: identity.tenant, subject: identity.subject)
     }
+
+    /// Whether the feed has read the revocations stream to its end once (the replica's
+    /// readiness waits for it, so a new replica never serves a revoked device's token).
+    public var isLoaded: Bool { self.loaded.load(ordering: .acquiring) }
+
+    /// Called by the feed once it has read everything stored.
+    public func markLoaded() { self.loaded.store(true, ordering: .releasing) }
 
     /// Grows with every revocation: a sweep runs only when it changed.
     public var generation: Int { self.changes.load(ordering: .acquiring) }

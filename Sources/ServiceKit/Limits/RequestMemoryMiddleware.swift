@@ -8,7 +8,7 @@ public import Metrics
 public struct RequestMemoryMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
 
-    let budget: ByteBudget
+    public let budget: ByteBudget
     let maxBodyBytes: Int
     let factor: Int
     let refused: Counter?

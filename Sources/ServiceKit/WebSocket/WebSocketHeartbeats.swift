@@ -31,6 +31,8 @@ public final class WebSocketHeartbeats: Service, Sendable {
 
     public func add(_ member: any Heartbeating) {
         self.members.withLock { $0[ObjectIdentifier(member)] = member }
+        // A revocation swept between its authentication and now would otherwise miss it.
+        if let revocations = self.revocations { member.checkRevocation(revocations) }
     }
 
     public func remove(_ member: any Heartbeating) {
@@ -43,9 +45,10 @@ public final class WebSocketHeartbeats: Service, Sendable {
     public func run() async throws {
         await repeatUntilShutdown(every: self.interval) {
             let now = ContinuousClock.now
+            // The generation is read before the members: a revocation after it is swept next time.
+            let generation = self.revocations?.generation
             let members = self.members.withLock { Array($0.values) }
-            if let revocations = self.revocations {
-                let generation = revocations.generation
+            if let revocations = self.revocations, let generation {
                 if self.sweptGeneration.exchange(generation, ordering: .relaxed) != generation {
                     for member in members { member.checkRevocation(revocations) }
                 }
