@@ -4,11 +4,6 @@ import NIOCore
 
 /// The stream's messages as bytes: the shapes are `Contracts.StreamServerMessage`'s.
 enum ServerMessage {
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 
     static func subscribed(requestID: String?, from: Int64, head: Int64, maxEventsPerSecond: Int) -> ByteBuffer {
         Self.bytes(.subscribed(requestID: requestID, from: from, head: head, maxEventsPerSecond: maxEventsPerSecond))
@@ -38,7 +33,11 @@ enum ServerMessage {
         Self.bytes(.error(ErrorEnvelope.Body(code: code, message: message, requestId: requestID)))
     }
 
+    /// A fresh encoder each time: connections encode concurrently, and these messages are few
+    /// (events themselves are not encoded here).
     private static func bytes(_ message: StreamServerMessage) -> ByteBuffer {
-        ByteBuffer(bytes: (try? Self.encoder.encode(message)) ?? Data(#"{"type":"error"}"#.utf8))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return ByteBuffer(bytes: (try? encoder.encode(message)) ?? Data(#"{"type":"error"}"#.utf8))
     }
 }

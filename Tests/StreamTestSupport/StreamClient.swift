@@ -79,14 +79,19 @@ public struct StreamClient: Sendable {
         let answerPings = self.answerPings
         let readDelay = self.readDelay
         let url = self.url
+        let upgraded = Mutex(false)
         let close = try await withHardDeadline(
             timeout,
-            orThrow: ServiceKitError(.natsTimeout, "stream client timed out after \(timeout); got \(received.texts.withLock { $0.prefix(8) })")
+            orThrow: ServiceKitError(
+                .natsTimeout,
+                "stream client timed out after \(timeout) (\(upgraded.withLock { $0 } ? "upgraded" : "never upgraded"), sent \(messages.count) messages, first \(messages.first?.prefix(60) ?? "none")); got \(received.texts.withLock { $0.prefix(8) })"
+            )
         ) {
             try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: Logger(label: "stream-client")) {
                 inbound,
                 outbound,
                 _ in
+                upgraded.withLock { $0 = true }
                 for message in messages { try await outbound.write(.text(message)) }
                 if let readDelay { try await Task.sleep(for: readDelay) }
                 for try await message in inbound.messages(maxSize: 1 << 24) {
