@@ -1,5 +1,6 @@
 import Foundation
 import ServiceKit
+import Synchronization
 import TestSupport
 import Testing
 
@@ -13,7 +14,7 @@ struct JetStreamTests {
         let subject = name.lowercased() + ".work"
         try await jetStream.createOrUpdateStream(StreamConfiguration(name: name, subjects: [subject], storage: .memory))
         try await jetStream.createOrUpdateConsumer(stream: name, ConsumerConfiguration(durableName: "worker", ackWait: ackWait))
-        return (connection, jetStream, subject, try jetStream.consumer(stream: name, name: "worker"))
+        return (connection, jetStream, subject, jetStream.consumer(stream: name, name: "worker"))
     }
 
     @Test("a duplicate Nats-Msg-Id is refused and the message stored once")
@@ -85,11 +86,80 @@ struct JetStreamTests {
         await connection.drain()
 
         let other = try await TestEnvironment.connect(sendAsap: true)
-        let resumed = try JetStream(connection: other).consumer(stream: consumer.stream, name: "worker")
+        let resumed = JetStream(connection: other).consumer(stream: consumer.stream, name: "worker")
         let rest = try await resumed.fetch(batch: 10, expires: .milliseconds(500))
         #expect(rest.map { String(decoding: $0.payload, as: UTF8.self) } == ["m2", "m3"])
         for message in rest { try message.ack() }
         try await JetStream(connection: other).deleteStream(consumer.stream)
         await other.drain()
     }
+
+    /// Threads of this process, from /proc.
+    static var threads: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0 }
+
+    @Test(
+        "300 pulls wait at once on 30 consumers through one inbox: each gets its consumer's messages, no thread per pull; a late message is redelivered at once"
+    )
+    func manyPullsOneInbox() async throws {
+        let (connection, jetStream, subject, first) = try await self.makeStream()
+        let names = (0..<30).map { "c\($0)" }
+        try await jetStream.createOrUpdateStream(
+            StreamConfiguration(name: first.stream, subjects: [subject, subject + ".>"], storage: .memory)
+        )
+        for name in names {
+            try await jetStream.createOrUpdateConsumer(
+                stream: first.stream,
+                ConsumerConfiguration(durableName: name, filterSubject: subject + "." + name, ackWait: .seconds(30))
+            )
+        }
+        let before = Self.threads
+        let waiting = ThreadPeak()
+        let got = try await withThrowingTaskGroup(of: (String, [String]).self) { group in
+            for index in 0..<300 {
+                let name = names[index % names.count]
+                group.addTask {
+                    let messages = try await jetStream.consumer(stream: first.stream, name: name).fetch(batch: 1, expires: .seconds(10))
+                    for message in messages { try message.ack() }
+                    return (name, messages.map { String(decoding: $0.payload, as: UTF8.self) })
+                }
+            }
+            // Once they all wait, ten messages per consumer.
+            #expect(await eventually { connection.waitingPulls == 300 })
+            waiting.record(Self.threads)
+            for name in names {
+                for index in 0..<10 {
+                    _ = try await jetStream.publish(Array("\(name)-\(index)".utf8), to: subject + "." + name, messageID: "\(name)-\(index)")
+                }
+            }
+            var got: [(String, [String])] = []
+            for try await answer in group { got.append(answer) }
+            return got
+        }
+        #expect(got.count == 300)
+        #expect(
+            got.allSatisfy { name, payloads in payloads.count == 1 && payloads[0].hasPrefix(name + "-") },
+            "\(got.filter { $0.1.count != 1 }.prefix(5))"
+        )
+        #expect(Set(got.flatMap(\.1)).count == 300)
+        #expect(waiting.peak - before < 20, "threads grew from \(before) to \(waiting.peak) while 300 pulls waited")
+
+        // A message delivered after its pull gave up locally is handed back, not held for the ack wait.
+        // The server still holds the abandoned pull request (for 20 s) when "late" arrives.
+        let task = Task { try await jetStream.consumer(stream: first.stream, name: "c0").fetch(batch: 1, expires: .seconds(20)) }
+        #expect(await eventually { connection.waitingPulls == 1 })
+        task.cancel()
+        #expect(try await task.value.isEmpty)
+        _ = try await jetStream.publish(Array("late".utf8), to: subject + ".c0", messageID: "late")
+        let redelivered = try await jetStream.consumer(stream: first.stream, name: "c0").fetch(batch: 1, expires: .seconds(5))
+        #expect(redelivered.map { String(decoding: $0.payload, as: UTF8.self) } == ["late"])
+        try await jetStream.deleteStream(first.stream)
+        await connection.drain()
+    }
+}
+
+/// The highest thread count seen.
+final class ThreadPeak: Sendable {
+    private let value = Mutex(0)
+    func record(_ count: Int) { self.value.withLock { $0 = max($0, count) } }
+    var peak: Int { self.value.withLock { $0 } }
 }

@@ -3,24 +3,29 @@ import Foundation
 public import Logging
 public import ServiceLifecycle
 
-/// Keeps a replica's ``RevocationList`` current: reads the revocations stream
-/// (``Subjects/revocationStreamName``, kept as long as an access token lives) from its start
-/// through a consumer of the replica's own, then follows it. Every service runs one
-/// (`ServiceMain` adds it), so a replica started after a revocation knows it too.
+/// Keeps a replica's ``RevocationList`` current. It subscribes to the revocations subject
+/// (plain NATS: control-api's JetStream publishes reach it as they are stored), then reads
+/// what the revocations stream (``Subjects/revocationStreamName``, kept as long as an access
+/// token lives) already holds, so a replica started after a revocation knows it too. Every
+/// service runs one (`ServiceMain` adds it); it costs no polling. If NATS reconnects, it reads
+/// the stream again.
 public struct RevocationFeed: Service {
+    let connection: NATSConnection
     let jetStream: JetStream
     let subjects: Subjects
     let list: RevocationList
     let logger: Logger
 
-    public init(jetStream: JetStream, subjects: Subjects, list: RevocationList, logger: Logger) {
-        self.jetStream = jetStream
+    public init(connection: NATSConnection, subjects: Subjects, list: RevocationList, logger: Logger) {
+        self.connection = connection
+        self.jetStream = JetStream(connection: connection)
         self.subjects = subjects
         self.list = list
         self.logger = logger
     }
 
-    /// Creates the stream if it is missing (control-api, which publishes, does the same).
+    /// Creates the stream if it is missing (control-api, which publishes, does so before it
+    /// serves).
     public static func prepareStream(_ jetStream: JetStream, subjects: Subjects, retention: Duration) async throws {
         _ = try await jetStream.createOrUpdateStream(
             StreamConfiguration(
@@ -33,40 +38,42 @@ public struct RevocationFeed: Service {
     }
 
     public func run() async throws {
-        let name = "revocations-" + randomHex(bytes: 8)
         await cancelWhenGracefulShutdown {
-            var consumer: JetStreamConsumer?
             while !Task.isCancelled {
                 do {
-                    if consumer == nil {
-                        try await Self.prepareStream(self.jetStream, subjects: self.subjects, retention: .seconds(Int64(self.list.retention)))
-                        // This replica's own; the server deletes it a while after the replica is gone.
-                        try await self.jetStream.createOrUpdateConsumer(
-                            stream: self.subjects.revocationStreamName,
-                            ConsumerConfiguration(durableName: name, ackWait: .seconds(30), inactiveThreshold: .seconds(600))
-                        )
-                        consumer = try self.jetStream.consumer(stream: self.subjects.revocationStreamName, name: name)
-                    }
-                    // A pull answers when it expires (or is full): its expiry is the delay of a revocation.
-                    let messages = try await consumer!.fetch(batch: 256, expires: .milliseconds(500))
-                    for message in messages {
-                        if let notice = try? JSONDecoder().decode(RevocationNotice.self, from: Data(message.payload)) {
-                            self.list.revoke(
-                                tenant: notice.tenant,
-                                subject: notice.subject,
-                                at: Date(timeIntervalSince1970: TimeInterval(notice.revokedAt) / 1000)
-                            )
-                        }
-                        try? message.ack()
-                    }
-                    if messages.count < 256 { self.list.markLoaded() }
+                    let subscription = try self.connection.subscribe(to: self.subjects.allRevocations)
+                    try await self.connection.flush()
+                    try await self.catchUp()
+                    self.list.markLoaded()
+                    for await message in subscription { self.apply(message.payload) }
+                    if Task.isCancelled { return }
                 } catch {
                     if Task.isCancelled { return }
                     self.logger.warning("revocation feed interrupted; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                    consumer = nil
-                    try? await Task.sleep(for: .seconds(1))
                 }
+                try? await Task.sleep(for: .seconds(1))
             }
         }
+    }
+
+    /// Reads every revocation the stream holds (none when it does not exist yet).
+    private func catchUp() async throws {
+        let info: StreamInfo
+        do {
+            info = try await self.jetStream.streamInfo(self.subjects.revocationStreamName)
+        } catch let error as ServiceKitError where error.jetStreamErrorCode == 10059 {
+            return  // no stream: nothing was ever revoked
+        }
+        guard info.state.messages > 0 else { return }
+        for sequence in info.state.firstSequence...info.state.lastSequence {
+            if let payload = try await self.jetStream.message(stream: self.subjects.revocationStreamName, sequence: sequence) {
+                self.apply(payload)
+            }
+        }
+    }
+
+    private func apply(_ payload: [UInt8]) {
+        guard let notice = try? JSONDecoder().decode(RevocationNotice.self, from: Data(payload)) else { return }
+        self.list.revoke(tenant: notice.tenant, subject: notice.subject, at: Date(timeIntervalSince1970: TimeInterval(notice.revokedAt) / 1000))
     }
 }

@@ -67,8 +67,8 @@ public struct JetStream: Sendable {
     }
 
     /// A handle to pull from a durable consumer.
-    public func consumer(stream: String, name: String) throws -> JetStreamConsumer {
-        try JetStreamConsumer(jetStream: self, stream: stream, name: name)
+    public func consumer(stream: String, name: String) -> JetStreamConsumer {
+        JetStreamConsumer(jetStream: self, stream: stream, name: name)
     }
 
     // MARK: Publish
@@ -97,6 +97,22 @@ public struct JetStream: Sendable {
     // MARK: API plumbing
 
     private struct ErrorProbe: Decodable { var error: JetStreamAPIError? }
+    /// The stored message at `sequence` of `stream` (its payload), or nil when there is none
+    /// (deleted, or past the end).
+    public func message(stream: String, sequence: UInt64) async throws -> [UInt8]? {
+        struct Request: Encodable { var seq: UInt64 }
+        struct Response: Decodable {
+            struct Message: Decodable { var data: String? }
+            var message: Message
+        }
+        do {
+            let response: Response = try await self.call("STREAM.MSG.GET.\(stream)", Request(seq: sequence))
+            return response.message.data.flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? []
+        } catch let error as ServiceKitError where error.jetStreamErrorCode == 10037 {
+            return nil  // no message found
+        }
+    }
+
     private struct DeleteResponse: Decodable { var success: Bool }
     private struct ConsumerCreated: Decodable { var name: String }
 

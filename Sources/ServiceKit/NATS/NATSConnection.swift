@@ -17,6 +17,7 @@ public final class NATSConnection: Sendable {
     let handle: NATSHandle
     private let events: ConnectionEvents
     private let requests: Mutex<RequestMux?> = Mutex(nil)
+    private let pulls: Mutex<PullMux?> = Mutex(nil)
     /// The configuration it was opened with.
     public let configuration: NATSConfiguration
 
@@ -263,6 +264,19 @@ public final class NATSConnection: Sendable {
             return created
         }
     }
+
+    /// The inbox every JetStream pull of this connection is answered on.
+    func pullMux() throws(ServiceKitError) -> PullMux {
+        try self.pulls.withLock { (mux) throws(ServiceKitError) -> PullMux in
+            if let mux { return mux }
+            let created = try PullMux.make(on: self)
+            mux = created
+            return created
+        }
+    }
+
+    /// JetStream pulls waiting on this connection (all share one subscription).
+    public var waitingPulls: Int { self.pulls.withLock { $0?.waiting ?? 0 } }
 
     /// A new unique inbox subject.
     public func newInbox() -> String {

@@ -51,7 +51,7 @@ extension SwarmdeckService {
 
         let subjects = try reader.subjects()
         let revocations = RevocationList()
-        let revocationFeed = RevocationFeed(jetStream: JetStream(connection: nats), subjects: subjects, list: revocations, logger: logger)
+        let revocationFeed = RevocationFeed(connection: nats, subjects: subjects, list: revocations, logger: logger)
         let readiness = ReadinessChecks([.nats(nats), .postgres(postgres), ReadinessCheck(name: "revocations") { revocations.isLoaded }])
         let router = Router.service()
         router.addOperationalRoutes(readiness: readiness)
