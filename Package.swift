@@ -103,6 +103,8 @@ let package = Package(
             pkgConfig: "libnats",
             providers: [.apt(["libnats-dev"])]
         ),
+        // prctl for the agent connector (variadic in C, so not callable from Swift).
+        .target(name: "CProcessControl"),
         .target(name: "Contracts", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
         .target(name: "OTLP", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
         // control-api's contract: the types, server protocol and client generated from
@@ -145,7 +147,8 @@ let package = Package(
         .executableTarget(
             name: "swarmdeck",
             dependencies: [
-                "Contracts", "ControlAPI", "ControlAPIContract", "Ingest", "OTLP", "ServiceKit", "StreamFanout", "SwarmdeckTools", argumentParser,
+                "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "Ingest", "OTLP", "ServiceKit", "StreamFanout", "SwarmdeckTools",
+                argumentParser,
                 asyncHTTPClient, nioCore, openAPIAsyncHTTPClient, openAPIRuntime,
             ],
             swiftSettings: swiftSettings

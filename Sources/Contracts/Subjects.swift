@@ -52,9 +52,10 @@ public struct Subjects: Sendable, Hashable {
 
     // MARK: Control
 
-    /// The subject a control command for one agent is published on.
-    public func controlCommand(tenant: String, agent: String) -> String {
-        "\(self.prefix).ctl.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(agent))"
+    /// The subject a control command for one agent of one swarm is published on (and its
+    /// session's consumer filters on).
+    public func controlCommand(tenant: String, swarm: String, agent: String) -> String {
+        "\(self.prefix).ctl.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(swarm)).\(SubjectToken.encode(agent))"
     }
 
     /// The subjects the control JetStream stream captures.

@@ -8,21 +8,29 @@ import ServiceLifecycle
 import Synchronization
 
 /// Control commands on JetStream: one stream (``Subjects/controlStreamName``) holds every
-/// command on `<prefix>.ctl.<tenant>.<agent>`, with the command id as `Nats-Msg-Id`; each
-/// agent pulls from its own durable consumer, created the first time it polls, and
-/// acknowledges through control-api with the token it got with the command.
+/// command on `<prefix>.ctl.<tenant>.<swarm>.<agent>`, with the command id as `Nats-Msg-Id`.
+/// Each agent session pulls from its agent's durable consumer (its queue), created when the
+/// session opens (only registered agents have one), and acknowledges through control-api with
+/// the opaque ``AckHandle`` it got with the command. Polls wait on the connection's one pull
+/// inbox; each session has at most one poll at a time (a new one ends the earlier), and a
+/// replica serves at most `maxPollsPerTenant` at once per tenant.
 struct CommandBus: Sendable {
     let jetStream: JetStream
     let subjects: Subjects
     let logger: Logger
+    let handles: AckHandle
+    let maxPollsPerTenant: Int
     private let consumers = ConsumerRegistry()
+    private let polls = PollRegistry()
 
     /// How long a delivered command may go unacknowledged before it is delivered again.
     static let ackWait = Duration.seconds(30)
 
-    init(jetStream: JetStream, subjects: Subjects, logger: Logger) {
+    init(jetStream: JetStream, subjects: Subjects, handles: AckHandle, maxPollsPerTenant: Int, logger: Logger) {
         self.jetStream = jetStream
         self.subjects = subjects
+        self.handles = handles
+        self.maxPollsPerTenant = maxPollsPerTenant
         self.logger = logger
     }
 
@@ -62,7 +70,7 @@ struct CommandBus: Sendable {
                 let payload: [UInt8] = try message.serializedBytes()
                 let ack = try await self.jetStream.publish(
                     payload,
-                    to: self.subjects.controlCommand(tenant: command.tenant, agent: command.agentID),
+                    to: self.subjects.controlCommand(tenant: command.tenant, swarm: command.swarmID, agent: command.agentID),
                     messageID: command.commandID,
                     headers: headers
                 )
@@ -78,35 +86,56 @@ struct CommandBus: Sendable {
     }
 
     /// The durable consumer name of one agent: a digest, since ids may hold any character.
-    func consumerName(tenant: String, agent: String) -> String {
-        let digest = SHA256.hash(data: Array((tenant + "\u{0}" + agent).utf8))
+    func consumerName(tenant: String, swarm: String, agent: String) -> String {
+        let digest = SHA256.hash(data: Array([tenant, swarm, agent].joined(separator: "\u{0}").utf8))
         return "agent_" + digest.prefix(16).map { String($0 >> 4, radix: 16) + String($0 & 0xF, radix: 16) }.joined()
     }
 
-    /// The next command for an agent, waiting up to `wait` for one.
-    func next(tenant: String, agent: String, wait: Duration) async throws -> [(BusControlCommand, ackToken: String)] {
-        let name = self.consumerName(tenant: tenant, agent: agent)
-        if !self.consumers.contains(name) {
-            try await self.jetStream.createOrUpdateConsumer(
-                stream: self.subjects.controlStreamName,
-                ConsumerConfiguration(
-                    durableName: name,
-                    filterSubject: self.subjects.controlCommand(tenant: tenant, agent: agent),
-                    ackWait: Self.ackWait,
-                    maxAckPending: 64,
-                    // An agent gone for a day loses its consumer; a new one starts from what the
-                    // stream still holds (a day of commands, by then expired).
-                    inactiveThreshold: .seconds(86_400)
-                )
+    /// Creates the agent's queue (its durable consumer), or keeps the one it has.
+    func openQueue(tenant: String, swarm: String, agent: String) async throws {
+        let name = self.consumerName(tenant: tenant, swarm: swarm, agent: agent)
+        try await self.jetStream.createOrUpdateConsumer(
+            stream: self.subjects.controlStreamName,
+            ConsumerConfiguration(
+                durableName: name,
+                filterSubject: self.subjects.controlCommand(tenant: tenant, swarm: swarm, agent: agent),
+                ackWait: Self.ackWait,
+                maxAckPending: 64,
+                // Outlives the idle session that owns it (control.agent-session-idle-hours ends
+                // that), in case its end was never recorded.
+                inactiveThreshold: .seconds(30 * 86_400)
             )
-            self.consumers.insert(name)
+        )
+        self.consumers.insert(name)
+    }
+
+    /// Deletes the agent's queue (its session ended and it has no other).
+    func deleteQueue(tenant: String, swarm: String, agent: String) async {
+        let name = self.consumerName(tenant: tenant, swarm: swarm, agent: agent)
+        self.consumers.remove(name)
+        do {
+            try await self.jetStream.deleteConsumer(stream: self.subjects.controlStreamName, name: name)
+        } catch {
+            self.logger.debug("agent queue not deleted", metadata: ["consumer": "\(name)", "error": "\(String(reflecting: error))"])
         }
-        let consumer = try self.jetStream.consumer(stream: self.subjects.controlStreamName, name: name)
+    }
+
+    /// The next commands for a session's agent, waiting up to `wait` for one; an earlier poll
+    /// of the same session on this replica ends with none.
+    /// - Throws: `RateLimited` when the tenant already has `maxPollsPerTenant` polls waiting here.
+    func next(_ session: AgentSessionIdentity, wait: Duration) async throws -> [(BusControlCommand, handle: String)] {
+        let name = self.consumerName(tenant: session.tenant, swarm: session.swarm, agent: session.agent)
+        if !self.consumers.contains(name) {
+            // Another replica opened the session, or the stream was recreated.
+            try await self.openQueue(tenant: session.tenant, swarm: session.swarm, agent: session.agent)
+        }
+        let consumer = self.jetStream.consumer(stream: self.subjects.controlStreamName, name: name)
+        let poll = Poll()
+        try self.polls.begin(poll, session: session, maxPerTenant: self.maxPollsPerTenant)
+        defer { self.polls.end(poll, session: session) }
         let messages: [JetStreamMessage]
         do {
-            messages = try await self.untilShutdown {
-                try await consumer.fetch(batch: 1, expires: max(wait, .milliseconds(100)))
-            }
+            messages = try await poll.run { try await consumer.fetch(batch: 1, expires: max(wait, .milliseconds(100))) }
         } catch {
             // The consumer may be gone (the stream was recreated): create it again next time.
             self.consumers.remove(name)
@@ -114,50 +143,42 @@ struct CommandBus: Sendable {
         }
         var commands: [(BusControlCommand, String)] = []
         for message in messages {
-            guard let token = message.replySubject, let command = try? BusControlCommand(serializedBytes: message.payload),
-                command.tenantID == tenant, command.agentID == agent
+            guard let subject = message.replySubject, let command = try? BusControlCommand(serializedBytes: message.payload),
+                command.tenantID == session.tenant, command.swarmID == session.swarm, command.agentID == session.agent,
+                let handle = try? self.handles.seal(
+                    subject,
+                    tenant: session.tenant,
+                    swarm: session.swarm,
+                    agent: session.agent,
+                    command: command.commandID
+                )
             else {
                 try? message.term()
                 continue
             }
-            commands.append((command, token))
+            commands.append((command, handle))
         }
         return commands
     }
 
-    /// What `fetch` returns, or nothing as soon as graceful shutdown begins: the fetch then ends
-    /// on its own, and a command it gets is not acknowledged, so JetStream delivers it again.
-    private func untilShutdown(_ fetch: @escaping @Sendable () async throws -> [JetStreamMessage]) async throws -> [JetStreamMessage] {
-        let race = FirstAnswer<[JetStreamMessage]>()
-        // The request's task carries the server's graceful shutdown (task locals), which comes
-        // before the server waits for requests in flight.
-        return try await withGracefulShutdownHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                race.arm(continuation)
-                Task {
-                    do { race.answer(.success(try await fetch())) } catch { race.answer(.failure(error)) }
-                }
-            }
-        } onGracefulShutdown: {
-            race.answer(.success([]))
-        }
+    /// Acknowledges a delivered command on JetStream, given the handle it was delivered with
+    /// (checked first, see ``deliverySubject(_:session:command:sequence:)``).
+    func acknowledge(handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64) throws {
+        let subject = try self.deliverySubject(handle, session: session, command: command, sequence: sequence)
+        try self.jetStream.connection.publish(Array("+ACK".utf8), to: subject)
     }
 
-    /// Acknowledges a delivered command on JetStream, given the token it was delivered with
-    /// (checked first, see ``checkAckToken(_:tenant:agent:sequence:)``).
-    func acknowledge(ackToken: String, tenant: String, agent: String, sequence: UInt64) throws {
-        try self.checkAckToken(ackToken, tenant: tenant, agent: agent, sequence: sequence)
-        try self.jetStream.connection.publish(Array("+ACK".utf8), to: ackToken)
-    }
-
-    /// Throws `InvalidRequest` unless `ackToken` is exactly an acknowledgement subject of that
-    /// agent's consumer for the message at `sequence` (the command's own delivery): nothing
-    /// else may reach the NATS connection as a subject.
-    func checkAckToken(_ ackToken: String, tenant: String, agent: String, sequence: UInt64) throws(APIError) {
-        let consumer = self.consumerName(tenant: tenant, agent: agent)
-        guard Self.isDelivery(ackToken, stream: self.subjects.controlStreamName, consumer: consumer, sequence: sequence) else {
-            throw APIError(.invalidRequest, "ackToken is not the token this command was delivered with")
+    /// The acknowledgement subject sealed in `handle`; `InvalidRequest` unless the handle was
+    /// sealed for this session's agent and this command, and holds exactly an acknowledgement
+    /// subject of that agent's consumer for the message at `sequence`.
+    func deliverySubject(_ handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64) throws(APIError) -> String {
+        let consumer = self.consumerName(tenant: session.tenant, swarm: session.swarm, agent: session.agent)
+        guard let subject = self.handles.open(handle, tenant: session.tenant, swarm: session.swarm, agent: session.agent, command: command),
+            Self.isDelivery(subject, stream: self.subjects.controlStreamName, consumer: consumer, sequence: sequence)
+        else {
+            throw APIError(.invalidRequest, "ackToken is not the handle this command was delivered with")
         }
+        return subject
     }
 
     /// Whether `ackToken` is exactly an acknowledgement subject of `consumer` on `stream` for
@@ -171,6 +192,83 @@ struct CommandBus: Sendable {
         return numbers.count == 5
             && numbers.allSatisfy { !$0.isEmpty && $0.utf8.count <= 20 && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
             && JetStreamMessage.parse(ackToken)?.streamSequence == sequence
+    }
+}
+
+/// One long poll: its fetch runs in a task of its own, so that graceful shutdown or a newer
+/// poll of the same session ends the wait at once (and cancels the pull: a command the server
+/// delivers to it afterwards is handed back for redelivery).
+final class Poll: Sendable {
+    private let race = FirstAnswer<[JetStreamMessage]>()
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    /// What `fetch` returns, or nothing once ``end()`` is called or graceful shutdown begins.
+    func run(_ fetch: @escaping @Sendable () async throws -> [JetStreamMessage]) async throws -> [JetStreamMessage] {
+        // The request's task carries the server's graceful shutdown (task locals), which comes
+        // before the server waits for requests in flight.
+        try await withGracefulShutdownHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                self.race.arm(continuation)
+                let race = self.race
+                let task = Task {
+                    do {
+                        let messages = try await fetch()
+                        if !race.answer(.success(messages)) {
+                            // Nobody waits for them any more: delivered again at once.
+                            for message in messages { try? message.nak() }
+                        }
+                    } catch {
+                        race.answer(.failure(error))
+                    }
+                }
+                self.task.withLock { $0 = task }
+            }
+        } onGracefulShutdown: {
+            self.end()
+        }
+    }
+
+    /// Ends the poll with no commands.
+    func end() {
+        self.race.answer(.success([]))
+        self.task.withLock { $0 }?.cancel()
+    }
+}
+
+/// The polls waiting on this replica: one per session, a bounded number per tenant.
+private final class PollRegistry: Sendable {
+    private struct State {
+        var bySession: [String: Poll] = [:]
+        var perTenant: [String: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    private static func key(_ session: AgentSessionIdentity) -> String { session.tenant + "\u{0}" + session.session }
+
+    /// Registers `poll`, ending the session's earlier poll.
+    func begin(_ poll: Poll, session: AgentSessionIdentity, maxPerTenant: Int) throws(APIError) {
+        let earlier: Poll? = try self.state.withLock { (state) throws(APIError) -> Poll? in
+            let earlier = state.bySession[Self.key(session)]
+            if earlier == nil {
+                guard state.perTenant[session.tenant, default: 0] < maxPerTenant else {
+                    throw APIError(.rateLimited, "this tenant has \(maxPerTenant) polls waiting here already", retryAfterSeconds: 5)
+                }
+                state.perTenant[session.tenant, default: 0] += 1
+            }
+            state.bySession[Self.key(session)] = poll
+            return earlier
+        }
+        earlier?.end()
+    }
+
+    func end(_ poll: Poll, session: AgentSessionIdentity) {
+        self.state.withLock { state in
+            guard state.bySession[Self.key(session)] === poll else { return }
+            state.bySession[Self.key(session)] = nil
+            state.perTenant[session.tenant, default: 1] -= 1
+            if state.perTenant[session.tenant] == 0 { state.perTenant[session.tenant] = nil }
+        }
     }
 }
 
@@ -197,20 +295,23 @@ private final class FirstAnswer<Value: Sendable>: Sendable {
         if let ready { continuation.resume(with: ready) }
     }
 
-    func answer(_ result: Result<Value, any Error>) {
-        let waiter: CheckedContinuation<Value, any Error>? = self.state.withLock { state in
+    /// Gives the answer; false if another came first.
+    @discardableResult
+    func answer(_ result: Result<Value, any Error>) -> Bool {
+        let (first, waiter): (Bool, CheckedContinuation<Value, any Error>?) = self.state.withLock { state in
             switch state {
             case .waiting:
                 state = .answered(result)
-                return nil
+                return (true, nil)
             case .armed(let continuation):
                 state = .done
-                return continuation
+                return (true, continuation)
             case .answered, .done:
-                return nil
+                return (false, nil)
             }
         }
         waiter?.resume(with: result)
+        return first
     }
 }
 

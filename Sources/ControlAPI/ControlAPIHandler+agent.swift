@@ -4,48 +4,127 @@ import Foundation
 import ServiceKit
 
 extension ControlAPIHandler {
-    func pollCommands(_ input: Operations.PollCommands.Input) async throws -> Operations.PollCommands.Output {
+    func openAgentSession(_ input: Operations.OpenAgentSession.Input) async throws -> Operations.OpenAgentSession.Output {
         let tenant = try Caller.agentTenant()
-        try Self.checkID(input.query.swarmId, "swarmId")
-        try Self.checkID(input.query.agentId, "agentId")
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
+        try Self.checkID(body.swarmId, "swarmId")
+        try Self.checkID(body.agentId, "agentId")
+        let session = "as_" + randomHex(bytes: 12)
+        let ended = try await self.store.openSession(
+            tenant: tenant,
+            session: session,
+            swarm: body.swarmId,
+            agent: body.agentId,
+            maxOpen: self.settings.maxAgentSessions,
+            idleAfter: .seconds(self.settings.agentSessionIdleHours * 3600)
+        )
+        try await self.bus.openQueue(tenant: tenant, swarm: body.swarmId, agent: body.agentId)
+        await self.closeSessions(tenant: tenant, ended, keeping: (body.swarmId, body.agentId))
+        let now = Date()
+        let lifetime = Duration.seconds(self.settings.agentSessionHours * 3600)
+        let token = try await self.signer.signAgentSession(
+            tenant: tenant,
+            session: session,
+            swarm: body.swarmId,
+            agent: body.agentId,
+            lifetime: lifetime,
+            now: now
+        )
+        return .created(
+            .init(
+                body: .json(
+                    .init(
+                        sessionId: session,
+                        swarmId: body.swarmId,
+                        agentId: body.agentId,
+                        token: token,
+                        expiresAt: now.addingTimeInterval(TimeInterval(lifetime.components.seconds))
+                    )
+                )
+            )
+        )
+    }
+
+    func endAgentSession(_ input: Operations.EndAgentSession.Input) async throws -> Operations.EndAgentSession.Output {
+        let session = try Caller.agentSession()
+        try Self.checkRange(input.query.exitStatus, "exitStatus", 0...255)
+        if try await self.store.endSession(tenant: session.tenant, session: session.session, exitStatus: input.query.exitStatus) {
+            await self.closeSessions(
+                tenant: session.tenant,
+                [ControlStore.EndedSession(session: session.session, swarm: session.swarm, agent: session.agent)],
+                keeping: nil
+            )
+        }
+        return .noContent(.init())
+    }
+
+    /// Revokes the tokens of ended sessions and deletes their queues, but the queue of the agent
+    /// `keeping` names (its new session uses it).
+    private func closeSessions(tenant: String, _ ended: [ControlStore.EndedSession], keeping: (swarm: String, agent: String)?) async {
+        for session in ended {
+            do {
+                try await self.revocations.announce(tenant: tenant, device: session.session, revokedAt: Date())
+            } catch {
+                self.logger.warning(
+                    "session end not announced",
+                    metadata: ["session": "\(session.session)", "error": "\(String(reflecting: error))"]
+                )
+            }
+            if keeping.map({ $0.swarm != session.swarm || $0.agent != session.agent }) ?? true {
+                await self.bus.deleteQueue(tenant: tenant, swarm: session.swarm, agent: session.agent)
+            }
+        }
+    }
+
+    func pollCommands(_ input: Operations.PollCommands.Input) async throws -> Operations.PollCommands.Output {
+        let session = try Caller.agentSession()
         try Self.checkRange(input.query.waitSeconds, "waitSeconds", 0...30)
         let wait = min(input.query.waitSeconds ?? 25, self.settings.maxPollSeconds)
-        let delivered = try await self.bus.next(tenant: tenant, agent: input.query.agentId, wait: .seconds(wait))
-        let commands = delivered.compactMap { command, token -> Components.Schemas.AgentCommand? in
+        if self.sessionsSeen.due(session.tenant + "\u{0}" + session.session) {
+            guard try await self.store.touchSession(tenant: session.tenant, session: session.session) else {
+                throw APIError(.authInvalid, "the agent session has ended; open a new one")
+            }
+        }
+        let delivered = try await self.bus.next(session, wait: .seconds(wait))
+        let commands = delivered.compactMap { command, handle -> Components.Schemas.AgentCommand? in
             guard let action = Components.Schemas.CommandAction(command.action) else { return nil }
             return Components.Schemas.AgentCommand(
                 commandId: command.commandID,
                 requestId: command.requestID,
-                action: action,
+                swarmId: command.swarmID,
+                agentId: command.agentID,
+                action: action.rawValue,
                 reason: command.reason,
                 input: command.action == .request ? command.input : nil,
                 actor: command.actor,
                 issuedAt: Date(timeIntervalSince1970: TimeInterval(command.issuedUnixNano) / 1e9),
                 expiresAt: command.expiresUnixNano == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(command.expiresUnixNano) / 1e9),
-                ackToken: token
+                ackToken: handle
             )
         }
         return .ok(.init(body: .json(.init(commands: commands))))
     }
 
     func ackCommand(_ input: Operations.AckCommand.Input) async throws -> Operations.AckCommand.Output {
-        let tenant = try Caller.agentTenant()
+        let session = try Caller.agentSession()
         guard case .json(let ack) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkID(ack.commandId, "commandId")
-        try Self.checkText(ack.ackToken, "ackToken", max: 512)
+        try Self.checkText(ack.ackToken, "ackToken", max: 1024)
         try Self.checkText(ack.state, "state", max: 64)
         if let message = ack.message { try Self.checkText(message, "message", max: 1000, required: false) }
-        guard let target = try await self.store.commandTarget(tenant: tenant, commandID: ack.commandId) else {
-            throw APIError(.notFound, "no command \(ack.commandId)")
+        guard let target = try await self.store.commandTarget(tenant: session.tenant, commandID: ack.commandId),
+            target.swarm == session.swarm, target.agent == session.agent
+        else {
+            throw APIError(.notFound, "no command \(ack.commandId) for this agent")
         }
         guard let sequence = target.sequence else {
             // Delivered, but its publish is not recorded yet (the dispatcher will): try again.
             throw APIError(.serviceUnavailable, "command \(ack.commandId) is still being recorded; retry", retryAfterSeconds: 1)
         }
-        // The token is checked before anything is recorded.
-        try self.bus.checkAckToken(ack.ackToken, tenant: tenant, agent: target.agent, sequence: sequence)
-        _ = try await self.store.acknowledge(tenant: tenant, ack: ack)
-        try self.bus.acknowledge(ackToken: ack.ackToken, tenant: tenant, agent: target.agent, sequence: sequence)
+        // The handle is checked before anything is recorded.
+        _ = try self.bus.deliverySubject(ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
+        _ = try await self.store.acknowledge(tenant: session.tenant, ack: ack)
+        try self.bus.acknowledge(handle: ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
         return .noContent(.init())
     }
 }

@@ -38,12 +38,14 @@ extension ControlAPIHandler {
             reason: body.reason,
             requestID: body.requestId
         ) { now in
-            let members = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
-            guard !members.isEmpty else { throw APIError(.notFound, "no swarm \(input.path.swarmId)") }
-            // A swarm action goes to every agent that can still act on it.
-            let targets = members.filter { self.status(of: $0, now: now) != .terminated }.sorted { $0.agentID < $1.agentID }
+            let members = Set(self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId).map(\.agentID))
+            let sessions = try await self.store.sessions(tenant: identity.tenant, swarm: input.path.swarmId)
+            guard !members.isEmpty || !sessions.open.isEmpty else { throw APIError(.notFound, "no swarm \(input.path.swarmId)") }
+            // A swarm action goes to every agent its connector has not said is gone: a state the
+            // agent reported itself (which the process under control could forge) counts for nothing.
+            let targets = members.union(sessions.open).subtracting(sessions.gone).sorted()
             guard !targets.isEmpty else {
-                throw APIError(.conflict, "every agent of swarm \(input.path.swarmId) has terminated")
+                throw APIError(.conflict, "every agent of swarm \(input.path.swarmId) has ended")
             }
             guard targets.count <= self.settings.maxSwarmTargets else {
                 throw APIError(
@@ -51,7 +53,7 @@ extension ControlAPIHandler {
                     "swarm \(input.path.swarmId) has \(targets.count) agents; one control addresses at most \(self.settings.maxSwarmTargets) (control.max-swarm-targets): control its agents one by one"
                 )
             }
-            return targets.map { ($0.swarmID, $0.agentID) }
+            return targets.map { (input.path.swarmId, $0) }
         }
         return .accepted(.init(body: .json(receipt)))
     }
@@ -94,7 +96,7 @@ extension ControlAPIHandler {
         reason: String,
         input: String? = nil,
         requestID: String,
-        targets: (Date) throws -> [(swarm: String, agent: String)]
+        targets: (Date) async throws -> [(swarm: String, agent: String)]
     ) async throws -> Components.Schemas.ControlReceipt {
         try Self.checkRequestID(requestID)
         try Self.checkText(reason, "reason", max: 500)
@@ -114,7 +116,7 @@ extension ControlAPIHandler {
         // A known request id is answered before anything else is looked at, so a retry gets
         // the first answer even if the fleet changed since.
         if let receipt = try await self.store.replay(submission) { return receipt }
-        submission.agents = try targets(now)
+        submission.agents = try await targets(now)
         let key = identity.tenant + "\u{0}" + identity.subject
         let outcome = try await self.store.submit(submission) { [limiter] in
             if let wait = limiter.take(key) {

@@ -39,7 +39,7 @@ extension ControlAPIHandler {
             input: body.input,
             requestID: body.requestId
         ) { now in
-            [try self.liveWorker(identity, input.path.workerId, now: now)]
+            [try await self.liveWorker(identity, input.path.workerId)]
         }
         return .accepted(.init(body: .json(receipt)))
     }
@@ -56,7 +56,7 @@ extension ControlAPIHandler {
             reason: body.reason,
             requestID: body.requestId
         ) { now in
-            [try self.liveWorker(identity, input.path.workerId, now: now)]
+            [try await self.liveWorker(identity, input.path.workerId)]
         }
         return .accepted(.init(body: .json(receipt)))
     }
@@ -73,10 +73,11 @@ extension ControlAPIHandler {
         return record
     }
 
-    /// A worker that can still take a command: 409 `Conflict` once it has terminated.
-    private func liveWorker(_ identity: AccessIdentity, _ id: String, now: Date) throws -> (swarm: String, agent: String) {
+    /// A worker that can still take a command: 409 `Conflict` once its connector said its
+    /// process is gone (not when it reported a state: the process under control could).
+    private func liveWorker(_ identity: AccessIdentity, _ id: String) async throws -> (swarm: String, agent: String) {
         let record = try self.workerRecord(identity, id)
-        guard self.status(of: record, now: now) != .terminated else {
+        guard try await !self.store.sessions(tenant: identity.tenant, swarm: record.swarmID).gone.contains(record.agentID) else {
             throw APIError(.conflict, "worker \(id) has stopped")
         }
         return (record.swarmID, record.agentID)

@@ -21,6 +21,9 @@ struct ControlAPIHandler: Sendable {
     let limiter: KeyedTokenBuckets
     /// Registrations and refreshes per source address.
     let authLimiter: KeyedTokenBuckets
+    /// When each agent session's poll was last recorded.
+    let sessionsSeen: SessionTouches
+    let logger: Logger
 
     /// What each operation asks of its caller (``OperationAuthenticationMiddleware`` checks it
     /// before the request is decoded; the handlers read ``Caller/current``).
@@ -44,8 +47,10 @@ struct ControlAPIHandler: Sendable {
         Operations.RequestWorker.id: .accessToken(anyOf: [.agentsControl]),
         Operations.StopWorker.id: .accessToken(anyOf: [.agentsControl]),
         Operations.ListAudit.id: .accessToken(anyOf: [.agentsControl, .admin]),
-        Operations.PollCommands.id: .ingestKey,
-        Operations.AckCommand.id: .ingestKey,
+        Operations.OpenAgentSession.id: .ingestKey,
+        Operations.EndAgentSession.id: .agentSession,
+        Operations.PollCommands.id: .agentSession,
+        Operations.AckCommand.id: .agentSession,
     ]
 
     /// The correlation id of the request being served.

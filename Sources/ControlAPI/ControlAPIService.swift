@@ -38,7 +38,13 @@ public enum ControlAPIService: SwarmdeckService {
         let eventLog = EventLogReader(client: postgres, schema: settings.ingestSchema, logger: logger)
         let feed = FleetFeed(index: fleet, eventLog: eventLog, connection: assembly.nats, subjects: assembly.subjects, logger: logger)
         let store = ControlStore(client: postgres, logger: logger)
-        let bus = CommandBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, logger: logger)
+        let bus = CommandBus(
+            jetStream: JetStream(connection: assembly.nats),
+            subjects: assembly.subjects,
+            handles: AckHandle(secret: Array(pem.utf8)),
+            maxPollsPerTenant: settings.maxAgentSessions,
+            logger: logger
+        )
         let dispatcher = CommandDispatcher(store: store, bus: bus, logger: logger)
         let revocations = RevocationBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, retention: .seconds(86_400))
         let handler = ControlAPIHandler(
@@ -64,7 +70,9 @@ public enum ControlAPIService: SwarmdeckService {
             store: store,
             bus: bus,
             limiter: KeyedTokenBuckets(perMinute: settings.controlsPerMinute),
-            authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute)
+            authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute),
+            sessionsSeen: SessionTouches(),
+            logger: logger
         )
 
         let router = assembly.router

@@ -129,5 +129,28 @@ enum ControlMigrations {
                 CREATE INDEX devices_tenant ON devices (tenant_id, created_at DESC);
                 """
         ),
+        Migration(
+            version: 5,
+            name: "agent sessions",
+            sql: """
+                -- One agent's command channel, opened by its connector with the ingest key. Only
+                -- the connector ends one as 'exited' (its process is gone): that, never a state
+                -- the agent reported, takes the agent out of swarm controls.
+                CREATE TABLE agent_sessions (
+                    tenant_id text NOT NULL,
+                    session_id text NOT NULL,
+                    swarm_id text NOT NULL,
+                    agent_id text NOT NULL,
+                    opened_at timestamptz NOT NULL DEFAULT now(),
+                    seen_at timestamptz NOT NULL DEFAULT now(),
+                    ended_at timestamptz,
+                    end_reason text CHECK (end_reason IN ('exited', 'superseded', 'idle')),
+                    exit_status integer,
+                    PRIMARY KEY (tenant_id, session_id)
+                );
+                CREATE UNIQUE INDEX agent_sessions_open ON agent_sessions (tenant_id, swarm_id, agent_id) WHERE ended_at IS NULL;
+                CREATE INDEX agent_sessions_swarm ON agent_sessions (tenant_id, swarm_id, agent_id, opened_at DESC);
+                """
+        ),
     ]
 }

@@ -26,6 +26,12 @@ public struct ControlSettings: ServiceSettings {
     var commandSeconds: Int
     /// The longest a command long poll waits (less than a proxy's read timeout).
     var maxPollSeconds: Int
+    /// Open agent sessions (each a JetStream consumer) a tenant may have.
+    var maxAgentSessions: Int
+    /// Hours an agent session token is valid.
+    var agentSessionHours: Int
+    /// Hours without a poll after which a session ends by itself.
+    var agentSessionIdleHours: Int
     /// Control requests one actor may make per minute (replays of a request id are free).
     var controlsPerMinute: Int
     /// The base of the `webUrl` deep links, e.g. `https://swarmdeck.example.com`.
@@ -37,7 +43,7 @@ public struct ControlSettings: ServiceSettings {
 
     public static let keys: [SettingKey] = [
         .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .signInDays, .offlineSeconds,
-        .commandSeconds,
+        .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxAgentSessions, .agentSessionHours, .agentSessionIdleHours,
         .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies,
     ]
 
@@ -56,6 +62,10 @@ public struct ControlSettings: ServiceSettings {
         self.trustedProxies = Set(try reader.setting(.trustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)
         self.maxPollSeconds = try reader.setting(.maxPollSeconds, in: 1...30)
+        self.maxAgentSessions = try reader.setting(.maxAgentSessions, in: 1...1_000_000)
+        // Under the revocation stream's day, so an ended session's token is refused until it expires.
+        self.agentSessionHours = try reader.setting(.agentSessionHours, in: 1...23)
+        self.agentSessionIdleHours = try reader.setting(.agentSessionIdleHours, in: 1...720)
         var base: String = try reader.setting(.webBaseURL)
         while base.hasSuffix("/") { base.removeLast() }
         guard base.hasPrefix("https://") || base.hasPrefix("http://") else {
@@ -111,6 +121,21 @@ extension SettingKey {
         "control.trusted-proxies",
         "comma-separated peers whose X-Forwarded-For names the client (the edge); * trusts every peer",
         default: "127.0.0.1,::1"
+    )
+    static let maxAgentSessions = SettingKey(
+        "control.max-agent-sessions",
+        "open agent sessions (command queues) per tenant; opening one more answers 429",
+        default: "1000"
+    )
+    static let agentSessionHours = SettingKey(
+        "control.agent-session-hours",
+        "lifetime of an agent session token (the connector opens a new session when it expires); at most 23",
+        default: "12"
+    )
+    static let agentSessionIdleHours = SettingKey(
+        "control.agent-session-idle-hours",
+        "hours without a poll after which an agent session ends by itself (its queue is deleted)",
+        default: "24"
     )
     static let webBaseURL = SettingKey("control.web-base-url", "base of the webUrl deep links in fleet answers", default: "http://127.0.0.1:8080")
 }

@@ -279,14 +279,14 @@ struct ControlStore: Sendable {
         return commands
     }
 
-    /// The agent a command of `tenant` is for and its JetStream sequence (nil until JetStream
-    /// stored it), or nil.
-    func commandTarget(tenant: String, commandID: String) async throws -> (agent: String, sequence: UInt64?)? {
-        for try await (agent, sequence) in try await self.client.query(
-            "SELECT agent_id, stream_seq FROM commands WHERE tenant_id = \(tenant) AND command_id = \(commandID)",
+    /// The swarm and agent a command of `tenant` is for and its JetStream sequence (nil until
+    /// JetStream stored it), or nil.
+    func commandTarget(tenant: String, commandID: String) async throws -> (swarm: String, agent: String, sequence: UInt64?)? {
+        for try await (swarm, agent, sequence) in try await self.client.query(
+            "SELECT swarm_id, agent_id, stream_seq FROM commands WHERE tenant_id = \(tenant) AND command_id = \(commandID)",
             logger: self.logger
-        ).decode((String, Int64?).self) {
-            return (agent, sequence.map(UInt64.init))
+        ).decode((String, String, Int64?).self) {
+            return (swarm, agent, sequence.map(UInt64.init))
         }
         return nil
     }

@@ -16,7 +16,10 @@ extension Client {
         return Client(
             serverURL: serverURL,
             transport: AsyncHTTPClientTransport(
-                configuration: .init(client: httpClient, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+                configuration: .init(
+                    client: httpClient,
+                    timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+                )
             ),
             middlewares: [BearerMiddleware(credential: credential)]
         )
@@ -44,6 +47,15 @@ public struct ControlAPIClientError: Error, CustomStringConvertible {
 
     /// Whether retrying cannot help (the request itself was refused).
     public var isClientError: Bool { self.status.map { (400..<500).contains($0) } ?? false }
+
+    /// Whether `error`, thrown by a generated client's operation, is a refusal that retrying
+    /// cannot help: a 4xx answer, whether its body was our error envelope or something else
+    /// (a proxy's HTML page, which the client fails to decode).
+    public static func isRefusal(_ error: any Error) -> Bool {
+        if let error = error as? ControlAPIClientError { return error.isClientError }
+        if let error = error as? ClientError, let status = error.response?.status.code { return (400..<500).contains(status) }
+        return false
+    }
 }
 
 /// Adds `Authorization: Bearer <credential>`.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import CProcessControl
 import Contracts
 import Foundation
 import SwarmdeckTools
@@ -51,6 +52,14 @@ struct AgentCommand: AsyncParsableCommand {
         @Flag(help: "Publish the command line as the agent's task summary (off: it may hold secrets; the summary is then the pid).")
         var publishCommand = false
 
+        @Option(
+            help: """
+                Run the command as this user (name or uid; the connector must run as root). Then the command cannot \
+                signal the connector or read its memory at all.
+                """
+        )
+        var user: String?
+
         @Argument(parsing: .postTerminator, help: "The command, after --.")
         var command: [String] = []
 
@@ -82,9 +91,24 @@ struct AgentCommand: AsyncParsableCommand {
             }
             // Writing to a worker that has closed its input must fail, not kill the connector.
             signal(SIGPIPE, SIG_IGN)
+            // Neither the command nor anything else running as this user may read the
+            // connector's memory or environment (/proc/<pid>/environ, ptrace): the key is there.
+            if swarmdeck_forbid_inspection() != 0 {
+                AgentConnector.say("warning: cannot forbid inspection of the connector (prctl): \(String(cString: strerror(errno)))")
+            }
+            let user = try self.user.map(ChildProcess.User.init)
+            if user != nil && geteuid() != 0 {
+                throw ValidationError("--user needs the connector to run as root (it switches to that user for the command)")
+            }
             // The command never sees the key: it could otherwise post, poll or acknowledge as the
             // connector does.
-            let child = try ChildProcess(self.command, acceptsInput: self.worker, hiding: ["SWARMDECK_INGEST_KEY"], secrets: [options.key])
+            let child = try ChildProcess(
+                self.command,
+                acceptsInput: self.worker,
+                hiding: ["SWARMDECK_INGEST_KEY"],
+                secrets: [options.key],
+                user: user
+            )
             // Stopping the connector ends the command too.
             let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)
             let client = HTTPClient(eventLoopGroupProvider: .singleton)

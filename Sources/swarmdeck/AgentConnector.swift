@@ -22,6 +22,11 @@ import Darwin
 /// swarmId and agentId, which the connector adds): a script can report tool calls and token use,
 /// but not its state (a `state` line becomes a warning). The command's environment holds no
 /// ingest key.
+///
+/// Commands come through an agent session the connector opens with the ingest key
+/// (`POST /v1/agent/sessions`): its token, bound to this one agent, polls and acknowledges; it
+/// is never given to the command. When the command ends the connector ends the session with
+/// its exit status, which is what takes the agent out of swarm controls.
 actor AgentConnector {
     struct Options: Sendable {
         var ingestURL: String
@@ -37,14 +42,24 @@ actor AgentConnector {
         var publishCommand = false
     }
 
+    /// An open agent session: its id and the clients that carry its token.
+    private struct Session {
+        var id: String
+        /// For polls (a long wait).
+        var poll: Client
+        /// For acknowledgements and the end (short).
+        var brief: Client
+    }
+
     enum State: String {
         case running, paused, terminated
     }
 
     let options: Options
     let client: HTTPClient
-    /// control-api, with the ingest key.
+    /// control-api, with the ingest key: only to open sessions.
     let control: Client
+    private var session: Session?
     let child: ChildProcess
     let command: String
     private var state = State.running
@@ -108,6 +123,8 @@ actor AgentConnector {
         await self.inFlight?.value
         // What the command started ends with it.
         self.child.signal(SIGKILL)
+        // Before the last state: once the phone sees it, swarm controls no longer address us.
+        await self.endSession(exitStatus: exitCode)
         await self.flush()
         if self.state != .terminated {
             self.state = .terminated
@@ -251,10 +268,16 @@ actor AgentConnector {
         var failures = 0
         while !Task.isCancelled && self.state != .terminated {
             do {
+                let session = try await self.openSessionIfNeeded()
                 let commands: [Command]
-                switch try await self.control.pollCommands(query: .init(swarmId: self.options.swarm, agentId: self.options.agent, waitSeconds: 25)) {
+                switch try await session.poll.pollCommands(query: .init(waitSeconds: 25)) {
                 case .ok(let answer): commands = try answer.body.json.commands
-                case .default(let status, let error): throw ControlAPIClientError(status: status, error)
+                case .default(let status, let error):
+                    if status == 401 {
+                        // Expired or ended: the next turn opens a new one.
+                        self.session = nil
+                    }
+                    throw ControlAPIClientError(status: status, error)
                 }
                 failures = 0
                 for command in commands {
@@ -271,24 +294,66 @@ actor AgentConnector {
         }
     }
 
+    /// The open session, or a new one opened with the ingest key.
+    private func openSessionIfNeeded() async throws -> Session {
+        if let session = self.session { return session }
+        let opened: Components.Schemas.AgentSession
+        switch try await self.control.openAgentSession(body: .json(.init(swarmId: self.options.swarm, agentId: self.options.agent))) {
+        case .created(let answer): opened = try answer.body.json
+        case .default(let status, let error): throw ControlAPIClientError(status: status, error)
+        }
+        let session = Session(
+            id: opened.sessionId,
+            poll: try Client.controlAPI(url: self.options.controlURL, credential: opened.token, httpClient: self.client),
+            brief: try Client.controlAPI(url: self.options.controlURL, credential: opened.token, httpClient: self.client, timeout: .seconds(10))
+        )
+        self.session = session
+        Self.say("command channel open (session \(opened.sessionId))")
+        return session
+    }
+
+    /// Tells control-api the command has ended (a few tries; a session nobody ends ends after
+    /// it idles).
+    private func endSession(exitStatus: Int32) async {
+        guard let session = self.session else { return }
+        for attempt in 0..<3 {
+            do {
+                switch try await session.brief.endAgentSession(query: .init(exitStatus: Int(min(max(exitStatus, 0), 255)))) {
+                case .noContent:
+                    self.session = nil
+                    return
+                case .default(let status, let error): throw ControlAPIClientError(status: status, error)
+                }
+            } catch  where ControlAPIClientError.isRefusal(error) {
+                Self.say("session end refused: \(error)")
+                return
+            } catch {
+                try? await Task.sleep(for: .milliseconds(200 << attempt))
+            }
+        }
+    }
+
     private func handle(_ command: Command) async {
         if let answer = self.answered[command.commandId] {
             await self.acknowledge(command, answer)
             return
         }
         let answer: Answer
-        if let expiresAt = command.expiresAt, expiresAt < Date() {
+        if command.swarmId != self.options.swarm || command.agentId != self.options.agent {
+            answer = (.rejected, self.state.rawValue, "this connector runs \(self.options.agent) of swarm \(self.options.swarm)")
+        } else if let expiresAt = command.expiresAt, expiresAt < Date() {
             answer = (.expired, self.state.rawValue, "arrived after \(expiresAt)")
         } else {
-            answer = await self.apply(command.action.rawValue, input: command.input)
+            answer = await self.apply(command.action, input: command.input)
         }
         self.answered[command.commandId] = answer
-        Self.say("\(command.action.rawValue) from \(command.actor) (\(command.reason)): \(answer.outcome.rawValue), now \(answer.state)")
+        Self.say("\(command.action.prefix(32)) from \(command.actor) (\(command.reason)): \(answer.outcome.rawValue), now \(answer.state)")
         await self.report(
             state: self.state,
             msgID: "ack-\(command.commandId)",
             attributes: [
-                "commandId": .string(command.commandId), "requestId": .string(command.requestId), "action": .string(command.action.rawValue),
+                "commandId": .string(command.commandId), "requestId": .string(command.requestId),
+                "action": .string(String(command.action.prefix(32))),
                 "outcome": .string(answer.outcome.rawValue), "actor": .string(command.actor), "reason": .string(command.reason),
             ]
         )
@@ -300,12 +365,12 @@ actor AgentConnector {
         case (_, .terminated):
             return (action == "terminate" ? .noop : .rejected, State.terminated.rawValue, "the process has ended")
         case ("request", _):
-            // A paused worker reads it once resumed.
+            // Queued: a paused worker reads it once resumed; a full queue refuses it.
             do {
-                try self.child.write(line: input ?? "")
+                try self.child.send(line: input ?? "")
                 return (.applied, self.state.rawValue, nil)
             } catch {
-                return (self.options.worker ? .failed : .rejected, self.state.rawValue, "\(error)")
+                return (.rejected, self.state.rawValue, "\(error)")
             }
         case ("pause", .paused), ("resume", .running):
             return (.noop, self.state.rawValue, nil)
@@ -359,11 +424,12 @@ actor AgentConnector {
         )
         for attempt in 0..<5 {
             do {
-                switch try await self.control.ackCommand(body: .json(ack)) {
+                guard let session = self.session else { return }
+                switch try await session.brief.ackCommand(body: .json(ack)) {
                 case .noContent: return
                 case .default(let status, let error): throw ControlAPIClientError(status: status, error)
                 }
-            } catch let error as ControlAPIClientError where error.isClientError {
+            } catch  where ControlAPIClientError.isRefusal(error) {
                 // A 4xx will not get better.
                 Self.say("acknowledgement refused: \(error)")
                 return

@@ -10,7 +10,28 @@ import Darwin
 /// A command started in its own process group, with its stdout and stderr read line by line:
 /// what the agent connector runs and signals. Signals go to the whole group, so a script's
 /// children pause, resume and end with it.
+///
+/// It is started through util-linux's `setpriv`, which sets its parent-death signal (SIGKILL:
+/// if the connector dies, however it dies, its command dies with it) and, with a ``User``, its
+/// user and groups, before it executes the command in place (same pid). The parent-death
+/// signal fires when the thread that started the process ends, so the process is started from
+/// a thread of its own that lives until it is reaped.
 final class ChildProcess: Sendable {
+    /// Whom the command runs as (the connector must run as root to switch).
+    struct User: Sendable {
+        var uid: uid_t
+        var gid: gid_t
+
+        /// The user named `name` (or a numeric uid) in the password database.
+        init(_ name: String) throws {
+            guard let entry = (UInt32(name).flatMap { getpwuid($0) }) ?? getpwnam(name) else {
+                throw ChildProcessError("no user \(name) on this host")
+            }
+            self.uid = entry.pointee.pw_uid
+            self.gid = entry.pointee.pw_gid
+        }
+    }
+
     /// `NAME=value` entries of this process's environment, less the hidden names, every
     /// `SWARMDECK_*` variable (the local stack's env file puts an operator token, the ingest key
     /// and database URLs there) and any value holding a secret.
@@ -23,6 +44,17 @@ final class ChildProcess: Sendable {
         }
     }
 
+    /// The full path of `command` as `PATH` finds it, or nil.
+    static func resolve(_ command: String) -> String? {
+        if command.contains("/") { return access(command, X_OK) == 0 ? command : nil }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":") where !directory.isEmpty {
+            let candidate = "\(directory)/\(command)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
     /// The process id (and process group id).
     let pid: pid_t
     /// Lines of output: (line, from stderr).
@@ -32,34 +64,115 @@ final class ChildProcess: Sendable {
     /// Lines dropped because the reader fell 10 000 behind, not yet reported.
     private let dropped = DropCounter()
 
-    /// Where ``write(line:)`` goes: the write end of the process's standard input, if it has one.
-    private let input: Int32?
+    /// Where ``send(line:)`` goes: the process's standard input, if it has one.
+    private let input: InputQueue?
 
     /// Starts `arguments[0]` (looked up in `PATH`) with the rest as its arguments; with
-    /// `acceptsInput`, its standard input is a pipe ``write(line:)`` writes to (else /dev/null).
-    /// Its environment is this process's without the variables `hiding` names and without any
-    /// variable whose value contains one of `secrets` (the connector's ingest key).
-    init(_ arguments: [String], acceptsInput: Bool = false, hiding: Set<String> = [], secrets: [String] = []) throws {
+    /// `acceptsInput`, its standard input is a pipe fed by a queue of at most `inputLimit`
+    /// bytes (else /dev/null). Its environment is this process's without the variables `hiding`
+    /// names and without any variable whose value contains one of `secrets` (the connector's
+    /// ingest key); with `user`, it runs as that user.
+    init(
+        _ arguments: [String],
+        acceptsInput: Bool = false,
+        inputLimit: Int = 1 << 20,
+        hiding: Set<String> = [],
+        secrets: [String] = [],
+        user: User? = nil
+    ) throws {
         precondition(!arguments.isEmpty)
+        guard let executable = Self.resolve(arguments[0]) else {
+            throw ChildProcessError("cannot start \(arguments[0]): not found or not executable")
+        }
+        guard let setpriv = Self.resolve("setpriv") else {
+            throw ChildProcessError("setpriv (util-linux) is needed to tie the command's life to the connector's")
+        }
+        var wrapper = [setpriv, "--pdeathsig", "KILL"]
+        if let user { wrapper += ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups"] }
+        let argv = wrapper + ["--", executable] + arguments.dropFirst()
+        let environment = Self.environment(hiding: hiding, secrets: secrets)
+
         var stdout: [Int32] = [0, 0]
         var stderr: [Int32] = [0, 0]
         var stdin: [Int32] = [-1, -1]
         guard pipe(&stdout) == 0, pipe(&stderr) == 0, !acceptsInput || pipe(&stdin) == 0 else {
             throw ChildProcessError("pipe: \(String(cString: strerror(errno)))")
         }
+        let descriptors = (stdin: stdin, stdout: stdout, stderr: stderr)
+        let started = Mutex<Result<pid_t, ChildProcessError>?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let (exitCode, exited) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
+        Thread.detachNewThread {
+            let result = Self.spawn(argv, environment: environment, acceptsInput: acceptsInput, descriptors)
+            started.withLock { $0 = result }
+            ready.signal()
+            guard case .success(let child) = result else { return }
+            // This thread is the command's parent as far as its death signal goes: it ends once
+            // the command has been reaped.
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) == -1 && errno == EINTR {}
+            exited.yield((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
+            exited.finish()
+        }
+        ready.wait()
+        close(stdout[1])
+        close(stderr[1])
+        if acceptsInput { close(stdin[0]) }
+        let pid: pid_t
+        switch started.withLock({ $0 })! {
+        case .failure(let error):
+            close(stdout[0])
+            close(stderr[0])
+            if acceptsInput { close(stdin[1]) }
+            throw error
+        case .success(let child):
+            pid = child
+        }
+        self.pid = pid
+        self.input = acceptsInput ? InputQueue(fd: stdin[1], limit: inputLimit) : nil
+        let dropped = self.dropped
+        let (lines, continuation) = AsyncStream.makeStream(of: (String, Bool).self, bufferingPolicy: .bufferingNewest(10_000))
+        self.lines = lines
+        let readers = DispatchGroup()
+        for (fd, isError) in [(stdout[0], false), (stderr[0], true)] {
+            readers.enter()
+            Thread.detachNewThread {
+                Self.readLines(fd) { line in
+                    if case .dropped = continuation.yield((line, isError)) { dropped.count.withLock { $0 += 1 } }
+                }
+                close(fd)
+                readers.leave()
+            }
+        }
+        readers.notify(queue: .global()) { continuation.finish() }
+        let input = self.input
+        self.exit = Task.detached {
+            var code: Int32 = 0
+            for await status in exitCode { code = status }
+            input?.close()
+            return code
+        }
+    }
+
+    private static func spawn(
+        _ arguments: [String],
+        environment: [String],
+        acceptsInput: Bool,
+        _ fds: (stdin: [Int32], stdout: [Int32], stderr: [Int32])
+    ) -> Result<pid_t, ChildProcessError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         if acceptsInput {
-            posix_spawn_file_actions_adddup2(&actions, stdin[0], 0)
-            posix_spawn_file_actions_addclose(&actions, stdin[0])
-            posix_spawn_file_actions_addclose(&actions, stdin[1])
+            posix_spawn_file_actions_adddup2(&actions, fds.stdin[0], 0)
+            posix_spawn_file_actions_addclose(&actions, fds.stdin[0])
+            posix_spawn_file_actions_addclose(&actions, fds.stdin[1])
         } else {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         }
-        posix_spawn_file_actions_adddup2(&actions, stdout[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, stderr[1], 2)
-        for fd in stdout + stderr { posix_spawn_file_actions_addclose(&actions, fd) }
+        posix_spawn_file_actions_adddup2(&actions, fds.stdout[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds.stderr[1], 2)
+        for fd in fds.stdout + fds.stderr { posix_spawn_file_actions_addclose(&actions, fd) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -77,64 +190,23 @@ final class ChildProcess: Sendable {
         var pid = pid_t()
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
-        let environment = Self.environment(hiding: hiding, secrets: secrets).map { strdup($0) } + [nil]
+        let environment = environment.map { strdup($0) } + [nil]
         defer { for pointer in environment { free(pointer) } }
-        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environment)
-        close(stdout[1])
-        close(stderr[1])
-        if acceptsInput { close(stdin[0]) }
-        guard status == 0 else {
-            close(stdout[0])
-            close(stderr[0])
-            if acceptsInput { close(stdin[1]) }
-            throw ChildProcessError("cannot start \(arguments[0]): \(String(cString: strerror(status)))")
-        }
-        self.pid = pid
-        self.input = acceptsInput ? stdin[1] : nil
-        let child = pid
-        let dropped = self.dropped
-        let (lines, continuation) = AsyncStream.makeStream(of: (String, Bool).self, bufferingPolicy: .bufferingNewest(10_000))
-        self.lines = lines
-        let readers = DispatchGroup()
-        for (fd, isError) in [(stdout[0], false), (stderr[0], true)] {
-            readers.enter()
-            Thread.detachNewThread {
-                Self.readLines(fd) { line in
-                    if case .dropped = continuation.yield((line, isError)) { dropped.count.withLock { $0 += 1 } }
-                }
-                close(fd)
-                readers.leave()
-            }
-        }
-        readers.notify(queue: .global()) { continuation.finish() }
-        self.exit = Task.detached {
-            await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
-                Thread.detachNewThread {
-                    var status: Int32 = 0
-                    while waitpid(child, &status, 0) == -1 && errno == EINTR {}
-                    let code: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-                    done.resume(returning: code)
-                }
-            }
-        }
+        let status = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environment)
+        guard status == 0 else { return .failure(ChildProcessError("cannot start \(arguments[0]): \(String(cString: strerror(status)))")) }
+        return .success(pid)
     }
 
-    /// Writes one line to the process's standard input.
-    /// - Throws: if it has none, or it no longer reads it.
-    func write(line: String) throws {
+    /// Queues one line for the process's standard input; a writer thread of its own writes
+    /// it, so a process that does not read (paused, busy) never blocks the caller.
+    /// - Throws: if it takes no input, has stopped reading, or its queue is full.
+    func send(line: String) throws {
         guard let input else { throw ChildProcessError("the command was not started with --worker: it takes no input") }
-        var bytes = Array((line + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { Glibc.write(input, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw ChildProcessError("writing to the command's input: \(String(cString: strerror(errno)))")
-            }
-            offset += written
-        }
-        bytes.removeAll()
+        try input.append(Array((line + "\n").utf8))
     }
+
+    /// Bytes queued for the process's standard input and not written yet.
+    var queuedInput: Int { self.input?.queued ?? 0 }
 
     /// Lines dropped since the last call.
     func droppedLines() -> Int {

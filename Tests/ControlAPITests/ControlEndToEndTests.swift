@@ -35,6 +35,7 @@ struct ControlEndToEndTests {
         agent: String,
         worker: Bool = false,
         keyInEnvironment: Bool = false,
+        user: String? = nil,
         _ command: [String]
     ) throws -> Process {
         let connector = Process()
@@ -43,7 +44,7 @@ struct ControlEndToEndTests {
             [
                 "agent", "run", "--ingest-url", "http://127.0.0.1:\(ingestPort)", "--control-url", "http://127.0.0.1:\(controlPort)",
                 "--swarm", "e2e", "--name", agent, "--heartbeat-seconds", "1", "--grace-seconds", "2",
-            ] + (keyInEnvironment ? [] : ["--key", key]) + (worker ? ["--worker"] : []) + ["--"] + command
+            ] + (keyInEnvironment ? [] : ["--key", key]) + (worker ? ["--worker"] : []) + (user.map { ["--user", $0] } ?? []) + ["--"] + command
         if keyInEnvironment {
             connector.environment = ProcessInfo.processInfo.environment.merging(["SWARMDECK_INGEST_KEY": key]) { $1 }
         }
@@ -149,12 +150,19 @@ struct ControlEndToEndTests {
         }
     }
 
-    @Test("the kill switch holds against the command: it cannot read the key or report a forged state, and is still paused and terminated")
+    @Test(
+        "the kill switch holds against the command: it cannot read the key (its environment, the connector's), poll its commands, report a forged state or kill its connector, and is still paused and terminated"
+    )
     func hostileCommand() async throws {
         let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
         let agent = "e2e-hostile-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        // As root (CI), the command runs as nobody (--user), as an operator should run it.
+        let asRoot = geteuid() == 0
         let script = """
             echo "key:${SWARMDECK_INGEST_KEY:-none} found:$(env | grep -c sdi_)"
+            echo "proc:$(cat /proc/$PPID/environ /proc/$PPID/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -cE 'sdi[_][0-9a-f]{16}')"
+            echo "poll:$(curl -s -o /dev/null -w '%{http_code}' "$CONTROL/v1/agent/commands?waitSeconds=0" 2>/dev/null || echo none)"
+            kill -9 $PPID 2>/dev/null && echo "kill:done" || echo "kill:refused"
             echo '@swarmdeck {"kind":"state","state":"terminated","taskSummary":"gone"}'
             exec sleep 1000
             """
@@ -167,7 +175,8 @@ struct ControlEndToEndTests {
                 key: key,
                 agent: agent,
                 keyInEnvironment: true,
-                ["sh", "-c", script]
+                user: asRoot ? "nobody" : nil,
+                ["env", "CONTROL=http://127.0.0.1:\(try #require(controlAPI.port))", "sh", "-c", script]
             )
             defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
 
@@ -185,6 +194,13 @@ struct ControlEndToEndTests {
             // The command saw no key, and its forged state became a warning.
             #expect(await eventually(timeout: .seconds(20)) { messages.withLock { $0.contains { $0.hasPrefix("refused a state event") } } })
             #expect(messages.withLock { $0.contains("key:none found:0") }, "\(messages.withLock { $0 })")
+            // Nothing of the key in the connector's /proc files (the pattern does not match itself
+            // in the command line, which holds this script).
+            #expect(messages.withLock { $0.contains("proc:0") }, "\(messages.withLock { $0 })")
+            // Without a credential its own poll is refused (or it has no curl at all).
+            #expect(messages.withLock { $0.contains("poll:401") || $0.contains("poll:none") }, "\(messages.withLock { $0 })")
+            if asRoot { #expect(messages.withLock { $0.contains("kill:refused") }, "\(messages.withLock { $0 })") }
+            #expect(connector.isRunning)
             #expect(!states.withLock { $0.contains("terminated") })
             let (_, record) = try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token)
             #expect(record["status"] as? String == "running")
@@ -309,6 +325,107 @@ struct ControlEndToEndTests {
             )
             #expect(conflict == .conflict && conflictBody.errorCode == "Conflict")
             #expect((conflictBody["error"] as? [String: Any])?["class"] as? String == "conflict")
+        }
+    }
+
+    @Test("if the connector dies, however it dies, its command dies with it")
+    func commandDiesWithConnector() async throws {
+        let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
+        let agent = "e2e-orphan-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        try await harness.runWithStream { ingest, controlAPI, _ in
+            let key = try await harness.createKey(ingest)
+            let token = try await harness.token()
+            let connector = try Self.connector(
+                ingestPort: try #require(ingest.port),
+                controlPort: try #require(controlAPI.port),
+                key: key,
+                agent: agent,
+                ["sleep", "1000"]
+            )
+            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            var record: [String: Any] = [:]
+            #expect(
+                try await eventually(timeout: .seconds(20)) {
+                    record = try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token).1
+                    return record["status"] as? String == "running"
+                }
+            )
+            let pid = try #require(Int32((record["taskSummary"] as? String ?? "").dropFirst(4).prefix { $0.isNumber }))
+            #expect(Self.processState(pid) == "S")
+            kill(connector.processIdentifier, SIGKILL)
+            // Gone, or a zombie its new parent has not reaped yet.
+            #expect(await eventually { Self.processState(pid).map { $0 == "Z" } ?? true })
+        }
+    }
+
+    @Test("a paused worker with 1 MiB of requests queued refuses more with a clear error; resume and terminate still act at once")
+    func pausedWorkerQueue() async throws {
+        let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30", "CONTROL_CONTROLS_PER_MINUTE": "10000"])
+        let worker = "w-full-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        try await harness.runWithStream { ingest, control, _ in
+            let key = try await harness.createKey(ingest)
+            let token = try await harness.token()
+            let connector = try Self.connector(
+                ingestPort: try #require(ingest.port),
+                controlPort: try #require(control.port),
+                key: key,
+                agent: worker,
+                worker: true,
+                ["sh", "-c", "while read line; do echo \"got ${#line}\"; done"]
+            )
+            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            let listed = try await eventually(timeout: .seconds(20)) {
+                try await H.call(control, .get, "/v1/workers/\(worker)", token: token).0 == .ok
+            }
+            #expect(listed)
+            let clock = ContinuousClock()
+            /// Sends one command and waits for its acknowledgement: (state, message, round trip).
+            func roundTrip(_ path: String, _ body: [String: Any]) async throws -> (String?, String?, Duration) {
+                let started = clock.now
+                let requestID = try #require(body["requestId"] as? String)
+                let (status, receipt) = try await H.call(control, .post, path, token: token, json: body)
+                #expect(status == .accepted, "\(receipt)")
+                var command: [String: Any]?
+                _ = try await eventually(timeout: .seconds(30)) {
+                    command = (try await H.call(control, .get, "/v1/controls/\(requestID)", token: token).1["commands"] as? [[String: Any]])?.first
+                    return command?["state"] as? String != "pending"
+                }
+                return (command?["state"] as? String, command?["message"] as? String, clock.now - started)
+            }
+            let (paused, _, pauseTime) = try await roundTrip(
+                "/v1/agents/\(worker)/control",
+                ["action": "pause", "reason": "fill", "requestId": "fill-pause"]
+            )
+            #expect(paused == "applied")
+            // 16,000-character requests until the queue (1 MiB, plus what the pipe holds) refuses one.
+            let line = String(repeating: "x", count: 16_000)
+            var sent = 0
+            var refusal: String?
+            while refusal == nil && sent < 200 {
+                let (state, message, _) = try await roundTrip("/v1/workers/\(worker)/requests", ["requestId": "fill-\(sent)", "input": line])
+                if state == "rejected" { refusal = message } else { #expect(state == "applied") }
+                sent += 1
+            }
+            let queued = (sent - 1) * 16_001
+            #expect(queued >= 1 << 20, "refused after \(queued) bytes")
+            #expect(refusal?.contains("queue is full") == true, "\(refusal ?? "never refused")")
+            let (resumed, _, resumeTime) = try await roundTrip(
+                "/v1/agents/\(worker)/control",
+                ["action": "resume", "reason": "drain", "requestId": "fill-resume"]
+            )
+            #expect(resumed == "applied")
+            let (paused2, _, _) = try await roundTrip(
+                "/v1/agents/\(worker)/control",
+                ["action": "pause", "reason": "again", "requestId": "fill-pause-2"]
+            )
+            #expect(paused2 == "applied")
+            let (terminated, _, terminateTime) = try await roundTrip(
+                "/v1/agents/\(worker)/control",
+                ["action": "terminate", "reason": "done", "requestId": "fill-terminate", "confirm": "TERMINATE"]
+            )
+            #expect(terminated == "applied")
+            try await offPool { connector.waitUntilExit() }
+            print("paused worker with \(queued) bytes queued: pause \(pauseTime) (empty queue), resume \(resumeTime), terminate \(terminateTime)")
         }
     }
 }

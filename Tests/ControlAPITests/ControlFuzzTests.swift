@@ -71,8 +71,22 @@ struct ControlFuzzTests {
                 seed: seed
             )
             #expect(operators == 0, "schemathesis (seed \(seed)) found failures:\n\(operatorReport)")
-            // The agents' channel with an ingest key (short waits: waitSeconds is fuzzed too).
-            let (agents, agentReport) = try await Self.schemathesis(port: port, authorization: "Bearer \(key)", pathRegex: "^/v1/agent/", seed: seed)
+            // The agents' channel: sessions with an ingest key, the commands with a session token
+            // (short waits: waitSeconds is fuzzed too).
+            let (sessions, sessionReport) = try await Self.schemathesis(
+                port: port,
+                authorization: "Bearer \(key)",
+                pathRegex: "^/v1/agent/sessions$",
+                seed: seed
+            )
+            #expect(sessions == 0, "schemathesis (seed \(seed)) found failures:\n\(sessionReport)")
+            let session = try await H.openSession(control, key: key, swarm: "s1", agent: "a1")
+            let (agents, agentReport) = try await Self.schemathesis(
+                port: port,
+                authorization: "Bearer \(session)",
+                pathRegex: "^/v1/agent/commands",
+                seed: seed
+            )
             #expect(agents == 0, "schemathesis (seed \(seed)) found failures:\n\(agentReport)")
         }
     }

@@ -100,6 +100,13 @@ struct ControlHarness {
         #expect(seen, "control-api never saw \(agent)")
     }
 
+    /// Opens `agent`'s command channel with the ingest key; answers the session token.
+    static func openSession(_ control: any TestClientProtocol, key: String, swarm: String, agent: String) async throws -> String {
+        let (status, session) = try await Self.call(control, .post, "/v1/agent/sessions", token: key, json: ["swarmId": swarm, "agentId": agent])
+        #expect(status == .created, "opening a session for \(agent): \(status) \(session)")
+        return try #require(session["token"] as? String)
+    }
+
     static func state(agent: String, swarm: String, state: String) -> JSON {
         ["msgId": "state-\(UUID().uuidString)", "swarmId": swarm, "agentId": agent, "kind": "state", "state": state]
     }

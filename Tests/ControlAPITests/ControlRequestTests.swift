@@ -142,6 +142,7 @@ struct ControlRequestTests {
                 var body: String?
                 var contentType = "application/json"
                 var ingestKey = false
+                var session = false
             }
             let control1 = "/v1/agents/a1/control"
             var cases: [Case] = [
@@ -196,32 +197,45 @@ struct ControlRequestTests {
             ]
             // The agent channel, with the ingest key.
             cases += [
-                Case(method: .get, uri: "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=31", ingestKey: true),
-                Case(method: .get, uri: "/v1/agent/commands?swarmId=s1&waitSeconds=0", ingestKey: true),
-                Case(method: .get, uri: "/v1/agent/commands?swarmId=s1&agentId=\(long)&waitSeconds=0", ingestKey: true),
+                Case(method: .get, uri: "/v1/agent/commands?waitSeconds=31", session: true),
+                Case(method: .get, uri: "/v1/agent/commands?waitSeconds=x", session: true),
+                Case(method: .get, uri: "/v1/agent/commands?waitSeconds=0", ingestKey: true),
+                Case(method: .post, uri: "/v1/agent/sessions", body: #"{"swarmId":"s1"}"#, ingestKey: true),
+                Case(method: .post, uri: "/v1/agent/sessions", body: #"{"swarmId":"s1","agentId":"\#(long)"}"#, ingestKey: true),
+                Case(method: .post, uri: "/v1/agent/sessions", body: #"{"swarmId":"s\u0001","agentId":"a1"}"#, ingestKey: true),
+                Case(method: .post, uri: "/v1/agent/sessions", body: #"{"swarmId":"s1","agentId":"a1"}"#, session: true),
+                Case(method: .delete, uri: "/v1/agent/sessions/current?exitStatus=256", session: true),
+                Case(method: .delete, uri: "/v1/agent/sessions/current", ingestKey: true),
                 Case(
                     method: .post,
                     uri: "/v1/agent/commands/ack",
                     body: #"{"commandId":"c","ackToken":"t","outcome":"exploded","state":"x"}"#,
-                    ingestKey: true
+                    session: true
                 ),
-                Case(method: .post, uri: "/v1/agent/commands/ack", body: #"{"commandId":"c","outcome":"applied","state":"x"}"#, ingestKey: true),
+                Case(method: .post, uri: "/v1/agent/commands/ack", body: #"{"commandId":"c","outcome":"applied","state":"x"}"#, session: true),
                 Case(
                     method: .post,
                     uri: "/v1/agent/commands/ack",
                     body: #"{"commandId":"nope","ackToken":"t","outcome":"applied","state":"x"}"#,
-                    ingestKey: true
+                    session: true
                 ),
                 Case(
                     method: .post,
                     uri: "/v1/agent/commands/ack",
                     body: #"{"commandId":"\u0000x","ackToken":"t","outcome":"applied","state":"x"}"#,
+                    session: true
+                ),
+                Case(
+                    method: .post,
+                    uri: "/v1/agent/commands/ack",
+                    body: #"{"commandId":"c","ackToken":"t","outcome":"applied","state":"x"}"#,
                     ingestKey: true
                 ),
-                Case(method: .get, uri: "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=0"),
+                Case(method: .get, uri: "/v1/agent/commands?waitSeconds=0"),
             ]
+            let session = try await H.openSession(control, key: key, swarm: "s1", agent: "a1")
             for item in cases {
-                var headers: HTTPFields = [.authorization: "Bearer \(item.ingestKey ? key : token)"]
+                var headers: HTTPFields = [.authorization: "Bearer \(item.session ? session : item.ingestKey ? key : token)"]
                 if item.body != nil { headers[.contentType] = item.contentType }
                 let (status, object) = try await H.call(control, item.method, item.uri, body: item.body, headers: headers)
                 let label = "\(item.method) \(item.uri.prefix(80)) \(item.body?.prefix(80) ?? "")"

@@ -66,13 +66,20 @@ struct ControlTests {
         }
     }
 
-    @Test("an agent polls its command with its ingest key, acknowledges it once; the request shows the outcome; both are audited")
+    @Test(
+        "an agent opens its session with its ingest key, polls its command with the session token, acknowledges it once with the opaque handle; the request shows the outcome; both are audited"
+    )
     func agentChannel() async throws {
         let harness = try await ControlHarness()
         try await harness.run { ingest, control in
             let key = try await harness.createKey(ingest)
             try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
             try await harness.announce(ingest, control, key: key, agent: "a2", swarm: "s1")
+            let a1 = try await H.openSession(control, key: key, swarm: "s1", agent: "a1")
+            let a2 = try await H.openSession(control, key: key, swarm: "s1", agent: "a2")
+            // The ingest key itself polls nothing, and a session token is no operator token.
+            #expect(try await H.call(control, .get, "/v1/agent/commands?waitSeconds=0", token: key).0 == .unauthorized)
+            #expect(try await H.call(control, .get, "/v1/agents/a1", token: a1).0 == .unauthorized)
             let token = try await harness.token(scopes: [.agentsControl, .streamRead])
             let (accepted, receipt) = try await H.call(
                 control,
@@ -93,12 +100,13 @@ struct ControlTests {
                 ).0 == .accepted
             )
 
-            // Another tenant's key does not see the command.
+            // Another tenant's session for the same ids does not see the command.
             let otherKey = try await harness.createKey(ingest, tenant: "other-" + harness.tenant)
-            let (_, empty) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=0", token: otherKey)
+            let other = try await H.openSession(control, key: otherKey, swarm: "s1", agent: "a1")
+            let (_, empty) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=0", token: other)
             #expect((empty["commands"] as? [Any])?.isEmpty == true)
 
-            let (polled, list) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=5", token: key)
+            let (polled, list) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=5", token: a1)
             #expect(polled == .ok)
             let command = try #require((list["commands"] as? [[String: Any]])?.first)
             #expect(
@@ -106,40 +114,40 @@ struct ControlTests {
             )
             let commandID = try #require(command["commandId"] as? String)
             let ackToken = try #require(command["ackToken"] as? String)
+            #expect(command["swarmId"] as? String == "s1" && command["agentId"] as? String == "a1")
+            #expect(!ackToken.contains("$JS") && !ackToken.contains("."), "the handle shows a NATS subject: \(ackToken)")
             // a1's second command (delivered while the first is unacknowledged).
-            let (_, secondList) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=5", token: key)
+            let (_, secondList) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=5", token: a1)
             let secondCommand = try #require((secondList["commands"] as? [[String: Any]])?.first)
             #expect(secondCommand["requestId"] as? String == "r1b")
             let secondToken = try #require(secondCommand["ackToken"] as? String)
 
-            // Tokens that are not this command's delivery are refused: another command's, one
-            // with a NATS protocol line appended, one of another shape.
-            for token in [secondToken, ackToken + "\r\nPUB x 0\r\n\r\nPUB y", ackToken + ".1", ackToken.replacingOccurrences(of: ".", with: " ")] {
+            // Handles that are not this command's are refused: another command's, altered ones,
+            // one with a NATS protocol line appended, a raw subject.
+            var flipped = Array(ackToken.utf8)
+            flipped[flipped.count / 2] = flipped[flipped.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+            for token in [
+                secondToken, String(decoding: flipped, as: UTF8.self), ackToken + "\r\nPUB x 0\r\n\r\nPUB y", ackToken + "A", "$JS.ACK.x.y.1.1.1.1.1",
+            ] {
                 let (status, body) = try await H.call(
                     control,
                     .post,
                     "/v1/agent/commands/ack",
-                    token: key,
+                    token: a1,
                     json: ["commandId": commandID, "ackToken": token, "outcome": "applied", "state": "terminated"]
                 )
                 #expect(status == .badRequest && body.errorCode == "InvalidRequest")
             }
 
-            // A token that is not this delivery's, and an ack with another tenant's key, are refused.
-            let (badToken, badBody) = try await H.call(
-                control,
-                .post,
-                "/v1/agent/commands/ack",
-                token: key,
-                json: ["commandId": commandID, "ackToken": "$JS.ACK.other.x.1.1.1.1.1", "outcome": "applied", "state": "terminated"]
-            )
-            #expect(badToken == .badRequest && badBody.errorCode == "InvalidRequest")
+            // The right handle from another agent's session, another tenant's, or the ingest key: refused.
             let ack: [String: Any] = [
                 "commandId": commandID, "ackToken": ackToken, "outcome": "applied", "state": "terminated", "message": "SIGTERM",
             ]
-            #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: otherKey, json: ack).0 == .notFound)
+            #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: a2, json: ack).0 == .notFound)
+            #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: other, json: ack).0 == .notFound)
+            #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: key, json: ack).0 == .unauthorized)
             for _ in 0..<3 {
-                #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: key, json: ack).0 == .noContent)
+                #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: a1, json: ack).0 == .noContent)
             }
             #expect(try await Self.count(harness, "audit", where: "command_id = '\(commandID)'") == 1)
 
@@ -153,7 +161,7 @@ struct ControlTests {
                     control,
                     .post,
                     "/v1/agent/commands/ack",
-                    token: key,
+                    token: a1,
                     json: [
                         "commandId": try #require(secondCommand["commandId"] as? String), "ackToken": secondToken, "outcome": "rejected",
                         "state": "terminated",
@@ -161,9 +169,9 @@ struct ControlTests {
                 ).0 == .noContent
             )
             // Acknowledged: not delivered again; a2's command is still waiting for a2.
-            let (_, again) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a1&waitSeconds=1", token: key)
+            let (_, again) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=1", token: a1)
             #expect((again["commands"] as? [Any])?.isEmpty == true)
-            let (_, second) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s1&agentId=a2&waitSeconds=5", token: key)
+            let (_, second) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=5", token: a2)
             #expect((second["commands"] as? [[String: Any]])?.first?["requestId"] as? String == "r1")
 
             let (_, audit) = try await H.call(control, .get, "/v1/audit", token: token)
@@ -202,7 +210,8 @@ struct ControlTests {
                 group.cancelAll()
             }
             // The dispatcher runs every 2 s for commands older than 2 s.
-            let (_, list) = try await H.call(control, .get, "/v1/agent/commands?swarmId=s9&agentId=a9&waitSeconds=10", token: key)
+            let session = try await H.openSession(control, key: key, swarm: "s9", agent: "a9")
+            let (_, list) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=10", token: session)
             let command = try #require((list["commands"] as? [[String: Any]])?.first)
             #expect(command["requestId"] as? String == "lost-1")
             #expect(try await Self.count(harness, "commands", where: "request_id = 'lost-1' AND published_at IS NOT NULL") == 1)

@@ -1,3 +1,4 @@
+import Contracts
 import ControlAPIContract
 import Foundation
 import ServiceKit
@@ -42,9 +43,40 @@ import Testing
                 case .none?: "none"
                 case .accessToken(let scopes)?: scopes.isEmpty ? "accessToken without scope" : "accessToken"
                 case .ingestKey?: "ingestKey"
+                case .agentSession?: "agentSession"
                 case nil: nil
                 }
             #expect(kind == scheme, "\(operation): the document says \(scheme), the table \(kind ?? "nothing")")
+        }
+    }
+
+    /// operationId → the scopes its summary names (`(scope `stream:read`)`).
+    static func declaredScopes() -> [String: Set<Scope>] {
+        let lines = openAPIDocument.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var declared: [String: Set<Scope>] = [:]
+        var current: String?
+        for line in lines.prefix(while: { !$0.hasPrefix("components:") }) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("operationId:") {
+                current = trimmed.dropFirst("operationId:".count).trimmingCharacters(in: .whitespaces)
+                declared[current!] = []
+            } else if let operation = current, trimmed.hasPrefix("summary:") {
+                declared[operation] = Set(Scope.allCases.filter { trimmed.contains("`\($0.rawValue)`") })
+            }
+        }
+        return declared
+    }
+
+    @Test func everyTokenOperationAsksForTheScopesItsSummaryNames() {
+        for (operation, scopes) in Self.declaredScopes() {
+            guard case .accessToken(let required)? = ControlAPIHandler.credentials[operation] else {
+                #expect(scopes.isEmpty, "\(operation) names scopes but takes no access token")
+                continue
+            }
+            #expect(
+                Set(required) == scopes,
+                "\(operation): the summary names \(scopes.map(\.rawValue).sorted()), the table \(required.map(\.rawValue).sorted())"
+            )
         }
     }
 }

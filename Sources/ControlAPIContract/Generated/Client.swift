@@ -1801,10 +1801,190 @@ public struct Client: APIProtocol {
             }
         )
     }
-    /// Long-poll the commands for one agent (ingest key).
+    /// Open an agent's command channel (ingest key); answers the token its polls and acknowledgements use.
+    ///
+    /// Registers one agent of one swarm and answers a session token (a JWT for the agent
+    /// channel only: no other operation accepts it) bound to that agent. The agent's command
+    /// queue exists from here on; polls and acknowledgements name no agent, the token does.
+    /// Opening a session again for the same agent ends the earlier one. A tenant has at most
+    /// `control.max-agent-sessions` open sessions (429 past it); a session nobody polled for
+    /// `control.agent-session-idle-hours` ends by itself. The token expires after
+    /// `control.agent-session-hours`; the connector then opens a new session.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/agent/sessions`.
+    /// - Remark: Generated from `#/paths//v1/agent/sessions/post(openAgentSession)`.
+    public func openAgentSession(_ input: Operations.OpenAgentSession.Input) async throws -> Operations.OpenAgentSession.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.OpenAgentSession.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/agent/sessions",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .json(value):
+                    body = try converter.setRequiredRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 201:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.OpenAgentSession.Output.Created.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.AgentSession.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .created(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// End the calling session (agent session token) because its process has ended.
+    ///
+    /// What only the connector can say: its process is gone. The agent is then no longer a
+    /// target of swarm controls, its command queue is deleted, and its token is refused.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /v1/agent/sessions/current`.
+    /// - Remark: Generated from `#/paths//v1/agent/sessions/current/delete(endAgentSession)`.
+    public func endAgentSession(_ input: Operations.EndAgentSession.Input) async throws -> Operations.EndAgentSession.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.EndAgentSession.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/agent/sessions/current",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .delete
+                )
+                suppressMutabilityWarning(&request)
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "exitStatus",
+                    value: input.query.exitStatus
+                )
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 204:
+                    return .noContent(.init())
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Long-poll the calling agent's commands (agent session token).
     ///
     /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
-    /// (at most the service's `control.max-poll-seconds`, 30 by default).
+    /// (at most the service's `control.max-poll-seconds`, 30 by default). One poll per session
+    /// at a time: a new poll ends the session's earlier one with an empty list.
     /// A command not acknowledged within 30 seconds is delivered again.
     ///
     ///
@@ -1824,20 +2004,6 @@ public struct Client: APIProtocol {
                     method: .get
                 )
                 suppressMutabilityWarning(&request)
-                try converter.setQueryItemAsURI(
-                    in: &request,
-                    style: .form,
-                    explode: true,
-                    name: "swarmId",
-                    value: input.query.swarmId
-                )
-                try converter.setQueryItemAsURI(
-                    in: &request,
-                    style: .form,
-                    explode: true,
-                    name: "agentId",
-                    value: input.query.agentId
-                )
                 try converter.setQueryItemAsURI(
                     in: &request,
                     style: .form,
@@ -1912,7 +2078,7 @@ public struct Client: APIProtocol {
             }
         )
     }
-    /// Acknowledge a command with what the agent did (ingest key).
+    /// Acknowledge a command with what the agent did (agent session token).
     ///
     /// The agent also reports the new state as a `state` event through ingest (msgId
     /// `ack-<commandId>`), which is what the phone sees on its stream.

@@ -352,26 +352,65 @@ paths:
             application/json:
               schema: { $ref: '#/components/schemas/AuditPage' }
         default: { $ref: '#/components/responses/Error' }
+  /v1/agent/sessions:
+    post:
+      operationId: openAgentSession
+      tags: [agent]
+      summary: Open an agent's command channel (ingest key); answers the token its polls and acknowledgements use.
+      description: |
+        Registers one agent of one swarm and answers a session token (a JWT for the agent
+        channel only: no other operation accepts it) bound to that agent. The agent's command
+        queue exists from here on; polls and acknowledgements name no agent, the token does.
+        Opening a session again for the same agent ends the earlier one. A tenant has at most
+        `control.max-agent-sessions` open sessions (429 past it); a session nobody polled for
+        `control.agent-session-idle-hours` ends by itself. The token expires after
+        `control.agent-session-hours`; the connector then opens a new session.
+      security:
+        - ingestKey: []
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/AgentSessionRequest' }
+      responses:
+        '201':
+          description: The session.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/AgentSession' }
+        default: { $ref: '#/components/responses/Error' }
+  /v1/agent/sessions/current:
+    delete:
+      operationId: endAgentSession
+      tags: [agent]
+      summary: End the calling session (agent session token) because its process has ended.
+      description: |
+        What only the connector can say: its process is gone. The agent is then no longer a
+        target of swarm controls, its command queue is deleted, and its token is refused.
+      security:
+        - agentSession: []
+      parameters:
+        - name: exitStatus
+          in: query
+          required: false
+          schema: { type: integer, minimum: 0, maximum: 255 }
+      responses:
+        '204':
+          description: Ended (ending it again is answered the same).
+        default: { $ref: '#/components/responses/Error' }
   /v1/agent/commands:
     get:
       operationId: pollCommands
       tags: [agent]
-      summary: Long-poll the commands for one agent (ingest key).
+      summary: Long-poll the calling agent's commands (agent session token).
       description: |
         Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
-        (at most the service's `control.max-poll-seconds`, 30 by default).
+        (at most the service's `control.max-poll-seconds`, 30 by default). One poll per session
+        at a time: a new poll ends the session's earlier one with an empty list.
         A command not acknowledged within 30 seconds is delivered again.
       security:
-        - ingestKey: []
+        - agentSession: []
       parameters:
-        - name: swarmId
-          in: query
-          required: true
-          schema: { $ref: '#/components/schemas/EntityID' }
-        - name: agentId
-          in: query
-          required: true
-          schema: { $ref: '#/components/schemas/EntityID' }
         - name: waitSeconds
           in: query
           required: false
@@ -387,12 +426,12 @@ paths:
     post:
       operationId: ackCommand
       tags: [agent]
-      summary: Acknowledge a command with what the agent did (ingest key).
+      summary: Acknowledge a command with what the agent did (agent session token).
       description: |
         The agent also reports the new state as a `state` event through ingest (msgId
         `ack-<commandId>`), which is what the phone sees on its stream.
       security:
-        - ingestKey: []
+        - agentSession: []
       requestBody:
         required: true
         content:
@@ -412,6 +451,11 @@ components:
       type: http
       scheme: bearer
       description: An ingest key, `sdi_<id>_<secret>`.
+    agentSession:
+      type: http
+      scheme: bearer
+      bearerFormat: JWT
+      description: An agent session token from `POST /v1/agent/sessions`.
   parameters:
     SwarmID:
       name: swarmId
@@ -775,17 +819,36 @@ components:
         nextBefore: { type: integer, format: int64 }
     AgentCommand:
       type: object
-      required: [commandId, requestId, action, reason, actor, issuedAt, ackToken]
+      required: [commandId, requestId, swarmId, agentId, action, reason, actor, issuedAt, ackToken]
       properties:
         commandId: { type: string }
         requestId: { type: string }
-        action: { $ref: '#/components/schemas/CommandAction' }
+        swarmId: { type: string, description: 'The agent it is for: a connector refuses a command for another swarm or agent.' }
+        agentId: { type: string }
+        action:
+          type: string
+          description: "pause, resume, terminate or request (a worker request) today; an agent answers an action it does not know `rejected`, so new actions never block its command channel."
         reason: { type: string }
         input: { type: string, description: 'For `request`: the line to give the worker.' }
         actor: { type: string }
         issuedAt: { type: string, format: date-time }
         expiresAt: { type: string, format: date-time }
         ackToken: { type: string, description: Opaque; send it back with the acknowledgement. }
+    AgentSessionRequest:
+      type: object
+      required: [swarmId, agentId]
+      properties:
+        swarmId: { $ref: '#/components/schemas/EntityID' }
+        agentId: { $ref: '#/components/schemas/EntityID' }
+    AgentSession:
+      type: object
+      required: [sessionId, swarmId, agentId, token, expiresAt]
+      properties:
+        sessionId: { type: string }
+        swarmId: { type: string }
+        agentId: { type: string }
+        token: { type: string, description: 'Bearer token for the poll, the acknowledgement and the end of this session only.' }
+        expiresAt: { type: string, format: date-time }
     AgentCommandList:
       type: object
       required: [commands]
@@ -798,7 +861,7 @@ components:
       required: [commandId, ackToken, outcome, state]
       properties:
         commandId: { type: string, minLength: 1, maxLength: 256 }
-        ackToken: { type: string, minLength: 1, maxLength: 512 }
+        ackToken: { type: string, minLength: 1, maxLength: 1024, description: 'The opaque handle the command was delivered with.' }
         outcome: { type: string, enum: [applied, noop, rejected, failed, expired] }
         state: { type: string, minLength: 1, maxLength: 64, description: 'The agent''s state now: running, paused, terminated…' }
         message: { type: string, maxLength: 1000 }

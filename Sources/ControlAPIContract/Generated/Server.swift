@@ -247,6 +247,28 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.openAgentSession(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .post,
+            path: server.apiPathComponentsWithServerPrefix("/v1/agent/sessions")
+        )
+        try transport.register(
+            {
+                try await server.endAgentSession(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .delete,
+            path: server.apiPathComponentsWithServerPrefix("/v1/agent/sessions/current")
+        )
+        try transport.register(
+            {
                 try await server.pollCommands(
                     request: $0,
                     body: $1,
@@ -1865,10 +1887,180 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// Long-poll the commands for one agent (ingest key).
+    /// Open an agent's command channel (ingest key); answers the token its polls and acknowledgements use.
+    ///
+    /// Registers one agent of one swarm and answers a session token (a JWT for the agent
+    /// channel only: no other operation accepts it) bound to that agent. The agent's command
+    /// queue exists from here on; polls and acknowledgements name no agent, the token does.
+    /// Opening a session again for the same agent ends the earlier one. A tenant has at most
+    /// `control.max-agent-sessions` open sessions (429 past it); a session nobody polled for
+    /// `control.agent-session-idle-hours` ends by itself. The token expires after
+    /// `control.agent-session-hours`; the connector then opens a new session.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/agent/sessions`.
+    /// - Remark: Generated from `#/paths//v1/agent/sessions/post(openAgentSession)`.
+    func openAgentSession(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.OpenAgentSession.id,
+            using: {
+                APIHandler.openAgentSession($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let headers: Operations.OpenAgentSession.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                let contentType = converter.extractContentTypeIfPresent(in: request.headerFields)
+                let body: Operations.OpenAgentSession.Input.Body
+                let chosenContentType = try converter.bestContentType(
+                    received: contentType,
+                    options: [
+                        "application/json"
+                    ]
+                )
+                switch chosenContentType {
+                case "application/json":
+                    body = try await converter.getRequiredRequestBodyAsJSON(
+                        Components.Schemas.AgentSessionRequest.self,
+                        from: requestBody,
+                        transforming: { value in
+                            .json(value)
+                        }
+                    )
+                default:
+                    preconditionFailure("bestContentType chose an invalid content type.")
+                }
+                return Operations.OpenAgentSession.Input(
+                    headers: headers,
+                    body: body
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .created(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 201)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// End the calling session (agent session token) because its process has ended.
+    ///
+    /// What only the connector can say: its process is gone. The agent is then no longer a
+    /// target of swarm controls, its command queue is deleted, and its token is refused.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /v1/agent/sessions/current`.
+    /// - Remark: Generated from `#/paths//v1/agent/sessions/current/delete(endAgentSession)`.
+    func endAgentSession(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.EndAgentSession.id,
+            using: {
+                APIHandler.endAgentSession($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let query: Operations.EndAgentSession.Input.Query = .init(exitStatus: try converter.getOptionalQueryItemAsURI(
+                    in: request.soar_query,
+                    style: .form,
+                    explode: true,
+                    name: "exitStatus",
+                    as: Swift.Int.self
+                ))
+                let headers: Operations.EndAgentSession.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.EndAgentSession.Input(
+                    query: query,
+                    headers: headers
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .noContent(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 204)
+                    suppressMutabilityWarning(&response)
+                    return (response, nil)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Long-poll the calling agent's commands (agent session token).
     ///
     /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
-    /// (at most the service's `control.max-poll-seconds`, 30 by default).
+    /// (at most the service's `control.max-poll-seconds`, 30 by default). One poll per session
+    /// at a time: a new poll ends the session's earlier one with an empty list.
     /// A command not acknowledged within 30 seconds is delivered again.
     ///
     ///
@@ -1888,29 +2080,13 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 APIHandler.pollCommands($0)
             },
             deserializer: { request, requestBody, metadata in
-                let query: Operations.PollCommands.Input.Query = .init(
-                    swarmId: try converter.getRequiredQueryItemAsURI(
-                        in: request.soar_query,
-                        style: .form,
-                        explode: true,
-                        name: "swarmId",
-                        as: Components.Schemas.EntityID.self
-                    ),
-                    agentId: try converter.getRequiredQueryItemAsURI(
-                        in: request.soar_query,
-                        style: .form,
-                        explode: true,
-                        name: "agentId",
-                        as: Components.Schemas.EntityID.self
-                    ),
-                    waitSeconds: try converter.getOptionalQueryItemAsURI(
-                        in: request.soar_query,
-                        style: .form,
-                        explode: true,
-                        name: "waitSeconds",
-                        as: Swift.Int.self
-                    )
-                )
+                let query: Operations.PollCommands.Input.Query = .init(waitSeconds: try converter.getOptionalQueryItemAsURI(
+                    in: request.soar_query,
+                    style: .form,
+                    explode: true,
+                    name: "waitSeconds",
+                    as: Swift.Int.self
+                ))
                 let headers: Operations.PollCommands.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
                 return Operations.PollCommands.Input(
                     query: query,
@@ -1964,7 +2140,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// Acknowledge a command with what the agent did (ingest key).
+    /// Acknowledge a command with what the agent did (agent session token).
     ///
     /// The agent also reports the new state as a `state` event through ingest (msgId
     /// `ack-<commandId>`), which is what the phone sees on its stream.

@@ -1275,8 +1275,16 @@ extension Components {
             public var commandId: Swift.String
             /// - Remark: Generated from `#/components/schemas/AgentCommand/requestId`.
             public var requestId: Swift.String
+            /// The agent it is for: a connector refuses a command for another swarm or agent.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AgentCommand/swarmId`.
+            public var swarmId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/AgentCommand/agentId`.
+            public var agentId: Swift.String
+            /// pause, resume, terminate or request (a worker request) today; an agent answers an action it does not know `rejected`, so new actions never block its command channel.
+            ///
             /// - Remark: Generated from `#/components/schemas/AgentCommand/action`.
-            public var action: Components.Schemas.CommandAction
+            public var action: Swift.String
             /// - Remark: Generated from `#/components/schemas/AgentCommand/reason`.
             public var reason: Swift.String
             /// For `request`: the line to give the worker.
@@ -1298,7 +1306,9 @@ extension Components {
             /// - Parameters:
             ///   - commandId:
             ///   - requestId:
-            ///   - action:
+            ///   - swarmId: The agent it is for: a connector refuses a command for another swarm or agent.
+            ///   - agentId:
+            ///   - action: pause, resume, terminate or request (a worker request) today; an agent answers an action it does not know `rejected`, so new actions never block its command channel.
             ///   - reason:
             ///   - input: For `request`: the line to give the worker.
             ///   - actor:
@@ -1308,7 +1318,9 @@ extension Components {
             public init(
                 commandId: Swift.String,
                 requestId: Swift.String,
-                action: Components.Schemas.CommandAction,
+                swarmId: Swift.String,
+                agentId: Swift.String,
+                action: Swift.String,
                 reason: Swift.String,
                 input: Swift.String? = nil,
                 actor: Swift.String,
@@ -1318,6 +1330,8 @@ extension Components {
             ) {
                 self.commandId = commandId
                 self.requestId = requestId
+                self.swarmId = swarmId
+                self.agentId = agentId
                 self.action = action
                 self.reason = reason
                 self.input = input
@@ -1329,6 +1343,8 @@ extension Components {
             public enum CodingKeys: String, CodingKey {
                 case commandId
                 case requestId
+                case swarmId
+                case agentId
                 case action
                 case reason
                 case input
@@ -1336,6 +1352,72 @@ extension Components {
                 case issuedAt
                 case expiresAt
                 case ackToken
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/AgentSessionRequest`.
+        public struct AgentSessionRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/AgentSessionRequest/swarmId`.
+            public var swarmId: Components.Schemas.EntityID
+            /// - Remark: Generated from `#/components/schemas/AgentSessionRequest/agentId`.
+            public var agentId: Components.Schemas.EntityID
+            /// Creates a new `AgentSessionRequest`.
+            ///
+            /// - Parameters:
+            ///   - swarmId:
+            ///   - agentId:
+            public init(
+                swarmId: Components.Schemas.EntityID,
+                agentId: Components.Schemas.EntityID
+            ) {
+                self.swarmId = swarmId
+                self.agentId = agentId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case swarmId
+                case agentId
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/AgentSession`.
+        public struct AgentSession: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/AgentSession/sessionId`.
+            public var sessionId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/AgentSession/swarmId`.
+            public var swarmId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/AgentSession/agentId`.
+            public var agentId: Swift.String
+            /// Bearer token for the poll, the acknowledgement and the end of this session only.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AgentSession/token`.
+            public var token: Swift.String
+            /// - Remark: Generated from `#/components/schemas/AgentSession/expiresAt`.
+            public var expiresAt: Foundation.Date
+            /// Creates a new `AgentSession`.
+            ///
+            /// - Parameters:
+            ///   - sessionId:
+            ///   - swarmId:
+            ///   - agentId:
+            ///   - token: Bearer token for the poll, the acknowledgement and the end of this session only.
+            ///   - expiresAt:
+            public init(
+                sessionId: Swift.String,
+                swarmId: Swift.String,
+                agentId: Swift.String,
+                token: Swift.String,
+                expiresAt: Foundation.Date
+            ) {
+                self.sessionId = sessionId
+                self.swarmId = swarmId
+                self.agentId = agentId
+                self.token = token
+                self.expiresAt = expiresAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case sessionId
+                case swarmId
+                case agentId
+                case token
+                case expiresAt
             }
         }
         /// - Remark: Generated from `#/components/schemas/AgentCommandList`.
@@ -1357,6 +1439,8 @@ extension Components {
         public struct CommandAck: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/CommandAck/commandId`.
             public var commandId: Swift.String
+            /// The opaque handle the command was delivered with.
+            ///
             /// - Remark: Generated from `#/components/schemas/CommandAck/ackToken`.
             public var ackToken: Swift.String
             /// - Remark: Generated from `#/components/schemas/CommandAck/outcome`.
@@ -1379,7 +1463,7 @@ extension Components {
             ///
             /// - Parameters:
             ///   - commandId:
-            ///   - ackToken:
+            ///   - ackToken: The opaque handle the command was delivered with.
             ///   - outcome:
             ///   - state: The agent's state now: running, paused, terminated…
             ///   - message:

@@ -2788,10 +2788,295 @@ public enum Operations {
             }
         }
     }
-    /// Long-poll the commands for one agent (ingest key).
+    /// Open an agent's command channel (ingest key); answers the token its polls and acknowledgements use.
+    ///
+    /// Registers one agent of one swarm and answers a session token (a JWT for the agent
+    /// channel only: no other operation accepts it) bound to that agent. The agent's command
+    /// queue exists from here on; polls and acknowledgements name no agent, the token does.
+    /// Opening a session again for the same agent ends the earlier one. A tenant has at most
+    /// `control.max-agent-sessions` open sessions (429 past it); a session nobody polled for
+    /// `control.agent-session-idle-hours` ends by itself. The token expires after
+    /// `control.agent-session-hours`; the connector then opens a new session.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/agent/sessions`.
+    /// - Remark: Generated from `#/paths//v1/agent/sessions/post(openAgentSession)`.
+    public enum OpenAgentSession {
+        public static let id: Swift.String = "openAgentSession"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/agent/sessions/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.OpenAgentSession.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.OpenAgentSession.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.OpenAgentSession.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/agent/sessions/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/agent/sessions/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.AgentSessionRequest)
+            }
+            public var body: Operations.OpenAgentSession.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            public init(
+                headers: Operations.OpenAgentSession.Input.Headers = .init(),
+                body: Operations.OpenAgentSession.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/agent/sessions/POST/responses/201/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/agent/sessions/POST/responses/201/content/application\/json`.
+                    case json(Components.Schemas.AgentSession)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.AgentSession {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.OpenAgentSession.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.OpenAgentSession.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// The session.
+            ///
+            /// - Remark: Generated from `#/paths//v1/agent/sessions/post(openAgentSession)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.OpenAgentSession.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            public var created: Operations.OpenAgentSession.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/agent/sessions/post(openAgentSession)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// End the calling session (agent session token) because its process has ended.
+    ///
+    /// What only the connector can say: its process is gone. The agent is then no longer a
+    /// target of swarm controls, its command queue is deleted, and its token is refused.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /v1/agent/sessions/current`.
+    /// - Remark: Generated from `#/paths//v1/agent/sessions/current/delete(endAgentSession)`.
+    public enum EndAgentSession {
+        public static let id: Swift.String = "endAgentSession"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/agent/sessions/current/DELETE/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/agent/sessions/current/DELETE/query/exitStatus`.
+                public var exitStatus: Swift.Int?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - exitStatus:
+                public init(exitStatus: Swift.Int? = nil) {
+                    self.exitStatus = exitStatus
+                }
+            }
+            public var query: Operations.EndAgentSession.Input.Query
+            /// - Remark: Generated from `#/paths/v1/agent/sessions/current/DELETE/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.EndAgentSession.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.EndAgentSession.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.EndAgentSession.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            public init(
+                query: Operations.EndAgentSession.Input.Query = .init(),
+                headers: Operations.EndAgentSession.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                public init() {}
+            }
+            /// Ended (ending it again is answered the same).
+            ///
+            /// - Remark: Generated from `#/paths//v1/agent/sessions/current/delete(endAgentSession)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.EndAgentSession.Output.NoContent)
+            /// Ended (ending it again is answered the same).
+            ///
+            /// - Remark: Generated from `#/paths//v1/agent/sessions/current/delete(endAgentSession)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            public static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            public var noContent: Operations.EndAgentSession.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/agent/sessions/current/delete(endAgentSession)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Long-poll the calling agent's commands (agent session token).
     ///
     /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
-    /// (at most the service's `control.max-poll-seconds`, 30 by default).
+    /// (at most the service's `control.max-poll-seconds`, 30 by default). One poll per session
+    /// at a time: a new poll ends the session's earlier one with an empty list.
     /// A command not acknowledged within 30 seconds is delivered again.
     ///
     ///
@@ -2802,25 +3087,13 @@ public enum Operations {
         public struct Input: Sendable, Hashable {
             /// - Remark: Generated from `#/paths/v1/agent/commands/GET/query`.
             public struct Query: Sendable, Hashable {
-                /// - Remark: Generated from `#/paths/v1/agent/commands/GET/query/swarmId`.
-                public var swarmId: Components.Schemas.EntityID
-                /// - Remark: Generated from `#/paths/v1/agent/commands/GET/query/agentId`.
-                public var agentId: Components.Schemas.EntityID
                 /// - Remark: Generated from `#/paths/v1/agent/commands/GET/query/waitSeconds`.
                 public var waitSeconds: Swift.Int?
                 /// Creates a new `Query`.
                 ///
                 /// - Parameters:
-                ///   - swarmId:
-                ///   - agentId:
                 ///   - waitSeconds:
-                public init(
-                    swarmId: Components.Schemas.EntityID,
-                    agentId: Components.Schemas.EntityID,
-                    waitSeconds: Swift.Int? = nil
-                ) {
-                    self.swarmId = swarmId
-                    self.agentId = agentId
+                public init(waitSeconds: Swift.Int? = nil) {
                     self.waitSeconds = waitSeconds
                 }
             }
@@ -2843,7 +3116,7 @@ public enum Operations {
             ///   - query:
             ///   - headers:
             public init(
-                query: Operations.PollCommands.Input.Query,
+                query: Operations.PollCommands.Input.Query = .init(),
                 headers: Operations.PollCommands.Input.Headers = .init()
             ) {
                 self.query = query
@@ -2952,7 +3225,7 @@ public enum Operations {
             }
         }
     }
-    /// Acknowledge a command with what the agent did (ingest key).
+    /// Acknowledge a command with what the agent did (agent session token).
     ///
     /// The agent also reports the new state as a `state` event through ingest (msgId
     /// `ack-<commandId>`), which is what the phone sees on its stream.

@@ -13,6 +13,10 @@ public struct AccessClaims: JWTPayload, Equatable {
     public var tenant: String
     /// Space-separated scopes (RFC 8693 style).
     public var scope: String
+    /// An agent session token's swarm (absent from operators' tokens).
+    public var swarm: String?
+    /// An agent session token's agent (absent from operators' tokens).
+    public var agent: String?
 
     enum CodingKeys: String, CodingKey {
         case issuer = "iss"
@@ -23,6 +27,8 @@ public struct AccessClaims: JWTPayload, Equatable {
         case id = "jti"
         case tenant = "tid"
         case scope
+        case swarm = "swm"
+        case agent = "agt"
     }
 
     public init(
@@ -33,7 +39,9 @@ public struct AccessClaims: JWTPayload, Equatable {
         issuedAt: Date,
         id: String,
         tenant: String,
-        scope: String
+        scope: String,
+        swarm: String? = nil,
+        agent: String? = nil
     ) {
         self.issuer = IssuerClaim(value: issuer)
         self.audience = AudienceClaim(value: [audience])
@@ -43,6 +51,8 @@ public struct AccessClaims: JWTPayload, Equatable {
         self.id = IDClaim(value: id)
         self.tenant = tenant
         self.scope = scope
+        self.swarm = swarm
+        self.agent = agent
     }
 
     /// Checks expiry; issuer and audience are checked by ``AccessTokenVerifier`` against its

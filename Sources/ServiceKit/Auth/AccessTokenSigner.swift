@@ -57,6 +57,36 @@ public struct AccessTokenSigner: Sendable {
         }
     }
 
+    /// A token for one agent session (``AgentSessionIdentity``): audience
+    /// ``AccessTokenVerifier/agentAudience(of:)``, so no operator operation accepts it, and
+    /// no scopes; `subject` is the session id.
+    public func signAgentSession(
+        tenant: String,
+        session: String,
+        swarm: String,
+        agent: String,
+        lifetime: Duration,
+        now: Date = Date()
+    ) async throws(ServiceKitError) -> String {
+        let claims = AccessClaims(
+            issuer: self.issuer,
+            audience: AccessTokenVerifier.agentAudience(of: self.audience),
+            subject: session,
+            expiration: now.addingTimeInterval(TimeInterval(lifetime.components.seconds)),
+            issuedAt: now,
+            id: UUID().uuidString.lowercased(),
+            tenant: tenant,
+            scope: "",
+            swarm: swarm,
+            agent: agent
+        )
+        do {
+            return try await self.keys.sign(claims, kid: JWKIdentifier(string: self.keyID))
+        } catch {
+            throw ServiceKitError(.token, "signing failed: \(error)")
+        }
+    }
+
     /// A new ES256 key pair as PEM (private, public).
     public static func generateKeyPair() -> (privateKey: String, publicKey: String) {
         let key = ES256PrivateKey()

@@ -46,6 +46,38 @@ public struct AccessTokenVerifier: Sendable {
     /// The identity a token grants.
     /// - Throws: `AuthExpired` for an expired token, `AuthInvalid` for anything else wrong.
     public func verify(_ token: String) async throws(APIError) -> AccessIdentity {
+        let claims = try await self.claims(of: token, audience: self.audience)
+        guard claims.swarm == nil, claims.agent == nil else {
+            throw APIError(.authInvalid, "an agent session token is not an access token")
+        }
+        let scopes = claims.scope.split(separator: " ").compactMap { Scope(rawValue: String($0)) }
+        let identity = AccessIdentity(tenant: claims.tenant, subject: claims.subject.value, scopes: Set(scopes), issuedAt: claims.issuedAt.value)
+        if let revocations = self.revocations, revocations.isRevoked(identity) {
+            throw APIError(.authInvalid, "the device was revoked; enrol it again")
+        }
+        return identity
+    }
+
+    /// The audience of agent session tokens, given the operators' one.
+    public static func agentAudience(of audience: String) -> String { audience + "/agent" }
+
+    /// The agent session an agent session token (``AccessTokenSigner/signAgentSession(tenant:session:swarm:agent:lifetime:now:)``)
+    /// grants: the agent audience, a swarm and an agent, a session not ended (ending one
+    /// revokes its id).
+    /// - Throws: `AuthExpired` for an expired token, `AuthInvalid` for anything else wrong.
+    public func verifyAgentSession(_ token: String) async throws(APIError) -> AgentSessionIdentity {
+        let claims = try await self.claims(of: token, audience: Self.agentAudience(of: self.audience))
+        guard let swarm = claims.swarm, let agent = claims.agent, !swarm.isEmpty, !agent.isEmpty else {
+            throw APIError(.authInvalid, "the agent session token names no swarm or agent")
+        }
+        if let revocations = self.revocations, revocations.isRevoked(tenant: claims.tenant, subject: claims.subject.value) {
+            throw APIError(.authInvalid, "the agent session has ended; open a new one")
+        }
+        return AgentSessionIdentity(tenant: claims.tenant, session: claims.subject.value, swarm: swarm, agent: agent)
+    }
+
+    /// The verified claims of `token` for `audience`.
+    private func claims(of token: String, audience: String) async throws(APIError) -> AccessClaims {
         let header = try Self.header(of: token)
         guard header.alg == "ES256" else {
             throw APIError(.authInvalid, "token algorithm \(header.alg ?? "none") is not accepted")
@@ -64,18 +96,13 @@ public struct AccessTokenVerifier: Sendable {
         guard claims.issuer.value == self.issuer else {
             throw APIError(.authInvalid, "the access token is from another issuer")
         }
-        guard claims.audience.value.contains(self.audience) else {
+        guard claims.audience.value == [audience] else {
             throw APIError(.authInvalid, "the access token is for another audience")
         }
         guard !claims.tenant.isEmpty, !claims.subject.value.isEmpty else {
             throw APIError(.authInvalid, "the access token names no tenant or subject")
         }
-        let scopes = claims.scope.split(separator: " ").compactMap { Scope(rawValue: String($0)) }
-        let identity = AccessIdentity(tenant: claims.tenant, subject: claims.subject.value, scopes: Set(scopes), issuedAt: claims.issuedAt.value)
-        if let revocations = self.revocations, revocations.isRevoked(identity) {
-            throw APIError(.authInvalid, "the device was revoked; enrol it again")
-        }
-        return identity
+        return claims
     }
 
     private struct Header: Decodable {
@@ -91,13 +118,5 @@ public struct AccessTokenVerifier: Sendable {
             throw APIError(.authInvalid, "the access token is malformed")
         }
         return header
-    }
-}
-
-extension Data {
-    init?(base64URLEncoded text: Substring) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.utf8.count % 4 != 0 { base64 += "=" }
-        self.init(base64Encoded: base64)
     }
 }

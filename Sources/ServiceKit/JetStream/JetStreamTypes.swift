@@ -118,11 +118,14 @@ public struct StreamInfo: Decodable, Sendable {
         public var messages: UInt64
         public var firstSequence: UInt64
         public var lastSequence: UInt64
+        /// The stream's consumers.
+        public var consumerCount: Int?
 
         enum CodingKeys: String, CodingKey {
             case messages
             case firstSequence = "first_seq"
             case lastSequence = "last_seq"
+            case consumerCount = "consumer_count"
         }
     }
 

@@ -11,6 +11,8 @@ public enum OperationCredential: Sendable, Hashable {
     case accessToken(anyOf: [Scope])
     /// An agent's ingest key.
     case ingestKey
+    /// An agent session token (one agent's command channel).
+    case agentSession
 }
 
 /// Who is calling an OpenAPI operation, as ``OperationAuthenticationMiddleware`` established.
@@ -20,6 +22,8 @@ public enum Caller: Sendable {
     case person(AccessIdentity)
     /// An agent, by its ingest key's tenant.
     case agent(tenant: String)
+    /// One agent, by its session token.
+    case agentSession(AgentSessionIdentity)
 
     /// The caller of the running operation.
     @TaskLocal public static var current: Caller?
@@ -35,6 +39,12 @@ public enum Caller: Sendable {
     public static func agentTenant() throws(APIError) -> String {
         guard case .agent(let tenant) = Self.current else { throw APIError(.authInvalid, "an ingest key is required") }
         return tenant
+    }
+
+    /// The agent session calling the running operation; a 401 when it is not one.
+    public static func agentSession() throws(APIError) -> AgentSessionIdentity {
+        guard case .agentSession(let session) = Self.current else { throw APIError(.authInvalid, "an agent session token is required") }
+        return session
     }
 }
 
@@ -80,6 +90,9 @@ public struct OperationAuthenticationMiddleware: ServerMiddleware {
         case .ingestKey?:
             guard let agentKeys = self.agentKeys else { throw APIError(.serverError, "\(operationID) has no ingest key authenticator") }
             return .agent(tenant: try await agentKeys.authenticate(try Request.bearerToken(authorization: authorization, "ingest key")))
+        case .agentSession?:
+            let token = try Request.bearerToken(authorization: authorization, "agent session token")
+            return .agentSession(try await self.verifier.verifyAgentSession(token))
         case nil:
             throw APIError(.serverError, "\(operationID) declares no credential")
         }

@@ -1,0 +1,181 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import ControlAPI
+
+@Suite("Agent sessions: each agent's channel registered, capped per tenant, owned by its connector (live)")
+struct AgentSessionTests {
+    typealias H = ControlHarness
+
+    /// Threads of this process (the services run in it), from /proc.
+    static var threads: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0 }
+
+    /// The consumers of the harness's control stream: one per open agent queue.
+    static func queues(_ harness: ControlHarness) async throws -> Int {
+        let connection = try await TestEnvironment.connect()
+        defer { Task { await connection.drain() } }
+        let info = try await JetStream(connection: connection).streamInfo(Subjects(prefix: harness.prefix).controlStreamName)
+        return info.state.consumerCount ?? -1
+    }
+
+    @Test(
+        "10,000 agent ids from one tenant's key: 50 sessions (control.max-agent-sessions), 429 past them, one queue each, no thread per waiting poll; another tenant still gets its commands"
+    )
+    func capped() async throws {
+        let harness = try await ControlHarness(["CONTROL_MAX_AGENT_SESSIONS": "50"])
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in
+                for worker in 0..<16 {
+                    group.addTask {
+                        var statuses: [Int] = []
+                        for index in stride(from: worker, to: 10_000, by: 16) {
+                            let (status, body) = try await H.call(
+                                control,
+                                .post,
+                                "/v1/agent/sessions",
+                                token: key,
+                                json: ["swarmId": "flood", "agentId": "a\(index)"]
+                            )
+                            if status == .tooManyRequests { #expect(body.errorCode == "RateLimited") }
+                            statuses.append(status.code)
+                        }
+                        return statuses
+                    }
+                }
+                var all: [Int] = []
+                for try await statuses in group { all += statuses }
+                return all
+            }
+            #expect(statuses.filter { $0 == 201 }.count == 50)
+            #expect(statuses.filter { $0 == 429 }.count == 10_000 - 50)
+            #expect(try await Self.queues(harness) == 50)
+
+            // Another tenant is not held back: its agent opens a session and gets its command.
+            let otherTenant = "other-" + harness.tenant
+            let otherKey = try await harness.createKey(ingest, tenant: otherTenant)
+            let session = try await H.openSession(control, key: otherKey, swarm: "s1", agent: "theirs")
+            let token = try await harness.token(tenant: otherTenant, scopes: [.agentsControl])
+            let polled = Task {
+                let (_, list) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=20", token: session)
+                return (list["commands"] as? [[String: Any]])?.first?["requestId"] as? String
+            }
+            let (accepted, _) = try await H.call(
+                control,
+                .post,
+                "/v1/swarms/s1/control",
+                token: token,
+                json: ["action": "pause", "reason": "still served", "requestId": "other-1"]
+            )
+            #expect(accepted == .accepted)
+            #expect(try await polled.value == "other-1")
+        }
+    }
+
+    @Test(
+        "polls: 50 wait at once without a thread each; a second poll of a session ends the first at once; an ended session's token is refused and its queue deleted"
+    )
+    func polls() async throws {
+        let harness = try await ControlHarness()
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            var opened: [String] = []
+            for index in 0..<50 { opened.append(try await H.openSession(control, key: key, swarm: "s1", agent: "p\(index)")) }
+            let sessions = opened
+            let before = Self.threads
+            let peak = Mutex(before)
+            let operatorToken = try await harness.token(scopes: [.agentsControl])
+            let got = try await withThrowingTaskGroup(of: String?.self) { group in
+                for session in sessions {
+                    group.addTask {
+                        let (_, list) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=20", token: session)
+                        return (list["commands"] as? [[String: Any]])?.first?["agentId"] as? String
+                    }
+                }
+                // Give them time to be waiting, then one swarm pause reaches all fifty.
+                try await Task.sleep(for: .seconds(1))
+                peak.withLock { $0 = max($0, Self.threads) }
+                let (accepted, _) = try await H.call(
+                    control,
+                    .post,
+                    "/v1/swarms/s1/control",
+                    token: operatorToken,
+                    json: ["action": "pause", "reason": "all", "requestId": "all-1"]
+                )
+                #expect(accepted == .accepted)
+                var got: [String?] = []
+                for try await agent in group { got.append(agent) }
+                return got
+            }
+            #expect(Set(got.compactMap { $0 }) == Set((0..<50).map { "p\($0)" }))
+            #expect(peak.withLock { $0 } - before < 20, "threads grew from \(before) to \(peak.withLock { $0 }) while 50 polls waited")
+
+            // A newer poll of a session ends the older at once.
+            let clock = ContinuousClock()
+            let older = Task {
+                let (status, list) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=25", token: sessions[0])
+                return (status, (list["commands"] as? [Any])?.count)
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let started = clock.now
+            let newer = Task { try await H.call(control, .get, "/v1/agent/commands?waitSeconds=2", token: sessions[0]).0 }
+            let (olderStatus, olderCount) = try await older.value
+            #expect(olderStatus == .ok && olderCount == 0)
+            #expect(clock.now - started < .seconds(2), "the older poll waited on")
+            _ = try await newer.value
+
+            // Ended by its connector: the token is refused (every replica hears it), the queue is gone.
+            let queues = try await Self.queues(harness)
+            #expect(try await H.call(control, .delete, "/v1/agent/sessions/current?exitStatus=0", token: sessions[1]).0 == .noContent)
+            #expect(try await H.call(control, .delete, "/v1/agent/sessions/current?exitStatus=0", token: sessions[1]).0 == .unauthorized)
+            #expect(
+                await eventually { (try? await H.call(control, .get, "/v1/agent/commands?waitSeconds=0", token: sessions[1]).0) == .unauthorized }
+            )
+            #expect(try await Self.queues(harness) == queues - 1)
+        }
+    }
+
+    @Test(
+        "swarm controls address every agent its connector has not said is gone: a forged terminated state changes nothing, an ended session takes its agent out"
+    )
+    func confirmedGone() async throws {
+        let harness = try await ControlHarness()
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            let token = try await harness.token(scopes: [.agentsControl, .streamRead])
+            try await harness.announce(ingest, control, key: key, agent: "g1", swarm: "sg")
+            try await harness.announce(ingest, control, key: key, agent: "g2", swarm: "sg")
+            let g1 = try await H.openSession(control, key: key, swarm: "sg", agent: "g1")
+            // A session alone (no event yet) makes an agent a target too.
+            _ = try await H.openSession(control, key: key, swarm: "sg", agent: "g3")
+            // Anyone holding the ingest key can claim g2 has terminated.
+            try await harness.post(ingest, key: key, [H.state(agent: "g2", swarm: "sg", state: "terminated")])
+            #expect(
+                await eventually {
+                    (try? await H.call(control, .get, "/v1/agents/g2", token: token).1["status"] as? String) == "terminated"
+                }
+            )
+            func targets(_ requestID: String) async throws -> [String] {
+                let (status, receipt) = try await H.call(
+                    control,
+                    .post,
+                    "/v1/swarms/sg/control",
+                    token: token,
+                    json: ["action": "terminate", "reason": "stop", "requestId": requestID, "confirm": "TERMINATE"]
+                )
+                #expect(status == .accepted, "\(receipt)")
+                return (receipt["commands"] as? [[String: Any]])?.compactMap { $0["agentId"] as? String } ?? []
+            }
+            #expect(try await targets("t1") == ["g1", "g2", "g3"])
+            // g1's connector says its process is gone: now it is out.
+            #expect(try await H.call(control, .delete, "/v1/agent/sessions/current?exitStatus=143", token: g1).0 == .noContent)
+            #expect(try await targets("t2") == ["g2", "g3"])
+        }
+    }
+}
