@@ -137,9 +137,11 @@ struct CommandBus: Sendable {
         do {
             messages = try await poll.run { try await consumer.fetch(batch: 1, expires: max(wait, .milliseconds(100))) }
         } catch {
-            // The consumer may be gone (the stream was recreated): create it again next time.
+            // The consumer may be gone (the stream was recreated, or an ended session's queue
+            // was deleted under a new one): create it again at the next poll.
             self.consumers.remove(name)
-            throw error
+            self.logger.warning("poll failed", metadata: ["consumer": "\(name)", "error": "\(String(reflecting: error))"])
+            throw APIError(.serviceUnavailable, "the command queue is being restored; poll again", retryAfterSeconds: 1)
         }
         var commands: [(BusControlCommand, String)] = []
         for message in messages {
@@ -222,6 +224,8 @@ final class Poll: Sendable {
                     }
                 }
                 self.task.withLock { $0 = task }
+                // Ended before its task was stored: nothing cancelled it.
+                if race.isAnswered { task.cancel() }
             }
         } onGracefulShutdown: {
             self.end()
@@ -293,6 +297,15 @@ private final class FirstAnswer<Value: Sendable>: Sendable {
             return result
         }
         if let ready { continuation.resume(with: ready) }
+    }
+
+    /// Whether an answer was given.
+    var isAnswered: Bool {
+        self.state.withLock { state in
+            if case .waiting = state { return false }
+            if case .armed = state { return false }
+            return true
+        }
     }
 
     /// Gives the answer; false if another came first.

@@ -5,21 +5,35 @@ import ServiceKit
 
 extension ControlAPIHandler {
     func openAgentSession(_ input: Operations.OpenAgentSession.Input) async throws -> Operations.OpenAgentSession.Output {
-        let tenant = try Caller.agentTenant()
+        let (tenant, keyID) = try Caller.agentKey()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkID(body.swarmId, "swarmId")
         try Self.checkID(body.agentId, "agentId")
+        if let wait = self.sessionOpens.take(tenant) {
+            throw APIError(
+                .rateLimited,
+                "more than \(Int(self.sessionOpens.capacity)) agent sessions opened a minute by this tenant",
+                retryAfterSeconds: wait.retryAfterSeconds
+            )
+        }
         let session = "as_" + randomHex(bytes: 12)
         let ended = try await self.store.openSession(
             tenant: tenant,
+            keyID: keyID,
             session: session,
             swarm: body.swarmId,
             agent: body.agentId,
             maxOpen: self.settings.maxAgentSessions,
             idleAfter: .seconds(self.settings.agentSessionIdleHours * 3600)
         )
-        try await self.bus.openQueue(tenant: tenant, swarm: body.swarmId, agent: body.agentId)
         await self.closeSessions(tenant: tenant, ended, keeping: (body.swarmId, body.agentId))
+        do {
+            try await self.bus.openQueue(tenant: tenant, swarm: body.swarmId, agent: body.agentId)
+        } catch {
+            // No token was given: the session does not count against the cap.
+            _ = try? await self.store.closeSession(tenant: tenant, session: session, reason: "idle")
+            throw error
+        }
         let now = Date()
         let lifetime = Duration.seconds(self.settings.agentSessionHours * 3600)
         let token = try await self.signer.signAgentSession(
@@ -70,9 +84,11 @@ extension ControlAPIHandler {
                     metadata: ["session": "\(session.session)", "error": "\(String(reflecting: error))"]
                 )
             }
-            if keeping.map({ $0.swarm != session.swarm || $0.agent != session.agent }) ?? true {
-                await self.bus.deleteQueue(tenant: tenant, swarm: session.swarm, agent: session.agent)
-            }
+            // Not the queue of an agent that has (or is getting) a session again.
+            guard keeping.map({ $0.swarm != session.swarm || $0.agent != session.agent }) ?? true,
+                (try? await self.store.hasOpenSession(tenant: tenant, swarm: session.swarm, agent: session.agent)) == false
+            else { continue }
+            await self.bus.deleteQueue(tenant: tenant, swarm: session.swarm, agent: session.agent)
         }
     }
 
@@ -81,8 +97,19 @@ extension ControlAPIHandler {
         try Self.checkRange(input.query.waitSeconds, "waitSeconds", 0...30)
         let wait = min(input.query.waitSeconds ?? 25, self.settings.maxPollSeconds)
         if self.sessionsSeen.due(session.tenant + "\u{0}" + session.session) {
-            guard try await self.store.touchSession(tenant: session.tenant, session: session.session) else {
+            guard let keyID = try await self.store.touchSession(tenant: session.tenant, session: session.session) else {
                 throw APIError(.authInvalid, "the agent session has ended; open a new one")
+            }
+            // A session lives no longer than the key that opened it.
+            if let keyID, try await !self.ingestKeys.isActive(keyID: keyID) {
+                if try await self.store.closeSession(tenant: session.tenant, session: session.session, reason: "key-revoked") {
+                    await self.closeSessions(
+                        tenant: session.tenant,
+                        [ControlStore.EndedSession(session: session.session, swarm: session.swarm, agent: session.agent)],
+                        keeping: nil
+                    )
+                }
+                throw APIError(.authInvalid, "the ingest key that opened this session was revoked")
             }
         }
         let delivered = try await self.bus.next(session, wait: .seconds(wait))

@@ -23,6 +23,9 @@ struct ControlAPIHandler: Sendable {
     let authLimiter: KeyedTokenBuckets
     /// When each agent session's poll was last recorded.
     let sessionsSeen: SessionTouches
+    /// Agent sessions opened per tenant per minute (each supersede or end is a revocation
+    /// every replica of every service keeps for a day).
+    let sessionOpens: KeyedTokenBuckets
     let logger: Logger
 
     /// What each operation asks of its caller (``OperationAuthenticationMiddleware`` checks it

@@ -72,6 +72,7 @@ public enum ControlAPIService: SwarmdeckService {
             limiter: KeyedTokenBuckets(perMinute: settings.controlsPerMinute),
             authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute),
             sessionsSeen: SessionTouches(),
+            sessionOpens: KeyedTokenBuckets(perMinute: settings.agentSessionsPerMinute),
             logger: logger
         )
 

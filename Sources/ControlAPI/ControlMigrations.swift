@@ -152,5 +152,16 @@ enum ControlMigrations {
                 CREATE INDEX agent_sessions_swarm ON agent_sessions (tenant_id, swarm_id, agent_id, opened_at DESC);
                 """
         ),
+        Migration(
+            version: 6,
+            name: "agent sessions die with their ingest key",
+            sql: """
+                -- The ingest key that opened the session: when it is deleted, the session ends.
+                ALTER TABLE agent_sessions ADD COLUMN key_id text;
+                ALTER TABLE agent_sessions DROP CONSTRAINT agent_sessions_end_reason_check;
+                ALTER TABLE agent_sessions ADD CONSTRAINT agent_sessions_end_reason_check
+                    CHECK (end_reason IN ('exited', 'superseded', 'idle', 'key-revoked'));
+                """
+        ),
     ]
 }

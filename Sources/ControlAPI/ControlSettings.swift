@@ -28,6 +28,8 @@ public struct ControlSettings: ServiceSettings {
     var maxPollSeconds: Int
     /// Open agent sessions (each a JetStream consumer) a tenant may have.
     var maxAgentSessions: Int
+    /// Agent sessions one tenant may open per minute.
+    var agentSessionsPerMinute: Int
     /// Hours an agent session token is valid.
     var agentSessionHours: Int
     /// Hours without a poll after which a session ends by itself.
@@ -43,7 +45,8 @@ public struct ControlSettings: ServiceSettings {
 
     public static let keys: [SettingKey] = [
         .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .signInDays, .offlineSeconds,
-        .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxAgentSessions, .agentSessionHours, .agentSessionIdleHours,
+        .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxAgentSessions, .agentSessionsPerMinute, .agentSessionHours,
+        .agentSessionIdleHours,
         .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies,
     ]
 
@@ -63,6 +66,7 @@ public struct ControlSettings: ServiceSettings {
         self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)
         self.maxPollSeconds = try reader.setting(.maxPollSeconds, in: 1...30)
         self.maxAgentSessions = try reader.setting(.maxAgentSessions, in: 1...1_000_000)
+        self.agentSessionsPerMinute = try reader.setting(.agentSessionsPerMinute, in: 1...1_000_000)
         // Under the revocation stream's day, so an ended session's token is refused until it expires.
         self.agentSessionHours = try reader.setting(.agentSessionHours, in: 1...23)
         self.agentSessionIdleHours = try reader.setting(.agentSessionIdleHours, in: 1...720)
@@ -126,6 +130,11 @@ extension SettingKey {
         "control.max-agent-sessions",
         "open agent sessions (command queues) per tenant; opening one more answers 429",
         default: "1000"
+    )
+    static let agentSessionsPerMinute = SettingKey(
+        "control.agent-sessions-per-minute",
+        "agent sessions one tenant may open per minute (429 past it)",
+        default: "600"
     )
     static let agentSessionHours = SettingKey(
         "control.agent-session-hours",

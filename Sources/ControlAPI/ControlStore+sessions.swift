@@ -17,6 +17,7 @@ extension ControlStore {
     /// sessions it ended.
     func openSession(
         tenant: String,
+        keyID: String,
         session: String,
         swarm: String,
         agent: String,
@@ -54,19 +55,19 @@ extension ControlStore {
                     retryAfterSeconds: 60
                 )
             }
-            // The agent's earlier sessions are summed up by the one that replaces them; ended
-            // sessions of other agents go after a week.
+            // The agent's earlier sessions are summed up by the one that replaces them; the last
+            // session of every other agent stays (it says whether that agent is gone).
             try await connection.query(
                 """
                 DELETE FROM agent_sessions WHERE tenant_id = \(tenant) AND ended_at IS NOT NULL
-                  AND ((swarm_id = \(swarm) AND agent_id = \(agent)) OR ended_at < now() - interval '7 days')
+                  AND swarm_id = \(swarm) AND agent_id = \(agent)
                 """,
                 logger: self.logger
             )
             try await connection.query(
                 """
-                INSERT INTO agent_sessions (tenant_id, session_id, swarm_id, agent_id)
-                VALUES (\(tenant), \(session), \(swarm), \(agent))
+                INSERT INTO agent_sessions (tenant_id, session_id, swarm_id, agent_id, key_id)
+                VALUES (\(tenant), \(session), \(swarm), \(agent), \(keyID))
                 """,
                 logger: self.logger
             )
@@ -89,13 +90,42 @@ extension ControlStore {
         return false
     }
 
-    /// Records a poll of an open session; false if it has ended.
-    func touchSession(tenant: String, session: String) async throws -> Bool {
+    /// Records a poll of an open session; answers the id of the key that opened it, or nil if
+    /// the session has ended.
+    func touchSession(tenant: String, session: String) async throws -> String?? {
         let rows = try await self.client.query(
             """
             UPDATE agent_sessions SET seen_at = now()
             WHERE tenant_id = \(tenant) AND session_id = \(session) AND ended_at IS NULL
+            RETURNING key_id
+            """,
+            logger: self.logger
+        )
+        for try await keyID in rows.decode(String?.self) { return .some(keyID) }
+        return nil
+    }
+
+    /// Ends a session for a reason other than its process ending (its key was deleted), or
+    /// forgets one that never got going (its queue could not be made). False if it had ended.
+    func closeSession(tenant: String, session: String, reason: String) async throws -> Bool {
+        let rows = try await self.client.query(
+            """
+            UPDATE agent_sessions SET ended_at = now(), end_reason = \(reason)
+            WHERE tenant_id = \(tenant) AND session_id = \(session) AND ended_at IS NULL
             RETURNING 1
+            """,
+            logger: self.logger
+        )
+        for try await _ in rows.decode(Int.self) { return true }
+        return false
+    }
+
+    /// Whether the agent has an open session (its queue must stay).
+    func hasOpenSession(tenant: String, swarm: String, agent: String) async throws -> Bool {
+        let rows = try await self.client.query(
+            """
+            SELECT 1 FROM agent_sessions
+            WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND ended_at IS NULL
             """,
             logger: self.logger
         )

@@ -55,8 +55,8 @@ public struct EventLogReader: Sendable {
     }
 
     /// The events with `after < seq <= through` that match every given condition (`nil`: any),
-    /// in seq order, at most `limit`. The conditions run in SQL. ACP envelopes carry their
-    /// thread and per-thread seq.
+    /// in seq order, at most `limit`, and no more once their frames reach `maxBytes` (at least
+    /// one). The conditions run in SQL. ACP envelopes carry their thread and per-thread seq.
     public func events(
         tenant: String,
         after: Int64,
@@ -65,7 +65,8 @@ public struct EventLogReader: Sendable {
         minimumSeverity: BusSeverity? = nil,
         swarmIDs: Set<String>? = nil,
         agentIDs: Set<String>? = nil,
-        limit: Int
+        limit: Int,
+        maxBytes: Int = .max
     ) async throws -> [LoggedEvent] {
         let kinds: [Int16]? = kinds.map { $0.map { Int16($0.rawValue) } }
         let severity: Int16? = minimumSeverity.map { Int16($0.rawValue) }
@@ -86,7 +87,11 @@ public struct EventLogReader: Sendable {
         )
         var events: [LoggedEvent] = []
         var envelopeIndex: [Int64: Int] = [:]
+        var bytes = 0
         for try await (seq, kind, severity, swarm, agent, frame) in rows.decode((Int64, Int16, Int16, String, String, ByteBuffer).self) {
+            // Past the byte budget, the rest of the page is not read (the next page starts here).
+            guard bytes < maxBytes else { break }
+            bytes += frame.readableBytes
             let event = LoggedEvent(
                 seq: seq,
                 kind: BusEventKind(rawValue: Int(kind)) ?? .unspecified,
@@ -121,8 +126,9 @@ public struct EventLogReader: Sendable {
         public var bytes: ByteBuffer
     }
 
-    /// Envelopes of `thread` with `threadSeq >= from`, in order, at most `limit`.
-    public func envelopes(tenant: String, thread: String, from: Int64, limit: Int) async throws -> [Envelope] {
+    /// Envelopes of `thread` with `threadSeq >= from`, in order, at most `limit`, and no more
+    /// once they reach `maxBytes` (at least one).
+    public func envelopes(tenant: String, thread: String, from: Int64, limit: Int, maxBytes: Int = .max) async throws -> [Envelope] {
         let rows = try await self.client.query(
             """
             SELECT a.thread_seq, e.frame
@@ -136,8 +142,13 @@ public struct EventLogReader: Sendable {
             logger: self.logger
         )
         var envelopes: [Envelope] = []
+        var total = 0
         for try await (threadSeq, frame) in rows.decode((Int64, ByteBuffer).self) {
-            if let bytes = EventFrame.envelope(in: frame) { envelopes.append(Envelope(threadSeq: threadSeq, bytes: bytes)) }
+            guard total < maxBytes else { break }
+            if let bytes = EventFrame.envelope(in: frame) {
+                total += bytes.readableBytes
+                envelopes.append(Envelope(threadSeq: threadSeq, bytes: bytes))
+            }
         }
         return envelopes
     }

@@ -111,6 +111,29 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
         return tenant
     }
 
+    /// The id of a key in the ingest key format (`sdi_<id>_<secret>`), or nil.
+    public func keyID(of key: String) -> String? {
+        let parts = key.split(separator: "_", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "sdi", parts[1].utf8.count == 16, parts[2].utf8.count == 64 else { return nil }
+        return String(parts[1])
+    }
+
+    /// Whether the key `keyID` still exists unrevoked (from the cache while it is fresh, else
+    /// one look-up): what keeps a credential derived from a key (an agent session) no longer
+    /// alive than the key.
+    public func isActive(keyID: String) async throws(APIError) -> Bool {
+        if let cached = self.cache.withLock({ $0[keyID] }), cached.expires > ContinuousClock.now { return true }
+        let found: (String, [UInt8])?
+        do {
+            found = try await self.lookup(keyID: keyID)
+        } catch {
+            throw APIError(.serviceUnavailable, "ingest keys cannot be checked right now", retryAfterSeconds: 1)
+        }
+        guard let (tenant, stored) = found else { return false }
+        self.cache.withLock { $0[keyID] = CachedKey(tenant: tenant, digest: stored, expires: ContinuousClock.now + self.cacheLifetime) }
+        return true
+    }
+
     /// Forgets a cached key (after revoking it).
     public func forget(keyID: String) {
         self.cache.withLock { _ = $0.removeValue(forKey: keyID) }

@@ -71,4 +71,9 @@ public final class IngestKeyStore: AgentKeyAuthenticator {
     public func authenticate(_ key: String) async throws(APIError) -> String {
         try await self.verifier.authenticate(key)
     }
+
+    /// The id of a key (see ``IngestKeyVerifier/keyID(of:)``).
+    public func keyID(of key: String) -> String? {
+        self.verifier.keyID(of: key)
+    }
 }

@@ -16,9 +16,14 @@ struct ACPCache: Sendable {
     let schema: String
     let logger: Logger
 
-    /// Envelopes of `thread` with `threadSeq >= from`, in order, at most `limit`.
+    /// The most envelope bytes one page (a replay step, a fetch result) carries; at least one
+    /// envelope is always sent (ingest takes none over `ingest.max-acp-body-bytes`).
+    static let pageBytes = 4 << 20
+
+    /// Envelopes of `thread` with `threadSeq >= from`, in order, at most `limit` and
+    /// ``pageBytes``.
     func envelopes(tenant: String, thread: String, from: Int64, limit: Int) async throws -> [Envelope] {
-        try await self.eventLog.envelopes(tenant: tenant, thread: thread, from: from, limit: limit)
+        try await self.eventLog.envelopes(tenant: tenant, thread: thread, from: from, limit: limit, maxBytes: Self.pageBytes)
     }
 
     /// The thread's last seq; 0 when it has no envelope (or is another tenant's).

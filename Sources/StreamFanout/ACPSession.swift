@@ -145,8 +145,10 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                     try await writer.send(envelope.bytes)
                     cursor = envelope.threadSeq
                 }
-                // A short page is the end; a page entirely past `through` (or no progress) too.
-                guard page.count == 500, let last = page.last, last.threadSeq <= through, last.threadSeq == cursor else { break }
+                // A short page is the end (one cut by bytes is not); a page entirely past `through`
+                // (or no progress) too.
+                let full = page.count == 500 || page.reduce(0, { $0 + $1.bytes.readableBytes }) >= ACPCache.pageBytes
+                guard full, let last = page.last, last.threadSeq <= through, last.threadSeq == cursor else { break }
             }
         } catch let error as PSQLError {
             // The cursor stays where the client is: the next envelope of the thread (or a

@@ -3,8 +3,8 @@ import NIOCore
 
 extension EventLogReader {
     /// The events with `after < seq <= through` that `filter` matches, in seq order, at most
-    /// `limit`, as feed events. The filter runs in SQL.
-    func events(tenant: String, after: Int64, through: Int64, filter: StreamFilter, limit: Int) async throws -> [FeedEvent] {
+    /// `limit` and `maxBytes` of frames (at least one), as feed events. The filter runs in SQL.
+    func events(tenant: String, after: Int64, through: Int64, filter: StreamFilter, limit: Int, maxBytes: Int) async throws -> [FeedEvent] {
         try await self.events(
             tenant: tenant,
             after: after,
@@ -13,7 +13,8 @@ extension EventLogReader {
             minimumSeverity: filter.minimumSeverity,
             swarmIDs: filter.swarmIDs,
             agentIDs: filter.agentIDs,
-            limit: limit
+            limit: limit,
+            maxBytes: maxBytes
         ).map(FeedEvent.init)
     }
 }

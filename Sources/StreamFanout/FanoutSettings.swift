@@ -29,10 +29,15 @@ public struct FanoutSettings: ServiceSettings {
     var tailCheckSeconds: Int
     /// WebSockets one tenant may hold open on this replica (both routes together).
     var maxConnectionsPerTenant: Int
+    /// Replay pages read from the log at once on this replica (more wait their turn).
+    var maxConcurrentReplays: Int
+    /// Seqs a replay may scan without a match before it stops with a gap notice.
+    var maxReplayScan: Int
 
     public static let keys: [SettingKey] = [
         .eventLogSchema, .fanoutSchema, .queueEvents, .queueBytes, .maxCatchUpEvents, .pingSeconds, .defaultEventsPerSecond, .maxEventsPerSecond,
-        .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds, .tailCheckSeconds, .maxConnectionsPerTenant,
+        .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds, .tailCheckSeconds, .maxConnectionsPerTenant, .maxConcurrentReplays,
+        .maxReplayScan,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -49,6 +54,8 @@ public struct FanoutSettings: ServiceSettings {
         self.maxMessagesPer10Seconds = try reader.setting(.maxMessagesPer10Seconds, in: 1...100_000)
         self.stalledSeconds = try reader.setting(.stalledSeconds, in: 1...3600)
         self.tailCheckSeconds = try reader.setting(.tailCheckSeconds, in: 1...3600)
+        self.maxConcurrentReplays = try reader.setting(.maxConcurrentReplays, in: 1...10_000)
+        self.maxReplayScan = try reader.setting(.maxReplayScan, in: 1000...1_000_000_000)
     }
 }
 
@@ -59,6 +66,16 @@ extension SettingKey {
         "fanout.max-connections-per-tenant",
         "WebSockets one tenant may hold open on a replica (more: an error frame and close 1013)",
         default: "1000"
+    )
+    static let maxConcurrentReplays = SettingKey(
+        "fanout.max-concurrent-replays",
+        "replay and catch-up pages read from the log at once on a replica (more wait their turn)",
+        default: "16"
+    )
+    static let maxReplayScan = SettingKey(
+        "fanout.max-replay-scan",
+        "seqs of the log a replay may scan without finding a match before it stops with a gap (reason scan_limit)",
+        default: "1000000"
     )
     static let queueEvents = SettingKey("fanout.queue-events", "live events queued per connection before it catches up from the log", default: "1024")
     static let queueBytes = SettingKey("fanout.queue-bytes", "bytes of live events queued per connection", default: "1048576")

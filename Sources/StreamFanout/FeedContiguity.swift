@@ -54,6 +54,8 @@ enum FeedContiguity {
                 deliver.append(index)
                 self.after = seq
             }
+            // A page that moves nothing forward would be read again forever.
+            if deliver.isEmpty { self.exhausted = true }
             return deliver
         }
 

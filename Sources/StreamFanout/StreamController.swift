@@ -22,6 +22,8 @@ struct StreamController: Sendable {
     let authentication: WebSocketAuthentication
     let hub: FeedHub
     let reader: EventLogReader
+    /// Replay pages in flight on this replica.
+    let replays: AsyncPermits
     let cache: ACPCache
     let heartbeats: WebSocketHeartbeats
     let settings: FanoutSettings
@@ -49,6 +51,7 @@ struct StreamController: Sendable {
                     settings: self.settings,
                     hub: self.hub,
                     reader: self.reader,
+                    replays: self.replays,
                     heartbeats: self.heartbeats,
                     logger: logger
                 )

@@ -35,6 +35,7 @@ public enum StreamFanoutService: SwarmdeckService {
             authentication: WebSocketAuthentication(verifier: assembly.verifier, requiring: .streamRead),
             hub: hub,
             reader: eventLog,
+            replays: AsyncPermits(settings.maxConcurrentReplays),
             cache: ACPCache(client: assembly.postgres, eventLog: eventLog, schema: settings.schema, logger: logger),
             heartbeats: heartbeats,
             settings: settings,

@@ -149,16 +149,40 @@ extension StreamSession {
                     cursor = min(oldest - 1, through)
                 }
             }
+            // Each query looks at a window of seqs and reads a page bounded by rows and bytes;
+            // scanning stops once `fanout.max-replay-scan` seqs went by without a match.
+            var fruitless: Int64 = 0
             while cursor < through {
                 try await self.flush(writer)
                 writer.endBatch()
-                let page = try await self.reader.events(tenant: self.tenant, after: cursor, through: through, filter: filter, limit: 1000)
+                let windowEnd = cursor + min(through - cursor, Self.scanWindow, Int64(self.settings.maxReplayScan))
+                let page = try await self.replays.run {
+                    try await self.reader.events(
+                        tenant: self.tenant,
+                        after: cursor,
+                        through: windowEnd,
+                        filter: filter,
+                        limit: 1000,
+                        maxBytes: Self.pageBytes
+                    )
+                }
                 for event in page {
                     try await self.writeEvent(event.frame, writer)
                 }
                 FanoutMetrics.caughtUp.increment(by: page.count)
-                guard page.count == 1000, let last = page.last else { break }
-                cursor = last.seq
+                let full = page.count == 1000 || page.reduce(0, { $0 + $1.frame.readableBytes }) >= Self.pageBytes
+                if full, let last = page.last {
+                    cursor = last.seq
+                    fruitless = 0
+                } else {
+                    fruitless = page.isEmpty ? fruitless + (windowEnd - cursor) : 0
+                    cursor = windowEnd
+                }
+                if cursor < through && fruitless >= Int64(self.settings.maxReplayScan) {
+                    FanoutMetrics.gapNotices.increment()
+                    try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "scan_limit"), writer)
+                    cursor = through
+                }
             }
         } catch let error as PSQLError {
             self.logger.warning("replay from the event log failed", metadata: ["error": "\(String(reflecting: error))"])

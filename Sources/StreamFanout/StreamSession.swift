@@ -46,17 +46,33 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
     let settings: FanoutSettings
     let hub: FeedHub
     let reader: EventLogReader
+    /// The replica's replay pages in flight.
+    let replays: AsyncPermits
     let logger: Logger
     let outbox: StreamOutbox
     let state: Mutex<State>
     let connection: WebSocketConnection
     let batch = Mutex(Batch())
 
-    init(identity: AccessIdentity, settings: FanoutSettings, hub: FeedHub, reader: EventLogReader, heartbeats: WebSocketHeartbeats, logger: Logger) {
+    /// The most frame bytes one page read from the log holds (at least one event).
+    static let pageBytes = 4 << 20
+    /// The seqs one replay query looks at, so that no statement scans the whole log.
+    static let scanWindow: Int64 = 50_000
+
+    init(
+        identity: AccessIdentity,
+        settings: FanoutSettings,
+        hub: FeedHub,
+        reader: EventLogReader,
+        replays: AsyncPermits,
+        heartbeats: WebSocketHeartbeats,
+        logger: Logger
+    ) {
         self.tenant = identity.tenant
         self.settings = settings
         self.hub = hub
         self.reader = reader
+        self.replays = replays
         self.logger = logger
         self.outbox = StreamOutbox(maxEvents: settings.queueEvents, maxBytes: settings.queueBytes)
         self.state = Mutex(State(eventsPerSecond: settings.defaultEventsPerSecond))

@@ -170,7 +170,14 @@ final class TenantFeed: Sendable {
         var backfill = FeedContiguity.Backfill(from: from, to: to)
         do {
             while backfill.wantsMore {
-                let page = try await self.reader.events(tenant: self.tenant, after: backfill.after, through: to, filter: .everything, limit: 1000)
+                let page = try await self.reader.events(
+                    tenant: self.tenant,
+                    after: backfill.after,
+                    through: to,
+                    filter: .everything,
+                    limit: 1000,
+                    maxBytes: StreamSession.pageBytes
+                )
                 for index in backfill.take(page.map(\.seq)) { self.deliver(page[index]) }
                 self.backfilled.increment(by: page.count)
             }

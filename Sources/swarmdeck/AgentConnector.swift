@@ -315,13 +315,18 @@ actor AgentConnector {
     /// Tells control-api the command has ended (a few tries; a session nobody ends ends after
     /// it idles).
     private func endSession(exitStatus: Int32) async {
-        guard let session = self.session else { return }
+        guard self.session != nil else { return }
         for attempt in 0..<3 {
             do {
+                // A session whose token expired meanwhile is replaced, then ended.
+                let session = try await self.openSessionIfNeeded()
                 switch try await session.brief.endAgentSession(query: .init(exitStatus: Int(min(max(exitStatus, 0), 255)))) {
                 case .noContent:
                     self.session = nil
                     return
+                case .default(401, let error):
+                    self.session = nil
+                    throw ControlAPIClientError(status: 401, error)
                 case .default(let status, let error): throw ControlAPIClientError(status: status, error)
                 }
             } catch  where ControlAPIClientError.isRefusal(error) {

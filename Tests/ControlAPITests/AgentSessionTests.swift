@@ -28,7 +28,7 @@ struct AgentSessionTests {
         "10,000 agent ids from one tenant's key: 50 sessions (control.max-agent-sessions), 429 past them, one queue each, no thread per waiting poll; another tenant still gets its commands"
     )
     func capped() async throws {
-        let harness = try await ControlHarness(["CONTROL_MAX_AGENT_SESSIONS": "50"])
+        let harness = try await ControlHarness(["CONTROL_MAX_AGENT_SESSIONS": "50", "CONTROL_AGENT_SESSIONS_PER_MINUTE": "100000"])
         try await harness.run { ingest, control in
             let key = try await harness.createKey(ingest)
             let statuses = try await withThrowingTaskGroup(of: [Int].self) { group in
@@ -176,6 +176,19 @@ struct AgentSessionTests {
             // g1's connector says its process is gone: now it is out.
             #expect(try await H.call(control, .delete, "/v1/agent/sessions/current?exitStatus=143", token: g1).0 == .noContent)
             #expect(try await targets("t2") == ["g2", "g3"])
+        }
+    }
+
+    @Test("session opens are rate limited per tenant (control.agent-sessions-per-minute): 429 with Retry-After past it, another tenant unaffected")
+    func opensRateLimited() async throws {
+        let harness = try await ControlHarness(["CONTROL_AGENT_SESSIONS_PER_MINUTE": "5"])
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            for index in 0..<5 { _ = try await H.openSession(control, key: key, swarm: "s", agent: "r\(index)") }
+            let (status, body) = try await H.call(control, .post, "/v1/agent/sessions", token: key, json: ["swarmId": "s", "agentId": "r5"])
+            #expect(status == .tooManyRequests && body.errorCode == "RateLimited")
+            let otherKey = try await harness.createKey(ingest, tenant: "other-" + harness.tenant)
+            _ = try await H.openSession(control, key: otherKey, swarm: "s", agent: "r5")
         }
     }
 }

@@ -46,4 +46,13 @@ import Testing
         // The reader throws here; the feed reports what is left.
         #expect(backfill.gap == 23...29)
     }
+
+    @Test func aPageThatMovesNothingForwardEndsTheBackFill() {
+        var backfill = FeedContiguity.Backfill(from: 5, to: 9)
+        #expect(backfill.take([5, 6]) == [0, 1])
+        // Only seqs already delivered (or past the end): read again, it would loop forever.
+        #expect(backfill.take([5, 6]).isEmpty)
+        #expect(!backfill.wantsMore)
+        #expect(backfill.gap == 7...9)
+    }
 }

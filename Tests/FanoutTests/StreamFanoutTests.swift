@@ -48,6 +48,31 @@ struct StreamFanoutTests {
         }
     }
 
+    @Test("a replay whose filter matches nothing stops after fanout.max-replay-scan seqs with a scan_limit gap, then goes live")
+    func fruitlessReplayIsBounded() async throws {
+        let harness = try await FanoutHarness(fanout: ["FANOUT_MAX_REPLAY_SCAN": "1000"])
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            for batch in 0..<3 {
+                try await harness.post(ingest, key: key, (0..<2000).map { log("bulk-\(batch)-\($0)") })
+            }
+            try await harness.fanout().test(.live) { fanout in
+                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                let (frames, _, _) = try await client.run(sending: [subscribe(lastEventId: 0, filters: ["agentIds": ["nobody"]])]) {
+                    $0["type"] as? String == "gap"
+                }
+                let gap = try #require(frames.last)
+                #expect(gap["reason"] as? String == "scan_limit", "\(gap)")
+                #expect(gap["fromSeq"] as? Int == 1001 && gap["toSeq"] as? Int == 6000, "\(gap)")
+                // The same replay with a filter that matches gets everything.
+                let (all, _, _) = try await client.run(sending: [subscribe(lastEventId: 0, filters: ["agentIds": ["a1"]])]) {
+                    ($0["seq"] as? Int) == 6000
+                }
+                #expect(all.seqs == Array(1...6000))
+            }
+        }
+    }
+
     @Test("batchEvents: several events per message, as a JSON array, still every seq once and in order")
     func batchEvents() async throws {
         let harness = try await FanoutHarness()

@@ -6,4 +6,6 @@ public protocol AgentKeyAuthenticator: Sendable {
     /// - Throws: `AuthInvalid` for a malformed, unknown or revoked key; `ServiceUnavailable`
     ///   when it cannot be checked right now.
     func authenticate(_ key: String) async throws(APIError) -> String
+    /// The id of `key` (public, unlike its secret), or nil when it is not a key.
+    func keyID(of key: String) -> String?
 }

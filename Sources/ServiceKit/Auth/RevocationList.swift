@@ -9,6 +9,8 @@ import Synchronization
 public final class RevocationList: Sendable {
     private struct State {
         var revokedAt: [String: Date] = [:]
+        /// Pruned when it grows past this: twice what the last pruning kept (amortized).
+        var pruneAt = 1024
     }
 
     private let state = Mutex(State())
@@ -29,7 +31,10 @@ public final class RevocationList: Sendable {
             let key = Self.key(tenant, subject)
             state.revokedAt[key] = max(state.revokedAt[key] ?? date, date)
             let horizon = Date().addingTimeInterval(-self.retention)
-            if state.revokedAt.count > 1024 { state.revokedAt = state.revokedAt.filter { $0.value > horizon } }
+            if state.revokedAt.count > state.pruneAt {
+                state.revokedAt = state.revokedAt.filter { $0.value > horizon }
+                state.pruneAt = max(1024, state.revokedAt.count * 2)
+            }
         }
         self.changes.add(1, ordering: .releasing)
     }

@@ -60,7 +60,15 @@ final class PullMux: MessageSink {
             guard status != 100, message.subject.hasPrefix(self.prefix + ".") else { return }  // 100: an idle heartbeat
             let token = String(message.subject.dropFirst(self.prefix.utf8.count + 1))
             let ended = self.state.withLock { $0.remove(token) }
-            if let ended { ended.continuation?.resume(returning: ended.messages) }
+            guard let ended else { return }
+            // 404 and 408 end a pull that found nothing; 409 (the consumer was deleted, or has
+            // too many pulls waiting) and 503 (no such consumer) are failures the caller must see.
+            if status == 409 || status == 503, ended.messages.isEmpty {
+                let reason = message.statusDescription ?? "status \(status)"
+                ended.continuation?.resume(throwing: ServiceKitError(.jetStream, "pull from \(ended.consumer) refused: \(reason)"))
+            } else {
+                ended.continuation?.resume(returning: ended.messages)
+            }
             return
         }
         guard let reply = message.reply, let metadata = JetStreamMessage.parse(reply) else { return }
@@ -83,8 +91,11 @@ final class PullMux: MessageSink {
         switch outcome {
         case .collected:
             break
-        case .full(let continuation, let messages):
-            continuation?.resume(returning: messages)
+        case .full(let continuation?, let messages):
+            continuation.resume(returning: messages)
+        case .full(nil, let messages):
+            // Its pull had not begun waiting yet (it will answer empty): hand them back.
+            for message in messages { if let reply = message.reply { try? self.connection?.publish(Array("-NAK".utf8), to: reply) } }
         case .unclaimed:
             // Its pull has ended: have the server deliver it again now.
             try? self.connection?.publish(Array("-NAK".utf8), to: reply)

@@ -20,8 +20,8 @@ public enum Caller: Sendable {
     case anonymous
     /// An operator (a device's access token).
     case person(AccessIdentity)
-    /// An agent, by its ingest key's tenant.
-    case agent(tenant: String)
+    /// An agent, by its ingest key's tenant and id.
+    case agent(tenant: String, keyID: String)
     /// One agent, by its session token.
     case agentSession(AgentSessionIdentity)
 
@@ -37,8 +37,13 @@ public enum Caller: Sendable {
 
     /// The tenant of the agent calling the running operation; a 401 when it is not one.
     public static func agentTenant() throws(APIError) -> String {
-        guard case .agent(let tenant) = Self.current else { throw APIError(.authInvalid, "an ingest key is required") }
-        return tenant
+        try Self.agentKey().tenant
+    }
+
+    /// The tenant and key id of the agent calling the running operation; a 401 when it is not one.
+    public static func agentKey() throws(APIError) -> (tenant: String, keyID: String) {
+        guard case .agent(let tenant, let keyID) = Self.current else { throw APIError(.authInvalid, "an ingest key is required") }
+        return (tenant, keyID)
     }
 
     /// The agent session calling the running operation; a 401 when it is not one.
@@ -89,7 +94,10 @@ public struct OperationAuthenticationMiddleware: ServerMiddleware {
             return .person(try await self.verifier.verify(token, requiring: scopes))
         case .ingestKey?:
             guard let agentKeys = self.agentKeys else { throw APIError(.serverError, "\(operationID) has no ingest key authenticator") }
-            return .agent(tenant: try await agentKeys.authenticate(try Request.bearerToken(authorization: authorization, "ingest key")))
+            let key = try Request.bearerToken(authorization: authorization, "ingest key")
+            let tenant = try await agentKeys.authenticate(key)
+            guard let keyID = agentKeys.keyID(of: key) else { throw APIError(.authInvalid, "not a Swarmdeck ingest key (sdi_…)") }
+            return .agent(tenant: tenant, keyID: keyID)
         case .agentSession?:
             let token = try Request.bearerToken(authorization: authorization, "agent session token")
             return .agentSession(try await self.verifier.verifyAgentSession(token))
