@@ -51,7 +51,7 @@ public enum ControlAPIService: SwarmdeckService {
             settings: settings,
             signer: signer,
             ingestKeys: IngestKeyVerifier(
-                client: postgres,
+                client: assembly.credentialPostgres,
                 schema: settings.ingestSchema,
                 logger: logger,
                 cacheLifetime: .seconds(30),

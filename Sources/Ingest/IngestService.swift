@@ -27,7 +27,7 @@ public enum IngestService: SwarmdeckService {
         let retention = EventLogRetention(client: assembly.postgres, retentionDays: settings.retentionDays, logger: logger)
         let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, logger: logger)
         let keys = IngestKeyStore(
-            client: assembly.postgres,
+            client: assembly.credentialPostgres,
             schema: settings.schema,
             logger: logger,
             cacheLifetime: .seconds(settings.keyCacheSeconds),

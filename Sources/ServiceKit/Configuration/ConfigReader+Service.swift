@@ -23,6 +23,13 @@ extension ConfigReader {
         return try PostgresClient.Configuration(url: url, maxConnections: maxConnections)
     }
 
+    /// `postgres.url` and `postgres.credential-connections`: the pool credential checks use.
+    public func credentialPostgresConfiguration() throws(ServiceKitError) -> PostgresClient.Configuration {
+        let url: String = try self.setting(.postgresURL)
+        let maxConnections = try self.setting(.postgresCredentialConnections, in: 1...50)
+        return try PostgresClient.Configuration(url: url, maxConnections: maxConnections)
+    }
+
     /// `http.host` and `http.port` as the server's address; `defaultPort` when unset.
     public func applicationConfiguration(serverName: String, defaultPort: Int) throws(ServiceKitError) -> ApplicationConfiguration {
         let host: String = try self.setting(.httpHost)

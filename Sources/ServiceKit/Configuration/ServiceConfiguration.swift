@@ -7,7 +7,7 @@ public enum ServiceConfiguration {
     /// The keys ServiceKit reads for every service.
     public static let keys: [SettingKey] = [
         SettingKey.configFile,
-        .httpHost, .httpPort, .logLevel, .natsURL, .postgresURL, .postgresMaxConnections,
+        .httpHost, .httpPort, .logLevel, .natsURL, .postgresURL, .postgresMaxConnections, .postgresCredentialConnections,
         .subjectsPrefix, .jwtIssuer, .jwtAudience, .jwtPublicKeyFile, .jwtKeyID,
     ]
 
@@ -42,6 +42,11 @@ extension SettingKey {
         secret: true
     )
     public static let postgresMaxConnections = SettingKey("postgres.max-connections", "the size of the connection pool", default: "10")
+    public static let postgresCredentialConnections = SettingKey(
+        "postgres.credential-connections",
+        "the size of the separate pool credential checks use (an ingest key look-up never queues behind event commits)",
+        default: "2"
+    )
     public static let subjectsPrefix = SettingKey("subjects.prefix", "the first token(s) of every NATS subject", default: "sd")
     public static let jwtIssuer = SettingKey("auth.jwt.issuer", "the issuer (iss) access tokens must carry", default: "swarmdeck")
     public static let jwtAudience = SettingKey("auth.jwt.audience", "the audience (aud) access tokens must carry", default: "swarmdeck")

@@ -15,6 +15,9 @@ public struct ServiceAssembly<Settings: ServiceSettings> {
     public let logger: Logger
     /// The service's Postgres pool, with its session limits; run by the service group.
     public let postgres: PostgresClient
+    /// A small pool of its own for credential checks (ingest keys), so that they never wait
+    /// behind the service's other work; it opens connections only when used.
+    public let credentialPostgres: PostgresClient
     /// The service's NATS connection; drained on graceful shutdown.
     public let nats: NATSConnection
     /// The subject builders for `subjects.prefix`.

@@ -47,6 +47,9 @@ extension SwarmdeckService {
         var postgresConfiguration = try reader.postgresConfiguration()
         Self.postgresSession(settings).apply(to: &postgresConfiguration)
         let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
+        var credentialConfiguration = try reader.credentialPostgresConfiguration()
+        Self.postgresSession(settings).apply(to: &credentialConfiguration)
+        let credentialPostgres = PostgresClient(configuration: credentialConfiguration, backgroundLogger: logger)
         let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: Self.name, sendAsap: Self.natsSendAsap))
 
         let subjects = try reader.subjects()
@@ -61,6 +64,7 @@ extension SwarmdeckService {
                 settings: settings,
                 logger: logger,
                 postgres: postgres,
+                credentialPostgres: credentialPostgres,
                 nats: nats,
                 subjects: subjects,
                 verifier: try await reader.accessTokenVerifier(revocations: revocations),
@@ -74,7 +78,7 @@ extension SwarmdeckService {
             router: router,
             server: parts.server,
             configuration: try reader.applicationConfiguration(serverName: Self.name, defaultPort: Self.defaultPort),
-            services: [postgres, NATSService(connection: nats), revocationFeed] + parts.services,
+            services: [postgres, credentialPostgres, NATSService(connection: nats), revocationFeed] + parts.services,
             logger: logger
         )
         application.beforeServerStarts { [logger] in
