@@ -25,6 +25,14 @@ struct ControlEndToEndTests {
         return stat[stat.index(close, offsetBy: 2)]
     }
 
+    /// Waits for the connector to exit; a connector still running after 30 s fails the test
+    /// (and is killed by the test's `defer`) instead of hanging the run.
+    static func waitForExit(_ connector: Process) async throws {
+        let exited = await eventually(timeout: .seconds(30)) { !connector.isRunning }
+        try #require(exited, "the connector (pid \(connector.processIdentifier)) did not exit within 30 s")
+        try await offPool { connector.waitUntilExit() }
+    }
+
     /// `swarmdeck agent run` against the in-process services.
     /// With `keyInEnvironment`, the key is in `$SWARMDECK_INGEST_KEY`, as the README advises,
     /// rather than on the command line.
@@ -133,7 +141,7 @@ struct ControlEndToEndTests {
             #expect(await eventually { Self.processState(pid) == nil })
             #expect(await stateEvent(terminate)?.state == "terminated")
             _ = try await frames
-            try await offPool { connector.waitUntilExit() }
+            try await Self.waitForExit(connector)
             #expect(connector.terminationStatus == 128 + SIGTERM)
 
             // What the connector acknowledged is what control-api reports, and the fleet
@@ -226,7 +234,7 @@ struct ControlEndToEndTests {
             #expect(terminated == .accepted)
             #expect(await eventually { Self.processState(pid) == nil })
             _ = try await frames
-            try await offPool { connector.waitUntilExit() }
+            try await Self.waitForExit(connector)
         }
     }
 
@@ -309,7 +317,7 @@ struct ControlEndToEndTests {
                 try await H.call(control, .post, "/v1/workers/\(worker)/stop", token: token, json: ["requestId": "q4", "reason": "done"]).0
                     == .accepted
             )
-            try await offPool { connector.waitUntilExit() }
+            try await Self.waitForExit(connector)
             let stopped = try await eventually {
                 try await H.call(control, .get, "/v1/workers/\(worker)", token: token).1["worker"].flatMap {
                     ($0 as? [String: Any])?["status"] as? String
@@ -424,7 +432,7 @@ struct ControlEndToEndTests {
                 ["action": "terminate", "reason": "done", "requestId": "fill-terminate", "confirm": "TERMINATE"]
             )
             #expect(terminated == "applied")
-            try await offPool { connector.waitUntilExit() }
+            try await Self.waitForExit(connector)
             print("paused worker with \(queued) bytes queued: pause \(pauseTime) (empty queue), resume \(resumeTime), terminate \(terminateTime)")
         }
     }
