@@ -18,8 +18,6 @@ struct IngestController: Sendable {
     let verifier: AccessTokenVerifier
     /// What requests being read and parsed may hold at once (shared with the OTLP receivers).
     let parsing: ByteBudget
-    /// Each tenant's requests being served at once.
-    let turns: KeyedPermits
 
     /// The share of ``parsing`` a route's request holds while it is served.
     func memory(maxBodyBytes: Int) -> RequestMemoryMiddleware {
@@ -74,46 +72,42 @@ struct IngestController: Sendable {
 
     private func ingest(_ request: Request, context: ServiceRequestContext) async throws -> BatchResponse {
         let tenant = try context.requireAgentTenant()
-        // Read and parsed in the tenant's turn (CPU); committed after it (waiting on Postgres).
-        let (prepared, slots, results) = try await self.turns.run(tenant) { () async throws -> ([PreparedEvent], [Int?], [BatchResponse.Result]) in
-            let body = try await request.jsonBody(upTo: self.settings.maxBodyBytes)
-            let events: [Result<NativeEvent, Rejection>]
-            do throws(NativeBatchParser.Malformed) {
-                events = try NativeBatchParser.parse(
-                    Array(buffer: body),
-                    limits: .init(maxEvents: self.settings.maxBatchEvents, maxAttributeValues: self.settings.maxBatchAttributeValues)
-                )
-            } catch  where error.tooLarge {
-                throw APIError(
-                    .payloadTooLarge,
-                    "\(error.reason): at most \(self.settings.maxBatchEvents) events and \(self.settings.maxBatchAttributeValues) attrs values per request"
-                )
-            } catch {
-                throw APIError(.invalidRequest, "the body is not a batch: expected {\"events\": [ … ]} (\(error.reason))")
-            }
+        let body = try await request.jsonBody(upTo: self.settings.maxBodyBytes)
+        let events: [Result<NativeEvent, Rejection>]
+        do {
+            events = try NativeBatchParser.parse(
+                Array(buffer: body),
+                limits: .init(maxEvents: self.settings.maxBatchEvents, maxAttributeValues: self.settings.maxBatchAttributeValues)
+            )
+        } catch  where error.tooLarge {
+            throw APIError(
+                .payloadTooLarge,
+                "\(error.reason): at most \(self.settings.maxBatchEvents) events and \(self.settings.maxBatchAttributeValues) attrs values per request"
+            )
+        } catch {
+            throw APIError(.invalidRequest, "the body is not a batch: expected {\"events\": [ … ]} (\(error.reason))")
+        }
 
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
-            var prepared: [PreparedEvent] = []
-            var slots: [Int?] = []  // index into prepared, or nil when rejected
-            var results: [BatchResponse.Result] = []
-            prepared.reserveCapacity(events.count)
-            for item in events {
-                switch item {
-                case .failure(let rejection):
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var prepared: [PreparedEvent] = []
+        var slots: [Int?] = []  // index into prepared, or nil when rejected
+        var results: [BatchResponse.Result] = []
+        prepared.reserveCapacity(events.count)
+        for item in events {
+            switch item {
+            case .failure(let rejection):
+                slots.append(nil)
+                results.append(.init(msgId: rejection.msgId, status: "rejected", seq: nil, reason: rejection.reason))
+            case .success(let event):
+                do {
+                    prepared.append(try event.prepare(now: now, maxEventBytes: self.settings.maxEventBytes))
+                    slots.append(prepared.count - 1)
+                    results.append(.init(msgId: event.msgId, status: "accepted", seq: nil, reason: nil))
+                } catch {
                     slots.append(nil)
-                    results.append(.init(msgId: rejection.msgId, status: "rejected", seq: nil, reason: rejection.reason))
-                case .success(let event):
-                    do throws(Rejection) {
-                        prepared.append(try event.prepare(now: now, maxEventBytes: self.settings.maxEventBytes))
-                        slots.append(prepared.count - 1)
-                        results.append(.init(msgId: event.msgId, status: "accepted", seq: nil, reason: nil))
-                    } catch {
-                        slots.append(nil)
-                        results.append(.init(msgId: event.msgId, status: "rejected", seq: nil, reason: error.reason))
-                    }
+                    results.append(.init(msgId: event.msgId, status: "rejected", seq: nil, reason: error.reason))
                 }
             }
-            return (prepared, slots, results)
         }
 
         let outcomes = try await self.writer.submit(tenant: tenant, events: prepared, requestID: context.requestID)

@@ -34,25 +34,17 @@ public enum IngestService: SwarmdeckService {
             lookupTimeout: .seconds(settings.commitTimeoutSeconds)
         )
         let parsing = ByteBudget(limit: settings.maxParsingBytes)
-        let turns = KeyedPermits(settings.maxRequestsPerTenant)
         let controller = IngestController(
             keys: keys,
             writer: writer,
             log: eventLog,
             settings: settings,
             verifier: assembly.verifier,
-            parsing: parsing,
-            turns: turns
+            parsing: parsing
         )
         controller.addRoutes(to: assembly.router)
-        OTLPReceiver(
-            keys: keys,
-            writer: writer,
-            settings: settings,
-            turns: turns,
-            memory: controller.memory(maxBodyBytes: settings.maxBodyBytes)
-        )
-        .addRoutes(to: assembly.router)
+        OTLPReceiver(keys: keys, writer: writer, settings: settings, memory: controller.memory(maxBodyBytes: settings.maxBodyBytes))
+            .addRoutes(to: assembly.router)
         return ServiceParts(services: [retention], beforeServerStarts: [{ try await retention.maintain() }])
     }
 }

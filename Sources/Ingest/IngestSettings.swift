@@ -24,8 +24,6 @@ public struct IngestSettings: ServiceSettings {
     var maxQueuedBytes: Int
     /// The fraction of both that one tenant may hold; past it that tenant's requests get 429.
     var maxQueuedTenantShare: Double
-    /// Requests of one tenant read and parsed at once (the rest wait their turn; commits do not count).
-    var maxRequestsPerTenant: Int
     /// Events committed in one transaction (requests queued behind it are grouped up to this).
     var writeBatchEvents: Int
     /// How long a positive ingest-key lookup is cached; revocation takes effect within it.
@@ -40,7 +38,7 @@ public struct IngestSettings: ServiceSettings {
     public static let keys: [SettingKey] = [
         .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxBatchAttributeValues, .maxOTLPValues, .maxParsingBytes, .maxEventBytes, .maxQueuedEvents,
         .maxQueuedBytes,
-        .maxQueuedTenantShare, .maxRequestsPerTenant,
+        .maxQueuedTenantShare,
         .writeBatchEvents, .keyCacheSeconds,
         .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays,
     ]
@@ -56,7 +54,6 @@ public struct IngestSettings: ServiceSettings {
         self.maxQueuedEvents = try reader.setting(.maxQueuedEvents, in: 1...10_000_000)
         self.maxQueuedBytes = try reader.setting(.maxQueuedBytes, in: (1 << 20)...(64 << 30))
         self.maxQueuedTenantShare = try reader.setting(.maxQueuedTenantShare, in: 0.01...1.0)
-        self.maxRequestsPerTenant = try reader.setting(.maxRequestsPerTenant, in: 1...10_000)
         self.writeBatchEvents = try reader.setting(.writeBatchEvents, in: 1...100_000)
         self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
@@ -118,11 +115,6 @@ extension SettingKey {
         "ingest.max-queued-bytes",
         "bytes of events waiting for commit across tenants (429 beyond)",
         default: "268435456"
-    )
-    static let maxRequestsPerTenant = SettingKey(
-        "ingest.max-requests-per-tenant",
-        "requests of one tenant read and parsed at once; the tenant's others wait their turn to be read (one tenant cannot take every core)",
-        default: "2"
     )
     static let maxQueuedTenantShare = SettingKey(
         "ingest.max-queued-tenant-share",

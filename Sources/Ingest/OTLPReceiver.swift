@@ -21,8 +21,6 @@ struct OTLPReceiver: Sendable {
     let keys: IngestKeyStore
     let writer: EventLogWriter
     let settings: IngestSettings
-    /// Each tenant's requests being read and parsed at once.
-    let turns: KeyedPermits
     /// The share of the parse budget a request holds.
     let memory: RequestMemoryMiddleware
 
@@ -102,62 +100,58 @@ struct OTLPReceiver: Sendable {
     ) async throws -> Response {
         let encoding = try Self.encoding(of: request)
         let tenant = try context.requireAgentTenant()
-        // Read, decoded and mapped in the tenant's turn (CPU); committed after it.
-        var batch = try await self.turns.run(tenant) { () async throws -> OTLPBatch in
-            let body = Array(buffer: try await self.body(of: request))
-            // Counted before decoding: decoded, an export of millions of empty items (or of one item
-            // with millions of attributes) would cost gigabytes. What decoding will build is taken
-            // from the parse budget first.
-            let count: OTLPItemCount.Count
-            do {
-                count =
-                    encoding == .json
-                    ? try items.count(json: body, limit: self.settings.maxBatchEvents, maxValues: self.settings.maxOTLPValues)
-                    : try items.count(protobuf: body, limit: self.settings.maxBatchEvents, maxValues: self.settings.maxOTLPValues)
-            } catch let error as OTLPItemCount.TooMany {
-                throw APIError(
-                    .payloadTooLarge,
-                    "\(error.reason) in one export; at most \(self.settings.maxBatchEvents) items and \(self.settings.maxOTLPValues) values"
-                )
-            } catch {
-                throw APIError(.invalidRequest, "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))")
-            }
-            let decoded = count.values * IngestSettings.decodedBytesPerOTLPValue
-            guard self.memory.budget.reserve(decoded) else {
-                throw APIError(.rateLimited, "ingest is decoding as much as it may at once; retry shortly", retryAfterSeconds: 1)
-            }
-            defer { self.memory.budget.release(decoded) }
-            let export: Export
-            do {
-                export =
-                    switch encoding {
-                    case .protobuf: try Export(serializedBytes: body)
-                    case .json: try Export(jsonUTF8Bytes: body, options: Self.jsonDecoding)
-                    }
-            } catch {
-                throw APIError(
-                    .invalidRequest,
-                    "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))"
-                )
-            }
-            var batch = OTLPBatch(
-                now: Int64(Date().timeIntervalSince1970 * 1000),
-                maxEventBytes: self.settings.maxEventBytes,
-                json: encoding == .json
+        let body = Array(buffer: try await self.body(of: request))
+        // Counted before decoding: decoded, an export of millions of empty items (or of one item
+        // with millions of attributes) would cost gigabytes. What decoding will build is taken
+        // from the parse budget first.
+        let count: OTLPItemCount.Count
+        do {
+            count =
+                encoding == .json
+                ? try items.count(json: body, limit: self.settings.maxBatchEvents, maxValues: self.settings.maxOTLPValues)
+                : try items.count(protobuf: body, limit: self.settings.maxBatchEvents, maxValues: self.settings.maxOTLPValues)
+        } catch let error as OTLPItemCount.TooMany {
+            throw APIError(
+                .payloadTooLarge,
+                "\(error.reason) in one export; at most \(self.settings.maxBatchEvents) items and \(self.settings.maxOTLPValues) values"
             )
-            map(&batch, export)
-            // Items (spans, records, points) are what the client counts; the events they map to
-            // (up to three a span) must still fit a tenant's share of the queue, or the export
-            // could never pass.
-            guard batch.items <= self.settings.maxBatchEvents,
-                batch.events.count <= Int(Double(self.settings.maxQueuedEvents) * self.settings.maxQueuedTenantShare)
-            else {
-                throw APIError(
-                    .payloadTooLarge,
-                    "\(batch.items) items (\(batch.events.count) events); at most \(self.settings.maxBatchEvents) items per export"
-                )
-            }
-            return batch
+        } catch {
+            throw APIError(.invalidRequest, "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))")
+        }
+        let decoded = count.values * IngestSettings.decodedBytesPerOTLPValue
+        guard self.memory.budget.reserve(decoded) else {
+            throw APIError(.rateLimited, "ingest is decoding as much as it may at once; retry shortly", retryAfterSeconds: 1)
+        }
+        defer { self.memory.budget.release(decoded) }
+        let export: Export
+        do {
+            export =
+                switch encoding {
+                case .protobuf: try Export(serializedBytes: body)
+                case .json: try Export(jsonUTF8Bytes: body, options: Self.jsonDecoding)
+                }
+        } catch {
+            throw APIError(
+                .invalidRequest,
+                "the body is not an OTLP \(Export.protoMessageName) in \(encoding.contentType) (\(error))"
+            )
+        }
+        var batch = OTLPBatch(
+            now: Int64(Date().timeIntervalSince1970 * 1000),
+            maxEventBytes: self.settings.maxEventBytes,
+            json: encoding == .json
+        )
+        map(&batch, export)
+        // Items (spans, records, points) are what the client counts; the events they map to
+        // (up to three a span) must still fit a tenant's share of the queue, or the export
+        // could never pass.
+        guard batch.items <= self.settings.maxBatchEvents,
+            batch.events.count <= Int(Double(self.settings.maxQueuedEvents) * self.settings.maxQueuedTenantShare)
+        else {
+            throw APIError(
+                .payloadTooLarge,
+                "\(batch.items) items (\(batch.events.count) events); at most \(self.settings.maxBatchEvents) items per export"
+            )
         }
         batch.apply(try await self.writer.submit(tenant: tenant, events: batch.events, requestID: context.requestID))
         return try Self.response(.ok, answer(Int64(batch.rejectedItems.count), batch.errorMessage), encoding: encoding)

@@ -24,7 +24,7 @@ public final class AsyncPermits: Sendable {
 
     /// Runs `body` holding a permit.
     /// - Throws: `CancellationError` if cancelled while waiting; what `body` throws.
-    public func run<T>(_ body: () async throws -> T) async throws -> T {
+    public func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await self.acquire()
         defer { self.release() }
         return try await body()
