@@ -31,7 +31,7 @@ extension ControlAPIHandler {
             try await self.bus.openQueue(tenant: tenant, swarm: body.swarmId, agent: body.agentId)
         } catch {
             // No token was given: the session does not count against the cap.
-            _ = try? await self.store.closeSession(tenant: tenant, session: session, reason: "idle")
+            _ = try? await self.store.endSession(tenant: tenant, session: session, reason: .idle)
             throw error
         }
         let now = Date()
@@ -62,7 +62,7 @@ extension ControlAPIHandler {
     func endAgentSession(_ input: Operations.EndAgentSession.Input) async throws -> Operations.EndAgentSession.Output {
         let session = try Caller.agentSession()
         try Self.checkRange(input.query.exitStatus, "exitStatus", 0...255)
-        if try await self.store.endSession(tenant: session.tenant, session: session.session, exitStatus: input.query.exitStatus) {
+        if try await self.store.endSession(tenant: session.tenant, session: session.session, reason: .exited, exitStatus: input.query.exitStatus) {
             await self.closeSessions(
                 tenant: session.tenant,
                 [ControlStore.EndedSession(session: session.session, swarm: session.swarm, agent: session.agent)],
@@ -97,12 +97,12 @@ extension ControlAPIHandler {
         try Self.checkRange(input.query.waitSeconds, "waitSeconds", 0...30)
         let wait = min(input.query.waitSeconds ?? 25, self.settings.maxPollSeconds)
         if self.sessionsSeen.due(session.tenant + "\u{0}" + session.session) {
-            guard let keyID = try await self.store.touchSession(tenant: session.tenant, session: session.session) else {
+            guard case .open(let keyID) = try await self.store.touchSession(tenant: session.tenant, session: session.session) else {
                 throw APIError(.authInvalid, "the agent session has ended; open a new one")
             }
             // A session lives no longer than the key that opened it.
             if let keyID, try await !self.ingestKeys.isActive(keyID: keyID) {
-                if try await self.store.closeSession(tenant: session.tenant, session: session.session, reason: "key-revoked") {
+                if try await self.store.endSession(tenant: session.tenant, session: session.session, reason: .keyRevoked) {
                     await self.closeSessions(
                         tenant: session.tenant,
                         [ControlStore.EndedSession(session: session.session, swarm: session.swarm, agent: session.agent)],

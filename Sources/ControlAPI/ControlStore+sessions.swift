@@ -75,12 +75,22 @@ extension ControlStore {
         }
     }
 
-    /// Ends a session because its connector says its process is gone. False if it had
-    /// already ended (or never existed).
-    func endSession(tenant: String, session: String, exitStatus: Int?) async throws -> Bool {
+    /// Why a session ended (`agent_sessions.end_reason`).
+    enum EndReason: String {
+        /// Its connector said its process is gone: the only reason that takes the agent out of
+        /// swarm controls.
+        case exited
+        /// Its ingest key was deleted.
+        case keyRevoked = "key-revoked"
+        /// Its queue could not be made (no token was given).
+        case idle
+    }
+
+    /// Ends an open session. False if it had already ended (or never existed).
+    func endSession(tenant: String, session: String, reason: EndReason, exitStatus: Int? = nil) async throws -> Bool {
         let rows = try await self.client.query(
             """
-            UPDATE agent_sessions SET ended_at = now(), end_reason = 'exited', exit_status = \(exitStatus)
+            UPDATE agent_sessions SET ended_at = now(), end_reason = \(reason.rawValue), exit_status = \(exitStatus)
             WHERE tenant_id = \(tenant) AND session_id = \(session) AND ended_at IS NULL
             RETURNING 1
             """,
@@ -90,9 +100,16 @@ extension ControlStore {
         return false
     }
 
-    /// Records a poll of an open session; answers the id of the key that opened it, or nil if
-    /// the session has ended.
-    func touchSession(tenant: String, session: String) async throws -> String?? {
+    /// What a poll finds of its session.
+    enum Touch {
+        /// Ended: its token must no longer work.
+        case ended
+        /// Open, opened with that key (nil for a session from before keys were recorded).
+        case open(keyID: String?)
+    }
+
+    /// Records a poll of an open session.
+    func touchSession(tenant: String, session: String) async throws -> Touch {
         let rows = try await self.client.query(
             """
             UPDATE agent_sessions SET seen_at = now()
@@ -101,23 +118,8 @@ extension ControlStore {
             """,
             logger: self.logger
         )
-        for try await keyID in rows.decode(String?.self) { return .some(keyID) }
-        return nil
-    }
-
-    /// Ends a session for a reason other than its process ending (its key was deleted), or
-    /// forgets one that never got going (its queue could not be made). False if it had ended.
-    func closeSession(tenant: String, session: String, reason: String) async throws -> Bool {
-        let rows = try await self.client.query(
-            """
-            UPDATE agent_sessions SET ended_at = now(), end_reason = \(reason)
-            WHERE tenant_id = \(tenant) AND session_id = \(session) AND ended_at IS NULL
-            RETURNING 1
-            """,
-            logger: self.logger
-        )
-        for try await _ in rows.decode(Int.self) { return true }
-        return false
+        for try await keyID in rows.decode(String?.self) { return .open(keyID: keyID) }
+        return .ended
     }
 
     /// Whether the agent has an open session (its queue must stay).

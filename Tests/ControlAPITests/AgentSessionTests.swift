@@ -3,7 +3,6 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
-import Synchronization
 import TestSupport
 import Testing
 
@@ -12,9 +11,6 @@ import Testing
 @Suite("Agent sessions: each agent's channel registered, capped per tenant, owned by its connector (live)")
 struct AgentSessionTests {
     typealias H = ControlHarness
-
-    /// Threads of this process (the services run in it), from /proc.
-    static var threads: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0 }
 
     /// The consumers of the harness's control stream: one per open agent queue.
     static func queues(_ harness: ControlHarness) async throws -> Int {
@@ -88,10 +84,9 @@ struct AgentSessionTests {
             var opened: [String] = []
             for index in 0..<50 { opened.append(try await H.openSession(control, key: key, swarm: "s1", agent: "p\(index)")) }
             let sessions = opened
-            let before = Self.threads
-            let peak = Mutex(before)
+            let before = processThreads
             let operatorToken = try await harness.token(scopes: [.agentsControl])
-            let got = try await withThrowingTaskGroup(of: String?.self) { group in
+            let (got, waiting) = try await withThrowingTaskGroup(of: String?.self) { group in
                 for session in sessions {
                     group.addTask {
                         let (_, list) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=20", token: session)
@@ -100,7 +95,7 @@ struct AgentSessionTests {
                 }
                 // Give them time to be waiting, then one swarm pause reaches all fifty.
                 try await Task.sleep(for: .seconds(1))
-                peak.withLock { $0 = max($0, Self.threads) }
+                let waiting = processThreads
                 let (accepted, _) = try await H.call(
                     control,
                     .post,
@@ -111,10 +106,10 @@ struct AgentSessionTests {
                 #expect(accepted == .accepted)
                 var got: [String?] = []
                 for try await agent in group { got.append(agent) }
-                return got
+                return (got, waiting)
             }
             #expect(Set(got.compactMap { $0 }) == Set((0..<50).map { "p\($0)" }))
-            #expect(peak.withLock { $0 } - before < 20, "threads grew from \(before) to \(peak.withLock { $0 }) while 50 polls waited")
+            #expect(waiting - before < 20, "threads grew from \(before) to \(waiting) while 50 polls waited")
 
             // A newer poll of a session ends the older at once.
             let clock = ContinuousClock()

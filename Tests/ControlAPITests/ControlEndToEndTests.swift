@@ -25,6 +25,19 @@ struct ControlEndToEndTests {
         return stat[stat.index(close, offsetBy: 2)]
     }
 
+    /// Waits until control-api lists `agent` running; answers the record and the process id
+    /// its task summary names (`pid N`).
+    static func runningAgent(_ control: any TestClientProtocol, _ agent: String, token: String) async throws -> (record: [String: Any], pid: Int32) {
+        var record: [String: Any] = [:]
+        let running = try await eventually(timeout: .seconds(20)) {
+            record = try await H.call(control, .get, "/v1/agents/\(agent)", token: token).1
+            return record["status"] as? String == "running"
+        }
+        try #require(running, "\(agent) never ran: \(record)")
+        let summary = record["taskSummary"] as? String ?? ""
+        return (record, try #require(Int32(summary.dropFirst(4).prefix { $0.isNumber }), "no pid in \(summary)"))
+    }
+
     /// Waits for the connector to exit; a connector still running after 30 s fails the test
     /// (and is killed by the test's `defer`) instead of hanging the run.
     static func waitForExit(_ connector: Process) async throws {
@@ -85,16 +98,10 @@ struct ControlEndToEndTests {
             defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
 
             // The agent appears, running, with its process id in its task summary.
-            var record: [String: Any] = [:]
-            let running = try await eventually(timeout: .seconds(20)) {
-                record = try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token).1
-                return record["status"] as? String == "running"
-            }
-            #expect(running)
+            let (record, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
             let summary = try #require(record["taskSummary"] as? String)
             // The command line is not published unless asked (it may hold secrets).
             #expect(!summary.contains("sleep"), "\(summary)")
-            let pid = try #require(Int32(summary.dropFirst(4).prefix { $0.isNumber }))
             #expect(Self.processState(pid) == "S")
 
             let seen = Seen()
@@ -210,9 +217,7 @@ struct ControlEndToEndTests {
             if asRoot { #expect(messages.withLock { $0.contains("kill:refused") }, "\(messages.withLock { $0 })") }
             #expect(connector.isRunning)
             #expect(!states.withLock { $0.contains("terminated") })
-            let (_, record) = try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token)
-            #expect(record["status"] as? String == "running")
-            let pid = try #require(Int32((record["taskSummary"] as? String ?? "").dropFirst(4).prefix { $0.isNumber }))
+            let (_, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
 
             // Still steered by the phone.
             let (paused, _) = try await H.call(
@@ -351,14 +356,7 @@ struct ControlEndToEndTests {
                 ["sleep", "1000"]
             )
             defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
-            var record: [String: Any] = [:]
-            #expect(
-                try await eventually(timeout: .seconds(20)) {
-                    record = try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token).1
-                    return record["status"] as? String == "running"
-                }
-            )
-            let pid = try #require(Int32((record["taskSummary"] as? String ?? "").dropFirst(4).prefix { $0.isNumber }))
+            let (_, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
             #expect(Self.processState(pid) == "S")
             kill(connector.processIdentifier, SIGKILL)
             // Gone, or a zombie its new parent has not reaped yet.

@@ -1,6 +1,5 @@
 import Foundation
 import ServiceKit
-import Synchronization
 import TestSupport
 import Testing
 
@@ -94,9 +93,6 @@ struct JetStreamTests {
         await other.drain()
     }
 
-    /// Threads of this process, from /proc.
-    static var threads: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0 }
-
     @Test(
         "300 pulls wait at once on 30 consumers through one inbox: each gets its consumer's messages, no thread per pull; a late message is redelivered at once"
     )
@@ -112,9 +108,8 @@ struct JetStreamTests {
                 ConsumerConfiguration(durableName: name, filterSubject: subject + "." + name, ackWait: .seconds(30))
             )
         }
-        let before = Self.threads
-        let waiting = ThreadPeak()
-        let got = try await withThrowingTaskGroup(of: (String, [String]).self) { group in
+        let before = processThreads
+        let (got, waiting) = try await withThrowingTaskGroup(of: (String, [String]).self) { group in
             for index in 0..<300 {
                 let name = names[index % names.count]
                 group.addTask {
@@ -125,7 +120,7 @@ struct JetStreamTests {
             }
             // Once they all wait, ten messages per consumer.
             #expect(await eventually { connection.waitingPulls == 300 })
-            waiting.record(Self.threads)
+            let waiting = processThreads
             for name in names {
                 for index in 0..<10 {
                     _ = try await jetStream.publish(Array("\(name)-\(index)".utf8), to: subject + "." + name, messageID: "\(name)-\(index)")
@@ -133,7 +128,7 @@ struct JetStreamTests {
             }
             var got: [(String, [String])] = []
             for try await answer in group { got.append(answer) }
-            return got
+            return (got, waiting)
         }
         #expect(got.count == 300)
         #expect(
@@ -141,7 +136,7 @@ struct JetStreamTests {
             "\(got.filter { $0.1.count != 1 }.prefix(5))"
         )
         #expect(Set(got.flatMap(\.1)).count == 300)
-        #expect(waiting.peak - before < 20, "threads grew from \(before) to \(waiting.peak) while 300 pulls waited")
+        #expect(waiting - before < 20, "threads grew from \(before) to \(waiting) while 300 pulls waited")
 
         // A message delivered after its pull gave up locally is handed back, not held for the ack wait.
         // The server still holds the abandoned pull request (for 20 s) when "late" arrives.
@@ -155,11 +150,4 @@ struct JetStreamTests {
         try await jetStream.deleteStream(first.stream)
         await connection.drain()
     }
-}
-
-/// The highest thread count seen.
-final class ThreadPeak: Sendable {
-    private let value = Mutex(0)
-    func record(_ count: Int) { self.value.withLock { $0 = max($0, count) } }
-    var peak: Int { self.value.withLock { $0 } }
 }

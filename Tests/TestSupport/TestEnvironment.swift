@@ -42,6 +42,9 @@ public struct MissingInfrastructure: Error, CustomStringConvertible {
     }
 }
 
+/// The threads of this process (the services of an in-process test run in it), from /proc.
+public var processThreads: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0 }
+
 /// Polls `condition` until it holds or `timeout` passes.
 public func eventually(
     timeout: Duration = .seconds(10),

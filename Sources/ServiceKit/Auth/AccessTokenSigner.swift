@@ -40,21 +40,14 @@ public struct AccessTokenSigner: Sendable {
         lifetime: Duration = .seconds(900),
         now: Date = Date()
     ) async throws(ServiceKitError) -> String {
-        let claims = AccessClaims(
-            issuer: self.issuer,
+        try await self.sign(
             audience: self.audience,
             subject: subject,
-            expiration: now.addingTimeInterval(TimeInterval(lifetime.components.seconds)),
-            issuedAt: now,
-            id: UUID().uuidString.lowercased(),
             tenant: tenant,
-            scope: scopes.map(\.rawValue).sorted().joined(separator: " ")
+            scope: scopes.map(\.rawValue).sorted().joined(separator: " "),
+            lifetime: lifetime,
+            now: now
         )
-        do {
-            return try await self.keys.sign(claims, kid: JWKIdentifier(string: self.keyID))
-        } catch {
-            throw ServiceKitError(.token, "signing failed: \(error)")
-        }
     }
 
     /// A token for one agent session (``AgentSessionIdentity``): audience
@@ -68,15 +61,37 @@ public struct AccessTokenSigner: Sendable {
         lifetime: Duration,
         now: Date = Date()
     ) async throws(ServiceKitError) -> String {
-        let claims = AccessClaims(
-            issuer: self.issuer,
+        try await self.sign(
             audience: AccessTokenVerifier.agentAudience(of: self.audience),
             subject: session,
+            tenant: tenant,
+            scope: "",
+            swarm: swarm,
+            agent: agent,
+            lifetime: lifetime,
+            now: now
+        )
+    }
+
+    private func sign(
+        audience: String,
+        subject: String,
+        tenant: String,
+        scope: String,
+        swarm: String? = nil,
+        agent: String? = nil,
+        lifetime: Duration,
+        now: Date
+    ) async throws(ServiceKitError) -> String {
+        let claims = AccessClaims(
+            issuer: self.issuer,
+            audience: audience,
+            subject: subject,
             expiration: now.addingTimeInterval(TimeInterval(lifetime.components.seconds)),
             issuedAt: now,
             id: UUID().uuidString.lowercased(),
             tenant: tenant,
-            scope: "",
+            scope: scope,
             swarm: swarm,
             agent: agent
         )

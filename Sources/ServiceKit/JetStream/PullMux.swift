@@ -95,10 +95,17 @@ final class PullMux: MessageSink {
             continuation.resume(returning: messages)
         case .full(nil, let messages):
             // Its pull had not begun waiting yet (it will answer empty): hand them back.
-            for message in messages { if let reply = message.reply { try? self.connection?.publish(Array("-NAK".utf8), to: reply) } }
+            self.handBack(messages)
         case .unclaimed:
-            // Its pull has ended: have the server deliver it again now.
-            try? self.connection?.publish(Array("-NAK".utf8), to: reply)
+            // Its pull has ended.
+            self.handBack([message])
+        }
+    }
+
+    /// Has the server deliver `messages` again now, instead of after the consumer's ack wait.
+    private func handBack(_ messages: [NATSMessage]) {
+        for message in messages {
+            if let reply = message.reply { try? self.connection?.publish(Array("-NAK".utf8), to: reply) }
         }
     }
 
