@@ -1,4 +1,5 @@
 import Configuration
+import Foundation
 import ServiceKit
 import Testing
 
@@ -62,6 +63,30 @@ struct ConfigurationTests {
         #expect(try reader.natsConfiguration(name: "t").servers == ["nats://flag:4222"])
         #expect(try reader.logLevel() == .info)
         #expect(try reader.subjects().prefix == "sd")
+    }
+
+    @Test("a secrets directory gives one key per file, below the environment, and a missing one fails")
+    func secretsDirectory() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "postgres://ingest:s3cret@postgres:5432/swarmdeck\n".write(
+            to: directory.appendingPathComponent("postgres-url"),
+            atomically: true,
+            encoding: .utf8
+        )
+        try "nats://ingest:pw@nats:4222".write(to: directory.appendingPathComponent("nats-url"), atomically: true, encoding: .utf8)
+
+        let reader = try await self.reader(["CONFIG_SECRETS_DIR": directory.path, "NATS_URL": "nats://env:4222"])
+        let postgres = try reader.postgresConfiguration()
+        #expect(postgres.username == "ingest")
+        #expect(postgres.password == "s3cret")
+        #expect(try reader.natsConfiguration(name: "t").servers == ["nats://env:4222"])
+
+        let missing = await #expect(throws: ServiceKitError.self) {
+            _ = try await self.reader(["CONFIG_SECRETS_DIR": directory.appendingPathComponent("absent").path])
+        }
+        #expect(missing?.message.contains("CONFIG_SECRETS_DIR") == true)
     }
 
     @Test("every documented key maps to an environment variable and a flag")

@@ -1,12 +1,19 @@
 public import Configuration
 import SystemPackage
 
-/// Builds the configuration reader every service uses: command line, then environment, then
-/// the JSON file named by `CONFIG_FILE` (if set), first match wins.
+/// Builds the configuration reader every service uses: command line, then environment, then the
+/// files of the directory named by `CONFIG_SECRETS_DIR` (if set), then the JSON file named by
+/// `CONFIG_FILE` (if set), first match wins.
+///
+/// The secrets directory is how containers get credentials without putting them in the
+/// environment (`docker inspect` shows it) or an image: each file is one key, named by the key
+/// with dashes for dots (`postgres-url` holds `postgres.url`), its content trimmed; compose and
+/// Kubernetes mount secrets that way, at `/run/secrets`. Every value read from it is a secret
+/// (never printed).
 public enum ServiceConfiguration {
     /// The keys ServiceKit reads for every service.
     public static let keys: [SettingKey] = [
-        SettingKey.configFile,
+        SettingKey.configFile, .configSecretsDir,
         .httpHost, .httpPort, .logLevel, .natsURL, .postgresURL, .postgresMaxConnections, .postgresCredentialConnections,
         .subjectsPrefix, .jwtIssuer, .jwtAudience, .jwtPublicKeyFile, .jwtKeyID,
     ]
@@ -19,6 +26,13 @@ public enum ServiceConfiguration {
         let environmentProvider = EnvironmentVariablesProvider(environmentVariables: environment)
         var providers: [any ConfigProvider] = [commandLine, environmentProvider]
         let bootstrap = ConfigReader(providers: providers)
+        if let path = bootstrap.string(forKey: SettingKey.configSecretsDir.configKey) {
+            do {
+                providers.append(try await DirectoryFilesProvider(directoryPath: FilePath(path)))
+            } catch {
+                throw ServiceKitError(.configuration, "cannot read the secrets directory \(path) named by \(SettingKey.configSecretsDir): \(error)")
+            }
+        }
         if let path = bootstrap.string(forKey: SettingKey.configFile.configKey) {
             do {
                 providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(path)))
@@ -32,6 +46,11 @@ public enum ServiceConfiguration {
 
 extension SettingKey {
     public static let configFile = SettingKey("config.file", "a JSON file with further settings (nested by the dots of the keys)", optional: true)
+    public static let configSecretsDir = SettingKey(
+        "config.secrets-dir",
+        "a directory of secret files, one per key (postgres-url holds postgres.url), e.g. /run/secrets",
+        optional: true
+    )
     public static let httpHost = SettingKey("http.host", "the address the HTTP server binds", default: "127.0.0.1")
     public static let httpPort = SettingKey("http.port", "the port the HTTP server binds (each service has its own default)", optional: true)
     public static let logLevel = SettingKey("log.level", "trace, debug, info, notice, warning, error or critical", default: "info")

@@ -1,4 +1,5 @@
 import CNATS
+import Contracts
 import Dispatch
 import Synchronization
 
@@ -278,9 +279,16 @@ public final class NATSConnection: Sendable {
     /// JetStream pulls waiting on this connection (all share one subscription).
     public var waitingPulls: Int { self.pulls.withLock { $0?.waiting ?? 0 } }
 
+    /// The first tokens of every inbox (reply subject) of this connection:
+    /// `_INBOX.<connection name>`, so that a NATS user can be allowed to subscribe to its own
+    /// replies only (`_INBOX.ingest.>`), not to every other client's.
+    public var inboxRoot: String {
+        "_INBOX." + SubjectToken.encode(self.configuration.name)
+    }
+
     /// A new unique inbox subject.
     public func newInbox() -> String {
-        RequestMux.inboxRoot + "." + NUID.next()
+        self.inboxRoot + "." + NUID.next()
     }
 
     // MARK: Shutdown

@@ -2,21 +2,19 @@ import Synchronization
 
 /// Routes replies to waiting requests through one wildcard inbox subscription.
 final class RequestMux: MessageSink {
-    static let inboxRoot = "_INBOX"
-
     private let prefix: String
     private let waiting = Mutex<[String: CheckedContinuation<NATSMessage, any Error>]>([:])
     /// Keeps the C subscription alive; set once right after init.
     private let subscription = Mutex<NATSSubscriptionHandle?>(nil)
 
-    private init() {
-        self.prefix = Self.inboxRoot + "." + NUID.next()
+    private init(inboxRoot: String) {
+        self.prefix = inboxRoot + "." + NUID.next()
     }
 
     /// A mux subscribed to its own inbox wildcard. Replies are handed straight to the waiting
     /// request on the delivery thread, so the mux never buffers.
     static func make(on connection: NATSConnection) throws(ServiceKitError) -> RequestMux {
-        let mux = RequestMux()
+        let mux = RequestMux(inboxRoot: connection.inboxRoot)
         let handle = try connection.subscribe(subject: mux.prefix + ".*", queue: nil, sink: mux)
         mux.subscription.withLock { $0 = handle }
         return mux

@@ -45,9 +45,15 @@ public struct Migrator: Sendable {
             try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
             try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
             try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(lockKey)))", logger: logger)
+            // A schema made beforehand for a role that owns it but may not create schemas (the
+            // staging stack's least-privilege roles) is used as it is: CREATE SCHEMA IF NOT EXISTS
+            // would still need the database's CREATE privilege.
+            let existing = try await connection.query("SELECT 1 FROM pg_namespace WHERE nspname = \(schema)", logger: logger)
+            if try await existing.collect().isEmpty {
+                try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)"), logger: logger)
+            }
             try await self.run(
                 """
-                CREATE SCHEMA IF NOT EXISTS \(schema);
                 CREATE TABLE IF NOT EXISTS \(schema).schema_migrations (
                     version integer PRIMARY KEY,
                     name text NOT NULL,
