@@ -1,0 +1,55 @@
+# The staging stack's infrastructure, from Debian's own packages on the same base as the
+# services (so the stack needs no image but debian:bookworm-slim, which deploy/staging/images
+# can make without a registry): one target each.
+#
+#   docker build -f deploy/infra.Dockerfile --target nats     -t swarmdeck-nats:local .
+#   docker build -f deploy/infra.Dockerfile --target postgres -t swarmdeck-postgres:local .
+#   docker build -f deploy/infra.Dockerfile --target edge     -t swarmdeck-edge:local .
+#
+# Each runs as its own non-root user with a fixed uid (the compose secrets it reads are
+# bind-mounted files). Nothing secret is in a layer: passwords and the NATS configuration
+# arrive at run time as compose secrets.
+
+FROM debian:bookworm-slim AS nats
+# nats-server 2.9 (Debian bookworm), the version the tests run against.
+RUN groupadd --system --gid 903 nats \
+ && useradd --system --uid 903 --gid 903 --home-dir /nonexistent --shell /usr/sbin/nologin nats \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends nats-server \
+ && apt-get clean && rm -rf /var/lib/apt/lists/* \
+ && mkdir -p /data && chown nats:nats /data
+COPY deploy/staging/http-ok /usr/local/bin/http-ok
+USER nats
+EXPOSE 4222 8222
+# The configuration (users, permissions, JetStream store in /data) is a secret of the stack.
+CMD ["nats-server", "-c", "/run/secrets/nats.conf"]
+
+FROM debian:bookworm-slim AS postgres
+# A fixed uid before the package makes its own, so the data volume and the bind-mounted secrets
+# have a known owner.
+RUN groupadd --system --gid 902 postgres \
+ && useradd --system --uid 902 --gid 902 --home-dir /var/lib/postgresql --shell /bin/bash postgres \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends postgresql-15 \
+ && apt-get clean && rm -rf /var/lib/apt/lists/* \
+ && mkdir -p /var/lib/postgresql/data /run/postgresql \
+ && chown -R postgres:postgres /var/lib/postgresql /run/postgresql \
+ && chmod 0700 /var/lib/postgresql/data
+COPY deploy/staging/postgres-entrypoint /usr/local/bin/postgres-entrypoint
+USER postgres
+ENV PATH=/usr/lib/postgresql/15/bin:$PATH PGDATA=/var/lib/postgresql/data
+EXPOSE 5432
+STOPSIGNAL SIGINT
+CMD ["postgres-entrypoint"]
+
+FROM debian:bookworm-slim AS edge
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends nginx-light \
+ && apt-get clean && rm -rf /var/lib/apt/lists/* \
+ && rm -f /etc/nginx/sites-enabled/* /etc/nginx/modules-enabled/*
+COPY deploy/edge/nginx.compose.conf /etc/nginx/nginx.conf
+COPY deploy/staging/http-ok /usr/local/bin/http-ok
+# Debian's www-data; temporary files and the pid go to /tmp (see nginx.compose.conf).
+USER www-data
+EXPOSE 8080
+CMD ["nginx", "-g", "daemon off;"]

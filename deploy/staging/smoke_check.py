@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""The staging smoke's checks against the stack's edge (deploy/staging/smoke runs them).
+
+  register   trade an enrolment code for a device's access token (printed)
+  stream     post events to ingest and see each on /v1/stream
+  pause      pause an agent through control-api and see its state become paused
+  replay     the events of a swarm are still in the log (after down and up)
+  resume     the resume check, below
+
+resume: CLIENTS WebSocket clients subscribe to /v1/stream through the edge, filtered to a swarm of
+their own; EVENTS events are posted to ingest (with a number 0..EVENTS-1 in each message);
+after a third of them, the stream-fanout container holding the most clients is killed. Its
+clients reconnect through the edge (to the replicas left) and subscribe again with the last
+eventId they had. At the end every client must hold every number exactly once, in seq order.
+
+Prints the clients per replica before and after the kill and the counts; exits 1 on any
+missing, repeated or out-of-order event.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+from websockets.exceptions import WebSocketException
+from websockets.sync.client import connect
+
+
+def replica_connections(containers):
+    """fanout_connections of each stream-fanout container, read from its /metrics."""
+    script = ('exec 3<>/dev/tcp/127.0.0.1/8080; '
+              'printf "GET /metrics HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n" >&3; '
+              'timeout 5 cat <&3')
+    counts = {}
+    for container in containers:
+        out = subprocess.run(["docker", "exec", container, "bash", "-c", script], capture_output=True, text=True,
+                             timeout=20)
+        match = re.search(r"^fanout_connections(?:\{[^}]*\})? ([0-9.e+]+)$", out.stdout, re.MULTILINE)
+        counts[container] = int(float(match.group(1))) if match else None
+    return counts
+
+
+class ServerError(Exception):
+    """An `error` frame from the server."""
+
+
+class Client(threading.Thread):
+    def __init__(self, index, url, token, swarm, expected, deadline):
+        super().__init__(daemon=True)
+        self.index, self.url, self.token, self.swarm = index, url, token, swarm
+        self.expected, self.deadline = expected, deadline
+        self.numbers = []          # the number of each event received, in arrival order
+        self.seqs = []
+        self.last_event_id = None  # resume point
+        self.connections = 0
+        self.drops = 0
+        self.gaps = []
+        self.subscribed = threading.Event()
+        self.complete = threading.Event()  # set once every expected event is in
+        self.linger = None                 # an Event: stay connected until it is set
+        self.error = None
+        self.errors = []                   # what made it reconnect
+
+    def done(self):
+        if len(self.numbers) >= self.expected:
+            self.complete.set()
+            return self.linger is None or self.linger.is_set()
+        return False
+
+    def run(self):
+        while not self.done() and time.time() < self.deadline:
+            try:
+                self.session()
+            except (WebSocketException, OSError, ServerError) as error:
+                # A dropped connection, a refused or failed handshake (the edge answers 502
+                # while its DNS still names a dead replica), or a server error frame: a client
+                # reconnects and resumes from its last eventId.
+                if not self.done():
+                    self.drops += 1
+                    self.errors.append(repr(error))
+                    time.sleep(0.2)
+            except Exception as error:  # noqa: BLE001 - reported, not hidden
+                self.error = repr(error)
+                return
+
+    def session(self):
+        with connect(self.url, additional_headers={"Authorization": f"Bearer {self.token}"},
+                     open_timeout=5, close_timeout=1) as ws:
+            self.connections += 1
+            subscribe = {"type": "subscribe", "requestId": uuid.uuid4().hex,
+                         "filters": {"swarmIds": [self.swarm]}, "maxEventsPerSecond": 10000}
+            if self.last_event_id is not None:
+                subscribe["lastEventId"] = self.last_event_id
+            ws.send(json.dumps(subscribe))
+            while not self.done() and time.time() < self.deadline:
+                try:
+                    raw = ws.recv(timeout=1)
+                except TimeoutError:
+                    continue
+                message = json.loads(raw)
+                kind = message.get("type")
+                if kind == "subscribed":
+                    if self.last_event_id is None:
+                        # Live from here: resuming later starts after this point.
+                        self.last_event_id = str(message["fromSeq"] - 1)
+                    self.subscribed.set()
+                elif kind == "ping":
+                    ws.send(json.dumps({"type": "pong"}))
+                elif kind == "gap":
+                    self.gaps.append(message)
+                elif kind == "error":
+                    raise ServerError(message)
+                elif "seq" in message:
+                    self.seqs.append(message["seq"])
+                    self.numbers.append(int(message["message"].split()[-1]))
+                    self.last_event_id = message["eventId"]
+
+
+def post_events(edge, key, swarm, start, stop, batch=20):
+    for first in range(start, stop, batch):
+        events = [{"msgId": f"{swarm}-{n}", "swarmId": swarm, "agentId": "smoke", "kind": "log",
+                   "level": "info", "message": f"smoke event {n}"}
+                  for n in range(first, min(first + batch, stop))]
+        request = urllib.request.Request(
+            f"{edge}/v1/ingest/events", data=json.dumps({"events": events}).encode(), method="POST",
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        for attempt in range(50):  # an ingest replica may be briefly unavailable: retrying is safe
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    if response.status in (200, 207):
+                        break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise RuntimeError(f"could not post events {first}..")
+        time.sleep(0.02)
+
+
+def api(edge, method, path, token, body=None):
+    """One JSON request; returns (status, decoded body)."""
+    request = urllib.request.Request(
+        f"{edge}{path}", method=method, data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def register(args):
+    status, body = api(args.edge, "POST", "/v1/auth/device/register", None,
+                       {"code": os.environ["SMOKE_CODE"], "deviceName": "staging smoke", "platform": "ios"})
+    if status != 201:
+        sys.exit(f"register: {status} {body}")
+    print(body["accessToken"])
+
+
+def collect(url, token, swarm, count, last_event_id=None, timeout=30):
+    """Subscribe to one swarm's events; the client stays a second after the `count`-th, so a
+    repeated event would be seen."""
+    client = Client(0, url, token, swarm, count, time.time() + timeout)
+    client.last_event_id = last_event_id
+    client.linger = threading.Event()
+    client.start()
+    threading.Thread(target=lambda: client.complete.wait(timeout) and (time.sleep(1), client.linger.set()),
+                     daemon=True).start()
+    return client
+
+
+def stream(args):
+    """Events posted to ingest arrive on /v1/stream, each once."""
+    swarm = "smoke-" + uuid.uuid4().hex[:8]
+    client = collect(ws_url(args.edge), args.token, swarm, args.events)
+    if not client.subscribed.wait(timeout=30):
+        sys.exit(f"stream: no subscription: {client.error}")
+    post_events(args.edge, args.ingest_key, swarm, 0, args.events)
+    client.join()
+    if client.numbers != list(range(args.events)):
+        sys.exit(f"stream: expected events 0..{args.events - 1} once each, in order, got {client.numbers} "
+                 f"(error: {client.error})")
+    print(f"stream: {args.events} events posted to ingest and seen on /v1/stream (swarm {swarm})")
+    print(swarm)
+
+
+def replay(args):
+    """The swarm's events are in the log: replayed from the start, each once."""
+    client = collect(ws_url(args.edge), args.token, args.swarm, args.events, last_event_id="0")
+    client.join()
+    if client.numbers != list(range(args.events)):
+        sys.exit(f"replay: expected events 0..{args.events - 1} of {args.swarm} once each, got {client.numbers}")
+    print(f"replay: the {args.events} events of {args.swarm} are still in the log")
+
+
+def pause(args):
+    """The agent shows up, is paused through control-api, and reports paused."""
+    deadline = time.time() + 60
+    agent = None
+    while time.time() < deadline:
+        status, agent = api(args.edge, "GET", f"/v1/agents/{args.agent}", args.token)
+        if status == 200 and agent.get("status") == "running":
+            break
+        time.sleep(0.5)
+    else:
+        sys.exit(f"pause: agent {args.agent} never ran: {agent}")
+    status, receipt = api(args.edge, "POST", f"/v1/agents/{args.agent}/control", args.token,
+                          {"action": "pause", "reason": "staging smoke", "requestId": uuid.uuid4().hex})
+    if status != 202:
+        sys.exit(f"pause: {status} {receipt}")
+    started = time.time()
+    while time.time() < deadline:
+        status, agent = api(args.edge, "GET", f"/v1/agents/{args.agent}", args.token)
+        if agent.get("status") == "paused":
+            print(f"pause: agent {args.agent} paused through control-api in {(time.time() - started) * 1000:.0f} ms")
+            return
+        time.sleep(0.2)
+    sys.exit(f"pause: agent {args.agent} not paused: {agent}")
+
+
+def ws_url(edge):
+    return edge.replace("http", "ws", 1) + "/v1/stream?protocol=1"
+
+
+def resume(args):
+    containers = args.containers.split(",")
+    swarm = "smoke-" + uuid.uuid4().hex[:8]
+    deadline = time.time() + args.timeout
+    clients = [Client(i, ws_url(args.edge), args.token, swarm, args.events, deadline) for i in range(args.clients)]
+    linger = threading.Event()
+    for client in clients:
+        client.linger = linger
+        client.start()
+    for client in clients:
+        if not client.subscribed.wait(timeout=30):
+            sys.exit(f"client {client.index} did not subscribe: {client.error}")
+
+    before = replica_connections(containers)
+    print(f"clients per stream-fanout replica: {json.dumps({c[:12]: n for c, n in before.items()})}")
+    spread = sum(1 for count in before.values() if count)
+    victim = max(before, key=lambda c: before[c] or 0)
+
+    # The events go in from another thread while a replica dies mid-stream.
+    posted = [0]
+
+    def poster():
+        for first in range(0, args.events, 20):
+            post_events(args.edge, args.ingest_key, swarm, first, min(first + 20, args.events))
+            posted[0] = min(first + 20, args.events)
+
+    posting = threading.Thread(target=poster, daemon=True)
+    posting.start()
+    while posted[0] < args.events // 3 and posting.is_alive():
+        time.sleep(0.01)
+    subprocess.run(["docker", "kill", victim], check=True, capture_output=True)
+    print(f"killed stream-fanout {victim[:12]} holding {before[victim]} clients, "
+          f"with {posted[0]} of {args.events} events posted")
+    posting.join()
+
+    for client in clients:
+        client.complete.wait(timeout=max(0, deadline - time.time()))
+    after = replica_connections([c for c in containers if c != victim])
+    print(f"clients per stream-fanout replica after the kill: {json.dumps({c[:12]: n for c, n in after.items()})}")
+    linger.set()
+    for client in clients:
+        client.join(timeout=5)
+
+    failures = []
+    received = duplicates = missing = 0
+    for client in clients:
+        numbers = client.numbers
+        received += len(numbers)
+        dup = len(numbers) - len(set(numbers))
+        miss = args.events - len(set(numbers))
+        duplicates += dup
+        missing += miss
+        ordered = client.seqs == sorted(client.seqs) and numbers == sorted(numbers)
+        if dup or miss or not ordered or client.gaps or client.error:
+            failures.append(f"client {client.index}: {len(numbers)} events, {dup} repeated, {miss} missing, "
+                            f"ordered={ordered}, gaps={client.gaps}, error={client.error}")
+    moved = sum(1 for client in clients if client.connections > 1)
+    causes = {}
+    for client in clients:
+        for error in client.errors:
+            name = error.split("(")[0]
+            causes[name] = causes.get(name, 0) + 1
+    print(f"reconnections by cause: {json.dumps(causes)}")
+    print(f"resume check: {args.clients} clients on {spread} replicas, {moved} reconnected after the kill; "
+          f"{args.events} events each: {received} received of {args.clients * args.events}, "
+          f"{duplicates} repeated, {missing} missing")
+    for failure in failures:
+        print("  " + failure)
+    if spread < 2:
+        failures.append("the clients were not spread over the replicas")
+        print("  the clients were all on one replica")
+    if moved < (before[victim] or 0):
+        failures.append("fewer clients reconnected than the killed replica held")
+        print(f"  {moved} clients reconnected; the killed replica held {before[victim]}")
+    sys.exit(1 if failures else 0)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--edge", default="http://127.0.0.1:8080")
+    parser.add_argument("--token", default=os.environ.get("SMOKE_TOKEN"),
+                        help="an access token with stream:read and agents:control (default: $SMOKE_TOKEN)")
+    parser.add_argument("--ingest-key", default=os.environ.get("SMOKE_INGEST_KEY"),
+                        help="the tenant's ingest key (default: $SMOKE_INGEST_KEY)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("register", help="the enrolment code in $SMOKE_CODE")
+    command = commands.add_parser("stream")
+    command.add_argument("--events", type=int, default=10)
+    command = commands.add_parser("replay")
+    command.add_argument("--swarm", required=True)
+    command.add_argument("--events", type=int, default=10)
+    command = commands.add_parser("pause")
+    command.add_argument("--agent", required=True)
+    command = commands.add_parser("resume")
+    command.add_argument("--containers", required=True, help="the stream-fanout container ids, comma-separated")
+    command.add_argument("--clients", type=int, default=12)
+    command.add_argument("--events", type=int, default=600)
+    command.add_argument("--timeout", type=float, default=120)
+    args = parser.parse_args()
+    {"register": register, "stream": stream, "replay": replay, "pause": pause, "resume": resume}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
