@@ -54,7 +54,7 @@ public enum ControlAPIService: SwarmdeckService {
                 client: assembly.credentialPostgres,
                 schema: settings.ingestSchema,
                 logger: logger,
-                cacheLifetime: .seconds(30),
+                cacheLifetime: .seconds(min(30, settings.agentSessionCheckSeconds)),
                 lookupTimeout: .seconds(5)
             ),
             devices: DeviceAuthority(
@@ -71,7 +71,7 @@ public enum ControlAPIService: SwarmdeckService {
             bus: bus,
             limiter: KeyedTokenBuckets(perMinute: settings.controlsPerMinute),
             authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute),
-            sessionsSeen: SessionTouches(),
+            sessionsSeen: SessionTouches(interval: .seconds(settings.agentSessionCheckSeconds)),
             sessionOpens: KeyedTokenBuckets(perMinute: settings.agentSessionsPerMinute),
             logger: logger
         )

@@ -34,6 +34,8 @@ public struct ControlSettings: ServiceSettings {
     var agentSessionHours: Int
     /// Hours without a poll after which a session ends by itself.
     var agentSessionIdleHours: Int
+    /// Seconds between a session's checks at poll time (recorded as seen, its key still active).
+    var agentSessionCheckSeconds: Int
     /// Control requests one actor may make per minute (replays of a request id are free).
     var controlsPerMinute: Int
     /// The base of the `webUrl` deep links, e.g. `https://swarmdeck.example.com`.
@@ -46,7 +48,7 @@ public struct ControlSettings: ServiceSettings {
     public static let keys: [SettingKey] = [
         .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .signInDays, .offlineSeconds,
         .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxAgentSessions, .agentSessionsPerMinute, .agentSessionHours,
-        .agentSessionIdleHours,
+        .agentSessionIdleHours, .agentSessionCheckSeconds,
         .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies,
     ]
 
@@ -70,6 +72,7 @@ public struct ControlSettings: ServiceSettings {
         // Under the revocation stream's day, so an ended session's token is refused until it expires.
         self.agentSessionHours = try reader.setting(.agentSessionHours, in: 1...23)
         self.agentSessionIdleHours = try reader.setting(.agentSessionIdleHours, in: 1...720)
+        self.agentSessionCheckSeconds = try reader.setting(.agentSessionCheckSeconds, in: 1...3600)
         var base: String = try reader.setting(.webBaseURL)
         while base.hasSuffix("/") { base.removeLast() }
         guard base.hasPrefix("https://") || base.hasPrefix("http://") else {
@@ -145,6 +148,11 @@ extension SettingKey {
         "control.agent-session-idle-hours",
         "hours without a poll after which an agent session ends by itself (its queue is deleted)",
         default: "24"
+    )
+    static let agentSessionCheckSeconds = SettingKey(
+        "control.agent-session-check-seconds",
+        "seconds between the checks a session's polls make: recorded as seen, and its ingest key still active (a deleted key ends the session within this plus 30 s at most)",
+        default: "60"
     )
     static let webBaseURL = SettingKey("control.web-base-url", "base of the webUrl deep links in fleet answers", default: "http://127.0.0.1:8080")
 }

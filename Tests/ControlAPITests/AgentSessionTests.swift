@@ -174,6 +174,40 @@ struct AgentSessionTests {
         }
     }
 
+    @Test(
+        "a deleted ingest key ends the sessions it opened at a poll after control.agent-session-check-seconds: 401, queue deleted; a session of another key polls on"
+    )
+    func keyDeletionEndsSessions() async throws {
+        let harness = try await ControlHarness(["CONTROL_AGENT_SESSION_CHECK_SECONDS": "1"])
+        try await harness.run { ingest, control in
+            let doomed = try await harness.createKey(ingest)
+            let kept = try await harness.createKey(ingest)
+            let doomedSession = try await H.openSession(control, key: doomed, swarm: "s", agent: "doomed")
+            let keptSession = try await H.openSession(control, key: kept, swarm: "s", agent: "kept")
+            for session in [doomedSession, keptSession] {
+                #expect(try await H.call(control, .get, "/v1/agent/commands?waitSeconds=0", token: session).0 == .ok)
+            }
+            #expect(try await Self.queues(harness) == 2)
+
+            // sdi_<key id>_<secret>
+            let keyID = try #require(doomed.split(separator: "_").dropFirst().first)
+            let admin = try await harness.token(subject: "admin", scopes: [.admin])
+            #expect(try await H.call(ingest, .delete, "/v1/admin/ingest-keys/\(keyID)", token: admin).0 == .noContent)
+
+            var status = HTTPResponse.Status.ok
+            var body: [String: Any] = [:]
+            let ended = try await eventually(timeout: .seconds(10)) {
+                (status, body) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=0", token: doomedSession)
+                return status != .ok
+            }
+            #expect(ended && status == .unauthorized, "the session of a deleted key still polls: \(status) \(body)")
+            #expect((body["error"] as? [String: Any])?["message"] as? String == "the ingest key that opened this session was revoked")
+            #expect(try await eventually { try await Self.queues(harness) == 1 }, "the ended session's queue was not deleted")
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(try await H.call(control, .get, "/v1/agent/commands?waitSeconds=0", token: keptSession).0 == .ok)
+        }
+    }
+
     @Test("session opens are rate limited per tenant (control.agent-sessions-per-minute): 429 with Retry-After past it, another tenant unaffected")
     func opensRateLimited() async throws {
         let harness = try await ControlHarness(["CONTROL_AGENT_SESSIONS_PER_MINUTE": "5"])
