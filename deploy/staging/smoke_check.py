@@ -180,7 +180,7 @@ def stream(args):
     swarm = "smoke-" + uuid.uuid4().hex[:8]
     client = collect(ws_url(args.edge), args.token, swarm, args.events)
     if not client.subscribed.wait(timeout=30):
-        sys.exit(f"stream: no subscription: {client.error}")
+        sys.exit(f"stream: no subscription: {client.error or client.errors}")
     post_events(args.edge, args.ingest_key, swarm, 0, args.events)
     client.join()
     if client.numbers != list(range(args.events)):

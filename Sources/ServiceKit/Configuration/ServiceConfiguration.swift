@@ -7,9 +7,11 @@ import SystemPackage
 ///
 /// The secrets directory is how containers get credentials without putting them in the
 /// environment (`docker inspect` shows it) or an image: each file is one key, named by the key
-/// with dashes for dots (`postgres-url` holds `postgres.url`), its content trimmed; compose and
-/// Kubernetes mount secrets that way, at `/run/secrets`. Every value read from it is a secret
-/// (never printed).
+/// with dashes for dots (`postgres-url` holds `postgres.url`), its content trimmed; compose
+/// mounts secrets that way, at `/run/secrets`. Only regular files count (swift-configuration
+/// skips symbolic links and hidden names): a Kubernetes secret volume, whose keys are symbolic
+/// links, needs each key mounted with `subPath`. Every value read from it is a secret (never
+/// printed).
 public enum ServiceConfiguration {
     /// The keys ServiceKit reads for every service.
     public static let keys: [SettingKey] = [
