@@ -18,16 +18,20 @@ extension ConfigReader {
 
     /// `postgres.url` and `postgres.max-connections` as a client configuration.
     public func postgresConfiguration() throws(ServiceKitError) -> PostgresClient.Configuration {
-        let url: String = try self.setting(.postgresURL)
-        let maxConnections = try self.setting(.postgresMaxConnections, in: 1...500)
-        return try PostgresClient.Configuration(url: url, maxConnections: maxConnections)
+        try self.postgresConfiguration(connections: .postgresMaxConnections, in: 1...500)
     }
 
     /// `postgres.url` and `postgres.credential-connections`: the pool credential checks use.
     public func credentialPostgresConfiguration() throws(ServiceKitError) -> PostgresClient.Configuration {
+        try self.postgresConfiguration(connections: .postgresCredentialConnections, in: 1...50)
+    }
+
+    private func postgresConfiguration(
+        connections key: SettingKey,
+        in range: ClosedRange<Int>
+    ) throws(ServiceKitError) -> PostgresClient.Configuration {
         let url: String = try self.setting(.postgresURL)
-        let maxConnections = try self.setting(.postgresCredentialConnections, in: 1...50)
-        return try PostgresClient.Configuration(url: url, maxConnections: maxConnections)
+        return try PostgresClient.Configuration(url: url, maxConnections: try self.setting(key, in: range))
     }
 
     /// `http.host` and `http.port` as the server's address; `defaultPort` when unset.

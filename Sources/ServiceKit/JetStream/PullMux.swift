@@ -38,7 +38,7 @@ final class PullMux: MessageSink {
     private weak let connection: NATSConnection?
 
     private init(connection: NATSConnection) {
-        self.prefix = connection.inboxRoot + "." + NUID.next()
+        self.prefix = connection.newInbox()
         self.connection = connection
     }
 

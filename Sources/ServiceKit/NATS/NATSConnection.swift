@@ -286,7 +286,8 @@ public final class NATSConnection: Sendable {
         "_INBOX." + SubjectToken.encode(self.configuration.name)
     }
 
-    /// A new unique inbox subject.
+    /// A new unique inbox subject (the request and pull muxes each take one as the prefix of
+    /// their wildcard subscription).
     public func newInbox() -> String {
         self.inboxRoot + "." + NUID.next()
     }

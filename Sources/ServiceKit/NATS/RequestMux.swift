@@ -7,14 +7,14 @@ final class RequestMux: MessageSink {
     /// Keeps the C subscription alive; set once right after init.
     private let subscription = Mutex<NATSSubscriptionHandle?>(nil)
 
-    private init(inboxRoot: String) {
-        self.prefix = inboxRoot + "." + NUID.next()
+    private init(prefix: String) {
+        self.prefix = prefix
     }
 
     /// A mux subscribed to its own inbox wildcard. Replies are handed straight to the waiting
     /// request on the delivery thread, so the mux never buffers.
     static func make(on connection: NATSConnection) throws(ServiceKitError) -> RequestMux {
-        let mux = RequestMux(inboxRoot: connection.inboxRoot)
+        let mux = RequestMux(prefix: connection.newInbox())
         let handle = try connection.subscribe(subject: mux.prefix + ".*", queue: nil, sink: mux)
         mux.subscription.withLock { $0 = handle }
         return mux
