@@ -6,8 +6,10 @@
 /// | subject                                          | carries                         |
 /// | ------------------------------------------------ | ------------------------------- |
 /// | `<prefix>.ev.<tenant>.<swarm>.<agent>.<kind>`     | committed events (core NATS)    |
-/// | `<prefix>.ctl.<tenant>.<agent>`                  | control commands (JetStream)    |
+/// | `<prefix>.ctl.<tenant>.<swarm>.<agent>`          | control commands (JetStream)    |
 /// | `<prefix>.revoked.<tenant>`                      | revoked devices (JetStream)     |
+/// | `<prefix>.svc.events`                            | services' events for ingest (request/reply) |
+/// | `<prefix>.gates.<tenant>`                        | approval gates opened (JetStream) |
 ///
 /// Identifiers are encoded with ``SubjectToken`` so that a `.`, `*`, `>` or space in an id
 /// can never change the shape of a subject.
@@ -83,6 +85,30 @@ public struct Subjects: Sendable, Hashable {
     /// The JetStream stream that holds revocations for as long as an access token lives.
     public var revocationStreamName: String {
         "SD_REVOKED_" + self.prefix.replacingAll(".", with: "_").uppercased()
+    }
+
+    // MARK: Service events
+
+    /// The subject services send events for the tenant's log to (ingest answers after commit).
+    public var serviceEvents: String {
+        "\(self.prefix).svc.events"
+    }
+
+    // MARK: Approval gates
+
+    /// The subject an approval gate opening of `tenant` is published on, for the notifier.
+    public func gateOpened(tenant: String) -> String {
+        "\(self.prefix).gates.\(SubjectToken.encode(tenant))"
+    }
+
+    /// The subjects the gates stream captures.
+    public var allGateOpenings: String {
+        "\(self.prefix).gates.>"
+    }
+
+    /// The JetStream stream that holds gate openings until the notifier has taken them.
+    public var gateStreamName: String {
+        "SD_GATES_" + self.prefix.replacingAll(".", with: "_").uppercased()
     }
 
     // MARK: Parsing

@@ -28,23 +28,38 @@ final class EventLogWriter: Sendable {
     private let maxQueuedBytes: Int
     private let commitTimeout: Duration
     private let logger: Logger
-    private let transactionEvents = Recorder(label: "ingest_transaction_events")
-    private let refused = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "queue_full")])
+    private let transactionEvents: Recorder
+    private let refused: Counter
 
-    init(log: EventLogAppender, publisher: EventPublisher, settings: IngestSettings, logger: Logger) {
+    /// Which queue a writer serves: tenants' telemetry, or the small events that must not wait
+    /// behind it (agents' state changes and services' events: control acknowledgements, gates).
+    enum Lane: String, Sendable {
+        case bulk
+        case priority
+    }
+
+    /// A writer for `lane`. The priority lane holds a tenth of the bulk lane's bounds and commits
+    /// alongside it: its transaction waits for at most the tenant's one bulk transaction in
+    /// flight (the tenant's row lock), never for what is queued behind that.
+    init(log: EventLogAppender, publisher: EventPublisher, settings: IngestSettings, lane: Lane = .bulk, logger: Logger) {
         self.log = log
         self.publisher = publisher
+        let share = lane == .bulk ? 1 : 0.1
+        let maxEvents = max(settings.maxBatchEvents, Int(Double(settings.maxQueuedEvents) * share))
+        let maxBytes = Int(Double(settings.maxQueuedBytes) * share)
         // What one tenant may have waiting: a request larger can never pass (413, not 429).
-        self.maxQueuedBytes = Int(Double(settings.maxQueuedBytes) * settings.maxQueuedTenantShare)
+        self.maxQueuedBytes = Int(Double(maxBytes) * settings.maxQueuedTenantShare)
         self.queue = Mutex(
             CommitQueue(
-                maxEvents: settings.maxQueuedEvents,
-                maxBytes: settings.maxQueuedBytes,
+                maxEvents: maxEvents,
+                maxBytes: maxBytes,
                 tenantShare: settings.maxQueuedTenantShare,
                 batchEvents: settings.writeBatchEvents
             )
         )
         self.commitTimeout = .seconds(settings.commitTimeoutSeconds)
+        self.refused = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "queue_full"), ("lane", lane.rawValue)])
+        self.transactionEvents = Recorder(label: "ingest_transaction_events", dimensions: [("lane", lane.rawValue)])
         self.logger = logger
     }
 

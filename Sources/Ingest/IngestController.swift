@@ -13,6 +13,9 @@ import ServiceKit
 struct IngestController: Sendable {
     let keys: IngestKeyStore
     let writer: EventLogWriter
+    /// The lane of requests that carry only a few state events (connectors' state changes and
+    /// control acknowledgements): they never wait behind the tenant's telemetry.
+    let priority: EventLogWriter
     let log: EventLogAppender
     let settings: IngestSettings
     let verifier: AccessTokenVerifier
@@ -110,7 +113,8 @@ struct IngestController: Sendable {
             }
         }
 
-        let outcomes = try await self.writer.submit(tenant: tenant, events: prepared, requestID: context.requestID)
+        let lane = Self.isPriority(prepared) ? self.priority : self.writer
+        let outcomes = try await lane.submit(tenant: tenant, events: prepared, requestID: context.requestID)
         var response = BatchResponse(accepted: 0, duplicates: 0, rejected: 0, results: results)
         for (index, slot) in slots.enumerated() {
             guard let slot else {
@@ -133,6 +137,14 @@ struct IngestController: Sendable {
         }
         return response
     }
+
+    /// Whether a request's events take the priority lane: a few state events and nothing else.
+    static func isPriority(_ events: [PreparedEvent]) -> Bool {
+        !events.isEmpty && events.count <= Self.maxPriorityEvents && events.allSatisfy { $0.kind == .state }
+    }
+
+    /// The most events a request may carry to take the priority lane.
+    static let maxPriorityEvents = 16
 
     // MARK: ACP
 

@@ -17,8 +17,8 @@ public enum IngestService: SwarmdeckService {
         return PostgresSession(searchPath: settings.schema, statementTimeout: deadline, lockTimeout: deadline, idleInTransactionTimeout: deadline * 2)
     }
 
-    /// The group-commit writer and the live feed publisher, partition maintenance, and the
-    /// native, ACP and OTLP routes.
+    /// The group-commit writers (bulk and priority lanes) and the live feed publisher, partition
+    /// maintenance, the native, ACP and OTLP routes, and the services' event intake.
     public static func assemble(_ assembly: ServiceAssembly<IngestSettings>) async throws -> ServiceParts {
         let settings = assembly.settings
         let logger = assembly.logger
@@ -26,6 +26,7 @@ public enum IngestService: SwarmdeckService {
         let eventLog = EventLogAppender(client: assembly.postgres, logger: logger)
         let retention = EventLogRetention(client: assembly.postgres, retentionDays: settings.retentionDays, logger: logger)
         let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, logger: logger)
+        let priority = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, lane: .priority, logger: logger)
         let keys = IngestKeyStore(
             client: assembly.credentialPostgres,
             schema: settings.schema,
@@ -37,6 +38,7 @@ public enum IngestService: SwarmdeckService {
         let controller = IngestController(
             keys: keys,
             writer: writer,
+            priority: priority,
             log: eventLog,
             settings: settings,
             verifier: assembly.verifier,
@@ -45,6 +47,13 @@ public enum IngestService: SwarmdeckService {
         controller.addRoutes(to: assembly.router)
         OTLPReceiver(keys: keys, writer: writer, settings: settings, memory: controller.memory(maxBodyBytes: settings.maxBodyBytes))
             .addRoutes(to: assembly.router)
-        return ServiceParts(services: [retention], beforeServerStarts: [{ try await retention.maintain() }])
+        let intake = ServiceEventIntake(
+            connection: assembly.nats,
+            subjects: assembly.subjects,
+            writer: priority,
+            maxEventBytes: settings.maxEventBytes,
+            logger: logger
+        )
+        return ServiceParts(services: [retention, intake], beforeServerStarts: [{ try await retention.maintain() }])
     }
 }

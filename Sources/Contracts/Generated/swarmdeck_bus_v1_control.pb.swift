@@ -10,9 +10,11 @@
 
 /// Bus contract v1: control commands from operators to agents, and their acknowledgements.
 ///
-/// Commands travel on JetStream, subject <prefix>.ctl.<tenant>.<agent>, with the command id
-/// as Nats-Msg-Id so a retried publish is stored once. The agent's acknowledgement comes
+/// Commands travel on JetStream, subject <prefix>.ctl.<tenant>.<swarm>.<agent>, with the command
+/// id as Nats-Msg-Id so a retried publish is stored once. The agent's acknowledgement comes
 /// back through ingest as a STATE event, so the phone sees the change on its stream.
+/// control-api publishes operators' commands; approvals publishes the outcome of an agent's
+/// approval gate (CONTROL_ACTION_GATE), so an agent waits on one channel for both.
 
 public import SwiftProtobuf
 
@@ -35,6 +37,9 @@ public nonisolated enum BusControlAction: SwiftProtobuf.Enum, Swift.CaseIterable
 
   /// For a worker (an agent that takes requests): deliver `input` to it.
   case request // = 4
+
+  /// An approval gate the agent opened was settled: `gate` says how.
+  case gate // = 5
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -48,6 +53,7 @@ public nonisolated enum BusControlAction: SwiftProtobuf.Enum, Swift.CaseIterable
     case 2: self = .resume
     case 3: self = .terminate
     case 4: self = .request
+    case 5: self = .gate
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -59,6 +65,7 @@ public nonisolated enum BusControlAction: SwiftProtobuf.Enum, Swift.CaseIterable
     case .resume: return 2
     case .terminate: return 3
     case .request: return 4
+    case .gate: return 5
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -70,6 +77,7 @@ public nonisolated enum BusControlAction: SwiftProtobuf.Enum, Swift.CaseIterable
     .resume,
     .terminate,
     .request,
+    .gate,
   ]
 
 }
@@ -134,42 +142,117 @@ public nonisolated enum BusControlOutcome: SwiftProtobuf.Enum, Swift.CaseIterabl
 
 }
 
+/// How an approval gate ended, for the agent that waits on it.
+public nonisolated struct BusGateOutcome: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var gateID: String = String()
+
+  /// The key the agent opened it with (a hook's tool_use_id).
+  public var idempotencyKey: String = String()
+
+  /// approved, rejected, expired or cancelled.
+  public var status: String = String()
+
+  /// Whether the agent may go on: approved, or expired under approvals.expiry-outcome = approve.
+  public var allow: Bool = false
+
+  /// The option chosen, when the gate offered options (ACP).
+  public var optionID: String = String()
+
+  public var reason: String = String()
+
+  /// Who decided: the token subject of the person, or `system`.
+  public var decidedBy: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// One command for one agent (a swarm action fans out to one command per agent).
-public nonisolated struct BusControlCommand: Sendable {
+public nonisolated struct BusControlCommand: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// Unique per (tenant, request id, agent); the JetStream de-duplication key.
-  public var commandID: String = String()
+  public var commandID: String {
+    get {_storage._commandID}
+    set {_uniqueStorage()._commandID = newValue}
+  }
 
-  public var tenantID: String = String()
+  public var tenantID: String {
+    get {_storage._tenantID}
+    set {_uniqueStorage()._tenantID = newValue}
+  }
 
   /// The operator's idempotency key; the same request id never acts twice.
-  public var requestID: String = String()
+  public var requestID: String {
+    get {_storage._requestID}
+    set {_uniqueStorage()._requestID = newValue}
+  }
 
-  public var swarmID: String = String()
+  public var swarmID: String {
+    get {_storage._swarmID}
+    set {_uniqueStorage()._swarmID = newValue}
+  }
 
-  public var agentID: String = String()
+  public var agentID: String {
+    get {_storage._agentID}
+    set {_uniqueStorage()._agentID = newValue}
+  }
 
-  public var action: BusControlAction = .unspecified
+  public var action: BusControlAction {
+    get {_storage._action}
+    set {_uniqueStorage()._action = newValue}
+  }
 
-  public var reason: String = String()
+  public var reason: String {
+    get {_storage._reason}
+    set {_uniqueStorage()._reason = newValue}
+  }
 
   /// Who asked: the token subject of the operator.
-  public var actor: String = String()
+  public var actor: String {
+    get {_storage._actor}
+    set {_uniqueStorage()._actor = newValue}
+  }
 
-  public var issuedUnixNano: Int64 = 0
+  public var issuedUnixNano: Int64 {
+    get {_storage._issuedUnixNano}
+    set {_uniqueStorage()._issuedUnixNano = newValue}
+  }
 
   /// The command is void after this instant (Unix nanoseconds); 0 = never.
-  public var expiresUnixNano: Int64 = 0
+  public var expiresUnixNano: Int64 {
+    get {_storage._expiresUnixNano}
+    set {_uniqueStorage()._expiresUnixNano = newValue}
+  }
 
   /// CONTROL_ACTION_REQUEST: what the worker is asked (a prompt, a JSON submission), as given.
-  public var input: String = String()
+  public var input: String {
+    get {_storage._input}
+    set {_uniqueStorage()._input = newValue}
+  }
+
+  /// CONTROL_ACTION_GATE: the gate's outcome.
+  public var gate: BusGateOutcome {
+    get {_storage._gate ?? BusGateOutcome()}
+    set {_uniqueStorage()._gate = newValue}
+  }
+  /// Returns true if `gate` has been explicitly set.
+  public var hasGate: Bool {_storage._gate != nil}
+  /// Clears the value of `gate`. Subsequent reads from it will return its default value.
+  public mutating func clearGate() {_uniqueStorage()._gate = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// The agent's answer to a ControlCommand.
@@ -203,16 +286,16 @@ public nonisolated struct BusControlAck: Sendable {
 fileprivate nonisolated let _protobuf_package = "swarmdeck.bus.v1"
 
 nonisolated extension BusControlAction: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONTROL_ACTION_UNSPECIFIED\0\u{1}CONTROL_ACTION_PAUSE\0\u{1}CONTROL_ACTION_RESUME\0\u{1}CONTROL_ACTION_TERMINATE\0\u{1}CONTROL_ACTION_REQUEST\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONTROL_ACTION_UNSPECIFIED\0\u{1}CONTROL_ACTION_PAUSE\0\u{1}CONTROL_ACTION_RESUME\0\u{1}CONTROL_ACTION_TERMINATE\0\u{1}CONTROL_ACTION_REQUEST\0\u{1}CONTROL_ACTION_GATE\0")
 }
 
 nonisolated extension BusControlOutcome: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CONTROL_OUTCOME_UNSPECIFIED\0\u{1}CONTROL_OUTCOME_APPLIED\0\u{1}CONTROL_OUTCOME_NOOP\0\u{1}CONTROL_OUTCOME_REJECTED\0\u{1}CONTROL_OUTCOME_FAILED\0\u{1}CONTROL_OUTCOME_EXPIRED\0")
 }
 
-nonisolated extension BusControlCommand: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".ControlCommand"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}tenant_id\0\u{3}request_id\0\u{3}swarm_id\0\u{3}agent_id\0\u{1}action\0\u{1}reason\0\u{1}actor\0\u{3}issued_unix_nano\0\u{3}expires_unix_nano\0\u{1}input\0")
+nonisolated extension BusGateOutcome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GateOutcome"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}gate_id\0\u{3}idempotency_key\0\u{1}status\0\u{1}allow\0\u{3}option_id\0\u{1}reason\0\u{3}decided_by\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -220,71 +303,198 @@ nonisolated extension BusControlCommand: SwiftProtobuf.Message, SwiftProtobuf._M
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.commandID) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.tenantID) }()
-      case 3: try { try decoder.decodeSingularStringField(value: &self.requestID) }()
-      case 4: try { try decoder.decodeSingularStringField(value: &self.swarmID) }()
-      case 5: try { try decoder.decodeSingularStringField(value: &self.agentID) }()
-      case 6: try { try decoder.decodeSingularEnumField(value: &self.action) }()
-      case 7: try { try decoder.decodeSingularStringField(value: &self.reason) }()
-      case 8: try { try decoder.decodeSingularStringField(value: &self.actor) }()
-      case 9: try { try decoder.decodeSingularInt64Field(value: &self.issuedUnixNano) }()
-      case 10: try { try decoder.decodeSingularInt64Field(value: &self.expiresUnixNano) }()
-      case 11: try { try decoder.decodeSingularStringField(value: &self.input) }()
+      case 1: try { try decoder.decodeSingularStringField(value: &self.gateID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.idempotencyKey) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.status) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.allow) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.optionID) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.decidedBy) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.commandID.isEmpty {
-      try visitor.visitSingularStringField(value: self.commandID, fieldNumber: 1)
+    if !self.gateID.isEmpty {
+      try visitor.visitSingularStringField(value: self.gateID, fieldNumber: 1)
     }
-    if !self.tenantID.isEmpty {
-      try visitor.visitSingularStringField(value: self.tenantID, fieldNumber: 2)
+    if !self.idempotencyKey.isEmpty {
+      try visitor.visitSingularStringField(value: self.idempotencyKey, fieldNumber: 2)
     }
-    if !self.requestID.isEmpty {
-      try visitor.visitSingularStringField(value: self.requestID, fieldNumber: 3)
+    if !self.status.isEmpty {
+      try visitor.visitSingularStringField(value: self.status, fieldNumber: 3)
     }
-    if !self.swarmID.isEmpty {
-      try visitor.visitSingularStringField(value: self.swarmID, fieldNumber: 4)
+    if self.allow != false {
+      try visitor.visitSingularBoolField(value: self.allow, fieldNumber: 4)
     }
-    if !self.agentID.isEmpty {
-      try visitor.visitSingularStringField(value: self.agentID, fieldNumber: 5)
-    }
-    if self.action != .unspecified {
-      try visitor.visitSingularEnumField(value: self.action, fieldNumber: 6)
+    if !self.optionID.isEmpty {
+      try visitor.visitSingularStringField(value: self.optionID, fieldNumber: 5)
     }
     if !self.reason.isEmpty {
-      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 7)
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 6)
     }
-    if !self.actor.isEmpty {
-      try visitor.visitSingularStringField(value: self.actor, fieldNumber: 8)
+    if !self.decidedBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.decidedBy, fieldNumber: 7)
     }
-    if self.issuedUnixNano != 0 {
-      try visitor.visitSingularInt64Field(value: self.issuedUnixNano, fieldNumber: 9)
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: BusGateOutcome, rhs: BusGateOutcome) -> Bool {
+    if lhs.gateID != rhs.gateID {return false}
+    if lhs.idempotencyKey != rhs.idempotencyKey {return false}
+    if lhs.status != rhs.status {return false}
+    if lhs.allow != rhs.allow {return false}
+    if lhs.optionID != rhs.optionID {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.decidedBy != rhs.decidedBy {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension BusControlCommand: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ControlCommand"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}command_id\0\u{3}tenant_id\0\u{3}request_id\0\u{3}swarm_id\0\u{3}agent_id\0\u{1}action\0\u{1}reason\0\u{1}actor\0\u{3}issued_unix_nano\0\u{3}expires_unix_nano\0\u{1}input\0\u{1}gate\0")
+
+  fileprivate class _StorageClass {
+    var _commandID: String = String()
+    var _tenantID: String = String()
+    var _requestID: String = String()
+    var _swarmID: String = String()
+    var _agentID: String = String()
+    var _action: BusControlAction = .unspecified
+    var _reason: String = String()
+    var _actor: String = String()
+    var _issuedUnixNano: Int64 = 0
+    var _expiresUnixNano: Int64 = 0
+    var _input: String = String()
+    var _gate: BusGateOutcome? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _commandID = source._commandID
+      _tenantID = source._tenantID
+      _requestID = source._requestID
+      _swarmID = source._swarmID
+      _agentID = source._agentID
+      _action = source._action
+      _reason = source._reason
+      _actor = source._actor
+      _issuedUnixNano = source._issuedUnixNano
+      _expiresUnixNano = source._expiresUnixNano
+      _input = source._input
+      _gate = source._gate
     }
-    if self.expiresUnixNano != 0 {
-      try visitor.visitSingularInt64Field(value: self.expiresUnixNano, fieldNumber: 10)
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
     }
-    if !self.input.isEmpty {
-      try visitor.visitSingularStringField(value: self.input, fieldNumber: 11)
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._commandID) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._tenantID) }()
+        case 3: try { try decoder.decodeSingularStringField(value: &_storage._requestID) }()
+        case 4: try { try decoder.decodeSingularStringField(value: &_storage._swarmID) }()
+        case 5: try { try decoder.decodeSingularStringField(value: &_storage._agentID) }()
+        case 6: try { try decoder.decodeSingularEnumField(value: &_storage._action) }()
+        case 7: try { try decoder.decodeSingularStringField(value: &_storage._reason) }()
+        case 8: try { try decoder.decodeSingularStringField(value: &_storage._actor) }()
+        case 9: try { try decoder.decodeSingularInt64Field(value: &_storage._issuedUnixNano) }()
+        case 10: try { try decoder.decodeSingularInt64Field(value: &_storage._expiresUnixNano) }()
+        case 11: try { try decoder.decodeSingularStringField(value: &_storage._input) }()
+        case 12: try { try decoder.decodeSingularMessageField(value: &_storage._gate) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._commandID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._commandID, fieldNumber: 1)
+      }
+      if !_storage._tenantID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._tenantID, fieldNumber: 2)
+      }
+      if !_storage._requestID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._requestID, fieldNumber: 3)
+      }
+      if !_storage._swarmID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._swarmID, fieldNumber: 4)
+      }
+      if !_storage._agentID.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._agentID, fieldNumber: 5)
+      }
+      if _storage._action != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._action, fieldNumber: 6)
+      }
+      if !_storage._reason.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._reason, fieldNumber: 7)
+      }
+      if !_storage._actor.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._actor, fieldNumber: 8)
+      }
+      if _storage._issuedUnixNano != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._issuedUnixNano, fieldNumber: 9)
+      }
+      if _storage._expiresUnixNano != 0 {
+        try visitor.visitSingularInt64Field(value: _storage._expiresUnixNano, fieldNumber: 10)
+      }
+      if !_storage._input.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._input, fieldNumber: 11)
+      }
+      try { if let v = _storage._gate {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: BusControlCommand, rhs: BusControlCommand) -> Bool {
-    if lhs.commandID != rhs.commandID {return false}
-    if lhs.tenantID != rhs.tenantID {return false}
-    if lhs.requestID != rhs.requestID {return false}
-    if lhs.swarmID != rhs.swarmID {return false}
-    if lhs.agentID != rhs.agentID {return false}
-    if lhs.action != rhs.action {return false}
-    if lhs.reason != rhs.reason {return false}
-    if lhs.actor != rhs.actor {return false}
-    if lhs.issuedUnixNano != rhs.issuedUnixNano {return false}
-    if lhs.expiresUnixNano != rhs.expiresUnixNano {return false}
-    if lhs.input != rhs.input {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._commandID != rhs_storage._commandID {return false}
+        if _storage._tenantID != rhs_storage._tenantID {return false}
+        if _storage._requestID != rhs_storage._requestID {return false}
+        if _storage._swarmID != rhs_storage._swarmID {return false}
+        if _storage._agentID != rhs_storage._agentID {return false}
+        if _storage._action != rhs_storage._action {return false}
+        if _storage._reason != rhs_storage._reason {return false}
+        if _storage._actor != rhs_storage._actor {return false}
+        if _storage._issuedUnixNano != rhs_storage._issuedUnixNano {return false}
+        if _storage._expiresUnixNano != rhs_storage._expiresUnixNano {return false}
+        if _storage._input != rhs_storage._input {return false}
+        if _storage._gate != rhs_storage._gate {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

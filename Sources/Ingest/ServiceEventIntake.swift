@@ -1,0 +1,111 @@
+import Contracts
+import EventLog
+import Foundation
+import Logging
+import ServiceKit
+import ServiceLifecycle
+import SwiftProtobuf
+
+/// The service lane: events other services (approvals, health-monitor, pipeline-runner) add to
+/// a tenant's log. A `ServiceEventBatch` arrives as a NATS request on
+/// ``Subjects/serviceEvents`` (the replicas share it as queue group `ingest`) and is answered
+/// with a `ServiceEventReply` after commit, through the priority lane of group commit.
+///
+/// Only services hold credentials for that subject (the staging NATS users); agents post
+/// through HTTP, where the kinds services originate (approval, incident) do not exist, so no
+/// agent can forge a gate or an incident.
+struct ServiceEventIntake: Service {
+    let connection: NATSConnection
+    let subjects: Subjects
+    let writer: EventLogWriter
+    let maxEventBytes: Int
+    let logger: Logger
+
+    /// Events in one batch; a larger batch is refused whole.
+    static let maxBatchEvents = 100
+    /// The kinds a service may originate.
+    static let kinds: Set<BusEventKind> = [.approval, .incident]
+
+    func run() async throws {
+        let subscription = try self.connection.subscribe(
+            to: self.subjects.serviceEvents,
+            queue: "ingest",
+            buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
+        )
+        await withTaskCancellationOrGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                for await message in subscription {
+                    group.addTask { await self.handle(message) }
+                }
+            }
+        } onCancelOrGracefulShutdown: {
+            subscription.drain()
+        }
+    }
+
+    private func handle(_ message: NATSMessage) async {
+        guard let reply = message.reply else { return }
+        var answer = BusServiceEventReply()
+        do {
+            let batch = try BusServiceEventBatch(serializedBytes: message.payload)
+            let events = try Self.prepare(batch, maxEventBytes: self.maxEventBytes)
+            let requestID = message.headers[HeaderName.requestID] ?? ""
+            let outcomes = try await self.writer.submit(tenant: batch.tenantID, events: events, requestID: requestID)
+            for outcome in outcomes {
+                switch outcome {
+                case .accepted(let seq), .duplicate(let seq): answer.seqs.append(seq)
+                case .rejected(let reason): throw APIError(.invalidRequest, reason)
+                }
+            }
+        } catch let error as APIError {
+            answer = BusServiceEventReply()
+            answer.error = error.message
+            answer.retryable = error.code.isRetryable
+        } catch {
+            answer = BusServiceEventReply()
+            answer.error = "not a ServiceEventBatch: \(error)"
+        }
+        if !answer.error.isEmpty {
+            self.logger.warning("service events refused", metadata: ["error": "\(answer.error)"])
+        }
+        do {
+            try self.connection.publish(try answer.serializedBytes() as [UInt8], to: reply)
+        } catch {
+            self.logger.warning("service events reply not sent", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    /// The batch's events, checked: a known tenant id shape, at most ``maxBatchEvents``
+    /// events, each of a service kind, with valid ids and a frame tail that makes a JSON object
+    /// of at most `maxEventBytes`.
+    static func prepare(_ batch: BusServiceEventBatch, maxEventBytes: Int) throws(APIError) -> [PreparedEvent] {
+        if let problem = EntityID.problem(batch.tenantID, field: "tenant_id") { throw APIError(.invalidRequest, problem) }
+        guard (1...Self.maxBatchEvents).contains(batch.events.count) else {
+            throw APIError(.invalidRequest, "a batch holds 1 to \(Self.maxBatchEvents) events")
+        }
+        return try batch.events.map { (event) throws(APIError) -> PreparedEvent in
+            guard Self.kinds.contains(event.kind) else { throw APIError(.invalidRequest, "kind \(event.kind) is not a service event kind") }
+            for (value, field) in [(event.msgID, "msg_id"), (event.swarmID, "swarm_id"), (event.agentID, "agent_id")] {
+                if let problem = EntityID.problem(value, field: field) { throw APIError(.invalidRequest, problem) }
+            }
+            guard (BusSeverity.trace.rawValue...BusSeverity.fatal.rawValue).contains(event.severity.rawValue) else {
+                throw APIError(.invalidRequest, "severity is required")
+            }
+            let tail = Array(event.frameTail)
+            guard tail.count <= maxEventBytes, tail.first == UInt8(ascii: ","), tail.last == UInt8(ascii: "}"),
+                (try? JSONSerialization.jsonObject(with: Data(#"{"seq":0"#.utf8 + tail))) is [String: Any]
+            else {
+                throw APIError(.invalidRequest, "frame_tail must continue a JSON object (`,…}`) in at most \(maxEventBytes) bytes")
+            }
+            return PreparedEvent(
+                msgID: event.msgID,
+                swarmID: event.swarmID,
+                agentID: event.agentID,
+                kind: event.kind,
+                severity: event.severity,
+                occurredAtMilliseconds: event.occurredUnixNano / 1_000_000,
+                frameTail: tail
+            )
+        }
+    }
+}

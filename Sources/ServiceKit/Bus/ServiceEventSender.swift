@@ -1,0 +1,36 @@
+public import Contracts
+import SwiftProtobuf
+
+/// Adds a service's events to a tenant's event log through ingest (the service lane,
+/// ``Subjects/serviceEvents``): returns once ingest has committed them. A repeated msgId is
+/// stored once, so a retry after a lost answer is safe.
+public struct ServiceEventSender: Sendable {
+    public let connection: NATSConnection
+    public let subjects: Subjects
+    public let timeout: Duration
+
+    /// Events ingest takes in one batch.
+    public static let maxBatch = 100
+
+    public init(connection: NATSConnection, subjects: Subjects, timeout: Duration = .seconds(5)) {
+        self.connection = connection
+        self.subjects = subjects
+        self.timeout = timeout
+    }
+
+    /// Sends `events` (at most ``maxBatch``) for `tenant`; returns their seqs.
+    /// - Throws: ``ServiceKitError``: `natsOperation` when ingest refused them (its reason in the
+    ///   message), `natsTimeout` or `natsNoResponders` when it did not answer.
+    @discardableResult
+    public func send(tenant: String, _ events: [BusServiceEvent]) async throws -> [Int64] {
+        var batch = BusServiceEventBatch()
+        batch.tenantID = tenant
+        batch.events = events
+        let reply = try await self.connection.request(try batch.serializedBytes() as [UInt8], to: self.subjects.serviceEvents, timeout: self.timeout)
+        let answer = try BusServiceEventReply(serializedBytes: reply.payload)
+        guard answer.error.isEmpty, answer.seqs.count == events.count else {
+            throw ServiceKitError(.natsOperation, "ingest refused \(events.count) service events: \(answer.error.isEmpty ? "no seqs" : answer.error)")
+        }
+        return answer.seqs
+    }
+}
