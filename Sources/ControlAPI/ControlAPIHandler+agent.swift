@@ -7,8 +7,8 @@ extension ControlAPIHandler {
     func openAgentSession(_ input: Operations.OpenAgentSession.Input) async throws -> Operations.OpenAgentSession.Output {
         let (tenant, keyID) = try Caller.agentKey()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
-        try Self.checkID(body.swarmId, "swarmId")
-        try Self.checkID(body.agentId, "agentId")
+        try InputCheck.id(body.swarmId, "swarmId")
+        try InputCheck.id(body.agentId, "agentId")
         if let wait = self.sessionOpens.take(tenant) {
             throw APIError(
                 .rateLimited,
@@ -61,7 +61,7 @@ extension ControlAPIHandler {
 
     func endAgentSession(_ input: Operations.EndAgentSession.Input) async throws -> Operations.EndAgentSession.Output {
         let session = try Caller.agentSession()
-        try Self.checkRange(input.query.exitStatus, "exitStatus", 0...255)
+        try InputCheck.range(input.query.exitStatus, "exitStatus", 0...255)
         if try await self.store.endSession(tenant: session.tenant, session: session.session, reason: .exited, exitStatus: input.query.exitStatus) {
             await self.closeSessions(
                 tenant: session.tenant,
@@ -94,7 +94,7 @@ extension ControlAPIHandler {
 
     func pollCommands(_ input: Operations.PollCommands.Input) async throws -> Operations.PollCommands.Output {
         let session = try Caller.agentSession()
-        try Self.checkRange(input.query.waitSeconds, "waitSeconds", 0...30)
+        try InputCheck.range(input.query.waitSeconds, "waitSeconds", 0...30)
         let wait = min(input.query.waitSeconds ?? 25, self.settings.maxPollSeconds)
         if self.sessionsSeen.due(session.tenant + "\u{0}" + session.session) {
             guard case .open(let keyID) = try await self.store.touchSession(tenant: session.tenant, session: session.session) else {
@@ -114,31 +114,48 @@ extension ControlAPIHandler {
         }
         let delivered = try await self.bus.next(session, wait: .seconds(wait))
         let commands = delivered.compactMap { command, handle -> Components.Schemas.AgentCommand? in
-            guard let action = Components.Schemas.CommandAction(command.action) else { return nil }
+            let action: String
+            if command.action == .gate {
+                action = "gate"
+            } else if let known = Components.Schemas.CommandAction(command.action) {
+                action = known.rawValue
+            } else {
+                return nil
+            }
             return Components.Schemas.AgentCommand(
                 commandId: command.commandID,
                 requestId: command.requestID,
                 swarmId: command.swarmID,
                 agentId: command.agentID,
-                action: action.rawValue,
+                action: action,
                 reason: command.reason,
                 input: command.action == .request ? command.input : nil,
                 actor: command.actor,
                 issuedAt: Date(timeIntervalSince1970: TimeInterval(command.issuedUnixNano) / 1e9),
                 expiresAt: command.expiresUnixNano == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(command.expiresUnixNano) / 1e9),
-                ackToken: handle
+                ackToken: handle,
+                gate: command.hasGate ? Components.Schemas.GateOutcome(command.gate) : nil
             )
         }
         return .ok(.init(body: .json(.init(commands: commands))))
     }
 
+    /// The command id prefix of approval gate outcomes (approvals' `gate-<gateId>`).
+    static let gateCommandPrefix = "gate-"
+
     func ackCommand(_ input: Operations.AckCommand.Input) async throws -> Operations.AckCommand.Output {
         let session = try Caller.agentSession()
         guard case .json(let ack) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
-        try Self.checkID(ack.commandId, "commandId")
-        try Self.checkText(ack.ackToken, "ackToken", max: 1024)
-        try Self.checkText(ack.state, "state", max: 64)
-        if let message = ack.message { try Self.checkText(message, "message", max: 1000, required: false) }
+        try InputCheck.id(ack.commandId, "commandId")
+        try InputCheck.text(ack.ackToken, "ackToken", max: 1024)
+        try InputCheck.text(ack.state, "state", max: 64)
+        if let message = ack.message { try InputCheck.text(message, "message", max: 1000, required: false) }
+        if ack.commandId.hasPrefix(Self.gateCommandPrefix) {
+            // An approval gate's outcome (approvals published it): nothing of control-api's to
+            // record, only the delivery to acknowledge.
+            try self.bus.acknowledge(handle: ack.ackToken, session: session, command: ack.commandId, sequence: nil)
+            return .noContent(.init())
+        }
         guard let target = try await self.store.commandTarget(tenant: session.tenant, commandID: ack.commandId),
             target.swarm == session.swarm, target.agent == session.agent
         else {
@@ -153,5 +170,20 @@ extension ControlAPIHandler {
         _ = try await self.store.acknowledge(tenant: session.tenant, ack: ack)
         try self.bus.acknowledge(handle: ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
         return .noContent(.init())
+    }
+}
+
+extension Components.Schemas.GateOutcome {
+    init?(_ outcome: BusGateOutcome) {
+        guard let status = StatusPayload(rawValue: outcome.status) else { return nil }
+        self.init(
+            gateId: outcome.gateID,
+            idempotencyKey: outcome.idempotencyKey,
+            status: status,
+            allow: outcome.allow,
+            optionId: outcome.optionID.isEmpty ? nil : outcome.optionID,
+            reason: outcome.reason.isEmpty ? nil : outcome.reason,
+            decidedBy: outcome.decidedBy.isEmpty ? nil : outcome.decidedBy
+        )
     }
 }

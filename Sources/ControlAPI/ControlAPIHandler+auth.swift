@@ -20,8 +20,8 @@ extension ControlAPIHandler {
     func createEnrolmentCodes(_ input: Operations.CreateEnrolmentCodes.Input) async throws -> Operations.CreateEnrolmentCodes.Output {
         let identity = try Caller.person()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
-        try Self.checkRange(body.count, "count", 1...100)
-        try Self.checkRange(body.ttlSeconds, "ttlSeconds", 60...2_592_000)
+        try InputCheck.range(body.count, "count", 1...100)
+        try InputCheck.range(body.ttlSeconds, "ttlSeconds", 60...2_592_000)
         if let scopes = body.scopes, scopes.isEmpty {
             throw APIError(.invalidRequest, "scopes must name at least one scope (or be left out)")
         }
@@ -58,9 +58,9 @@ extension ControlAPIHandler {
     func registerDevice(_ input: Operations.RegisterDevice.Input) async throws -> Operations.RegisterDevice.Output {
         try self.limitBySource()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
-        try Self.checkText(body.code, "code", max: 128)
-        try Self.checkText(body.deviceName, "deviceName", max: 200)
-        if let platform = body.platform { try Self.checkText(platform, "platform", max: 64, required: false) }
+        try InputCheck.text(body.code, "code", max: 128)
+        try InputCheck.text(body.deviceName, "deviceName", max: 200)
+        if let platform = body.platform { try InputCheck.text(platform, "platform", max: 64, required: false) }
         let pair = try await self.devices.register(code: body.code, deviceName: body.deviceName, platform: body.platform)
         return .created(.init(body: .json(pair)))
     }
@@ -68,7 +68,7 @@ extension ControlAPIHandler {
     func refreshToken(_ input: Operations.RefreshToken.Input) async throws -> Operations.RefreshToken.Output {
         try self.limitBySource()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
-        try Self.checkText(body.refreshToken, "refreshToken", max: 512)
+        try InputCheck.text(body.refreshToken, "refreshToken", max: 512)
         return .ok(.init(body: .json(try await self.devices.refresh(body.refreshToken))))
     }
 
@@ -78,14 +78,14 @@ extension ControlAPIHandler {
         let identity = try Caller.person()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         guard (1...100).contains(body.codes.count) else { throw APIError(.invalidRequest, "codes must name 1 to 100 codes") }
-        for code in body.codes { try Self.checkText(code, "codes[]", max: 128) }
+        for code in body.codes { try InputCheck.text(code, "codes[]", max: 128) }
         let revoked = try await self.devices.revoke(codes: body.codes, tenant: identity.tenant)
         return .ok(.init(body: .json(.init(revoked: revoked))))
     }
 
     func listDevices(_ input: Operations.ListDevices.Input) async throws -> Operations.ListDevices.Output {
         let identity = try Caller.person()
-        try Self.checkRange(input.query.limit, "limit", 1...500)
+        try InputCheck.range(input.query.limit, "limit", 1...500)
         let devices = try await self.devices.devices(tenant: identity.tenant, limit: input.query.limit ?? 100)
         return .ok(.init(body: .json(.init(devices: devices))))
     }
@@ -94,7 +94,7 @@ extension ControlAPIHandler {
     /// WebSockets everywhere within seconds); a failed announcement is a 503 to retry.
     func revokeDevice(_ input: Operations.RevokeDevice.Input) async throws -> Operations.RevokeDevice.Output {
         let identity = try Caller.person()
-        try Self.checkText(input.path.deviceId, "deviceId", max: 64)
+        try InputCheck.text(input.path.deviceId, "deviceId", max: 64)
         guard let device = try await self.devices.revoke(device: input.path.deviceId, tenant: identity.tenant), let revokedAt = device.revokedAt
         else {
             throw APIError(.notFound, "no such device")

@@ -6,7 +6,7 @@ import ServiceKit
 extension ControlAPIHandler {
     func controlAgent(_ input: Operations.ControlAgent.Input) async throws -> Operations.ControlAgent.Output {
         let identity = try Caller.person()
-        try Self.checkID(input.path.agentId, "agentId")
+        try InputCheck.id(input.path.agentId, "agentId")
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkControl(body)
         let receipt = try await self.issue(
@@ -27,7 +27,7 @@ extension ControlAPIHandler {
 
     func controlSwarm(_ input: Operations.ControlSwarm.Input) async throws -> Operations.ControlSwarm.Output {
         let identity = try Caller.person()
-        try Self.checkID(input.path.swarmId, "swarmId")
+        try InputCheck.id(input.path.swarmId, "swarmId")
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkControl(body)
         let receipt = try await self.issue(
@@ -60,7 +60,7 @@ extension ControlAPIHandler {
 
     func getControl(_ input: Operations.GetControl.Input) async throws -> Operations.GetControl.Output {
         let identity = try Caller.person()
-        try Self.checkRequestID(input.path.requestId)
+        try InputCheck.key(input.path.requestId, "requestId")
         guard let status = try await self.store.status(tenant: identity.tenant, requestID: input.path.requestId) else {
             throw APIError(.notFound, "no control request \(input.path.requestId)")
         }
@@ -69,7 +69,7 @@ extension ControlAPIHandler {
 
     func listAudit(_ input: Operations.ListAudit.Input) async throws -> Operations.ListAudit.Output {
         let identity = try Caller.person()
-        try Self.checkRange(input.query.limit, "limit", 1...500)
+        try InputCheck.range(input.query.limit, "limit", 1...500)
         if let before = input.query.before, before < 1 {
             throw APIError(.invalidRequest, "before must be at least 1")
         }
@@ -79,7 +79,7 @@ extension ControlAPIHandler {
 
     /// The checks of a control request's body the generated types do not make.
     static func checkControl(_ body: Components.Schemas.ControlRequest) throws(APIError) {
-        if let confirm = body.confirm { try Self.checkText(confirm, "confirm", max: 64, required: false) }
+        if let confirm = body.confirm { try InputCheck.text(confirm, "confirm", max: 64, required: false) }
         if body.action == .terminate && body.confirm != "TERMINATE" {
             throw APIError(.invalidRequest, "terminate needs \"confirm\": \"TERMINATE\"")
         }
@@ -98,8 +98,8 @@ extension ControlAPIHandler {
         requestID: String,
         targets: (Date) async throws -> [(swarm: String, agent: String)]
     ) async throws -> Components.Schemas.ControlReceipt {
-        try Self.checkRequestID(requestID)
-        try Self.checkText(reason, "reason", max: 500)
+        try InputCheck.key(requestID, "requestId")
+        try InputCheck.text(reason, "reason", max: 500)
         let now = Date()
         var submission = ControlStore.Submission(
             tenant: identity.tenant,

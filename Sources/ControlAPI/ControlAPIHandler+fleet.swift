@@ -37,7 +37,7 @@ extension ControlAPIHandler {
 
     func getSwarm(_ input: Operations.GetSwarm.Input) async throws -> Operations.GetSwarm.Output {
         let identity = try Caller.person()
-        try Self.checkID(input.path.swarmId, "swarmId")
+        try InputCheck.id(input.path.swarmId, "swarmId")
         let now = Date()
         let agents = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
         guard let swarm = self.swarms(of: agents, now: now).first else {
@@ -49,7 +49,7 @@ extension ControlAPIHandler {
 
     func getAgent(_ input: Operations.GetAgent.Input) async throws -> Operations.GetAgent.Output {
         let identity = try Caller.person()
-        try Self.checkID(input.path.agentId, "agentId")
+        try InputCheck.id(input.path.agentId, "agentId")
         guard let record = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
             throw APIError(.notFound, "no agent \(input.path.agentId)")
         }

@@ -25,8 +25,8 @@ extension ControlAPIHandler {
     func requestWorker(_ input: Operations.RequestWorker.Input) async throws -> Operations.RequestWorker.Output {
         let identity = try Caller.person()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
-        try Self.checkID(input.path.workerId, "workerId")
-        try Self.checkText(body.input, "input", max: 16_000)
+        try InputCheck.id(input.path.workerId, "workerId")
+        try InputCheck.text(body.input, "input", max: 16_000)
         guard !body.input.contains(where: \.isNewline) else {
             throw APIError(.invalidRequest, "input must be one line (no line breaks)")
         }
@@ -47,7 +47,7 @@ extension ControlAPIHandler {
     func stopWorker(_ input: Operations.StopWorker.Input) async throws -> Operations.StopWorker.Output {
         let identity = try Caller.person()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
-        try Self.checkID(input.path.workerId, "workerId")
+        try InputCheck.id(input.path.workerId, "workerId")
         let receipt = try await self.issue(
             identity,
             .terminate,
@@ -66,7 +66,7 @@ extension ControlAPIHandler {
     /// A worker of the caller's tenant: 404 for an unknown id, an agent that takes no
     /// requests, or another tenant's.
     private func workerRecord(_ identity: AccessIdentity, _ id: String) throws -> FleetIndex.AgentRecord {
-        try Self.checkID(id, "workerId")
+        try InputCheck.id(id, "workerId")
         guard let record = self.fleet.agent(tenant: identity.tenant, id: id), record.acceptsRequests else {
             throw APIError(.notFound, "no worker \(id)")
         }

@@ -73,12 +73,7 @@ public struct ControlSettings: ServiceSettings {
         self.agentSessionHours = try reader.setting(.agentSessionHours, in: 1...23)
         self.agentSessionIdleHours = try reader.setting(.agentSessionIdleHours, in: 1...720)
         self.agentSessionCheckSeconds = try reader.setting(.agentSessionCheckSeconds, in: 1...3600)
-        var base: String = try reader.setting(.webBaseURL)
-        while base.hasSuffix("/") { base.removeLast() }
-        guard base.hasPrefix("https://") || base.hasPrefix("http://") else {
-            throw ServiceKitError(.configuration, "\(SettingKey.webBaseURL) must be an http(s) URL")
-        }
-        self.webBaseURL = base
+        self.webBaseURL = try reader.baseURLSetting(.webBaseURL)
     }
 }
 

@@ -91,6 +91,15 @@ extension ConfigReader {
         }
     }
 
+    /// The key's http(s) base URL without a trailing slash (for `webUrl` deep links), or its default.
+    public func baseURLSetting(_ key: SettingKey) throws(ServiceKitError) -> String {
+        try self.setting(key, expected: "an http(s) URL") { text in
+            var base = text
+            while base.hasSuffix("/") { base.removeLast() }
+            return base.hasPrefix("https://") || base.hasPrefix("http://") ? base : nil
+        }
+    }
+
     /// The key's value if configured; `nil` when absent. A present but malformed value throws.
     public func optionalSetting<Value>(
         _ key: SettingKey,
