@@ -27,6 +27,7 @@ let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics
 let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
 let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
 let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
+let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
 let nioWebSocket = Target.Dependency.product(name: "NIOWebSocket", package: "swift-nio")
 let openAPIHummingbird = Target.Dependency.product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird")
 let openAPIAsyncHTTPClient = Target.Dependency.product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client")
@@ -45,6 +46,10 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
     ("stream-fanout", "StreamFanout", ["EventLog", hummingbirdWebSocket, metrics, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
     (
         "control-api", "ControlAPI", ["ControlAPIContract", "EventLog", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
+        []
+    ),
+    (
+        "approvals", "Approvals", ["ApprovalsContract", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []
     ),
 ]
@@ -110,11 +115,14 @@ let package = Package(
         // control-api's contract: the types, server protocol and client generated from
         // openapi/control-api.yaml (scripts/generate-openapi), for the service and its clients.
         .target(name: "ControlAPIContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
+        // approvals' contract, generated from openapi/approvals.yaml the same way.
+        .target(name: "ApprovalsContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
         // What the operator CLI and the benchmarks share: the ingest load generator, the control-api client.
         .target(
             name: "SwarmdeckTools",
             dependencies: [
-                "ControlAPIContract", "OTLP", "ServiceKit", argumentParser, asyncHTTPClient, httpTypes, nioCore, nioHTTP1, openAPIAsyncHTTPClient,
+                "ApprovalsContract", "ControlAPIContract", "OTLP", "ServiceKit", argumentParser, asyncHTTPClient, httpTypes, nioCore, nioHTTP1,
+                openAPIAsyncHTTPClient,
                 openAPIRuntime, swiftProtobuf,
             ],
             swiftSettings: swiftSettings
@@ -132,7 +140,7 @@ let package = Package(
                 openAPIRuntime,
                 nioCore,
                 nioWebSocket, postgresNIO,
-                prometheus, serviceLifecycle, systemPackage,
+                prometheus, serviceLifecycle, swiftProtobuf, systemPackage,
             ],
             swiftSettings: swiftSettings
         ),
@@ -147,9 +155,8 @@ let package = Package(
         .executableTarget(
             name: "swarmdeck",
             dependencies: [
-                "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "Ingest", "OTLP", "ServiceKit", "StreamFanout", "SwarmdeckTools",
-                argumentParser,
-                asyncHTTPClient, nioCore, openAPIAsyncHTTPClient, openAPIRuntime,
+                "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "Ingest", "OTLP", "ServiceKit",
+                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, nioCore, nioPosix, openAPIAsyncHTTPClient, openAPIRuntime,
             ],
             swiftSettings: swiftSettings
         ),

@@ -165,15 +165,16 @@ struct CommandBus: Sendable {
 
     /// Acknowledges a delivered command on JetStream, given the handle it was delivered with
     /// (checked first, see ``deliverySubject(_:session:command:sequence:)``).
-    func acknowledge(handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64) throws {
+    func acknowledge(handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64?) throws {
         let subject = try self.deliverySubject(handle, session: session, command: command, sequence: sequence)
         try self.jetStream.connection.publish(Array("+ACK".utf8), to: subject)
     }
 
     /// The acknowledgement subject sealed in `handle`; `InvalidRequest` unless the handle was
     /// sealed for this session's agent and this command, and holds exactly an acknowledgement
-    /// subject of that agent's consumer for the message at `sequence`.
-    func deliverySubject(_ handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64) throws(APIError) -> String {
+    /// subject of that agent's consumer for the message at `sequence` (any message when nil:
+    /// commands control-api did not record, such as approval gate outcomes).
+    func deliverySubject(_ handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64?) throws(APIError) -> String {
         let consumer = self.consumerName(tenant: session.tenant, swarm: session.swarm, agent: session.agent)
         guard let subject = self.handles.open(handle, tenant: session.tenant, swarm: session.swarm, agent: session.agent, command: command),
             Self.isDelivery(subject, stream: self.subjects.controlStreamName, consumer: consumer, sequence: sequence)
@@ -184,16 +185,16 @@ struct CommandBus: Sendable {
     }
 
     /// Whether `ackToken` is exactly an acknowledgement subject of `consumer` on `stream` for
-    /// the message at stream sequence `sequence`:
+    /// the message at stream sequence `sequence` (any, when nil):
     /// `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>`,
     /// five decimal numbers and nothing else (no token, wildcard, space or second line).
-    static func isDelivery(_ ackToken: String, stream: String, consumer: String, sequence: UInt64) -> Bool {
+    static func isDelivery(_ ackToken: String, stream: String, consumer: String, sequence: UInt64?) -> Bool {
         let prefix = "$JS.ACK.\(stream).\(consumer)."
         guard ackToken.hasPrefix(prefix) else { return false }
         let numbers = ackToken.dropFirst(prefix.utf8.count).split(separator: ".", omittingEmptySubsequences: false)
         return numbers.count == 5
             && numbers.allSatisfy { !$0.isEmpty && $0.utf8.count <= 20 && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
-            && JetStreamMessage.parse(ackToken)?.streamSequence == sequence
+            && JetStreamMessage.parse(ackToken).map { sequence == nil || $0.streamSequence == sequence } == true
     }
 }
 

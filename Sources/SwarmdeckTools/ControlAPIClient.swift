@@ -12,17 +12,33 @@ extension Client {
     /// operations, an ingest key) on every request.
     /// - Parameter timeout: for a whole request; a long poll needs more than its wait.
     public static func controlAPI(url: String, credential: String, httpClient: HTTPClient, timeout: Duration = .seconds(40)) throws -> Client {
-        guard let serverURL = URL(string: url) else { throw ControlAPIClientError("not a URL: \(url)") }
-        return Client(
-            serverURL: serverURL,
-            transport: AsyncHTTPClientTransport(
-                configuration: .init(
-                    client: httpClient,
-                    timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
-                )
-            ),
-            middlewares: [BearerMiddleware(credential: credential)]
+        let (serverURL, transport, middlewares) = try OpenAPIClientParts.make(
+            url: url,
+            credential: credential,
+            httpClient: httpClient,
+            timeout: timeout
         )
+        return Client(serverURL: serverURL, transport: transport, middlewares: middlewares)
+    }
+}
+
+/// What every generated client of ours is built from: the server URL, the AsyncHTTPClient
+/// transport with a whole-request timeout, and the bearer credential.
+enum OpenAPIClientParts {
+    static func make(
+        url: String,
+        credential: String,
+        httpClient: HTTPClient,
+        timeout: Duration
+    ) throws -> (URL, AsyncHTTPClientTransport, [any ClientMiddleware]) {
+        guard let serverURL = URL(string: url), serverURL.host != nil else { throw ControlAPIClientError("not a base URL: \(url)") }
+        let transport = AsyncHTTPClientTransport(
+            configuration: .init(
+                client: httpClient,
+                timeout: .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+            )
+        )
+        return (serverURL, transport, [BearerMiddleware(credential: credential)])
     }
 }
 
@@ -41,8 +57,13 @@ public struct ControlAPIClientError: Error, CustomStringConvertible {
     /// The error of an operation's `default` (error) answer.
     public init(status: Int, _ answer: Components.Responses._Error) {
         let envelope = try? answer.body.json.error
+        self.init(status: status, service: "control-api", code: envelope?.code, message: envelope?.message)
+    }
+
+    /// An error answer of `service`, from its error envelope's code and message.
+    public init(status: Int, service: String, code: String?, message: String?) {
         self.status = status
-        self.description = "control-api answered \(status) \(envelope?.code ?? ""): \(envelope?.message ?? "")"
+        self.description = "\(service) answered \(status) \(code ?? ""): \(message ?? "")"
     }
 
     /// Whether retrying cannot help (the request itself was refused).

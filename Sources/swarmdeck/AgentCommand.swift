@@ -4,6 +4,7 @@ import CProcessControl
 import Contracts
 import Foundation
 import SwarmdeckTools
+import Synchronization
 
 /// `swarmdeck agent run`: runs a command as a Swarmdeck agent (see ``AgentConnector``).
 struct AgentCommand: AsyncParsableCommand {
@@ -30,6 +31,9 @@ struct AgentCommand: AsyncParsableCommand {
 
         @Option(help: "Base URL of control-api, if not the edge.")
         var controlURL: String?
+
+        @Option(help: "Base URL of approvals, if not the edge.")
+        var approvalsURL: String?
 
         @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY; prefer it: a command line is visible to every process on the host).")
         var key: String?
@@ -78,6 +82,7 @@ struct AgentCommand: AsyncParsableCommand {
             let options = AgentConnector.Options(
                 ingestURL: self.ingestURL ?? base,
                 controlURL: self.controlURL ?? base,
+                approvalsURL: self.approvalsURL ?? base,
                 key: try IngestTargetOptions.ingestKey(self.key),
                 swarm: self.swarm,
                 agent: self.name,
@@ -86,7 +91,7 @@ struct AgentCommand: AsyncParsableCommand {
                 worker: self.worker,
                 publishCommand: self.publishCommand
             )
-            for url in [options.ingestURL, options.controlURL] where URL(string: url)?.host == nil {
+            for url in [options.ingestURL, options.controlURL, options.approvalsURL] where URL(string: url)?.host == nil {
                 throw ValidationError("\(url) is not a base URL such as http://127.0.0.1:8080")
             }
             // Writing to a worker that has closed its input must fail, not kill the connector.
@@ -100,6 +105,12 @@ struct AgentCommand: AsyncParsableCommand {
             if user != nil && geteuid() != 0 {
                 throw ValidationError("--user needs the connector to run as root (it switches to that user for the command)")
             }
+            // The command asks for approval through the connector (`swarmdeck approve hook`), on a
+            // socket only it and the connector can open.
+            let connectorRef = ConnectorReference()
+            let relay = try await GateRelay.start(owner: user.map { ($0.uid, $0.gid) }) { request in
+                await connectorRef.connector().requestGate(request)
+            }
             // The command never sees the key: it could otherwise post, poll or acknowledge as the
             // connector does.
             let child = try ChildProcess(
@@ -107,18 +118,57 @@ struct AgentCommand: AsyncParsableCommand {
                 acceptsInput: self.worker,
                 hiding: ["SWARMDECK_INGEST_KEY"],
                 secrets: [options.key],
+                adding: ["SWARMDECK_GATE_SOCKET=\(relay.path)", "SWARMDECK_SWARM=\(self.swarm)", "SWARMDECK_AGENT=\(self.name)"],
                 user: user
             )
             // Stopping the connector ends the command too.
             let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)
             let client = HTTPClient(eventLoopGroupProvider: .singleton)
             AgentConnector.say("\(self.name) in swarm \(self.swarm): started pid \(child.pid): \(self.command.joined(separator: " "))")
-            let status = try await AgentConnector(options: options, client: client, child: child, command: self.command.joined(separator: " ")).run()
+            let connector = try AgentConnector(options: options, client: client, child: child, command: self.command.joined(separator: " "))
+            connectorRef.set(connector)
+            let status = await connector.run()
             signals.cancel()
+            await relay.close()
             try await client.shutdown()
             AgentConnector.say("\(self.name): command exited with status \(status)")
             throw ExitCode(status)
         }
+    }
+}
+
+/// The connector, for the gate relay that starts before it (the command may ask at once).
+final class ConnectorReference: Sendable {
+    private enum State {
+        case waiting([CheckedContinuation<AgentConnector, Never>])
+        case set(AgentConnector)
+    }
+
+    private let state = Mutex(State.waiting([]))
+
+    /// The connector, once ``set(_:)``.
+    func connector() async -> AgentConnector {
+        await withCheckedContinuation { continuation in
+            let ready: AgentConnector? = self.state.withLock { state in
+                switch state {
+                case .set(let connector): return connector
+                case .waiting(var waiters):
+                    waiters.append(continuation)
+                    state = .waiting(waiters)
+                    return nil
+                }
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    func set(_ connector: AgentConnector) {
+        let waiters: [CheckedContinuation<AgentConnector, Never>] = self.state.withLock { state in
+            guard case .waiting(let waiters) = state else { return [] }
+            state = .set(connector)
+            return waiters
+        }
+        for waiter in waiters { waiter.resume(returning: connector) }
     }
 }
 

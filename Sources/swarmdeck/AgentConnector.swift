@@ -31,6 +31,7 @@ actor AgentConnector {
     struct Options: Sendable {
         var ingestURL: String
         var controlURL: String
+        var approvalsURL: String
         var key: String
         var swarm: String
         var agent: String
@@ -45,6 +46,8 @@ actor AgentConnector {
     /// An open agent session: its id and the clients that carry its token.
     private struct Session {
         var id: String
+        /// Its bearer token (for approvals: the gates the command asks for).
+        var token: String
         /// For polls (a long wait).
         var poll: Client
         /// For acknowledgements and the end (short).
@@ -60,6 +63,8 @@ actor AgentConnector {
     /// control-api, with the ingest key: only to open sessions.
     let control: Client
     private var session: Session?
+    /// The session being opened, for a caller that needs one meanwhile.
+    private var opening: Task<Session, any Error>?
     let child: ChildProcess
     let command: String
     private var state = State.running
@@ -73,6 +78,11 @@ actor AgentConnector {
     /// The command being handled, in a task of its own: the end of the process (which cancels
     /// the loops) must not cut its acknowledgement short.
     private var inFlight: Task<Void, Never>?
+    /// The command's gate requests waiting for their outcome, by gate id.
+    private var gateWaiters: [String: [(id: Int, continuation: CheckedContinuation<GateRelayReply, Never>)]] = [:]
+    /// Outcomes that came before anyone waited for them (the decision beat the registration).
+    private var gateOutcomes: [String: GateRelayReply] = [:]
+    private var gateWaiterCount = 0
     /// Commands already handled: a redelivery gets the same answer.
     private var answered: [String: (outcome: Components.Schemas.CommandAck.OutcomePayload, state: String, message: String?)] = [:]
 
@@ -294,22 +304,32 @@ actor AgentConnector {
         }
     }
 
-    /// The open session, or a new one opened with the ingest key.
+    /// The open session, or a new one opened with the ingest key (one opening at a time: the
+    /// command loop and a gate request may both need it).
     private func openSessionIfNeeded() async throws -> Session {
         if let session = self.session { return session }
+        if let opening = self.opening { return try await opening.value }
+        let opening = Task { try await self.openSession() }
+        self.opening = opening
+        defer { self.opening = nil }
+        let session = try await opening.value
+        self.session = session
+        return session
+    }
+
+    private func openSession() async throws -> Session {
         let opened: Components.Schemas.AgentSession
         switch try await self.control.openAgentSession(body: .json(.init(swarmId: self.options.swarm, agentId: self.options.agent))) {
         case .created(let answer): opened = try answer.body.json
         case .default(let status, let error): throw ControlAPIClientError(status: status, error)
         }
-        let session = Session(
+        Self.say("command channel open (session \(opened.sessionId))")
+        return Session(
             id: opened.sessionId,
+            token: opened.token,
             poll: try Client.controlAPI(url: self.options.controlURL, credential: opened.token, httpClient: self.client),
             brief: try Client.controlAPI(url: self.options.controlURL, credential: opened.token, httpClient: self.client, timeout: .seconds(10))
         )
-        self.session = session
-        Self.say("command channel open (session \(opened.sessionId))")
-        return session
     }
 
     /// Tells control-api the command has ended (a few tries; a session nobody ends ends after
@@ -340,6 +360,23 @@ actor AgentConnector {
 
     private func handle(_ command: Command) async {
         if let answer = self.answered[command.commandId] {
+            await self.acknowledge(command, answer)
+            return
+        }
+        if command.action == "gate", let gate = command.gate, command.swarmId == self.options.swarm, command.agentId == self.options.agent {
+            // A gate the command asked for was settled: its answer, not a state change.
+            self.settleGate(
+                GateRelayReply(
+                    gateId: gate.gateId,
+                    status: gate.status.rawValue,
+                    allow: gate.allow,
+                    reason: gate.reason,
+                    optionId: gate.optionId,
+                    decidedBy: gate.decidedBy
+                )
+            )
+            let answer: Answer = (.applied, self.state.rawValue, nil)
+            self.answered[command.commandId] = answer
             await self.acknowledge(command, answer)
             return
         }
@@ -442,6 +479,48 @@ actor AgentConnector {
                 try? await Task.sleep(for: .milliseconds(200 << attempt))
             }
         }
+    }
+
+    // MARK: Gates
+
+    /// The open session's token, opening one if needed.
+    func sessionToken() async throws -> String {
+        try await self.openSessionIfNeeded().token
+    }
+
+    /// The session's token was refused: the next use opens a new session.
+    func sessionRefused() {
+        self.session = nil
+    }
+
+    /// Waits for the outcome of gate `id` (delivered on the command channel), or answers an
+    /// error at `deadline`.
+    func waitForGate(_ id: String, until deadline: Date) async -> GateRelayReply {
+        if let outcome = self.gateOutcomes[id] { return outcome }
+        self.gateWaiterCount += 1
+        let waiter = self.gateWaiterCount
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(max(0, deadline.timeIntervalSinceNow)))
+            self.gateWaitEnded(id, waiter: waiter, .failure("no outcome for gate \(id) by \(deadline)"))
+        }
+        defer { timeout.cancel() }
+        return await withCheckedContinuation { continuation in
+            self.gateWaiters[id, default: []].append((waiter, continuation))
+        }
+    }
+
+    private func gateWaitEnded(_ id: String, waiter: Int, _ reply: GateRelayReply) {
+        guard let index = self.gateWaiters[id]?.firstIndex(where: { $0.id == waiter }) else { return }
+        let continuation = self.gateWaiters[id]!.remove(at: index).continuation
+        if self.gateWaiters[id]!.isEmpty { self.gateWaiters[id] = nil }
+        continuation.resume(returning: reply)
+    }
+
+    private func settleGate(_ reply: GateRelayReply) {
+        guard let id = reply.gateId else { return }
+        if self.gateOutcomes.count >= 1000 { self.gateOutcomes.removeAll() }
+        self.gateOutcomes[id] = reply
+        for waiter in self.gateWaiters.removeValue(forKey: id) ?? [] { waiter.continuation.resume(returning: reply) }
     }
 
     private func nextID() -> String {

@@ -71,13 +71,14 @@ final class ChildProcess: Sendable {
     /// `acceptsInput`, its standard input is a pipe fed by a queue of at most `inputLimit`
     /// bytes (else /dev/null). Its environment is this process's without the variables `hiding`
     /// names and without any variable whose value contains one of `secrets` (the connector's
-    /// ingest key); with `user`, it runs as that user.
+    /// ingest key), plus the `NAME=value` entries of `adding`; with `user`, it runs as that user.
     init(
         _ arguments: [String],
         acceptsInput: Bool = false,
         inputLimit: Int = 1 << 20,
         hiding: Set<String> = [],
         secrets: [String] = [],
+        adding: [String] = [],
         user: User? = nil
     ) throws {
         precondition(!arguments.isEmpty)
@@ -90,7 +91,7 @@ final class ChildProcess: Sendable {
         var wrapper = [setpriv, "--pdeathsig", "KILL"]
         if let user { wrapper += ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups"] }
         let argv = wrapper + ["--", executable] + arguments.dropFirst()
-        let environment = Self.environment(hiding: hiding, secrets: secrets)
+        let environment = Self.environment(hiding: hiding, secrets: secrets) + adding
 
         var stdout: [Int32] = [0, 0]
         var stderr: [Int32] = [0, 0]

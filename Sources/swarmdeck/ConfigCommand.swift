@@ -1,3 +1,4 @@
+import Approvals
 import ArgumentParser
 import ControlAPI
 import Ingest
@@ -13,7 +14,7 @@ struct ConfigCommand: ParsableCommand {
     )
 
     /// Every service the project builds, in the order of `deploy/local/services`.
-    static let services: [any SwarmdeckService.Type] = [IngestService.self, StreamFanoutService.self, ControlAPIService.self]
+    static let services: [any SwarmdeckService.Type] = [IngestService.self, StreamFanoutService.self, ControlAPIService.self, ApprovalsService.self]
 
     struct Keys: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -8,7 +8,8 @@ struct Swarmdeck: AsyncParsableCommand {
         commandName: "swarmdeck",
         abstract: "Swarmdeck: watch and steer swarms of AI coding agents.",
         subcommands: [
-            TokenCommand.self, TenantCommand.self, DeviceCommand.self, AgentCommand.self, ConfigCommand.self, LoadgenCommand.self, DemoCommand.self,
+            TokenCommand.self, TenantCommand.self, DeviceCommand.self, AgentCommand.self, ApproveCommand.self, GatesCommand.self, GateCommand.self,
+            ConfigCommand.self, LoadgenCommand.self, DemoCommand.self,
         ]
     )
 }

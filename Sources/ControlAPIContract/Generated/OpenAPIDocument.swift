@@ -827,13 +827,26 @@ components:
         agentId: { type: string }
         action:
           type: string
-          description: "pause, resume, terminate or request (a worker request) today; an agent answers an action it does not know `rejected`, so new actions never block its command channel."
+          description: "pause, resume, terminate, request (a worker request) or gate (an approval gate the agent opened was settled: see `gate`); an agent answers an action it does not know `rejected`, so new actions never block its command channel."
         reason: { type: string }
         input: { type: string, description: 'For `request`: the line to give the worker.' }
         actor: { type: string }
         issuedAt: { type: string, format: date-time }
         expiresAt: { type: string, format: date-time }
         ackToken: { type: string, description: Opaque; send it back with the acknowledgement. }
+        gate: { $ref: '#/components/schemas/GateOutcome' }
+    GateOutcome:
+      type: object
+      description: How an approval gate the agent opened (approvals' `POST /v1/agent/gates`) was settled.
+      required: [gateId, idempotencyKey, status, allow]
+      properties:
+        gateId: { type: string }
+        idempotencyKey: { type: string, description: 'The key the agent opened the gate with.' }
+        status: { type: string, enum: [approved, rejected, expired, cancelled] }
+        allow: { type: boolean, description: 'Whether the agent may go on.' }
+        optionId: { type: string }
+        reason: { type: string }
+        decidedBy: { type: string }
     AgentSessionRequest:
       type: object
       required: [swarmId, agentId]

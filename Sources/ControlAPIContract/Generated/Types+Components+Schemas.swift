@@ -1281,7 +1281,7 @@ extension Components {
             public var swarmId: Swift.String
             /// - Remark: Generated from `#/components/schemas/AgentCommand/agentId`.
             public var agentId: Swift.String
-            /// pause, resume, terminate or request (a worker request) today; an agent answers an action it does not know `rejected`, so new actions never block its command channel.
+            /// pause, resume, terminate, request (a worker request) or gate (an approval gate the agent opened was settled: see `gate`); an agent answers an action it does not know `rejected`, so new actions never block its command channel.
             ///
             /// - Remark: Generated from `#/components/schemas/AgentCommand/action`.
             public var action: Swift.String
@@ -1301,6 +1301,8 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/AgentCommand/ackToken`.
             public var ackToken: Swift.String
+            /// - Remark: Generated from `#/components/schemas/AgentCommand/gate`.
+            public var gate: Components.Schemas.GateOutcome?
             /// Creates a new `AgentCommand`.
             ///
             /// - Parameters:
@@ -1308,13 +1310,14 @@ extension Components {
             ///   - requestId:
             ///   - swarmId: The agent it is for: a connector refuses a command for another swarm or agent.
             ///   - agentId:
-            ///   - action: pause, resume, terminate or request (a worker request) today; an agent answers an action it does not know `rejected`, so new actions never block its command channel.
+            ///   - action: pause, resume, terminate, request (a worker request) or gate (an approval gate the agent opened was settled: see `gate`); an agent answers an action it does not know `rejected`, so new actions never block its command channel.
             ///   - reason:
             ///   - input: For `request`: the line to give the worker.
             ///   - actor:
             ///   - issuedAt:
             ///   - expiresAt:
             ///   - ackToken: Opaque; send it back with the acknowledgement.
+            ///   - gate:
             public init(
                 commandId: Swift.String,
                 requestId: Swift.String,
@@ -1326,7 +1329,8 @@ extension Components {
                 actor: Swift.String,
                 issuedAt: Foundation.Date,
                 expiresAt: Foundation.Date? = nil,
-                ackToken: Swift.String
+                ackToken: Swift.String,
+                gate: Components.Schemas.GateOutcome? = nil
             ) {
                 self.commandId = commandId
                 self.requestId = requestId
@@ -1339,6 +1343,7 @@ extension Components {
                 self.issuedAt = issuedAt
                 self.expiresAt = expiresAt
                 self.ackToken = ackToken
+                self.gate = gate
             }
             public enum CodingKeys: String, CodingKey {
                 case commandId
@@ -1352,6 +1357,73 @@ extension Components {
                 case issuedAt
                 case expiresAt
                 case ackToken
+                case gate
+            }
+        }
+        /// How an approval gate the agent opened (approvals' `POST /v1/agent/gates`) was settled.
+        ///
+        /// - Remark: Generated from `#/components/schemas/GateOutcome`.
+        public struct GateOutcome: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/GateOutcome/gateId`.
+            public var gateId: Swift.String
+            /// The key the agent opened the gate with.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GateOutcome/idempotencyKey`.
+            public var idempotencyKey: Swift.String
+            /// - Remark: Generated from `#/components/schemas/GateOutcome/status`.
+            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case approved = "approved"
+                case rejected = "rejected"
+                case expired = "expired"
+                case cancelled = "cancelled"
+            }
+            /// - Remark: Generated from `#/components/schemas/GateOutcome/status`.
+            public var status: Components.Schemas.GateOutcome.StatusPayload
+            /// Whether the agent may go on.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GateOutcome/allow`.
+            public var allow: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/GateOutcome/optionId`.
+            public var optionId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/GateOutcome/reason`.
+            public var reason: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/GateOutcome/decidedBy`.
+            public var decidedBy: Swift.String?
+            /// Creates a new `GateOutcome`.
+            ///
+            /// - Parameters:
+            ///   - gateId:
+            ///   - idempotencyKey: The key the agent opened the gate with.
+            ///   - status:
+            ///   - allow: Whether the agent may go on.
+            ///   - optionId:
+            ///   - reason:
+            ///   - decidedBy:
+            public init(
+                gateId: Swift.String,
+                idempotencyKey: Swift.String,
+                status: Components.Schemas.GateOutcome.StatusPayload,
+                allow: Swift.Bool,
+                optionId: Swift.String? = nil,
+                reason: Swift.String? = nil,
+                decidedBy: Swift.String? = nil
+            ) {
+                self.gateId = gateId
+                self.idempotencyKey = idempotencyKey
+                self.status = status
+                self.allow = allow
+                self.optionId = optionId
+                self.reason = reason
+                self.decidedBy = decidedBy
+            }
+            public enum CodingKeys: String, CodingKey {
+                case gateId
+                case idempotencyKey
+                case status
+                case allow
+                case optionId
+                case reason
+                case decidedBy
             }
         }
         /// - Remark: Generated from `#/components/schemas/AgentSessionRequest`.

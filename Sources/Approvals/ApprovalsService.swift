@@ -1,0 +1,60 @@
+import ApprovalsContract
+import Foundation
+import Hummingbird
+import OpenAPIHummingbird
+public import ServiceKit
+
+/// Approvals: agents open gates, people decide them, agents hear the outcome on their command
+/// channel (see openapi/approvals.yaml and docs/approvals.md).
+public enum ApprovalsService: SwarmdeckService {
+    public typealias Settings = ApprovalsSettings
+
+    public static let name = "approvals"
+    public static let defaultPort = 8084
+    public static var migrations: [Migration] { ApprovalsMigrations.all }
+    /// A decision is what an agent waits for: each publish is flushed at once.
+    public static let natsSendAsap = true
+
+    /// The store, the outbox and its relay, the expiry sweep, the termination watcher, and the
+    /// operations of openapi/approvals.yaml.
+    public static func assemble(_ assembly: ServiceAssembly<ApprovalsSettings>) async throws -> ServiceParts {
+        let settings = assembly.settings
+        let logger = assembly.logger
+        let messages = GateMessages(webBaseURL: settings.webBaseURL)
+        let store = GateStore(client: assembly.postgres, messages: messages, logger: logger)
+        let outbox = GateOutbox(
+            client: assembly.postgres,
+            jetStream: JetStream(connection: assembly.nats),
+            subjects: assembly.subjects,
+            logger: logger
+        )
+        let expiry = GateExpiry(store: store, outbox: outbox, allows: settings.expiryAllows, logger: logger)
+        let terminations = TerminationWatcher(
+            store: store,
+            outbox: outbox,
+            jetStream: JetStream(connection: assembly.nats),
+            subjects: assembly.subjects,
+            logger: logger
+        )
+        let handler = ApprovalsHandler(
+            settings: settings,
+            store: store,
+            outbox: outbox,
+            messages: messages,
+            opens: KeyedTokenBuckets(perMinute: settings.opensPerMinute),
+            decisions: KeyedTokenBuckets(perMinute: settings.decisionsPerMinute),
+            logger: logger
+        )
+
+        let router = assembly.router
+        router.get("openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: openAPIDocument)))
+        }
+        router.add(middleware: OpenAPIErrorMiddleware())
+        router.add(middleware: RequestScopeMiddleware(trustedProxies: settings.trustedProxies))
+        let authentication = OperationAuthenticationMiddleware(credentials: ApprovalsHandler.credentials, verifier: assembly.verifier)
+        try handler.registerHandlers(on: router, middlewares: [authentication])
+
+        return ServiceParts(services: [outbox, expiry, terminations], beforeServerStarts: [{ try await outbox.prepare() }])
+    }
+}

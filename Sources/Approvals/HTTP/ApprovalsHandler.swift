@@ -1,0 +1,29 @@
+import ApprovalsContract
+import Contracts
+import Foundation
+import Logging
+import ServiceKit
+
+/// Approvals' operations (the `APIProtocol` generated from openapi/approvals.yaml): the
+/// phone's in `ApprovalsHandler+gates.swift`, the agents' in `ApprovalsHandler+agent.swift`.
+struct ApprovalsHandler: Sendable {
+    let settings: ApprovalsSettings
+    let store: GateStore
+    let outbox: GateOutbox
+    let messages: GateMessages
+    /// Gates opened per tenant per minute.
+    let opens: KeyedTokenBuckets
+    /// Decisions per person per minute.
+    let decisions: KeyedTokenBuckets
+    let logger: Logger
+
+    /// What each operation asks of its caller (checked by ``OperationAuthenticationMiddleware``).
+    static let credentials: [String: OperationCredential] = [
+        Operations.ListApprovalGates.id: .accessToken(anyOf: [.approvalsDecide, .streamRead]),
+        Operations.GetApprovalGate.id: .accessToken(anyOf: [.approvalsDecide, .streamRead]),
+        Operations.DecideApprovalGate.id: .accessToken(anyOf: [.approvalsDecide]),
+        Operations.OpenGate.id: .agentSession,
+    ]
+}
+
+extension ApprovalsHandler: APIProtocol {}

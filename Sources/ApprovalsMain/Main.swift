@@ -1,0 +1,4 @@
+import Approvals
+import ServiceKit
+
+@main struct Main: ServiceEntryPoint { typealias Service = ApprovalsService }

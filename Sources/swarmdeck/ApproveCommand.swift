@@ -1,0 +1,159 @@
+import ArgumentParser
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `swarmdeck approve hook`: makes a real agent wait for a person's decision on the phone.
+struct ApproveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "approve",
+        abstract: "Ask a person (on the phone) before an agent runs a tool.",
+        subcommands: [Hook.self]
+    )
+
+    struct Hook: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A Claude Code (or Codex) PreToolUse command hook that waits for a person's decision.",
+            discussion: """
+                Reads the hook's JSON on stdin, opens an approval gate through the connector that runs the agent \
+                (swarmdeck agent run: it sets SWARMDECK_GATE_SOCKET), waits, and prints the hook's answer: \
+                permissionDecision allow or deny, never ask. It fails closed: on any error, and at its own deadline, \
+                it exits 2 with the reason on stderr, which blocks the tool. Set the hook's timeout above \
+                --deadline-seconds. See docs/approvals.md for the settings.
+                """
+        )
+
+        @Option(
+            help:
+                "Tools that need a person, comma-separated (default: every tool the hook's matcher sends). Others get no answer: Claude Code's own rules apply."
+        )
+        var tools: String?
+
+        @Option(help: "Seconds to wait for a decision; keep it below the hook's timeout (600 s by default). The gate expires then too.")
+        var deadlineSeconds = 590
+
+        @Option(help: "The gate's risk shown on the phone: low, medium, high or critical.")
+        var risk = "medium"
+
+        func validate() throws {
+            guard (5...86_400).contains(self.deadlineSeconds) else { throw ValidationError("--deadline-seconds 5…86400") }
+            guard ["low", "medium", "high", "critical"].contains(self.risk) else { throw ValidationError("--risk low, medium, high or critical") }
+        }
+
+        func run() async throws {
+            do {
+                guard let input = try FileHandle.standardInput.read(upToCount: 1 << 20),
+                    let hook = try? JSONSerialization.jsonObject(with: input) as? [String: Any]
+                else { throw HookFailure("stdin is not the hook's JSON object") }
+                let tool = hook["tool_name"] as? String ?? "unknown tool"
+                if let tools = self.tools, !tools.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(tool) {
+                    return  // not ours to decide
+                }
+                guard let socket = ProcessInfo.processInfo.environment["SWARMDECK_GATE_SOCKET"], !socket.isEmpty else {
+                    throw HookFailure("SWARMDECK_GATE_SOCKET is not set: run the agent under `swarmdeck agent run`")
+                }
+                let toolInput = hook["tool_input"] as? [String: Any] ?? [:]
+                let key = Self.idempotencyKey(hook["tool_use_id"] as? String, tool: tool, input: toolInput)
+                let request = GateRelayRequest(
+                    idempotencyKey: key,
+                    summary: Self.summary(tool: tool, input: toolInput),
+                    risk: self.risk,
+                    tool: tool,
+                    toolInput: String(decoding: try JSONSerialization.data(withJSONObject: toolInput, options: [.sortedKeys]), as: UTF8.self),
+                    expiresInSeconds: self.deadlineSeconds,
+                    source: "hook"
+                )
+                let reply = try GateSocket.ask(path: socket, request, deadline: .now() + .seconds(self.deadlineSeconds))
+                if let error = reply.error { throw HookFailure(error) }
+                guard let allow = reply.allow else { throw HookFailure("the connector answered no decision") }
+                let who = reply.decidedBy.map { " by \($0)" } ?? ""
+                let reason =
+                    allow
+                    ? "approved\(who)" + (reply.reason.map { ": \($0)" } ?? "")
+                    : "\(reply.status ?? "rejected")\(who): \(reply.reason ?? "no reason given")"
+                let answer: [String: Any] = [
+                    "hookSpecificOutput": [
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": allow ? "allow" : "deny",
+                        "permissionDecisionReason": reason,
+                    ]
+                ]
+                FileHandle.standardOutput.write(try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys]) + Data("\n".utf8))
+            } catch {
+                // Exit 2 blocks the tool; any other failure would let it run (notes/approvals.md).
+                FileHandle.standardError.write(Data("swarmdeck approve hook: denied: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+
+        /// The hook's `tool_use_id`, or a digest of the call when there is none (so a retried
+        /// call finds its gate).
+        static func idempotencyKey(_ toolUseID: String?, tool: String, input: [String: Any]) -> String {
+            if let toolUseID, (1...128).contains(toolUseID.utf8.count),
+                toolUseID.utf8.allSatisfy({ $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || $0 == 0x2D) })
+            {
+                return toolUseID
+            }
+            let text = tool + String(decoding: (try? JSONSerialization.data(withJSONObject: input, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return "call-" + String(hash, radix: 16)
+        }
+
+        /// What the phone shows: the tool and the heart of its input.
+        static func summary(tool: String, input: [String: Any]) -> String {
+            let detail = (input["command"] ?? input["file_path"] ?? input["url"] ?? input["pattern"]) as? String
+            let line = detail.map { "\(tool): \($0)" } ?? tool
+            return String(line.prefix(480))
+        }
+    }
+}
+
+/// A reason the hook denies.
+struct HookFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The command's side of the gate socket: one request, one answer, a deadline.
+enum GateSocket {
+    static func ask(path: String, _ request: GateRelayRequest, deadline: DispatchTime) throws -> GateRelayReply {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HookFailure("socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw HookFailure("socket path too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: bytes)
+            buffer[bytes.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw HookFailure("cannot reach the connector at \(path): \(String(cString: strerror(errno)))") }
+        var line = try JSONEncoder().encode(request)
+        line.append(UInt8(ascii: "\n"))
+        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == line.count else { throw HookFailure("cannot write to the connector: \(String(cString: strerror(errno)))") }
+        var answer = Data()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !answer.contains(UInt8(ascii: "\n")) {
+            let now = DispatchTime.now()
+            guard now < deadline else { throw HookFailure("no decision before the hook's deadline") }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let wait = Int32(min(Double(Int32.max), Double(deadline.uptimeNanoseconds - now.uptimeNanoseconds) / 1e6))
+            let ready = poll(&poller, 1, max(1, wait))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let count = read(fd, &chunk, chunk.count)
+            guard count > 0 else { throw HookFailure("the connector closed the socket without an answer") }
+            answer.append(contentsOf: chunk[..<count])
+            guard answer.count < 1 << 20 else { throw HookFailure("the connector's answer is too long") }
+        }
+        return try JSONDecoder().decode(GateRelayReply.self, from: answer.prefix(while: { $0 != UInt8(ascii: "\n") }))
+    }
+}
