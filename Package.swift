@@ -162,7 +162,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["Contracts", "ServiceKit", configuration, hummingbird, hummingbirdTesting],
+            dependencies: ["Contracts", "ServiceKit", configuration, httpTypes, hummingbird, hummingbirdTesting, nioCore],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -194,6 +194,14 @@ let package = Package(
             dependencies: [
                 "Contracts", "EventLog", "Ingest", "OTLP", "ServiceKit", "TestSupport", asyncHTTPClient, configuration, crypto, hummingbird,
                 hummingbirdTesting, nioCore, postgresNIO,
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ApprovalsTests",
+            dependencies: [
+                "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport",
+                "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

@@ -111,7 +111,7 @@ struct ControlHarness {
         ["msgId": "state-\(UUID().uuidString)", "swarmId": swarm, "agentId": agent, "kind": "state", "state": state]
     }
 
-    /// One JSON call: the status and the body as an object (empty if none or not an object).
+    /// One JSON call: the status and the body as an object (``LiveCall/call(_:_:_:token:json:body:headers:)``).
     @discardableResult
     static func call(
         _ client: any TestClientProtocol,
@@ -122,42 +122,19 @@ struct ControlHarness {
         body: String? = nil,
         headers extra: HTTPFields = [:]
     ) async throws -> (HTTPResponse.Status, JSON) {
-        var headers = extra
-        if let token { headers[.authorization] = "Bearer \(token)" }
-        var buffer: ByteBuffer?
-        if let json {
-            buffer = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))
-            headers[.contentType] = headers[.contentType] ?? "application/json"
-        } else if let body {
-            buffer = ByteBuffer(string: body)
-            headers[.contentType] = headers[.contentType] ?? "application/json"
-        }
-        return try await client.execute(uri: uri, method: method, headers: headers, body: buffer) { response in
-            let object = (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? JSON ?? [:]
-            return (response.status, object)
-        }
+        try await LiveCall.call(client, method, uri, token: token, json: json, body: body, headers: extra)
     }
 
-    /// The raw body of a call, for byte-for-byte comparisons.
+    /// The raw body of a call (``LiveCall/raw(_:_:_:token:body:)``).
     static func raw(
         _ client: any TestClientProtocol,
         _ method: HTTPRequest.Method,
         _ uri: String,
         token: String,
         body: String
-    ) async throws -> (HTTPResponse.Status, String) {
-        try await client.execute(
-            uri: uri,
-            method: method,
-            headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
-            body: ByteBuffer(string: body)
-        ) { response in
-            (response.status, String(buffer: response.body))
-        }
+    ) async throws -> (
+        HTTPResponse.Status, String
+    ) {
+        try await LiveCall.raw(client, method, uri, token: token, body: body)
     }
-}
-
-extension Dictionary where Key == String, Value == Any {
-    /// The error envelope's code, if this is one.
-    var errorCode: String? { (self["error"] as? [String: Any])?["code"] as? String }
 }

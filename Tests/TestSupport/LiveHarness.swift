@@ -43,6 +43,7 @@ public struct LiveHarness: Sendable {
             "FANOUT_SCHEMA": self.serviceSchema + "_fan",
             "CONTROL_SCHEMA": self.serviceSchema + "_ctl",
             "CONTROL_INGEST_SCHEMA": self.ingestSchema,
+            "APPROVALS_SCHEMA": self.serviceSchema + "_apr",
             "SUBJECTS_PREFIX": prefix ?? self.prefix,
             "AUTH_JWT_PUBLIC_KEY_FILE": self.keyFile.path + ".pub",
             "AUTH_JWT_PRIVATE_KEY_FILE": self.keyFile.path,

@@ -66,8 +66,10 @@ final class GateOutbox: Service, Sendable {
             for await _ in self.wakeUps {
                 do {
                     try await self.round()
-                } catch {
+                } catch  where !Task.isCancelled {
                     self.logger.warning("outbox round failed", metadata: ["error": "\(String(reflecting: error))"])
+                } catch {
+                    return  // shutting down: what is left is sent at the next start
                 }
             }
         }
@@ -107,6 +109,8 @@ final class GateOutbox: Service, Sendable {
                 do {
                     try await self.send(kind: item.kind, tenant: item.tenant, payloads: group.map { Array(buffer: $0.payload) })
                     sent += group.map(\.id)
+                } catch  where Task.isCancelled {
+                    throw CancellationError()
                 } catch {
                     blocked.insert(item.kind)
                     failed += group.map(\.id)

@@ -81,7 +81,9 @@ struct ToolInputRedactor {
     static func isSecretWord(_ word: Substring) -> Bool {
         let trimmed = word.trimmingCharacters(in: CharacterSet(charactersIn: "\"'`,;()[]{}<>"))
         guard trimmed.count >= 12 else { return false }
-        if Self.secretPrefixes.contains(where: { trimmed.hasPrefix($0) }) { return true }
+        // `NAME=ghp_…` or `header:sk-…`: the value after the last `=` or `:` counts too.
+        let value = trimmed.split(whereSeparator: { $0 == "=" || $0 == ":" }).last.map(String.init) ?? trimmed
+        if Self.secretPrefixes.contains(where: { trimmed.hasPrefix($0) || value.hasPrefix($0) }) { return true }
         // A JWT: three base64url parts, the first a JSON header.
         let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false)
         if parts.count == 3, trimmed.hasPrefix("eyJ"), parts.allSatisfy({ !$0.isEmpty }) { return true }

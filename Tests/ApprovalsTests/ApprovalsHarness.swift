@@ -1,0 +1,110 @@
+import Approvals
+import Contracts
+import ControlAPI
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Ingest
+import ServiceKit
+import StreamFanout
+import TestSupport
+import Testing
+
+/// Ingest, control-api and approvals (and stream-fanout when asked) against the test NATS and
+/// Postgres, with names of their own (``LiveHarness``).
+struct ApprovalsHarness {
+    typealias JSON = [String: Any]
+
+    var live: LiveHarness
+    var tenant: String { self.live.tenant }
+    var prefix: String { self.live.prefix }
+
+    init(_ overrides: [String: String] = [:]) async throws {
+        self.live = try await LiveHarness(overrides: overrides)
+    }
+
+    /// The three services: `body` gets their test clients (ingest, control-api, approvals).
+    func run(
+        _ mode: TestingSetup = .router,
+        _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
+    ) async throws {
+        try await self.live.application(IngestService.self).test(mode) { ingest in
+            try await self.live.application(ControlAPIService.self).test(mode) { control in
+                try await self.live.application(ApprovalsService.self).test(mode) { approvals in
+                    try await body(ingest, control, approvals)
+                }
+            }
+        }
+    }
+
+    /// The same with stream-fanout, every one live on a port of its own.
+    func runWithStream(
+        _ body:
+            @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
+    ) async throws {
+        try await self.run(.live) { ingest, control, approvals in
+            try await self.live.application(StreamFanoutService.self).test(.live) { fanout in
+                try await body(ingest, control, approvals, fanout)
+            }
+        }
+    }
+
+    func token(tenant: String? = nil, subject: String = "phone", scopes: Set<Scope> = [.approvalsDecide, .streamRead]) async throws -> String {
+        try await self.live.token(tenant: tenant, subject: subject, scopes: scopes)
+    }
+
+    /// An ingest key, then an agent session of `agent` (its token).
+    func session(
+        _ ingest: any TestClientProtocol,
+        _ control: any TestClientProtocol,
+        swarm: String = "s1",
+        agent: String,
+        tenant: String? = nil
+    ) async throws
+        -> String
+    {
+        let key = try await self.live.createKey(ingest, tenant: tenant)
+        let (status, session) = try await LiveCall.call(control, .post, "/v1/agent/sessions", token: key, json: ["swarmId": swarm, "agentId": agent])
+        #expect(status == .created, "opening a session for \(agent): \(status) \(session)")
+        return try #require(session["token"] as? String)
+    }
+
+    /// Opens a gate with an agent session; answers its id.
+    static func open(
+        _ approvals: any TestClientProtocol,
+        session: String,
+        key: String = UUID().uuidString,
+        _ extra: JSON = [:]
+    ) async throws -> String {
+        var body: JSON = ["idempotencyKey": key, "summary": "rm -rf build", "tool": "Bash", "toolInput": ["command": "rm -rf build"]]
+        body.merge(extra) { $1 }
+        let (status, gate) = try await LiveCall.call(approvals, .post, "/v1/agent/gates", token: session, json: body)
+        #expect(status == .created, "opening a gate: \(status) \(gate)")
+        return try #require(gate["gateId"] as? String)
+    }
+
+    /// The commands the agent's poll gets within `wait` seconds.
+    static func poll(_ control: any TestClientProtocol, session: String, wait: Int = 10) async throws -> [JSON] {
+        let (status, list) = try await LiveCall.call(control, .get, "/v1/agent/commands?waitSeconds=\(wait)", token: session)
+        #expect(status == .ok)
+        return list["commands"] as? [JSON] ?? []
+    }
+
+    /// Polls until a `gate` command arrives (acknowledging it), or nil after `attempts` polls.
+    static func gateOutcome(_ control: any TestClientProtocol, session: String, attempts: Int = 3) async throws -> JSON? {
+        for _ in 0..<attempts {
+            for command in try await Self.poll(control, session: session) where command["action"] as? String == "gate" {
+                let (status, _) = try await LiveCall.call(
+                    control,
+                    .post,
+                    "/v1/agent/commands/ack",
+                    token: session,
+                    json: ["commandId": command["commandId"]!, "ackToken": command["ackToken"]!, "outcome": "applied", "state": "running"]
+                )
+                #expect(status == .noContent)
+                return command["gate"] as? JSON
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,167 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import TestSupport
+import Testing
+
+@Suite("swarmdeck approve hook end to end: a command under the real connector waits on a person (live)")
+struct HookEndToEndTests {
+    typealias H = ApprovalsHarness
+
+    /// The `swarmdeck` executable built beside the test bundle.
+    static var swarmdeck: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("swarmdeck").path
+    }
+
+    /// A command for the connector: feeds a PreToolUse hook input to `swarmdeck approve hook`
+    /// and writes its stdout, stderr and exit status to `output`.
+    static func hookCommand(output: URL, toolUseID: String, deadline: Int) -> [String] {
+        let input =
+            #"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push --force"},"tool_use_id":"\#(toolUseID)"}"#
+        let script = """
+            echo '\(input)' | '\(Self.swarmdeck)' approve hook --deadline-seconds \(deadline) >'\(output.path).out' 2>'\(output.path).err'
+            echo $? >'\(output.path).status'
+            """
+        return ["/bin/sh", "-c", script]
+    }
+
+    /// Runs the connector with the hook command; answers the process and where its results go.
+    static func start(
+        ingest: Int,
+        control: Int,
+        approvals: Int,
+        key: String,
+        agent: String,
+        deadline: Int = 60
+    ) throws -> (Process, URL) {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("hook-\(UUID().uuidString)")
+        let connector = Process()
+        connector.executableURL = URL(fileURLWithPath: Self.swarmdeck)
+        connector.arguments =
+            [
+                "agent", "run", "--ingest-url", "http://127.0.0.1:\(ingest)", "--control-url", "http://127.0.0.1:\(control)",
+                "--approvals-url", "http://127.0.0.1:\(approvals)", "--swarm", "hooks", "--name", agent, "--key", key, "--",
+            ] + Self.hookCommand(output: output, toolUseID: "toolu_\(agent)", deadline: deadline)
+        connector.standardOutput = FileHandle.nullDevice
+        connector.standardError = FileHandle.nullDevice
+        try connector.run()
+        return (connector, output)
+    }
+
+    /// The hook's stdout, stderr and exit status, once it has exited.
+    static func result(_ output: URL) async throws -> (stdout: String, stderr: String, status: Int32) {
+        let done = await eventually(timeout: .seconds(40)) { FileManager.default.fileExists(atPath: output.path + ".status") }
+        try #require(done, "the hook never finished")
+        let read = { (suffix: String) in (try? String(contentsOfFile: output.path + suffix, encoding: .utf8)) ?? "" }
+        return (read(".out"), read(".err"), Int32(read(".status").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1)
+    }
+
+    /// The hook's JSON answer.
+    static func decision(_ stdout: String) -> (decision: String?, reason: String?) {
+        let object = (try? JSONSerialization.jsonObject(with: Data(stdout.utf8))) as? [String: Any]
+        let output = object?["hookSpecificOutput"] as? [String: Any]
+        #expect(output?["hookEventName"] as? String == "PreToolUse")
+        return (output?["permissionDecision"] as? String, output?["permissionDecisionReason"] as? String)
+    }
+
+    /// The pending gate of `agent`, once it is listed.
+    static func pendingGate(_ approvals: any TestClientProtocol, token: String, agent: String) async throws -> String {
+        var gate: String?
+        let listed = await eventually(timeout: .seconds(20)) {
+            let (_, page) = (try? await LiveCall.call(approvals, .get, "/v1/approval-gates", token: token)) ?? (.ok, [:])
+            gate = (page["gates"] as? [[String: Any]])?.first { $0["agentId"] as? String == agent }?["gateId"] as? String
+            return gate != nil
+        }
+        try #require(listed, "no gate of \(agent) was opened")
+        return gate!
+    }
+
+    @Test("approve → allow, reject → deny with the reason, expiry → deny; the phone sees the hook's tool and command")
+    func decisions() async throws {
+        let harness = try await ApprovalsHarness()
+        try await harness.run(.live) { ingest, control, approvals in
+            let key = try await harness.live.createKey(ingest)
+            let ports = (try #require(ingest.port), try #require(control.port), try #require(approvals.port))
+            let phone = try await harness.token(subject: "alice")
+
+            let (approving, approved) = try Self.start(ingest: ports.0, control: ports.1, approvals: ports.2, key: key, agent: "approved")
+            defer { approving.terminate() }
+            let first = try await Self.pendingGate(approvals, token: phone, agent: "approved")
+            let (_, detail) = try await LiveCall.call(approvals, .get, "/v1/approval-gates/\(first)", token: phone)
+            #expect((detail["gate"] as? [String: Any])?["summary"] as? String == "Bash: git push --force")
+            #expect(detail["source"] as? String == "hook")
+            #expect(
+                try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(first)/decision", token: phone, json: ["decision": "approve"]).0
+                    == .ok
+            )
+            let allow = try await Self.result(approved)
+            #expect(allow.status == 0, "\(allow)")
+            #expect(Self.decision(allow.stdout).decision == "allow")
+
+            let (rejecting, rejected) = try Self.start(ingest: ports.0, control: ports.1, approvals: ports.2, key: key, agent: "rejected")
+            defer { rejecting.terminate() }
+            let second = try await Self.pendingGate(approvals, token: phone, agent: "rejected")
+            #expect(
+                try await LiveCall.call(
+                    approvals,
+                    .post,
+                    "/v1/approval-gates/\(second)/decision",
+                    token: phone,
+                    json: ["decision": "reject", "reason": "force push to main is banned"]
+                ).0 == .ok
+            )
+            let deny = try await Self.result(rejected)
+            #expect(deny.status == 0, "\(deny)")
+            let answer = Self.decision(deny.stdout)
+            #expect(answer.decision == "deny")
+            #expect(answer.reason?.contains("force push to main is banned") == true)
+
+            let (expiring, expired) = try Self.start(ingest: ports.0, control: ports.1, approvals: ports.2, key: key, agent: "expired", deadline: 5)
+            defer { expiring.terminate() }
+            let late = try await Self.result(expired)
+            // The gate expired (deny) or the hook's own deadline came first (exit 2): never allow.
+            #expect(late.status == 0 || late.status == 2, "\(late)")
+            if late.status == 0 { #expect(Self.decision(late.stdout).decision == "deny") }
+            #expect(!late.stdout.contains("\"allow\""))
+        }
+    }
+
+    @Test("approvals unreachable, or no connector: the hook exits 2 (blocks the tool), never allows")
+    func failsClosed() async throws {
+        let harness = try await ApprovalsHarness()
+        try await harness.run(.live) { ingest, control, _ in
+            let key = try await harness.live.createKey(ingest)
+            // Nothing listens on port 9 (discard): approvals is down.
+            let (connector, output) = try Self.start(
+                ingest: try #require(ingest.port),
+                control: try #require(control.port),
+                approvals: 9,
+                key: key,
+                agent: "unreachable"
+            )
+            defer { connector.terminate() }
+            let result = try await Self.result(output)
+            #expect(result.status == 2, "\(result)")
+            #expect(result.stdout.isEmpty)
+            #expect(result.stderr.contains("denied"))
+        }
+        // Outside any connector: no socket to ask.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.swarmdeck)
+        process.arguments = ["approve", "hook"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWARMDECK_GATE_SOCKET"] = nil
+        process.environment = environment
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data(#"{"tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}"#.utf8))
+        try input.fileHandleForWriting.close()
+        try await offPool { process.waitUntilExit() }
+        #expect(process.terminationStatus == 2)
+    }
+}
