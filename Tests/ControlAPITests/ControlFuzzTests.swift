@@ -9,40 +9,6 @@ import Testing
 struct ControlFuzzTests {
     typealias H = ControlHarness
 
-    /// Runs schemathesis against the document control-api serves, with one credential;
-    /// returns its exit status and the tail of its report.
-    static func schemathesis(port: Int, authorization: String, pathRegex: String, seed: Int) async throws -> (Int32, String) {
-        let binary = try #require(
-            ProcessInfo.processInfo.environment["SWARMDECK_SCHEMATHESIS"],
-            "SWARMDECK_SCHEMATHESIS is not set: run the tests with ./scripts/test (it installs schemathesis)"
-        )
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = [
-            "run", "http://127.0.0.1:\(port)/openapi.yaml", "--url", "http://127.0.0.1:\(port)",
-            "--header", "Authorization: \(authorization)", "--checks", "not_a_server_error,status_code_conformance",
-            "--include-path-regex", pathRegex, "--max-examples", "40", "--seed", String(seed), "--request-timeout", "120",
-            // One worker: CPython 3.11's ast.parse, which hypothesis calls, is not thread-safe.
-            "--workers", "1", "--no-color",
-        ]
-        // Its example database goes to a scratch folder, not the working copy.
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: scratch) }
-        process.currentDirectoryURL = scratch
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let reader = output.fileHandleForReading
-        let data = try await offPool {
-            let data = reader.readDataToEndOfFile()
-            process.waitUntilExit()
-            return data
-        }
-        return (process.terminationStatus, String(decoding: data.suffix(6000), as: UTF8.self))
-    }
-
     @Test("no generated request gets a 5xx, or a status the document does not list, from any operation")
     func noServerErrors() async throws {
         // Long polls end after a second, so that fuzzing their wait takes seconds, not hours.
@@ -64,7 +30,7 @@ struct ControlFuzzTests {
             let port = try #require(control.port)
             let seed = Int.random(in: 1..<1_000_000)
             // Operators' operations with an access token holding every scope.
-            let (operators, operatorReport) = try await Self.schemathesis(
+            let (operators, operatorReport) = try await Schemathesis.run(
                 port: port,
                 authorization: "Bearer \(token)",
                 pathRegex: "^/(v1/(?!agent/)|\\.well-known)",
@@ -73,7 +39,7 @@ struct ControlFuzzTests {
             #expect(operators == 0, "schemathesis (seed \(seed)) found failures:\n\(operatorReport)")
             // The agents' channel: sessions with an ingest key, the commands with a session token
             // (short waits: waitSeconds is fuzzed too).
-            let (sessions, sessionReport) = try await Self.schemathesis(
+            let (sessions, sessionReport) = try await Schemathesis.run(
                 port: port,
                 authorization: "Bearer \(key)",
                 pathRegex: "^/v1/agent/sessions$",
@@ -81,7 +47,7 @@ struct ControlFuzzTests {
             )
             #expect(sessions == 0, "schemathesis (seed \(seed)) found failures:\n\(sessionReport)")
             let session = try await H.openSession(control, key: key, swarm: "s1", agent: "a1")
-            let (agents, agentReport) = try await Self.schemathesis(
+            let (agents, agentReport) = try await Schemathesis.run(
                 port: port,
                 authorization: "Bearer \(session)",
                 pathRegex: "^/v1/agent/commands",
