@@ -147,7 +147,8 @@ let package = Package(
         .executableTarget(
             name: "SwarmdeckBench",
             dependencies: [
-                "CNATS", "Contracts", "ControlAPIContract", "EventLog", "ServiceKit", "SwarmdeckTools", argumentParser, asyncHTTPClient,
+                "ApprovalsContract", "CNATS", "Contracts", "ControlAPIContract", "EventLog", "ServiceKit", "SwarmdeckTools", argumentParser,
+                asyncHTTPClient,
                 hummingbirdWSClient, logging, nioCore, openAPIAsyncHTTPClient, openAPIRuntime, postgresNIO,
             ],
             swiftSettings: swiftSettings

@@ -41,6 +41,9 @@ struct ControlBench: AsyncParsableCommand {
     @Option(help: "The swarmdeck executable that runs the connector.")
     var swarmdeck = ".build/release/swarmdeck"
 
+    @Option(help: "Events/s ingest takes during a second phase, side by side with the first (0: idle only).")
+    var loadRate = 0.0
+
     func run() async throws {
         guard let key = self.key ?? ProcessInfo.processInfo.environment["SWARMDECK_INGEST_KEY"] else {
             throw ValidationError("no ingest key: pass --key or source .swarmdeck/local.env")
@@ -98,33 +101,93 @@ struct ControlBench: AsyncParsableCommand {
         defer { stream.cancel() }
         while !arrivals.isSubscribed { try await Task.sleep(for: .milliseconds(10)) }
 
-        var accepted: [Duration] = []
-        var acted: [Duration] = []
-        var delivered: [Duration] = []
-        func controller(_ batch: Int) async throws -> Client {
+        let rounds = RoundTrips(agent: agent, pid: pid, arrivals: arrivals) { batch in
             let token = try await signer.sign(tenant: self.tenant, subject: "\(agent)-\(batch)", scopes: [.agentsControl])
             return try Client.controlAPI(url: self.url, credential: token, httpClient: client, timeout: .seconds(10))
         }
-        var control = try await controller(0)
-        print("control-bench: \(self.iterations) round trips on agent \(agent) (pid \(pid)) via \(self.url)")
-        for iteration in 0..<self.iterations {
-            if iteration > 0 && iteration % 50 == 0 {
-                control = try await controller(iteration / 50)
+        print("control-bench: \(self.iterations) round trips per phase on agent \(agent) (pid \(pid)) via \(self.url)")
+        var phases = [("idle", try await rounds.measure(self.iterations, until: nil))]
+        if self.loadRate > 0 {
+            let (loaded, report) = try await IngestLoad.during(
+                url: self.url,
+                key: key,
+                rate: self.loadRate,
+                seconds: Double(self.iterations) * 0.1 + 12
+            ) {
+                deadline in
+                try await rounds.measure(self.iterations, until: deadline)
             }
+            phases.append((String(format: "ingest %.0f events/s", report.eventsPerSecond), loaded))
+        }
+        let control = try await rounds.controller(-1)
+        _ = try? await control.controlAgent(
+            path: .init(agentId: agent),
+            body: .json(.init(action: .terminate, reason: "bench done", requestId: "\(agent)-end", confirm: "TERMINATE"))
+        )
+        connector.waitUntilExit()
+        try await client.shutdown()
+        for (phase, measured) in phases {
+            print(GateBench.line("\(phase): POST → 202", measured.accepted))
+            print(GateBench.line("\(phase): POST → process signalled", measured.acted))
+            print(GateBench.line("\(phase): POST → state event on stream", measured.delivered))
+        }
+    }
+
+    static func processState(_ pid: Int32) -> Character? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(close, offsetBy: 2)]
+    }
+}
+
+/// Pause and resume round trips on one agent, timed three ways.
+struct RoundTrips: Sendable {
+    let agent: String
+    let pid: Int32
+    let arrivals: Arrivals
+    /// A control-api client with a fresh actor's token (the per-actor rate limit).
+    let controller: @Sendable (Int) async throws -> Client
+    private let counter = BenchSequence()
+
+    init(agent: String, pid: Int32, arrivals: Arrivals, controller: @escaping @Sendable (Int) async throws -> Client) {
+        self.agent = agent
+        self.pid = pid
+        self.arrivals = arrivals
+        self.controller = controller
+    }
+
+    /// `count` round trips (or as many as fit before `deadline`): POST → 202, → the process's
+    /// state in /proc, → the state event on the stream.
+    func measure(
+        _ count: Int,
+        until deadline: ContinuousClock.Instant?
+    ) async throws -> (accepted: [Duration], acted: [Duration], delivered: [Duration]) {
+        var accepted: [Duration] = []
+        var acted: [Duration] = []
+        var delivered: [Duration] = []
+        var control: Client?
+        for _ in 0..<count {
+            if let deadline, ContinuousClock.now > deadline { break }
+            let iteration = self.counter.next()
+            if control == nil || iteration % 50 == 0 { control = try await self.controller(iteration / 50) }
             let pause = iteration % 2 == 0
             let expected: Character = pause ? "T" : "S"
             let started = ContinuousClock.now
+            let pid = self.pid
             let watcher = Task { () -> Duration? in
                 // /proc at ~2 kHz: when the connector's signal has landed.
                 while !Task.isCancelled {
-                    if Self.processState(pid) == expected { return ContinuousClock.now - started }
+                    if ControlBench.processState(pid) == expected { return ContinuousClock.now - started }
                     try? await Task.sleep(for: .microseconds(500))
                 }
                 return nil
             }
-            let request = Components.Schemas.ControlRequest(action: pause ? .pause : .resume, reason: "bench", requestId: "\(agent)-\(iteration)")
+            let request = Components.Schemas.ControlRequest(
+                action: pause ? .pause : .resume,
+                reason: "bench",
+                requestId: "\(self.agent)-\(iteration)"
+            )
             let command: String
-            switch try await control.controlAgent(path: .init(agentId: agent), body: .json(request)) {
+            switch try await control!.controlAgent(path: .init(agentId: self.agent), body: .json(request)) {
             case .accepted(let answer):
                 guard let first = try answer.body.json.commands.first?.commandId else { throw ValidationError("the control issued no command") }
                 command = first
@@ -133,32 +196,12 @@ struct ControlBench: AsyncParsableCommand {
                 throw ControlAPIClientError(status: status, error)
             }
             accepted.append(ContinuousClock.now - started)
-            let arrived = try await arrivals.wait(for: command, timeout: .seconds(10))
+            let arrived = try await self.arrivals.wait(for: command, timeout: .seconds(10))
             delivered.append(arrived - started)
             if let act = await watcher.value { acted.append(act) }
             watcher.cancel()
         }
-        _ = try? await control.controlAgent(
-            path: .init(agentId: agent),
-            body: .json(.init(action: .terminate, reason: "bench done", requestId: "\(agent)-end", confirm: "TERMINATE"))
-        )
-        connector.waitUntilExit()
-        try await client.shutdown()
-        for (name, values) in [("POST → 202", accepted), ("POST → process signalled", acted), ("POST → state event on stream", delivered)] {
-            let sorted = values.sorted()
-            func at(_ p: Double) -> String {
-                guard !sorted.isEmpty else { return "-" }
-                let value = sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-                return String(format: "%.1f", Double(value.components.attoseconds) / 1e15 + Double(value.components.seconds) * 1000)
-            }
-            let label = name.padding(toLength: 30, withPad: " ", startingAt: 0)
-            print("\(label) n=\(values.count)  p50 \(at(0.5)) ms  p90 \(at(0.9)) ms  p99 \(at(0.99)) ms  max \(at(1)) ms")
-        }
-    }
-
-    static func processState(_ pid: Int32) -> Character? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
-        return stat[stat.index(close, offsetBy: 2)]
+        return (accepted, acted, delivered)
     }
 }
 

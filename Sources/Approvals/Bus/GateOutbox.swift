@@ -52,6 +52,17 @@ final class GateOutbox: Service, Sendable {
         self.wake.yield()
     }
 
+    /// A settled gate's outcome, published at once (the agent waits for it) without waiting
+    /// for a round; the round publishes it again, which its command id makes a no-op.
+    func publishOutcome(_ command: BusControlCommand) {
+        guard let payload: [UInt8] = try? command.serializedBytes() else { return }
+        let subject = self.subjects.controlCommand(tenant: command.tenantID, swarm: command.swarmID, agent: command.agentID)
+        Task {
+            _ = try? await self.jetStream.publish(payload, to: subject, messageID: command.commandID)
+        }
+        self.kick()
+    }
+
     func run() async throws {
         let wake = self.wake
         let ticker = Task {

@@ -80,7 +80,7 @@ extension ApprovalsHandler {
         case .notFound:
             throw Self.notFound(gateID)
         case .won(let gate):
-            self.outbox.kick()
+            self.outbox.publishOutcome(self.messages.outcome(gate))
             return .ok(.init(body: .json(gate.receipt!)))
         case .settled(let gate):
             if GateRules.isRepeat(decision, of: gate) { return .ok(.init(body: .json(gate.receipt!))) }
