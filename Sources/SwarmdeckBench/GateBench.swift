@@ -62,7 +62,7 @@ struct GateBench: AsyncParsableCommand {
             """
         let connector = Process()
         connector.executableURL = URL(fileURLWithPath: self.swarmdeck)
-        connector.arguments = ["agent", "run", "--url", self.url, "--key", key, "--swarm", "bench", "--name", agent, "--", "/bin/sh", "-c", script]
+        connector.arguments = ["agent", "run", "--url", self.url, "--key", key, "--swarm", agent, "--name", agent, "--", "/bin/sh", "-c", script]
         connector.standardError = FileHandle.nullDevice
         connector.standardOutput = FileHandle.nullDevice
         try connector.run()
@@ -88,11 +88,14 @@ struct GateBench: AsyncParsableCommand {
         }
 
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
-        let token = try await signer.sign(tenant: self.tenant, subject: "gate-bench", scopes: [.approvalsDecide])
-        let approvals = try Client.approvals(url: self.url, credential: token, httpClient: http, timeout: .seconds(10))
+        // A fresh deciding person per 100 decisions: under approvals.decisions-per-minute.
+        let approvals: @Sendable (Int) async throws -> Client = { batch in
+            let token = try await signer.sign(tenant: self.tenant, subject: "gate-bench-\(batch)", scopes: [.approvalsDecide])
+            return try Client.approvals(url: self.url, credential: token, httpClient: http, timeout: .seconds(10))
+        }
         print("gate-bench: \(self.iterations) gates per phase, agent \(agent), via \(self.url)")
         let calls = BenchSequence()
-        let idle = try await self.phase(approvals, released: released, calls: calls, until: nil)
+        let idle = try await self.phase(approvals, swarm: agent, released: released, calls: calls, until: nil)
         var phases = [("idle", idle)]
         if self.loadRate > 0 {
             let (loaded, report) = try await IngestLoad.during(
@@ -101,7 +104,7 @@ struct GateBench: AsyncParsableCommand {
                 rate: self.loadRate,
                 seconds: Double(self.iterations) * 0.15 + 12
             ) { deadline in
-                try await self.phase(approvals, released: released, calls: calls, until: deadline)
+                try await self.phase(approvals, swarm: agent, released: released, calls: calls, until: deadline)
             }
             phases.append((String(format: "ingest %.0f events/s", report.eventsPerSecond), loaded))
         }
@@ -116,18 +119,22 @@ struct GateBench: AsyncParsableCommand {
 
     /// Decides the next `iterations` gates (or as many as fit before `until`).
     private func phase(
-        _ approvals: Client,
+        _ approvals: @Sendable (Int) async throws -> Client,
+        swarm: String,
         released: Released,
         calls: BenchSequence,
         until deadline: ContinuousClock.Instant?
     ) async throws -> ([Duration], [Duration]) {
         var accepted: [Duration] = []
         var latencies: [Duration] = []
+        var client: Client?
         for _ in 0..<self.iterations {
             if let deadline, ContinuousClock.now > deadline { break }
             // The command numbers its hook calls from 1.
             let call = calls.next() + 1
-            let gate = try await self.pendingGate(approvals, key: "\(call)")
+            if client == nil || call % 100 == 0 { client = try await approvals(call / 100) }
+            let approvals = client!
+            let gate = try await self.pendingGate(approvals, swarm: swarm, key: "\(call)")
             let started = ContinuousClock.now
             switch try await approvals.decideApprovalGate(path: .init(gateId: gate), body: .json(.init(decision: .approve))) {
             case .ok: accepted.append(ContinuousClock.now - started)
@@ -141,11 +148,11 @@ struct GateBench: AsyncParsableCommand {
         return (accepted, latencies)
     }
 
-    /// The id of the pending gate whose idempotency key ends with `-<suffix>`, once it is listed.
-    private func pendingGate(_ approvals: Client, key suffix: String) async throws -> String {
+    /// The id of the pending gate of the bench's agent (its swarm is its own), once it is listed.
+    private func pendingGate(_ approvals: Client, swarm: String, key suffix: String) async throws -> String {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
-            if case .ok(let answer) = try await approvals.listApprovalGates(query: .init(status: .pending, swarmId: "bench", limit: 10)),
+            if case .ok(let answer) = try await approvals.listApprovalGates(query: .init(status: .pending, swarmId: swarm, limit: 10)),
                 let gate = try answer.body.json.gates.first
             {
                 return gate.gateId
@@ -162,7 +169,7 @@ struct GateBench: AsyncParsableCommand {
             return String(format: "%.1f", sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].millisecondsDouble)
         }
         return
-            "\(name.padding(toLength: 44, withPad: " ", startingAt: 0)) n=\(values.count)  p50 \(at(0.5)) ms  p90 \(at(0.9)) ms  p99 \(at(0.99)) ms  max \(at(1)) ms"
+            "\(name.padding(toLength: 52, withPad: " ", startingAt: 0)) n=\(values.count)  p50 \(at(0.5)) ms  p90 \(at(0.9)) ms  p99 \(at(0.99)) ms  max \(at(1)) ms"
     }
 }
 

@@ -198,6 +198,47 @@ struct GateDecisionTests {
         }
     }
 
+    @Test("rates: a tenant's openings and a person's decisions past their per-minute budgets answer 429 with Retry-After")
+    func rates() async throws {
+        let harness = try await ApprovalsHarness(["APPROVALS_OPENS_PER_MINUTE": "3", "APPROVALS_DECISIONS_PER_MINUTE": "2"])
+        try await harness.run { ingest, control, approvals in
+            let session = try await harness.session(ingest, control, agent: "a1")
+            var gates: [String] = []
+            for _ in 0..<3 { gates.append(try await H.open(approvals, session: session)) }
+            let (opened, refusal) = try await LiveCall.call(
+                approvals,
+                .post,
+                "/v1/agent/gates",
+                token: session,
+                json: ["idempotencyKey": "k4", "summary": "4th"]
+            )
+            #expect(opened == .tooManyRequests)
+            #expect(refusal.errorCode == "RateLimited")
+            #expect((refusal["error"] as? [String: Any])?["retryAfterSeconds"] as? Int ?? 0 >= 1)
+            let token = try await harness.token(subject: "hasty")
+            for gate in gates.prefix(2) {
+                #expect(
+                    try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(gate)/decision", token: token, json: ["decision": "approve"]).0
+                        == .ok
+                )
+            }
+            let (third, _) = try await LiveCall.call(
+                approvals,
+                .post,
+                "/v1/approval-gates/\(gates[2])/decision",
+                token: token,
+                json: ["decision": "approve"]
+            )
+            #expect(third == .tooManyRequests)
+            // Another person is not held back.
+            let other = try await harness.token(subject: "calm")
+            #expect(
+                try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(gates[2])/decision", token: other, json: ["decision": "approve"]).0
+                    == .ok
+            )
+        }
+    }
+
     @Test("a gate nobody decides expires, rejected (fail closed), and its agent hears it")
     func expiry() async throws {
         let harness = try await ApprovalsHarness()
