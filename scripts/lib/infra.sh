@@ -27,7 +27,8 @@ infra_start() {
 listen_addresses = '127.0.0.1'
 port = $pg_port
 unix_socket_directories = '$dir/pg-sock'
-max_connections = 200
+# Every live test runs its services with pools of their own, many suites at once.
+max_connections = 500
 fsync = off
 synchronous_commit = off
 full_page_writes = off
