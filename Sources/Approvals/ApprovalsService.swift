@@ -15,8 +15,8 @@ public enum ApprovalsService: SwarmdeckService {
     /// A decision is what an agent waits for: each publish is flushed at once.
     public static let natsSendAsap = true
 
-    /// The store, the outbox and its relay, the expiry sweep, the termination watcher, and the
-    /// operations of openapi/approvals.yaml.
+    /// The store, the outbox and its relay, the expiry sweep, the termination and ACP
+    /// permission watchers, and the operations of openapi/approvals.yaml.
     public static func assemble(_ assembly: ServiceAssembly<ApprovalsSettings>) async throws -> ServiceParts {
         let settings = assembly.settings
         let logger = assembly.logger
@@ -36,12 +36,22 @@ public enum ApprovalsService: SwarmdeckService {
             subjects: assembly.subjects,
             logger: logger
         )
+        let opens = KeyedTokenBuckets(perMinute: settings.opensPerMinute)
+        let permissions = ACPPermissionWatcher(
+            store: store,
+            outbox: outbox,
+            connection: assembly.nats,
+            subjects: assembly.subjects,
+            settings: settings,
+            opens: opens,
+            logger: logger
+        )
         let handler = ApprovalsHandler(
             settings: settings,
             store: store,
             outbox: outbox,
             messages: messages,
-            opens: KeyedTokenBuckets(perMinute: settings.opensPerMinute),
+            opens: opens,
             decisions: KeyedTokenBuckets(perMinute: settings.decisionsPerMinute),
             logger: logger
         )
@@ -55,6 +65,6 @@ public enum ApprovalsService: SwarmdeckService {
         let authentication = OperationAuthenticationMiddleware(credentials: ApprovalsHandler.credentials, verifier: assembly.verifier)
         try handler.registerHandlers(on: router, middlewares: [authentication])
 
-        return ServiceParts(services: [outbox, expiry, terminations], beforeServerStarts: [{ try await outbox.prepare() }])
+        return ServiceParts(services: [outbox, expiry, terminations, permissions], beforeServerStarts: [{ try await outbox.prepare() }])
     }
 }

@@ -47,6 +47,12 @@ public struct Subjects: Sendable, Hashable {
         "\(self.prefix).ev.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(swarm)).>"
     }
 
+    /// Every event of one kind, of every tenant (approvals reads ACP messages for permission
+    /// requests).
+    public func allEvents(of kind: BusEventKind) -> String {
+        "\(self.prefix).ev.*.*.*.\(kind.subjectToken)"
+    }
+
     /// Every event of every tenant (for consumers that serve all tenants, such as health-monitor).
     public var allEvents: String {
         "\(self.prefix).ev.>"

@@ -6,7 +6,9 @@ import Foundation
 /// An ACP JSON-RPC message posted to a thread, validated and rendered as an event.
 enum ACPFrame {
     /// The event for one message. The body is kept byte for byte; it must be a JSON-RPC 2.0
-    /// object (a request, a result/error or a notification).
+    /// object (a request, a result/error or a notification). `origin` marks a message a service
+    /// appended (`"origin":"service"` in the envelope), which nothing posted over HTTP carries:
+    /// an ACP client takes the answer to a permission request only from such a message.
     static func prepare(
         body: [UInt8],
         threadID: String,
@@ -15,6 +17,7 @@ enum ACPFrame {
         msgID: String,
         swarmID: String,
         agentID: String,
+        origin: String? = nil,
         now: Date
     ) throws(Rejection) -> PreparedEvent {
         for (field, value) in [("threadId", threadID), ("msgId", msgID), ("swarmId", swarmID), ("agentId", agentID)] {
@@ -79,6 +82,10 @@ enum ACPFrame {
         rest.string(msgID)
         rest.key("checksum")
         rest.string("sha256:" + checksum.map { String(format: "%02x", $0) }.joined())
+        if let origin {
+            rest.key("origin")
+            rest.string(origin)
+        }
         rest.raw("}}")
 
         return PreparedEvent(

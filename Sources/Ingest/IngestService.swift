@@ -52,6 +52,7 @@ public enum IngestService: SwarmdeckService {
             subjects: assembly.subjects,
             writer: priority,
             maxEventBytes: settings.maxEventBytes,
+            maxACPBodyBytes: settings.maxACPBodyBytes,
             logger: logger
         )
         return ServiceParts(services: [retention, intake], beforeServerStarts: [{ try await retention.maintain() }])

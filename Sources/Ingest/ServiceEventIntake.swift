@@ -13,18 +13,24 @@ import SwiftProtobuf
 ///
 /// Only services hold credentials for that subject (the staging NATS users); agents post
 /// through HTTP, where the kinds services originate (approval, incident) do not exist, so no
-/// agent can forge a gate or an incident.
+/// agent can forge a gate or an incident; an ACP message a service appends carries
+/// `"origin":"service"` in its envelope, which no HTTP post can set, so an ACP client can tell
+/// approvals' answer to a permission request from one an agent posted.
 struct ServiceEventIntake: Service {
     let connection: NATSConnection
     let subjects: Subjects
     let writer: EventLogWriter
     let maxEventBytes: Int
+    /// One ACP message's body (`ingest.max-acp-body-bytes`, as over HTTP).
+    let maxACPBodyBytes: Int
     let logger: Logger
 
+    /// Batches handled at once per replica.
+    static let maxConcurrent = 64
     /// Events in one batch; a larger batch is refused whole.
     static let maxBatchEvents = 100
-    /// The kinds a service may originate.
-    static let kinds: Set<BusEventKind> = [.approval, .incident]
+    /// The kinds a service may originate (ACP: a message appended to a thread).
+    static let kinds: Set<BusEventKind> = [.approval, .incident, .acp]
 
     func run() async throws {
         let subscription = try self.connection.subscribe(
@@ -33,8 +39,15 @@ struct ServiceEventIntake: Service {
             buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
         )
         await withTaskCancellationOrGracefulShutdownHandler {
-            await withDiscardingTaskGroup { group in
+            await withTaskGroup(of: Void.self) { group in
+                var running = 0
                 for await message in subscription {
+                    // Past the bound, the subscription's buffer (then NATS) holds the rest.
+                    if running == Self.maxConcurrent {
+                        await group.next()
+                        running -= 1
+                    }
+                    running += 1
                     group.addTask { await self.handle(message) }
                 }
             }
@@ -48,7 +61,7 @@ struct ServiceEventIntake: Service {
         var answer = BusServiceEventReply()
         do {
             let batch = try BusServiceEventBatch(serializedBytes: message.payload)
-            let events = try Self.prepare(batch, maxEventBytes: self.maxEventBytes)
+            let events = try Self.prepare(batch, maxEventBytes: self.maxEventBytes, maxACPBodyBytes: self.maxACPBodyBytes)
             let requestID = message.headers[HeaderName.requestID] ?? ""
             let outcomes = try await self.writer.submit(tenant: batch.tenantID, events: events, requestID: requestID)
             for outcome in outcomes {
@@ -77,8 +90,9 @@ struct ServiceEventIntake: Service {
 
     /// The batch's events, checked: a known tenant id shape, at most ``maxBatchEvents``
     /// events, each of a service kind, with valid ids and a frame tail that makes a JSON object
-    /// of at most `maxEventBytes`.
-    static func prepare(_ batch: BusServiceEventBatch, maxEventBytes: Int) throws(APIError) -> [PreparedEvent] {
+    /// of at most `maxEventBytes` (an ACP message: checked and rendered as over HTTP, its body
+    /// at most `maxACPBodyBytes`).
+    static func prepare(_ batch: BusServiceEventBatch, maxEventBytes: Int, maxACPBodyBytes: Int = 1 << 20) throws(APIError) -> [PreparedEvent] {
         if let problem = EntityID.problem(batch.tenantID, field: "tenant_id") { throw APIError(.invalidRequest, problem) }
         guard (1...Self.maxBatchEvents).contains(batch.events.count) else {
             throw APIError(.invalidRequest, "a batch holds 1 to \(Self.maxBatchEvents) events")
@@ -87,6 +101,26 @@ struct ServiceEventIntake: Service {
             guard Self.kinds.contains(event.kind) else { throw APIError(.invalidRequest, "kind \(event.kind) is not a service event kind") }
             for (value, field) in [(event.msgID, "msg_id"), (event.swarmID, "swarm_id"), (event.agentID, "agent_id")] {
                 if let problem = EntityID.problem(value, field: field) { throw APIError(.invalidRequest, problem) }
+            }
+            if event.kind == .acp {
+                guard event.hasAcp, event.acp.body.count <= maxACPBodyBytes else {
+                    throw APIError(.invalidRequest, "an ACP event needs its message (acp), its body at most \(maxACPBodyBytes) bytes")
+                }
+                do throws(Rejection) {
+                    return try ACPFrame.prepare(
+                        body: Array(event.acp.body),
+                        threadID: event.acp.threadID,
+                        sessionID: event.acp.sessionID.isEmpty ? nil : event.acp.sessionID,
+                        direction: event.acp.direction,
+                        msgID: event.msgID,
+                        swarmID: event.swarmID,
+                        agentID: event.agentID,
+                        origin: "service",
+                        now: Date()
+                    )
+                } catch {
+                    throw APIError(.invalidRequest, error.reason)
+                }
             }
             guard (BusSeverity.trace.rawValue...BusSeverity.fatal.rawValue).contains(event.severity.rawValue) else {
                 throw APIError(.invalidRequest, "severity is required")

@@ -6,6 +6,7 @@ import HummingbirdWSClient
 import Logging
 import NIOCore
 import ServiceKit
+import SwarmdeckTools
 import Synchronization
 
 /// `swarmdeck-bench fanout`: N WebSocket clients on stream-fanout, events driven through ingest; then the
@@ -125,7 +126,7 @@ struct FanoutBench: AsyncParsableCommand {
             times.append(ContinuousClock.now - started)
         }
         let sorted = times.sorted()
-        func ms(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].seconds * 1000 }
+        func ms(_ p: Double) -> Double { (sorted.atQuantile(p)?.seconds ?? 0) * 1000 }
         return String(
             format: "resume to head with a 10000-event backlog (%d resumes, connect included): p50 %.1f ms, p99 %.1f ms",
             sorted.count,
@@ -236,7 +237,7 @@ struct Report {
 
     func printed(_ name: String, clients: Int) -> String {
         let sorted = self.latencies.sorted()
-        func percentile(_ p: Double) -> Int32 { sorted.isEmpty ? -1 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        func percentile(_ p: Double) -> Int32 { sorted.atQuantile(p) ?? -1 }
         return String(
             format: "%@, %d clients: %.0f msgs/s delivered (%d of %d in %.2f s); send-to-client latency p50 %d ms, p99 %d ms; %@ per idle connection",
             name,

@@ -165,8 +165,7 @@ struct GateBench: AsyncParsableCommand {
     static func line(_ name: String, _ values: [Duration]) -> String {
         let sorted = values.sorted()
         func at(_ p: Double) -> String {
-            guard !sorted.isEmpty else { return "-" }
-            return String(format: "%.1f", sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].millisecondsDouble)
+            sorted.atQuantile(p).map { String(format: "%.1f", $0.millisecondsDouble) } ?? "-"
         }
         return
             "\(name.padding(toLength: 52, withPad: " ", startingAt: 0)) n=\(values.count)  p50 \(at(0.5)) ms  p90 \(at(0.9)) ms  p99 \(at(0.99)) ms  max \(at(1)) ms"

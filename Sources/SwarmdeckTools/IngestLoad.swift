@@ -56,9 +56,7 @@ public struct IngestLoad: Sendable {
         public var eventsPerSecond: Double { Double(self.accepted) / self.elapsed.secondsDouble }
 
         public func percentile(_ p: Double) -> Duration {
-            guard !self.latencies.isEmpty else { return .zero }
-            let sorted = self.latencies.sorted()
-            return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+            self.latencies.sorted().atQuantile(p) ?? .zero
         }
 
         mutating func merge(_ other: Report) {

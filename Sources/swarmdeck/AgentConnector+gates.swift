@@ -30,7 +30,8 @@ extension AgentConnector {
                 if status == 401 { self.sessionRefused() }
                 throw ControlAPIClientError(status: status, error)
             }
-            Self.say("gate \(gate.gateId) (\(request.summary.prefix(80))): \(gate.status.rawValue)")
+            // Not the summary: a command line may hold a secret (approvals redacts what it stores).
+            Self.say("gate \(gate.gateId) (\(request.tool ?? "no tool")): \(gate.status.rawValue)")
             if gate.status != .pending {
                 return GateRelayReply(
                     gateId: gate.gateId,

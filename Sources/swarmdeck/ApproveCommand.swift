@@ -37,14 +37,34 @@ struct ApproveCommand: AsyncParsableCommand {
         @Option(help: "The gate's risk shown on the phone: low, medium, high or critical.")
         var risk = "medium"
 
-        func validate() throws {
-            guard (5...86_400).contains(self.deadlineSeconds) else { throw ValidationError("--deadline-seconds 5…86400") }
-            guard ["low", "medium", "high", "critical"].contains(self.risk) else { throw ValidationError("--risk low, medium, high or critical") }
+        /// Runs the hook from the command line; every way it can fail exits 2 (a bad option
+        /// included: ArgumentParser's own exit codes would let the tool run).
+        static func mainFailingClosed(_ arguments: [String]) async -> Never {
+            do {
+                let hook = try Self.parse(arguments)
+                try await hook.run()
+                Glibc.exit(0)
+            } catch let code as ExitCode {
+                Glibc.exit(code.rawValue)
+            } catch {
+                if Self.exitCode(for: error) == .success {
+                    print(Self.fullMessage(for: error))  // --help
+                    Glibc.exit(0)
+                }
+                FileHandle.standardError.write(Data("swarmdeck approve hook: denied: \(Self.message(for: error))\n".utf8))
+                Glibc.exit(2)
+            }
         }
 
         func run() async throws {
+            // A write to a connector that went away must fail, not kill the hook by signal.
+            signal(SIGPIPE, SIG_IGN)
             do {
-                guard let input = try FileHandle.standardInput.read(upToCount: 1 << 20),
+                guard (5...86_400).contains(self.deadlineSeconds) else { throw HookFailure("--deadline-seconds must be 5…86400") }
+                guard ["low", "medium", "high", "critical"].contains(self.risk) else {
+                    throw HookFailure("--risk must be low, medium, high or critical")
+                }
+                guard let input = try FileHandle.standardInput.read(upToCount: Self.maxInput),
                     let hook = try? JSONSerialization.jsonObject(with: input) as? [String: Any]
                 else { throw HookFailure("stdin is not the hook's JSON object") }
                 let tool = hook["tool_name"] as? String ?? "unknown tool"
@@ -55,19 +75,27 @@ struct ApproveCommand: AsyncParsableCommand {
                     throw HookFailure("SWARMDECK_GATE_SOCKET is not set: run the agent under `swarmdeck agent run`")
                 }
                 let toolInput = hook["tool_input"] as? [String: Any] ?? [:]
-                let key = Self.idempotencyKey(hook["tool_use_id"] as? String, tool: tool, input: toolInput)
+                var inputJSON = String(decoding: try JSONSerialization.data(withJSONObject: toolInput, options: [.sortedKeys]), as: UTF8.self)
+                if inputJSON.utf8.count > Self.maxSentInput {
+                    // approvals keeps 16 KiB at most: a large Write is shown by its start.
+                    let start = String(decoding: inputJSON.utf8.prefix(Self.maxSentInput), as: UTF8.self).filter { $0 != "\u{FFFD}" }
+                    inputJSON = String(decoding: try JSONSerialization.data(withJSONObject: ["truncated": start]), as: UTF8.self)
+                }
                 let request = GateRelayRequest(
-                    idempotencyKey: key,
+                    idempotencyKey: Self.idempotencyKey(hook["tool_use_id"] as? String),
                     summary: Self.summary(tool: tool, input: toolInput),
                     risk: self.risk,
-                    tool: tool,
-                    toolInput: String(decoding: try JSONSerialization.data(withJSONObject: toolInput, options: [.sortedKeys]), as: UTF8.self),
-                    expiresInSeconds: self.deadlineSeconds,
+                    tool: String(tool.unicodeScalars.prefix(200).map(Character.init)),
+                    toolInput: inputJSON,
+                    // The gate expires a little before the hook gives up, so expiry is a deny.
+                    expiresInSeconds: max(1, self.deadlineSeconds - 5),
                     source: "hook"
                 )
                 let reply = try GateSocket.ask(path: socket, request, deadline: .now() + .seconds(self.deadlineSeconds))
                 if let error = reply.error { throw HookFailure(error) }
-                guard let allow = reply.allow else { throw HookFailure("the connector answered no decision") }
+                guard let granted = reply.allow, let status = reply.status else { throw HookFailure("the connector answered no decision") }
+                // Only a person's approval allows: an expiry never does, whatever it is configured to tell agents.
+                let allow = granted && status == "approved"
                 let who = reply.decidedBy.map { " by \($0)" } ?? ""
                 let reason =
                     allow
@@ -88,25 +116,28 @@ struct ApproveCommand: AsyncParsableCommand {
             }
         }
 
-        /// The hook's `tool_use_id`, or a digest of the call when there is none (so a retried
-        /// call finds its gate).
-        static func idempotencyKey(_ toolUseID: String?, tool: String, input: [String: Any]) -> String {
+        /// The most of the hook's JSON read from stdin (more: denied).
+        static let maxInput = 4 << 20
+        /// The most of the tool's input sent to approvals (it keeps 16 KiB after redaction).
+        static let maxSentInput = 64 << 10
+
+        /// The hook's `tool_use_id` (unique per tool call; a repeat finds its gate), or a random
+        /// key when there is none: a call is never answered by another call's decision.
+        static func idempotencyKey(_ toolUseID: String?) -> String {
             if let toolUseID, (1...128).contains(toolUseID.utf8.count),
                 toolUseID.utf8.allSatisfy({ $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || $0 == 0x2D) })
             {
                 return toolUseID
             }
-            let text = tool + String(decoding: (try? JSONSerialization.data(withJSONObject: input, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            return "call-" + String(hash, radix: 16)
+            return "call-" + UUID().uuidString
         }
 
-        /// What the phone shows: the tool and the heart of its input.
+        /// What the phone shows: the tool and the heart of its input (approvals redacts
+        /// credentials in it), at most 480 characters.
         static func summary(tool: String, input: [String: Any]) -> String {
             let detail = (input["command"] ?? input["file_path"] ?? input["url"] ?? input["pattern"]) as? String
             let line = detail.map { "\(tool): \($0)" } ?? tool
-            return String(line.prefix(480))
+            return String(String.UnicodeScalarView(line.unicodeScalars.prefix(480)))
         }
     }
 }

@@ -13,7 +13,7 @@ import Glibc
 /// gates for its own agent only, without ever holding a credential.
 ///
 /// Bounded: a request line over 1 MiB is refused, at most ``maxConnections`` requests are
-/// served at once (more wait in the listen queue).
+/// served at once (one more is answered with an error at once: its hook fails closed).
 final class GateRelay: Sendable {
     let path: String
     private let directory: String
@@ -54,7 +54,9 @@ final class GateRelay: Sendable {
                 try await withThrowingDiscardingTaskGroup { group in
                     for try await connection in connections {
                         guard active.enter(limit: Self.maxConnections) else {
-                            try? await connection.channel.close()
+                            group.addTask {
+                                await Self.serve(connection) { _ in .failure("the connector serves \(Self.maxConnections) gate requests at once") }
+                            }
                             continue
                         }
                         group.addTask {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The Swarmdeck command line: admin commands for the local stack and operators, the agent
 /// connector, the load generator and the demo (the benchmarks are `swarmdeck-bench`).
@@ -12,4 +13,14 @@ struct Swarmdeck: AsyncParsableCommand {
             ConfigCommand.self, LoadgenCommand.self, DemoCommand.self,
         ]
     )
+
+    /// `swarmdeck approve hook` fails closed on any error, a bad option included (exit 2);
+    /// everything else runs as ArgumentParser runs it.
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.starts(with: ["approve", "hook"]) {
+            await ApproveCommand.Hook.mainFailingClosed(Array(arguments.dropFirst(2)))
+        }
+        await Self.main(arguments)
+    }
 }

@@ -48,6 +48,9 @@ struct GateRulesTests {
             minRejectReason: 0
         )
         #expect(!rejected.allow && rejected.optionID == "reject-once")
+        // A rejection without an option names the first reject option (ACP answers with it).
+        let named = try GateRules.outcome(of: Decision(verdict: .reject, reason: "no"), options: Self.options, minRejectReason: 0)
+        #expect(named.optionID == "reject-once")
     }
 
     @Test("a repeat is the same decision id with the same verdict, option and reason")

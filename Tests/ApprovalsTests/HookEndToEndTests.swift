@@ -147,21 +147,23 @@ struct HookEndToEndTests {
             #expect(result.stdout.isEmpty)
             #expect(result.stderr.contains("denied"))
         }
-        // Outside any connector: no socket to ask.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.swarmdeck)
-        process.arguments = ["approve", "hook"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWARMDECK_GATE_SOCKET"] = nil
-        process.environment = environment
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data(#"{"tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}"#.utf8))
-        try input.fileHandleForWriting.close()
-        try await offPool { process.waitUntilExit() }
-        #expect(process.terminationStatus == 2)
+        // Outside any connector (no socket to ask), with a bad option or value: exit 2 each time.
+        for arguments in [["approve", "hook"], ["approve", "hook", "--bogus"], ["approve", "hook", "--deadline-seconds", "1"]] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Self.swarmdeck)
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment["SWARMDECK_GATE_SOCKET"] = nil
+            process.environment = environment
+            let input = Pipe()
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            input.fileHandleForWriting.write(Data(#"{"tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}"#.utf8))
+            try input.fileHandleForWriting.close()
+            try await offPool { process.waitUntilExit() }
+            #expect(process.terminationStatus == 2, "\(arguments)")
+        }
     }
 }

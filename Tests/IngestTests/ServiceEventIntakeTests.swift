@@ -45,6 +45,20 @@ struct ServiceEventIntakeTests {
             Self.batch("t1", [Self.event("m1", tail: #","type":"#)]),
             Self.batch("t1", [Self.event("m1", tail: #","x":"# + String(repeating: "1", count: 2000))]),
         ]
+        var acpWithoutMessage = Self.event("m1", kind: .acp)
+        acpWithoutMessage.frameTail = Data()
+        cases.append(Self.batch("t1", [acpWithoutMessage]))
+        var acpNotJSONRPC = acpWithoutMessage
+        acpNotJSONRPC.acp.threadID = "th1"
+        acpNotJSONRPC.acp.direction = "client_to_agent"
+        acpNotJSONRPC.acp.body = Data(#"{"not":"jsonrpc"}"#.utf8)
+        cases.append(Self.batch("t1", [acpNotJSONRPC]))
+        var acp = acpNotJSONRPC
+        acp.acp.body = Data(#"{"jsonrpc":"2.0","id":5,"result":{}}"#.utf8)
+        let prepared = try #require(try ServiceEventIntake.prepare(Self.batch("t1", [acp]), maxEventBytes: 1024).first)
+        #expect(prepared.acp?.body == Array(#"{"jsonrpc":"2.0","id":5,"result":{}}"#.utf8))
+        let rest = String(decoding: prepared.acp?.frameRest ?? [], as: UTF8.self)
+        #expect(rest.contains(#""origin":"service""#))
         var noSeverity = good
         noSeverity.severity = .unspecified
         cases.append(Self.batch("t1", [noSeverity]))
@@ -82,7 +96,8 @@ struct ServiceEventIntakeTests {
             #expect(stored.count == 2)
             #expect(stored.first == #"{"seq":\#(seqs[0]),"eventId":"\#(seqs[0])","type":"approvalGate","gateId":"g1"}"#)
             #expect(try await sender.send(tenant: harness.tenant, [Self.event("gate-1-opened")]) == [seqs[0]])
-            await #expect(throws: ServiceKitError.self) { try await sender.send(tenant: "no-such-tenant", [Self.event("x")]) }
+            let refusal = await #expect(throws: ServiceEventRefusal.self) { try await sender.send(tenant: "no-such-tenant", [Self.event("x")]) }
+            #expect(refusal?.retryable == false)
 
             let (status, answer) = try await harness.post(
                 client,

@@ -28,13 +28,17 @@ struct GateMessages {
     }
 
     /// The items for `gate` as it is now (just opened, or just settled). The outcome goes first:
-    /// it is what the agent waits for.
+    /// it is what the agent waits for. A gate an ACP permission request opened is answered on
+    /// its thread instead, after its event.
     func items(for gate: Gate) throws -> [Item] {
         var items: [Item] = []
-        if gate.status.isSettled {
+        if gate.status.isSettled && gate.acp == nil {
             items.append(Item(kind: .outcome, payload: try self.outcome(gate).serializedBytes()))
         }
         items.append(Item(kind: .event, payload: try self.event(gate).serializedBytes()))
+        if gate.status.isSettled, let answer = self.acpAnswer(gate) {
+            items.append(Item(kind: .event, payload: try answer.serializedBytes()))
+        }
         if gate.status == .pending {
             let notice = GateNotice(
                 tenant: gate.tenant,
@@ -75,6 +79,27 @@ struct GateMessages {
         outcome.decidedBy = gate.settlement?.decidedBy ?? ""
         command.gate = outcome
         return command
+    }
+
+    /// The JSON-RPC result answering the ACP request that opened `gate`, as the message ingest
+    /// appends to its thread (msgId `gate-<gateId>-answer`): the option chosen, or cancelled.
+    func acpAnswer(_ gate: Gate) -> BusServiceEvent? {
+        guard let origin = gate.acp, let settlement = gate.settlement else { return nil }
+        let chosen = gate.status == .approved || gate.status == .rejected ? settlement.optionID : nil
+        var event = BusServiceEvent()
+        event.msgID = "gate-\(gate.id)-answer"
+        event.swarmID = gate.swarm
+        event.agentID = gate.agent
+        event.kind = .acp
+        event.severity = .info
+        event.occurredUnixNano = settlement.decidedAt.milliseconds * 1_000_000
+        var message = BusServiceACPMessage()
+        message.threadID = origin.threadID
+        message.sessionID = origin.sessionID ?? ""
+        message.direction = "client_to_agent"
+        message.body = Data(ACPPermission.answer(id: origin.requestID, optionID: chosen))
+        event.acp = message
+        return event
     }
 
     /// The `approvalGate` frame fields (seed 000 §7.2), rendered once.

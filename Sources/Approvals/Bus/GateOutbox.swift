@@ -12,10 +12,10 @@ import Synchronization
 /// commit, de-duplicated by msgId), openings to the gates stream. Each row is sent at least
 /// once; a crash between sending and deleting sends it again, which its id makes harmless.
 ///
-/// A round runs at once when a change commits (``kick()``) and every half second while rows
-/// remain. Kinds do not wait for each other: ingest being down delays events, never the
-/// outcomes agents wait for; within a kind, rows go in order. Replicas share the rows
-/// (`SKIP LOCKED`).
+/// A round runs at once when a change commits (``kick()``) and every half second. One replica
+/// sends at a time, outcomes first; a failure holds back only the later rows of its kind and
+/// tenant (ingest being down delays events, never outcomes); a row ingest refuses for good is
+/// kept with `attempts` = ``dead`` and not sent again.
 final class GateOutbox: Service, Sendable {
     let client: PostgresClient
     let jetStream: JetStream
@@ -55,12 +55,14 @@ final class GateOutbox: Service, Sendable {
     /// A settled gate's outcome, published at once (the agent waits for it) without waiting
     /// for a round; the round publishes it again, which its command id makes a no-op.
     func publishOutcome(_ command: BusControlCommand) {
-        guard let payload: [UInt8] = try? command.serializedBytes() else { return }
-        let subject = self.subjects.controlCommand(tenant: command.tenantID, swarm: command.swarmID, agent: command.agentID)
-        Task {
-            _ = try? await self.jetStream.publish(payload, to: subject, messageID: command.commandID)
-        }
+        Task { try? await self.publish(command) }
         self.kick()
+    }
+
+    /// Publishes an outcome into its agent's queue (stored once per command id).
+    private func publish(_ command: BusControlCommand) async throws {
+        let subject = self.subjects.controlCommand(tenant: command.tenantID, swarm: command.swarmID, agent: command.agentID)
+        _ = try await self.jetStream.publish(try command.serializedBytes() as [UInt8], to: subject, messageID: command.commandID)
     }
 
     func run() async throws {
@@ -86,25 +88,41 @@ final class GateOutbox: Service, Sendable {
         }
     }
 
-    /// Sends what waits; returns the number of rows sent.
+    /// Rows ingest will never take (refused, not retryable) get this many attempts and are kept,
+    /// not sent again, for an operator to look at.
+    static let dead = 1_000_000
+
+    /// Sends what waits; returns the number of rows sent. One replica sends at a time (a
+    /// transaction-scoped advisory lock), so a gate's events reach the log in the order they
+    /// were written; outcomes go first; a row that fails holds back the later rows of its kind
+    /// and tenant only.
     @discardableResult
     func round() async throws -> Int {
         try await self.client.transaction(logger: self.logger) { connection in
+            let lock = try await connection.query("SELECT pg_try_advisory_xact_lock(hashtext('approvals outbox'))", logger: self.logger)
+            var locked = false
+            for try await value in lock.decode(Bool.self) { locked = value }
+            guard locked else { return 0 }
             let rows = try await connection.query(
-                "SELECT id, tenant_id, kind, payload FROM outbox ORDER BY id LIMIT \(Self.batch) FOR UPDATE SKIP LOCKED",
+                "SELECT id, tenant_id, kind, payload FROM outbox WHERE attempts < \(Self.dead) ORDER BY id LIMIT \(Self.batch)",
                 logger: self.logger
             )
             var items: [(id: Int64, tenant: String, kind: String, payload: ByteBuffer)] = []
             for try await (id, tenant, kind, payload) in rows.decode((Int64, String, String, ByteBuffer).self) {
                 items.append((id, tenant, kind, payload))
             }
+            // What agents wait for first.
+            let outcome = GateMessages.Item.Kind.outcome.rawValue
+            items = items.filter { $0.kind == outcome } + items.filter { $0.kind != outcome }
             var sent: [Int64] = []
             var failed: [Int64] = []
+            var dead: [Int64] = []
             var blocked: Set<String> = []
             var index = 0
             while index < items.count {
                 let item = items[index]
-                if blocked.contains(item.kind) {
+                let lane = item.kind + "\u{0}" + item.tenant
+                if blocked.contains(lane) {
                     index += 1
                     continue
                 }
@@ -122,8 +140,14 @@ final class GateOutbox: Service, Sendable {
                     sent += group.map(\.id)
                 } catch  where Task.isCancelled {
                     throw CancellationError()
+                } catch let refusal as ServiceEventRefusal where !refusal.retryable {
+                    dead += group.map(\.id)
+                    self.logger.error(
+                        "outbox items refused for good; kept, not sent again",
+                        metadata: ["ids": "\(group.map(\.id))", "error": "\(refusal)"]
+                    )
                 } catch {
-                    blocked.insert(item.kind)
+                    blocked.insert(lane)
                     failed += group.map(\.id)
                     self.logger.warning(
                         "outbox items not sent yet",
@@ -138,6 +162,9 @@ final class GateOutbox: Service, Sendable {
             if !failed.isEmpty {
                 try await connection.query("UPDATE outbox SET attempts = attempts + 1 WHERE id = ANY(\(failed))", logger: self.logger)
             }
+            if !dead.isEmpty {
+                try await connection.query("UPDATE outbox SET attempts = \(Self.dead) WHERE id = ANY(\(dead))", logger: self.logger)
+            }
             return sent.count
         }
     }
@@ -145,12 +172,7 @@ final class GateOutbox: Service, Sendable {
     private func send(kind: String, tenant: String, payloads: [[UInt8]]) async throws {
         switch GateMessages.Item.Kind(rawValue: kind) {
         case .outcome:
-            let command = try BusControlCommand(serializedBytes: payloads[0])
-            _ = try await self.jetStream.publish(
-                payloads[0],
-                to: self.subjects.controlCommand(tenant: command.tenantID, swarm: command.swarmID, agent: command.agentID),
-                messageID: command.commandID
-            )
+            try await self.publish(try BusControlCommand(serializedBytes: payloads[0]))
         case .event:
             let events = try payloads.map { try BusServiceEvent(serializedBytes: $0) }
             try await ServiceEventSender(connection: self.jetStream.connection, subjects: self.subjects).send(tenant: tenant, events)

@@ -43,6 +43,16 @@ struct Gate: Sendable, Equatable {
     var requestedAt: Date
     var expiresAt: Date
     var settlement: Settlement?
+    /// Set for a gate an ACP permission request opened: where its answer goes.
+    var acp: ACPOrigin?
+
+    /// The ACP thread and JSON-RPC request a gate answers.
+    struct ACPOrigin: Sendable, Equatable {
+        var threadID: String
+        var sessionID: String?
+        /// The request's id as JSON.
+        var requestID: String
+    }
 
     /// How a gate was settled: by a person, by expiry, or by its agent's termination.
     struct Settlement: Sendable, Equatable {

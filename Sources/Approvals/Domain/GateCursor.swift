@@ -13,7 +13,9 @@ struct GateCursor: Sendable, Equatable {
 
     init?(_ text: String) {
         let parts = text.split(separator: "_", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "c1", let micros = Int64(parts[1]), micros >= 0, !parts[2].isEmpty, parts[2].utf8.count <= 64
+        // Up to the year 9999; a gate id of the characters gate ids have.
+        guard parts.count == 3, parts[0] == "c1", let micros = Int64(parts[1]), (0...253_402_300_799_000_000).contains(micros), !parts[2].isEmpty,
+            parts[2].utf8.count <= 64, parts[2].utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else { return nil }
         self.requestedAt = Date(timeIntervalSince1970: TimeInterval(micros) / 1e6)
         self.gateID = String(parts[2])

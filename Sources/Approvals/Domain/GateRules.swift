@@ -47,6 +47,9 @@ enum GateRules {
             chosen = option
         } else if decision.verdict == .approve, !options.isEmpty {
             throw APIError(.invalidRequest, "this gate offers options: approve with the optionId of one", details: ["optionId": "required"])
+        } else if decision.verdict == .reject {
+            // A rejection names the first reject option offered, if there is one (ACP's answer).
+            chosen = options.first { !$0.kind.allows }
         }
         return Outcome(
             status: decision.verdict == .approve ? .approved : .rejected,
@@ -74,7 +77,9 @@ enum GateRules {
             case .rejected: .reject
             default: nil
             }
-        return verdict == decision.verdict && settlement.optionID == decision.optionID
+        // The option it settled with: the one sent, or the one a rejection picked.
+        let option = decision.optionID ?? (decision.verdict == .reject ? gate.options.first { !$0.kind.allows }?.optionId : nil)
+        return verdict == decision.verdict && settlement.optionID == option
             && settlement.reason == decision.reason?.trimmingWhitespace().nilIfEmpty
     }
 

@@ -37,7 +37,8 @@ extension ApprovalsHandler {
             agent: session.agent,
             idempotencyKey: body.idempotencyKey,
             source: body.source?.rawValue ?? "api",
-            summary: body.summary,
+            // Credentials in a command line stay out of the gate, its events and its audit.
+            summary: ToolInputRedactor.redactWords(in: body.summary),
             risk: body.risk?.rawValue ?? "medium",
             recommendedAction: body.recommendedAction?.rawValue,
             tool: body.tool,

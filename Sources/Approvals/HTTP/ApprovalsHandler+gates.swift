@@ -29,6 +29,7 @@ extension ApprovalsHandler {
 
     func getApprovalGate(_ input: Operations.GetApprovalGate.Input) async throws -> Operations.GetApprovalGate.Output {
         let person = try Caller.person()
+        try InputCheck.text(input.path.gateId, "gateId", max: 64)
         guard let gate = try await self.store.gate(tenant: person.tenant, id: input.path.gateId) else { throw Self.notFound(input.path.gateId) }
         let audit = try await self.store.audit(tenant: person.tenant, gateID: gate.id)
         return .ok(
@@ -52,6 +53,7 @@ extension ApprovalsHandler {
         let person = try Caller.person()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         let gateID = input.path.gateId
+        try InputCheck.text(gateID, "gateId", max: 64)
         if let reason = body.reason { try InputCheck.text(reason, "reason", max: 1000, required: false) }
         if let option = body.optionId { try InputCheck.text(option, "optionId", max: 128) }
         if let decisionID = body.decisionId { try InputCheck.key(decisionID, "decisionId") }
@@ -67,22 +69,28 @@ extension ApprovalsHandler {
             throw APIError(.rateLimited, "more than \(Int(self.decisions.capacity)) decisions a minute", retryAfterSeconds: wait.retryAfterSeconds)
         }
         let minReason = self.settings.minRejectReason
+        let expiryAllows = self.settings.expiryAllows
         let result = try await self.store.decide(
             tenant: person.tenant,
             gateID: gateID,
             actor: person.subject,
             decisionID: decision.decisionID,
-            now: Date.nowMilliseconds
-        ) { gate in
-            try GateRules.outcome(of: decision, options: gate.options, minRejectReason: minReason)
-        }
+            now: Date.nowMilliseconds,
+            expired: { GateExpiry.outcome($0, allows: expiryAllows) },
+            outcome: { gate in try GateRules.outcome(of: decision, options: gate.options, minRejectReason: minReason) }
+        )
         switch result {
         case .notFound:
             throw Self.notFound(gateID)
         case .won(let gate):
-            self.outbox.publishOutcome(self.messages.outcome(gate))
+            if gate.acp == nil {
+                self.outbox.publishOutcome(self.messages.outcome(gate))
+            } else {
+                self.outbox.kick()  // the answer goes to the ACP thread
+            }
             return .ok(.init(body: .json(gate.receipt!)))
         case .settled(let gate):
+            self.outbox.kick()  // in case it was settled just now, as expired
             if GateRules.isRepeat(decision, of: gate) { return .ok(.init(body: .json(gate.receipt!))) }
             let settlement = gate.settlement!
             let error = APIError(.conflict, "gate \(gate.id) was already \(gate.status.rawValue) by \(settlement.decidedBy)")

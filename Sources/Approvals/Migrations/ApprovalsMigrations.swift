@@ -61,6 +61,15 @@ enum ApprovalsMigrations {
                     attempts integer NOT NULL DEFAULT 0
                 );
                 """
-        )
+        ),
+        Migration(
+            version: 2,
+            name: "gates opened by ACP permission requests",
+            sql: """
+                -- Where the answer of a gate opened by an ACP session/request_permission goes: the
+                -- thread, its session, and the request's JSON-RPC id (as JSON).
+                ALTER TABLE gates ADD COLUMN acp_thread_id text, ADD COLUMN acp_session_id text, ADD COLUMN acp_request_id text;
+                """
+        ),
     ]
 }

@@ -14,7 +14,7 @@ struct GateStore: Sendable {
     private static let columns = """
         tenant_id, gate_id, swarm_id, agent_id, idempotency_key, source, summary, risk, recommended_action, tool, tool_input,
         tool_input_truncated, options, status, requested_at, expires_at, receipt_id, decided_at, decided_by, reason, option_id, allow,
-        decision_id
+        decision_id, acp_thread_id, acp_session_id, acp_request_id
         """
 
     // MARK: Opening
@@ -62,10 +62,11 @@ struct GateStore: Sendable {
             try await connection.query(
                 """
                 INSERT INTO gates (tenant_id, gate_id, swarm_id, agent_id, idempotency_key, source, summary, risk, recommended_action,
-                    tool, tool_input, tool_input_truncated, options, status, requested_at, expires_at)
+                    tool, tool_input, tool_input_truncated, options, status, requested_at, expires_at, acp_thread_id, acp_session_id,
+                    acp_request_id)
                 VALUES (\(gate.tenant), \(gate.id), \(gate.swarm), \(gate.agent), \(gate.idempotencyKey), \(gate.source), \(gate.summary),
                     \(gate.risk), \(gate.recommendedAction), \(gate.tool), \(gate.toolInput), \(gate.toolInputTruncated), \(options),
-                    'pending', \(gate.requestedAt), \(gate.expiresAt))
+                    'pending', \(gate.requestedAt), \(gate.expiresAt), \(gate.acp?.threadID), \(gate.acp?.sessionID), \(gate.acp?.requestID))
                 """,
                 logger: self.logger
             )
@@ -87,13 +88,15 @@ struct GateStore: Sendable {
 
     /// Settles a pending gate with what `outcome` (called with the locked gate) gives, or
     /// answers how it was settled before. Concurrent decisions on one gate serialize on its
-    /// row: exactly one wins.
+    /// row: exactly one wins. A gate past its expiry that the sweep has not reached yet is
+    /// settled as `expired` here (by `system`), and that is the answer: no decision comes late.
     func decide(
         tenant: String,
         gateID: String,
         actor: String,
         decisionID: String?,
         now: Date,
+        expired: @Sendable (Gate) -> GateRules.Outcome,
         outcome: @Sendable (Gate) throws -> GateRules.Outcome
     ) async throws -> Decided {
         try await self.client.transaction(logger: self.logger) { connection in
@@ -105,6 +108,9 @@ struct GateStore: Sendable {
             for try await row in rows { found = try Gate(row: row) }
             guard let gate = found else { return .notFound }
             guard gate.status == .pending else { return .settled(gate) }
+            if gate.expiresAt <= now {
+                return .settled(try await self.settle(gate, with: expired(gate), by: "system", decisionID: nil, now: now, on: connection))
+            }
             return .won(try await self.settle(gate, with: try outcome(gate), by: actor, decisionID: decisionID, now: now, on: connection))
         }
     }
@@ -293,6 +299,9 @@ extension Gate {
             requestedAt: try cells["requested_at"].decode(Date.self),
             expiresAt: try cells["expires_at"].decode(Date.self)
         )
+        if let thread = try cells["acp_thread_id"].decode(String?.self), let request = try cells["acp_request_id"].decode(String?.self) {
+            self.acp = ACPOrigin(threadID: thread, sessionID: try cells["acp_session_id"].decode(String?.self), requestID: request)
+        }
         if let receiptID = try cells["receipt_id"].decode(String?.self) {
             self.settlement = Settlement(
                 receiptID: receiptID,

@@ -45,7 +45,9 @@ public nonisolated struct BusServiceEvent: Sendable {
 
   public var agentID: String = String()
 
-  /// Only the kinds services originate: APPROVAL, INCIDENT (agents cannot post these).
+  /// The kinds services originate: APPROVAL, INCIDENT (agents cannot post these), and ACP with
+  /// `acp` set (a message a service appends to an ACP thread, e.g. the answer to a permission
+  /// request).
   public var kind: BusEventKind = .unspecified
 
   public var severity: BusSeverity = .unspecified
@@ -53,8 +55,41 @@ public nonisolated struct BusServiceEvent: Sendable {
   public var occurredUnixNano: Int64 = 0
 
   /// The client frame's fields after `{"seq":N,"eventId":"N"`: starts with `,"type":"…"`, ends
-  /// with `}`, every value rendered JSON.
+  /// with `}`, every value rendered JSON. Empty for ACP (ingest renders ACP frames).
   public var frameTail: Data = Data()
+
+  /// ACP only: the thread message (its msg_id is `msg_id` above).
+  public var acp: BusServiceACPMessage {
+    get {_acp ?? BusServiceACPMessage()}
+    set {_acp = newValue}
+  }
+  /// Returns true if `acp` has been explicitly set.
+  public var hasAcp: Bool {self._acp != nil}
+  /// Clears the value of `acp`. Subsequent reads from it will return its default value.
+  public mutating func clearAcp() {self._acp = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _acp: BusServiceACPMessage? = nil
+}
+
+/// A JSON-RPC message appended to an ACP thread, stored byte for byte as ingest's
+/// `POST /v1/ingest/acp/{threadId}` stores one.
+public nonisolated struct BusServiceACPMessage: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var threadID: String = String()
+
+  public var sessionID: String = String()
+
+  /// agent_to_client or client_to_agent.
+  public var direction: String = String()
+
+  public var body: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -99,7 +134,7 @@ fileprivate nonisolated let _protobuf_package = "swarmdeck.bus.v1"
 
 nonisolated extension BusServiceEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ServiceEvent"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}msg_id\0\u{3}swarm_id\0\u{3}agent_id\0\u{1}kind\0\u{1}severity\0\u{3}occurred_unix_nano\0\u{3}frame_tail\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}msg_id\0\u{3}swarm_id\0\u{3}agent_id\0\u{1}kind\0\u{1}severity\0\u{3}occurred_unix_nano\0\u{3}frame_tail\0\u{1}acp\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -114,12 +149,17 @@ nonisolated extension BusServiceEvent: SwiftProtobuf.Message, SwiftProtobuf._Mes
       case 5: try { try decoder.decodeSingularEnumField(value: &self.severity) }()
       case 6: try { try decoder.decodeSingularInt64Field(value: &self.occurredUnixNano) }()
       case 7: try { try decoder.decodeSingularBytesField(value: &self.frameTail) }()
+      case 8: try { try decoder.decodeSingularMessageField(value: &self._acp) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.msgID.isEmpty {
       try visitor.visitSingularStringField(value: self.msgID, fieldNumber: 1)
     }
@@ -141,6 +181,9 @@ nonisolated extension BusServiceEvent: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if !self.frameTail.isEmpty {
       try visitor.visitSingularBytesField(value: self.frameTail, fieldNumber: 7)
     }
+    try { if let v = self._acp {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -152,6 +195,52 @@ nonisolated extension BusServiceEvent: SwiftProtobuf.Message, SwiftProtobuf._Mes
     if lhs.severity != rhs.severity {return false}
     if lhs.occurredUnixNano != rhs.occurredUnixNano {return false}
     if lhs.frameTail != rhs.frameTail {return false}
+    if lhs._acp != rhs._acp {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension BusServiceACPMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ServiceACPMessage"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}thread_id\0\u{3}session_id\0\u{1}direction\0\u{1}body\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.threadID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.sessionID) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.direction) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.body) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.threadID.isEmpty {
+      try visitor.visitSingularStringField(value: self.threadID, fieldNumber: 1)
+    }
+    if !self.sessionID.isEmpty {
+      try visitor.visitSingularStringField(value: self.sessionID, fieldNumber: 2)
+    }
+    if !self.direction.isEmpty {
+      try visitor.visitSingularStringField(value: self.direction, fieldNumber: 3)
+    }
+    if !self.body.isEmpty {
+      try visitor.visitSingularBytesField(value: self.body, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: BusServiceACPMessage, rhs: BusServiceACPMessage) -> Bool {
+    if lhs.threadID != rhs.threadID {return false}
+    if lhs.sessionID != rhs.sessionID {return false}
+    if lhs.direction != rhs.direction {return false}
+    if lhs.body != rhs.body {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

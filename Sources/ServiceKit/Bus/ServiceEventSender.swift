@@ -19,8 +19,9 @@ public struct ServiceEventSender: Sendable {
     }
 
     /// Sends `events` (at most ``maxBatch``) for `tenant`; returns their seqs.
-    /// - Throws: ``ServiceKitError``: `natsOperation` when ingest refused them (its reason in the
-    ///   message), `natsTimeout` or `natsNoResponders` when it did not answer.
+    /// - Throws: ``ServiceEventRefusal`` when ingest refused them (its reason, and whether a
+    ///   retry may succeed); ``ServiceKitError`` `natsTimeout` or `natsNoResponders` when it
+    ///   did not answer.
     @discardableResult
     public func send(tenant: String, _ events: [BusServiceEvent]) async throws -> [Int64] {
         var batch = BusServiceEventBatch()
@@ -29,8 +30,20 @@ public struct ServiceEventSender: Sendable {
         let reply = try await self.connection.request(try batch.serializedBytes() as [UInt8], to: self.subjects.serviceEvents, timeout: self.timeout)
         let answer = try BusServiceEventReply(serializedBytes: reply.payload)
         guard answer.error.isEmpty, answer.seqs.count == events.count else {
-            throw ServiceKitError(.natsOperation, "ingest refused \(events.count) service events: \(answer.error.isEmpty ? "no seqs" : answer.error)")
+            throw ServiceEventRefusal(
+                message: "ingest refused \(events.count) service events: \(answer.error.isEmpty ? "no seqs" : answer.error)",
+                retryable: answer.retryable
+            )
         }
         return answer.seqs
     }
+}
+
+/// Ingest's refusal of a batch of service events.
+public struct ServiceEventRefusal: Error, CustomStringConvertible {
+    public let message: String
+    /// Whether sending them again may succeed (ingest was overloaded or Postgres failed); false
+    /// for a batch ingest will never take (a malformed event, an unknown tenant).
+    public let retryable: Bool
+    public var description: String { self.message }
 }
