@@ -23,6 +23,7 @@ let hummingbirdWebSocket = Target.Dependency.product(name: "HummingbirdWebSocket
 let hummingbirdWSClient = Target.Dependency.product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
 let jwtKit = Target.Dependency.product(name: "JWTKit", package: "jwt-kit")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let mcp = Target.Dependency.product(name: "MCP", package: "swift-sdk")
 let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
 let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
 let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
@@ -93,6 +94,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.28.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.10.0"),
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk.git", from: "0.12.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.5.0"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.24.0"),
@@ -157,7 +159,7 @@ let package = Package(
             name: "swarmdeck",
             dependencies: [
                 "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "Ingest", "OTLP", "ServiceKit",
-                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, nioCore, nioPosix, openAPIAsyncHTTPClient, openAPIRuntime,
+                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, mcp, nioCore, nioPosix, openAPIAsyncHTTPClient, openAPIRuntime,
             ],
             swiftSettings: swiftSettings
         ),

@@ -10,7 +10,7 @@ struct ApproveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "approve",
         abstract: "Ask a person (on the phone) before an agent runs a tool.",
-        subcommands: [Hook.self]
+        subcommands: [Hook.self, MCPServer.self]
     )
 
     struct Hook: AsyncParsableCommand {
@@ -71,36 +71,14 @@ struct ApproveCommand: AsyncParsableCommand {
                 if let tools = self.tools, !tools.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }).contains(tool) {
                     return  // not ours to decide
                 }
-                guard let socket = ProcessInfo.processInfo.environment["SWARMDECK_GATE_SOCKET"], !socket.isEmpty else {
-                    throw HookFailure("SWARMDECK_GATE_SOCKET is not set: run the agent under `swarmdeck agent run`")
-                }
-                let toolInput = hook["tool_input"] as? [String: Any] ?? [:]
-                var inputJSON = String(decoding: try JSONSerialization.data(withJSONObject: toolInput, options: [.sortedKeys]), as: UTF8.self)
-                if inputJSON.utf8.count > Self.maxSentInput {
-                    // approvals keeps 16 KiB at most: a large Write is shown by its start.
-                    let start = String(decoding: inputJSON.utf8.prefix(Self.maxSentInput), as: UTF8.self).filter { $0 != "\u{FFFD}" }
-                    inputJSON = String(decoding: try JSONSerialization.data(withJSONObject: ["truncated": start]), as: UTF8.self)
-                }
-                let request = GateRelayRequest(
-                    idempotencyKey: Self.idempotencyKey(hook["tool_use_id"] as? String),
-                    summary: Self.summary(tool: tool, input: toolInput),
+                let (allow, reason) = try PermissionAsk.ask(
+                    tool: tool,
+                    input: hook["tool_input"] as? [String: Any] ?? [:],
+                    toolUseID: hook["tool_use_id"] as? String,
                     risk: self.risk,
-                    tool: String(tool.unicodeScalars.prefix(200).map(Character.init)),
-                    toolInput: inputJSON,
-                    // The gate expires a little before the hook gives up, so expiry is a deny.
-                    expiresInSeconds: max(1, self.deadlineSeconds - 5),
+                    deadlineSeconds: self.deadlineSeconds,
                     source: "hook"
                 )
-                let reply = try GateSocket.ask(path: socket, request, deadline: .now() + .seconds(self.deadlineSeconds))
-                if let error = reply.error { throw HookFailure(error) }
-                guard let granted = reply.allow, let status = reply.status else { throw HookFailure("the connector answered no decision") }
-                // Only a person's approval allows: an expiry never does, whatever it is configured to tell agents.
-                let allow = granted && status == "approved"
-                let who = reply.decidedBy.map { " by \($0)" } ?? ""
-                let reason =
-                    allow
-                    ? "approved\(who)" + (reply.reason.map { ": \($0)" } ?? "")
-                    : "\(reply.status ?? "rejected")\(who): \(reply.reason ?? "no reason given")"
                 let answer: [String: Any] = [
                     "hookSpecificOutput": [
                         "hookEventName": "PreToolUse",
@@ -118,27 +96,74 @@ struct ApproveCommand: AsyncParsableCommand {
 
         /// The most of the hook's JSON read from stdin (more: denied).
         static let maxInput = 4 << 20
-        /// The most of the tool's input sent to approvals (it keeps 16 KiB after redaction).
-        static let maxSentInput = 64 << 10
+    }
+}
 
-        /// The hook's `tool_use_id` (unique per tool call; a repeat finds its gate), or a random
-        /// key when there is none: a call is never answered by another call's decision.
-        static func idempotencyKey(_ toolUseID: String?) -> String {
-            if let toolUseID, (1...128).contains(toolUseID.utf8.count),
-                toolUseID.utf8.allSatisfy({ $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || $0 == 0x2D) })
-            {
-                return toolUseID
-            }
-            return "call-" + UUID().uuidString
-        }
+/// What `approve hook` and `approve mcp` share: one tool call put to a person through the
+/// connector's gate socket.
+enum PermissionAsk {
+    /// The most of the tool's input sent to approvals (it keeps 16 KiB after redaction).
+    static let maxSentInput = 64 << 10
 
-        /// What the phone shows: the tool and the heart of its input (approvals redacts
-        /// credentials in it), at most 480 characters.
-        static func summary(tool: String, input: [String: Any]) -> String {
-            let detail = (input["command"] ?? input["file_path"] ?? input["url"] ?? input["pattern"]) as? String
-            let line = detail.map { "\(tool): \($0)" } ?? tool
-            return String(String.UnicodeScalarView(line.unicodeScalars.prefix(480)))
+    /// Opens the gate for one tool call and waits up to `deadlineSeconds` (the gate expires 5 s
+    /// before, so that nobody deciding is a deny). Returns whether a person approved it (only
+    /// then: an expiry never allows, whatever approvals tells agents) and the reason to show.
+    /// - Throws: on anything else (no connector, approvals unreachable, the deadline): the
+    ///   caller denies.
+    static func ask(
+        tool: String,
+        input: [String: Any],
+        toolUseID: String?,
+        risk: String,
+        deadlineSeconds: Int,
+        source: String
+    ) throws -> (
+        allow: Bool, reason: String
+    ) {
+        guard let socket = ProcessInfo.processInfo.environment["SWARMDECK_GATE_SOCKET"], !socket.isEmpty else {
+            throw HookFailure("SWARMDECK_GATE_SOCKET is not set: run the agent under `swarmdeck agent run`")
         }
+        var inputJSON = String(decoding: try JSONSerialization.data(withJSONObject: input, options: [.sortedKeys]), as: UTF8.self)
+        if inputJSON.utf8.count > Self.maxSentInput {
+            // A large Write is shown by its start.
+            let start = String(decoding: inputJSON.utf8.prefix(Self.maxSentInput), as: UTF8.self).filter { $0 != "\u{FFFD}" }
+            inputJSON = String(decoding: try JSONSerialization.data(withJSONObject: ["truncated": start]), as: UTF8.self)
+        }
+        let request = GateRelayRequest(
+            idempotencyKey: Self.idempotencyKey(toolUseID),
+            summary: Self.summary(tool: tool, input: input),
+            risk: risk,
+            tool: String(String.UnicodeScalarView(tool.unicodeScalars.prefix(200))),
+            toolInput: inputJSON,
+            expiresInSeconds: max(1, deadlineSeconds - 5),
+            source: source
+        )
+        let reply = try GateSocket.ask(path: socket, request, deadline: .now() + .seconds(deadlineSeconds))
+        if let error = reply.error { throw HookFailure(error) }
+        guard let granted = reply.allow, let status = reply.status else { throw HookFailure("the connector answered no decision") }
+        let allow = granted && status == "approved"
+        let who = reply.decidedBy.map { " by \($0)" } ?? ""
+        let reason = allow ? "approved\(who)" + (reply.reason.map { ": \($0)" } ?? "") : "\(status)\(who): \(reply.reason ?? "no reason given")"
+        return (allow, reason)
+    }
+
+    /// The call's `tool_use_id` (unique per tool call; a repeat finds its gate), or a random key
+    /// when there is none: a call is never answered by another call's decision.
+    static func idempotencyKey(_ toolUseID: String?) -> String {
+        if let toolUseID, (1...128).contains(toolUseID.utf8.count),
+            toolUseID.utf8.allSatisfy({ $0 < 0x80 && (isalnum(Int32($0)) != 0 || $0 == 0x2E || $0 == 0x5F || $0 == 0x3A || $0 == 0x2D) })
+        {
+            return toolUseID
+        }
+        return "call-" + UUID().uuidString
+    }
+
+    /// What the phone shows: the tool and the heart of its input (approvals redacts
+    /// credentials in it), at most 480 characters.
+    static func summary(tool: String, input: [String: Any]) -> String {
+        let detail = (input["command"] ?? input["file_path"] ?? input["url"] ?? input["pattern"]) as? String
+        let line = detail.map { "\(tool): \($0)" } ?? tool
+        return String(String.UnicodeScalarView(line.unicodeScalars.prefix(480)))
     }
 }
 

@@ -128,6 +128,58 @@ struct HookEndToEndTests {
         }
     }
 
+    @Test("swarmdeck approve mcp (the permission-prompt tool): approve → allow with the input unchanged, reject → deny with the reason")
+    func mcp() async throws {
+        let harness = try await ApprovalsHarness()
+        try await harness.run(.live) { ingest, control, approvals in
+            let key = try await harness.live.createKey(ingest)
+            let phone = try await harness.token(subject: "bob")
+            for (agent, decision) in [("mcp-yes", ["decision": "approve"]), ("mcp-no", ["decision": "reject", "reason": "not during the freeze"])] {
+                let output = FileManager.default.temporaryDirectory.appendingPathComponent("mcp-\(UUID().uuidString)").path
+                let lines = [
+                    #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#,
+                    #"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                    #"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"approve","arguments":{"tool_name":"Bash","input":{"command":"make deploy"},"tool_use_id":"toolu_\#(agent)"}}}"#,
+                ]
+                let script =
+                    "(printf '%s\\n' \(lines.map { "'\($0)'" }.joined(separator: " ")); sleep 30) | '\(Self.swarmdeck)' approve mcp --deadline-seconds 60 >'\(output)'"
+                let connector = Process()
+                connector.executableURL = URL(fileURLWithPath: Self.swarmdeck)
+                connector.arguments = [
+                    "agent", "run", "--ingest-url", "http://127.0.0.1:\(try #require(ingest.port))", "--control-url",
+                    "http://127.0.0.1:\(try #require(control.port))", "--approvals-url", "http://127.0.0.1:\(try #require(approvals.port))",
+                    "--swarm", "hooks", "--name", agent, "--key", key, "--", "/bin/sh", "-c", script,
+                ]
+                connector.standardOutput = FileHandle.nullDevice
+                connector.standardError = FileHandle.nullDevice
+                try connector.run()
+                defer { connector.terminate() }
+                let gate = try await Self.pendingGate(approvals, token: phone, agent: agent)
+                #expect(try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(gate)/decision", token: phone, json: decision).0 == .ok)
+                var text: String?
+                let answered = await eventually(timeout: .seconds(20)) {
+                    let out = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                    for line in out.split(separator: "\n") {
+                        guard let message = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], message["id"] as? Int == 2,
+                            let content = ((message["result"] as? [String: Any])?["content"] as? [[String: Any]])?.first
+                        else { continue }
+                        text = content["text"] as? String
+                    }
+                    return text != nil
+                }
+                try #require(answered, "no tools/call answer")
+                let answer = try #require(try JSONSerialization.jsonObject(with: Data(text!.utf8)) as? [String: Any])
+                if decision["decision"] == "approve" {
+                    #expect(answer["behavior"] as? String == "allow")
+                    #expect((answer["updatedInput"] as? [String: Any])?["command"] as? String == "make deploy")
+                } else {
+                    #expect(answer["behavior"] as? String == "deny")
+                    #expect((answer["message"] as? String)?.contains("not during the freeze") == true)
+                }
+            }
+        }
+    }
+
     @Test("approvals unreachable, or no connector: the hook exits 2 (blocks the tool), never allows")
     func failsClosed() async throws {
         let harness = try await ApprovalsHarness()
