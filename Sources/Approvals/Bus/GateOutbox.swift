@@ -99,7 +99,11 @@ final class GateOutbox: Service, Sendable {
     @discardableResult
     func round() async throws -> Int {
         try await self.client.transaction(logger: self.logger) { connection in
-            let lock = try await connection.query("SELECT pg_try_advisory_xact_lock(hashtext('approvals outbox'))", logger: self.logger)
+            // Per schema: deployments (and tests) sharing a database do not wait for each other.
+            let lock = try await connection.query(
+                "SELECT pg_try_advisory_xact_lock(hashtext('approvals outbox'), hashtext(current_schema()))",
+                logger: self.logger
+            )
             var locked = false
             for try await value in lock.decode(Bool.self) { locked = value }
             guard locked else { return 0 }
