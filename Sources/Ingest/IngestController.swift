@@ -143,6 +143,10 @@ struct IngestController: Sendable {
         !events.isEmpty && events.count <= Self.maxPriorityEvents && events.allSatisfy { $0.kind == .state }
     }
 
+    /// The msgId prefix of the ACP messages services append (approvals' `gate-<gateId>-answer`
+    /// and `gate-acp-<key>-refused`).
+    static let serviceMsgIDPrefix = "gate-"
+
     /// The most events a request may carry to take the priority lane.
     static let maxPriorityEvents = 16
 
@@ -165,6 +169,11 @@ struct IngestController: Sendable {
             }
             return String(value)
         }
+        let msgID = try required("msgId")
+        // Services' messages (approvals' answers) own this key space: nobody may take their ids first.
+        if msgID.hasPrefix(Self.serviceMsgIDPrefix) {
+            throw APIError(.invalidRequest, "msgIds starting \(Self.serviceMsgIDPrefix) are reserved for services", details: ["msgId": "reserved"])
+        }
         let body = try await request.jsonBody(upTo: self.settings.maxACPBodyBytes)
         let event: PreparedEvent
         do {
@@ -173,7 +182,7 @@ struct IngestController: Sendable {
                 threadID: try context.parameters.require("threadId"),
                 sessionID: query["sessionId"].map(String.init),
                 direction: try required("direction"),
-                msgID: try required("msgId"),
+                msgID: msgID,
                 swarmID: try required("swarmId"),
                 agentID: try required("agentId"),
                 now: Date()

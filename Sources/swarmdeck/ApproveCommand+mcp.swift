@@ -65,8 +65,9 @@ extension ApproveCommand {
             if case .string(let id) = arguments["tool_use_id"] ?? .null { toolUseID = id }
             var tool: String?
             if case .string(let name) = arguments["tool_name"] ?? .null { tool = name }
-            // The socket waits: off the concurrency pool.
-            return await Task.detached { [tool, toolUseID] in
+            // The socket blocks for as long as the person takes: on a thread of Dispatch's, not
+            // on the Swift concurrency pool (two waiting calls would hold both its threads here).
+            let work: @Sendable () -> String = { [tool, toolUseID] in
                 let answer: [String: Any]
                 do {
                     guard let tool, let object = try JSONSerialization.jsonObject(with: inputJSON) as? [String: Any] else {
@@ -88,7 +89,10 @@ extension ApproveCommand {
                     (try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys]))
                     ?? Data(#"{"behavior":"deny","message":"internal error"}"#.utf8)
                 return String(decoding: data, as: UTF8.self)
-            }.value
+            }
+            return await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { continuation.resume(returning: work()) }
+            }
         }
     }
 }

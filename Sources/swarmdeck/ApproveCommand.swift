@@ -51,7 +51,7 @@ struct ApproveCommand: AsyncParsableCommand {
                     print(Self.fullMessage(for: error))  // --help
                     Glibc.exit(0)
                 }
-                FileHandle.standardError.write(Data("swarmdeck approve hook: denied: \(Self.message(for: error))\n".utf8))
+                try? FileHandle.standardError.write(contentsOf: Data("swarmdeck approve hook: denied: \(Self.message(for: error))\n".utf8))
                 Glibc.exit(2)
             }
         }
@@ -86,10 +86,13 @@ struct ApproveCommand: AsyncParsableCommand {
                         "permissionDecisionReason": reason,
                     ]
                 ]
-                FileHandle.standardOutput.write(try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys]) + Data("\n".utf8))
+                // A closed stdout is an error (EPIPE: SIGPIPE is ignored), which denies.
+                try FileHandle.standardOutput.write(
+                    contentsOf: try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys]) + Data("\n".utf8)
+                )
             } catch {
                 // Exit 2 blocks the tool; any other failure would let it run (notes/approvals.md).
-                FileHandle.standardError.write(Data("swarmdeck approve hook: denied: \(error)\n".utf8))
+                try? FileHandle.standardError.write(contentsOf: Data("swarmdeck approve hook: denied: \(error)\n".utf8))
                 throw ExitCode(2)
             }
         }
@@ -191,6 +194,9 @@ enum GateSocket {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard connected == 0 else { throw HookFailure("cannot reach the connector at \(path): \(String(cString: strerror(errno)))") }
+        // A connector that stops reading cannot hold the hook past its deadline.
+        var sendTimeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
         var line = try JSONEncoder().encode(request)
         line.append(UInt8(ascii: "\n"))
         let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

@@ -124,6 +124,44 @@ struct ACPGateTests {
         }
     }
 
+    @Test(
+        "session/cancel answers the thread's pending request cancelled; a request with no usable option is answered cancelled at once; msgIds of services cannot be taken over HTTP"
+    )
+    func cancelled() async throws {
+        let harness = try await ApprovalsHarness()
+        try await harness.run { ingest, _, approvals in
+            let key = try await harness.live.createKey(ingest)
+            let phone = try await harness.token()
+            try await Self.post(ingest, key: key, thread: "t4", msgID: "m1", body: Self.request)
+            let gate = try #require(try await Self.gate(approvals, token: phone)["gateId"] as? String)
+            let cancel = #"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"sess_abc"}}"#
+            let uri = "/v1/ingest/acp/t4?swarmId=s1&agentId=a1&direction=client_to_agent&msgId=c1&sessionId=sess_abc"
+            #expect(try await LiveCall.call(ingest, .post, uri, token: key, body: cancel).0 == .ok)
+            // The thread's client_to_agent messages: the cancel, then the answer.
+            let answered = await eventually(timeout: .seconds(15)) {
+                (try? await Self.answers(harness, thread: "t4")) == [
+                    cancel, #"{"jsonrpc":"2.0","id":5,"result":{"outcome":{"outcome":"cancelled"}}}"#,
+                ]
+            }
+            #expect(answered)
+            let (_, detail) = try await LiveCall.call(approvals, .get, "/v1/approval-gates/\(gate)", token: phone)
+            #expect((detail["gate"] as? [String: Any])?["status"] as? String == "cancelled")
+
+            let unusable = Self.request.replacingOccurrences(of: #""kind":"allow_once"}"#, with: #""kind":"x"}"#)
+                .replacingOccurrences(of: #""kind":"reject_once"}"#, with: #""kind":"y"}"#)
+            try await Self.post(ingest, key: key, thread: "t5", msgID: "m1", body: unusable)
+            let refused = await eventually(timeout: .seconds(15)) {
+                (try? await Self.answers(harness, thread: "t5")) == [#"{"jsonrpc":"2.0","id":5,"result":{"outcome":{"outcome":"cancelled"}}}"#]
+            }
+            #expect(refused)
+
+            let forged = "/v1/ingest/acp/t4?swarmId=s1&agentId=a1&direction=client_to_agent&msgId=gate-\(gate)-answer"
+            let (status, answer) = try await LiveCall.call(ingest, .post, forged, token: key, body: #"{"jsonrpc":"2.0","id":5,"result":{}}"#)
+            #expect(status == .badRequest)
+            #expect(answer.errorCode == "InvalidRequest")
+        }
+    }
+
     @Test("what is not a permission request from the agent opens nothing; ids and options are read as ACP has them")
     func parsing() throws {
         func parse(_ text: String) -> ACPPermission.Request? {

@@ -12,6 +12,8 @@ import ServiceLifecycle
 /// finds the same gate). Its settlement is appended to the thread as the JSON-RPC result
 /// (``GateMessages/acpAnswer(_:)``).
 ///
+/// A request no gate can take (no option of a known kind, a rate limit, a cap, a failure) is
+/// answered `cancelled` at once; a `session/cancel` on the thread cancels its pending gates.
 /// The live feed is core NATS: a request published while no replica listens (or dropped past
 /// 10,000 waiting) opens no gate, and its ACP client gets no answer from here.
 struct ACPPermissionWatcher: Service {
@@ -32,25 +34,52 @@ struct ACPPermissionWatcher: Service {
         )
         await withTaskCancellationOrGracefulShutdownHandler {
             for await message in subscription {
-                guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload), let gate = self.gate(envelope) else { continue }
-                await self.open(gate)
+                guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else { continue }
+                switch self.read(envelope) {
+                case .permission(let gate): await self.open(gate)
+                case .unanswerable(let gate): await self.answerCancelled(gate, because: "it offers no option of a known kind")
+                case .cancel(let thread, let session):
+                    await self.cancel(tenant: envelope.tenantID, thread: thread, session: session)
+                case nil: continue
+                }
             }
         } onCancelOrGracefulShutdown: {
             subscription.unsubscribe()
         }
     }
 
-    /// The gate an ACP event asks for, or nil when it is not an agent's permission request.
-    func gate(_ envelope: BusEventEnvelope, now: Date = Date.nowMilliseconds) -> Gate? {
+    /// What an ACP event means for approvals.
+    enum Reading {
+        /// An agent's permission request: the gate to open.
+        case permission(Gate)
+        /// A permission request no gate can decide (no option of a known kind): answered
+        /// `cancelled` at once.
+        case unanswerable(Gate)
+        /// `session/cancel` on a thread: its pending permission requests are answered `cancelled`.
+        case cancel(thread: String, session: String?)
+    }
+
+    /// What `envelope` means for approvals, or nil when nothing.
+    func read(_ envelope: BusEventEnvelope, now: Date = Date.nowMilliseconds) -> Reading? {
         guard envelope.kind == .acp, !envelope.threadID.isEmpty,
             let frame = try? JSONSerialization.jsonObject(with: envelope.frame) as? [String: Any],
-            let acp = frame["envelope"] as? [String: Any], acp["direction"] as? String == "agent_to_client", acp["kind"] as? String == "request",
-            let body = acp["body"] as? [String: Any], let request = ACPPermission.request(from: body)
+            let acp = frame["envelope"] as? [String: Any], let body = acp["body"] as? [String: Any]
+        else { return nil }
+        // A session id fit to be stored and sent back (else the thread's, else none).
+        let sessionID = [(body["params"] as? [String: Any])?["sessionId"] as? String, acp["session_id"] as? String]
+            .compactMap { $0 }.first { EntityID.problem($0, field: "sessionId") == nil }
+        if body["method"] as? String == ACPPermission.cancelMethod {
+            return .cancel(thread: envelope.threadID, session: sessionID)
+        }
+        guard acp["direction"] as? String == "agent_to_client", acp["kind"] as? String == "request",
+            let request = ACPPermission.request(from: body)
         else { return nil }
         var toolInput: (json: String, truncated: Bool)?
         if let input = request.rawInput { toolInput = ToolInputRedactor(maxBytes: self.settings.maxInputBytes).redact(input) }
-        let key = SHA256.hash(data: Array("\(envelope.threadID)\u{0}\(request.id)".utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
-        return Gate(
+        // Ids restart with each connection: the session and the tool call count too.
+        let identity = [envelope.threadID, sessionID ?? "", request.id, request.toolCallID ?? ""].joined(separator: "\u{0}")
+        let key = SHA256.hash(data: Array(identity.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let gate = Gate(
             tenant: envelope.tenantID,
             id: "g_" + randomHex(bytes: 12),
             swarm: envelope.swarmID,
@@ -66,16 +95,14 @@ struct ACPPermissionWatcher: Service {
             status: .pending,
             requestedAt: now,
             expiresAt: now.addingTimeInterval(TimeInterval(self.settings.defaultExpirySeconds)),
-            acp: Gate.ACPOrigin(threadID: envelope.threadID, sessionID: request.sessionID ?? (acp["session_id"] as? String), requestID: request.id)
+            acp: Gate.ACPOrigin(threadID: envelope.threadID, sessionID: sessionID, requestID: request.id)
         )
+        return request.options.isEmpty ? .unanswerable(gate) : .permission(gate)
     }
 
     private func open(_ gate: Gate) async {
         if self.opens.take(gate.tenant) != nil {
-            self.logger.warning(
-                "ACP permission request not turned into a gate: the tenant's opens-per-minute is spent",
-                metadata: ["tenant": "\(gate.tenant)"]
-            )
+            await self.answerCancelled(gate, because: "the tenant's opens-per-minute is spent")
             return
         }
         do {
@@ -87,9 +114,43 @@ struct ACPPermissionWatcher: Service {
                 self.outbox.kick()
             }
         } catch {
+            await self.answerCancelled(gate, because: "\(error)")
+        }
+    }
+
+    /// A request no gate decides is answered `cancelled` at once (ACP has no timeout on it, so
+    /// an unanswered request would hold its agent for good).
+    private func answerCancelled(_ gate: Gate, because reason: String) async {
+        self.logger.warning(
+            "ACP permission request answered cancelled without a gate",
+            metadata: ["tenant": "\(gate.tenant)", "thread": "\(gate.acp?.threadID ?? "")", "reason": "\(reason)"]
+        )
+        guard let origin = gate.acp else { return }
+        let answer = GateMessages.acpAnswer(
+            origin,
+            swarm: gate.swarm,
+            agent: gate.agent,
+            msgID: "gate-\(gate.idempotencyKey)-refused",
+            optionID: nil,
+            at: gate.requestedAt
+        )
+        do {
+            try await ServiceEventSender(connection: self.connection, subjects: self.subjects).send(tenant: gate.tenant, [answer])
+        } catch {
+            self.logger.warning("ACP cancelled answer not sent", metadata: ["tenant": "\(gate.tenant)", "error": "\(String(reflecting: error))"])
+        }
+    }
+
+    /// After `session/cancel`, every pending permission request of the thread (and session) is
+    /// answered `cancelled` (ACP requires it): their gates are cancelled.
+    private func cancel(tenant: String, thread: String, session: String?) async {
+        do {
+            let cancelled = try await self.store.cancelACP(tenant: tenant, thread: thread, session: session, now: Date.nowMilliseconds)
+            if !cancelled.isEmpty { self.outbox.kick() }
+        } catch {
             self.logger.warning(
-                "ACP permission request not turned into a gate",
-                metadata: ["tenant": "\(gate.tenant)", "thread": "\(gate.acp?.threadID ?? "")", "error": "\(String(reflecting: error))"]
+                "ACP gates not cancelled",
+                metadata: ["tenant": "\(tenant)", "thread": "\(thread)", "error": "\(String(reflecting: error))"]
             )
         }
     }

@@ -85,19 +85,30 @@ struct GateMessages {
     /// appends to its thread (msgId `gate-<gateId>-answer`): the option chosen, or cancelled.
     func acpAnswer(_ gate: Gate) -> BusServiceEvent? {
         guard let origin = gate.acp, let settlement = gate.settlement else { return nil }
-        let chosen = gate.status == .approved || gate.status == .rejected ? settlement.optionID : nil
+        return Self.acpAnswer(
+            origin,
+            swarm: gate.swarm,
+            agent: gate.agent,
+            msgID: "gate-\(gate.id)-answer",
+            optionID: gate.status == .approved || gate.status == .rejected ? settlement.optionID : nil,
+            at: settlement.decidedAt
+        )
+    }
+
+    /// The answer to the ACP request `origin`: `optionID` selected, or cancelled when nil.
+    static func acpAnswer(_ origin: Gate.ACPOrigin, swarm: String, agent: String, msgID: String, optionID: String?, at: Date) -> BusServiceEvent {
         var event = BusServiceEvent()
-        event.msgID = "gate-\(gate.id)-answer"
-        event.swarmID = gate.swarm
-        event.agentID = gate.agent
+        event.msgID = msgID
+        event.swarmID = swarm
+        event.agentID = agent
         event.kind = .acp
         event.severity = .info
-        event.occurredUnixNano = settlement.decidedAt.milliseconds * 1_000_000
+        event.occurredUnixNano = at.milliseconds * 1_000_000
         var message = BusServiceACPMessage()
         message.threadID = origin.threadID
         message.sessionID = origin.sessionID ?? ""
         message.direction = "client_to_agent"
-        message.body = Data(ACPPermission.answer(id: origin.requestID, optionID: chosen))
+        message.body = Data(ACPPermission.answer(id: origin.requestID, optionID: optionID))
         event.acp = message
         return event
     }

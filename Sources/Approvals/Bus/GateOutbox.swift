@@ -144,10 +144,27 @@ final class GateOutbox: Service, Sendable {
                     sent += group.map(\.id)
                 } catch  where Task.isCancelled {
                     throw CancellationError()
+                } catch let refusal as ServiceEventRefusal where !refusal.retryable && group.count > 1 {
+                    // One bad event must not take the others with it: each goes alone, once.
+                    for row in group {
+                        do {
+                            try await self.send(kind: row.kind, tenant: row.tenant, payloads: [Array(buffer: row.payload)])
+                            sent.append(row.id)
+                        } catch let refusal as ServiceEventRefusal where !refusal.retryable {
+                            dead.append(row.id)
+                            self.logger.error(
+                                "outbox item refused for good; kept, not sent again",
+                                metadata: ["id": "\(row.id)", "error": "\(refusal)"]
+                            )
+                        } catch {
+                            failed.append(row.id)
+                            blocked.insert(lane)
+                        }
+                    }
                 } catch let refusal as ServiceEventRefusal where !refusal.retryable {
                     dead += group.map(\.id)
                     self.logger.error(
-                        "outbox items refused for good; kept, not sent again",
+                        "outbox item refused for good; kept, not sent again",
                         metadata: ["ids": "\(group.map(\.id))", "error": "\(refusal)"]
                     )
                 } catch {

@@ -5,6 +5,7 @@ import Foundation
 /// same thread with the request's id).
 enum ACPPermission {
     static let method = "session/request_permission"
+    static let cancelMethod = "session/cancel"
 
     /// A permission request, read from the JSON-RPC message an agent posted.
     struct Request: Equatable {
@@ -13,6 +14,7 @@ enum ACPPermission {
         var sessionID: String?
         var title: String
         var kind: String?
+        var toolCallID: String?
         /// `toolCall.rawInput` when it is an object.
         var rawInput: [String: Any]?
         var options: [GateOption]
@@ -23,7 +25,8 @@ enum ACPPermission {
     }
 
     /// The request a JSON-RPC message carries, or nil when it is not a permission request with an
-    /// integer or string id and at least one option of a known kind (at most 8 are kept).
+    /// integer or string id. Options of an unknown kind are left out (at most 8 are kept); a
+    /// request left with none can only be answered `cancelled`.
     static func request(from message: [String: Any]) -> Request? {
         guard message["jsonrpc"] as? String == "2.0", message["method"] as? String == Self.method,
             let params = message["params"] as? [String: Any], let id = Self.rawID(message["id"])
@@ -38,27 +41,29 @@ enum ACPPermission {
         }
         var seen: Set<String> = []
         let distinct = options.filter { seen.insert($0.optionId).inserted }
-        guard !distinct.isEmpty else { return nil }
         let title = (toolCall["title"] as? String).flatMap { $0.trimmingWhitespace().nilIfEmpty } ?? "permission request"
         return Request(
             id: id,
             sessionID: params["sessionId"] as? String,
             title: String(title.prefix(500)),
             kind: (toolCall["kind"] as? String).map { String($0.prefix(200)) },
+            toolCallID: toolCall["toolCallId"] as? String,
             rawInput: toolCall["rawInput"] as? [String: Any],
             options: Array(distinct.prefix(8))
         )
     }
 
-    /// A JSON-RPC id as JSON text: a string (escaped) or an integer; nil for anything else.
+    /// A JSON-RPC id as JSON text: a string (re-encoded: its escapes may differ from the
+    /// request's, its characters do not) or an integer of at most 2^53 in magnitude (what a JSON
+    /// number holds exactly); nil for anything else (null, a fraction, a boolean, larger).
     static func rawID(_ value: Any?) -> String? {
         if let string = value as? String {
             return Self.jsonString(string)
         }
-        if let number = value as? NSNumber, let integer = Int64(exactly: number.doubleValue), !(value is Bool && number.doubleValue > 1) {
-            return String(integer)
-        }
-        return nil
+        guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }  // "c": a boolean
+        let double = number.doubleValue
+        guard double.rounded() == double, abs(double) <= 9_007_199_254_740_992, let integer = Int64(exactly: double) else { return nil }
+        return String(integer)
     }
 
     /// The answer to request `id`: the option chosen, or `cancelled` (expired, cancelled, or

@@ -144,6 +144,23 @@ struct GateStore: Sendable {
         }
     }
 
+    /// Cancels the pending gates ACP permission requests of `thread` opened (of `session` only,
+    /// when given): the thread's session was cancelled.
+    func cancelACP(tenant: String, thread: String, session: String?, now: Date) async throws -> [Gate] {
+        try await self.settlePending(
+            """
+            SELECT \(unescaped: Self.columns) FROM gates
+            WHERE tenant_id = \(tenant) AND acp_thread_id = \(thread) AND (\(session)::text IS NULL OR acp_session_id = \(session))
+              AND status = 'pending'
+            FOR UPDATE SKIP LOCKED
+            """,
+            actor: "system",
+            now: now
+        ) { _ in
+            GateRules.Outcome(status: .cancelled, allow: false, optionID: nil, reason: "the ACP session was cancelled")
+        }
+    }
+
     /// Settles the gates `select` locks.
     private func settlePending(
         _ select: PostgresQuery,
