@@ -52,18 +52,14 @@ public enum ApprovalsService: SwarmdeckService {
             outbox: outbox,
             messages: messages,
             opens: opens,
-            decisions: KeyedTokenBuckets(perMinute: settings.decisionsPerMinute),
-            logger: logger
+            decisions: KeyedTokenBuckets(perMinute: settings.decisionsPerMinute)
         )
 
-        let router = assembly.router
-        router.get("openapi.yaml") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: openAPIDocument)))
-        }
-        router.add(middleware: OpenAPIErrorMiddleware())
-        router.add(middleware: RequestScopeMiddleware(trustedProxies: settings.trustedProxies))
-        let authentication = OperationAuthenticationMiddleware(credentials: ApprovalsHandler.credentials, verifier: assembly.verifier)
-        try handler.registerHandlers(on: router, middlewares: [authentication])
+        try assembly.router.addOpenAPIOperations(
+            document: openAPIDocument,
+            trustedProxies: settings.trustedProxies,
+            authentication: OperationAuthenticationMiddleware(credentials: ApprovalsHandler.credentials, verifier: assembly.verifier)
+        ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
         return ServiceParts(services: [outbox, expiry, terminations, permissions], beforeServerStarts: [{ try await outbox.prepare() }])
     }

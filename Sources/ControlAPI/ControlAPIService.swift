@@ -76,19 +76,15 @@ public enum ControlAPIService: SwarmdeckService {
             logger: logger
         )
 
-        let router = assembly.router
-        router.get("openapi.yaml") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: openAPIDocument)))
-        }
-        // For the routes registered after them: the operations.
-        router.add(middleware: OpenAPIErrorMiddleware())
-        router.add(middleware: RequestScopeMiddleware(trustedProxies: settings.trustedProxies))
-        let authentication = OperationAuthenticationMiddleware(
-            credentials: ControlAPIHandler.credentials,
-            verifier: assembly.verifier,
-            agentKeys: handler.ingestKeys
-        )
-        try handler.registerHandlers(on: router, middlewares: [authentication])
+        try assembly.router.addOpenAPIOperations(
+            document: openAPIDocument,
+            trustedProxies: settings.trustedProxies,
+            authentication: OperationAuthenticationMiddleware(
+                credentials: ControlAPIHandler.credentials,
+                verifier: assembly.verifier,
+                agentKeys: handler.ingestKeys
+            )
+        ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
         return ServiceParts(
             services: [feed, dispatcher],

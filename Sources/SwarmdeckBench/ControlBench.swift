@@ -23,49 +23,26 @@ struct ControlBench: AsyncParsableCommand {
     @Option(help: "Round trips (alternately pause and resume).")
     var iterations = 200
 
-    @Option(help: "Edge base URL (control-api, ingest, stream-fanout behind it).")
-    var url = "http://127.0.0.1:8080"
-
-    @Option(
-        help:
-            "PEM file with the ES256 signing key: the bench mints its operator tokens (a fresh actor per 50 requests, under the per-actor rate limit)."
-    )
-    var keyFile = ".swarmdeck/keys/jwt-es256.pem"
-
-    @Option(help: "Tenant of the ingest key.")
-    var tenant = "dev"
-
-    @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
-    var key: String?
-
-    @Option(help: "The swarmdeck executable that runs the connector.")
-    var swarmdeck = ".build/release/swarmdeck"
-
     @Option(help: "Events/s ingest takes during a second phase, side by side with the first (0: idle only).")
     var loadRate = 0.0
 
+    @OptionGroup var stack: StackBenchOptions
+
     func run() async throws {
-        guard let key = self.key ?? ProcessInfo.processInfo.environment["SWARMDECK_INGEST_KEY"] else {
-            throw ValidationError("no ingest key: pass --key or source .swarmdeck/local.env")
-        }
-        let signer = try await AccessTokenSigner(
-            privateKeyPEM: try String(contentsOfFile: self.keyFile, encoding: .utf8),
-            keyID: "swarmdeck-1",
-            issuer: "swarmdeck",
-            audience: "swarmdeck"
-        )
+        let key = try self.stack.ingestKey()
+        let signer = try await self.stack.signer()
         let agent = "bench-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
         let connector = Process()
-        connector.executableURL = URL(fileURLWithPath: self.swarmdeck)
-        connector.arguments = ["agent", "run", "--url", self.url, "--key", key, "--swarm", "bench", "--name", agent, "--", "sleep", "100000"]
+        connector.executableURL = URL(fileURLWithPath: self.stack.swarmdeck)
+        connector.arguments = ["agent", "run", "--url", self.stack.url, "--key", key, "--swarm", "bench", "--name", agent, "--", "sleep", "100000"]
         connector.standardError = FileHandle.nullDevice
         connector.standardOutput = FileHandle.nullDevice
         try connector.run()
         defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
 
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        let reader = try await signer.sign(tenant: self.tenant, subject: "bench-reader", scopes: [.streamRead])
-        let readerClient = try Client.controlAPI(url: self.url, credential: reader, httpClient: client, timeout: .seconds(10))
+        let reader = try await signer.sign(tenant: self.stack.tenant, subject: "bench-reader", scopes: [.streamRead])
+        let readerClient = try Client.controlAPI(url: self.stack.url, credential: reader, httpClient: client, timeout: .seconds(10))
         // The agent and its process id (from its task summary).
         var pid: Int32?
         for _ in 0..<200 where pid == nil {
@@ -80,7 +57,8 @@ struct ControlBench: AsyncParsableCommand {
         guard let pid else { throw ValidationError("the agent never appeared in control-api") }
 
         let arrivals = Arrivals()
-        let streamURL = self.url.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/stream?protocol=1&access_token=" + reader
+        let streamURL =
+            self.stack.url.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/stream?protocol=1&access_token=" + reader
         let subscribe = StreamClientMessage(type: "subscribe", requestId: "bench", filters: .init(agentIds: [agent], include: ["states"])).json
         let stream = Task {
             try await WebSocketClient.connect(url: streamURL, configuration: .init(), logger: Logger(label: "control-bench")) {
@@ -102,14 +80,14 @@ struct ControlBench: AsyncParsableCommand {
         while !arrivals.isSubscribed { try await Task.sleep(for: .milliseconds(10)) }
 
         let rounds = RoundTrips(agent: agent, pid: pid, arrivals: arrivals) { batch in
-            let token = try await signer.sign(tenant: self.tenant, subject: "\(agent)-\(batch)", scopes: [.agentsControl])
-            return try Client.controlAPI(url: self.url, credential: token, httpClient: client, timeout: .seconds(10))
+            let token = try await signer.sign(tenant: self.stack.tenant, subject: "\(agent)-\(batch)", scopes: [.agentsControl])
+            return try Client.controlAPI(url: self.stack.url, credential: token, httpClient: client, timeout: .seconds(10))
         }
-        print("control-bench: \(self.iterations) round trips per phase on agent \(agent) (pid \(pid)) via \(self.url)")
+        print("control-bench: \(self.iterations) round trips per phase on agent \(agent) (pid \(pid)) via \(self.stack.url)")
         var phases = [("idle", try await rounds.measure(self.iterations, until: nil))]
         if self.loadRate > 0 {
             let (loaded, report) = try await IngestLoad.during(
-                url: self.url,
+                url: self.stack.url,
                 key: key,
                 rate: self.loadRate,
                 seconds: Double(self.iterations) * 0.1 + 12

@@ -21,34 +21,14 @@ struct GateBench: AsyncParsableCommand {
     @Option(help: "Gates decided per phase.")
     var iterations = 100
 
-    @Option(help: "Edge base URL (approvals, control-api, ingest behind it).")
-    var url = "http://127.0.0.1:8080"
-
-    @Option(help: "PEM file with the ES256 signing key (the bench mints its deciding token).")
-    var keyFile = ".swarmdeck/keys/jwt-es256.pem"
-
-    @Option(help: "Tenant of the ingest key.")
-    var tenant = "dev"
-
-    @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY).")
-    var key: String?
-
-    @Option(help: "The swarmdeck executable that runs the connector and the hook.")
-    var swarmdeck = ".build/release/swarmdeck"
-
     @Option(help: "Events/s ingest takes during the second phase (0: no second phase).")
     var loadRate = 5000.0
 
+    @OptionGroup var stack: StackBenchOptions
+
     func run() async throws {
-        guard let key = self.key ?? ProcessInfo.processInfo.environment["SWARMDECK_INGEST_KEY"] else {
-            throw ValidationError("no ingest key: pass --key or source .swarmdeck/local.env")
-        }
-        let signer = try await AccessTokenSigner(
-            privateKeyPEM: try String(contentsOfFile: self.keyFile, encoding: .utf8),
-            keyID: "swarmdeck-1",
-            issuer: "swarmdeck",
-            audience: "swarmdeck"
-        )
+        let key = try self.stack.ingestKey()
+        let signer = try await self.stack.signer()
         let agent = "gate-bench-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(agent)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -58,11 +38,13 @@ struct GateBench: AsyncParsableCommand {
         let hook = #"{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"bench"},"tool_use_id":"\#(agent)-'"$i"'"}"#
         let script = """
             exec 3>'\(fifo)'; i=0
-            while :; do i=$((i+1)); echo '\(hook)' | '\(self.swarmdeck)' approve hook --deadline-seconds 120 >/dev/null 2>&1; echo "$i $?" >&3; done
+            while :; do i=$((i+1)); echo '\(hook)' | '\(self.stack.swarmdeck)' approve hook --deadline-seconds 120 >/dev/null 2>&1; echo "$i $?" >&3; done
             """
         let connector = Process()
-        connector.executableURL = URL(fileURLWithPath: self.swarmdeck)
-        connector.arguments = ["agent", "run", "--url", self.url, "--key", key, "--swarm", agent, "--name", agent, "--", "/bin/sh", "-c", script]
+        connector.executableURL = URL(fileURLWithPath: self.stack.swarmdeck)
+        connector.arguments = [
+            "agent", "run", "--url", self.stack.url, "--key", key, "--swarm", agent, "--name", agent, "--", "/bin/sh", "-c", script,
+        ]
         connector.standardError = FileHandle.nullDevice
         connector.standardOutput = FileHandle.nullDevice
         try connector.run()
@@ -90,16 +72,16 @@ struct GateBench: AsyncParsableCommand {
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         // A fresh deciding person per 100 decisions: under approvals.decisions-per-minute.
         let approvals: @Sendable (Int) async throws -> Client = { batch in
-            let token = try await signer.sign(tenant: self.tenant, subject: "gate-bench-\(batch)", scopes: [.approvalsDecide])
-            return try Client.approvals(url: self.url, credential: token, httpClient: http, timeout: .seconds(10))
+            let token = try await signer.sign(tenant: self.stack.tenant, subject: "gate-bench-\(batch)", scopes: [.approvalsDecide])
+            return try Client.approvals(url: self.stack.url, credential: token, httpClient: http, timeout: .seconds(10))
         }
-        print("gate-bench: \(self.iterations) gates per phase, agent \(agent), via \(self.url)")
+        print("gate-bench: \(self.iterations) gates per phase, agent \(agent), via \(self.stack.url)")
         let calls = BenchSequence()
         let idle = try await self.phase(approvals, swarm: agent, released: released, calls: calls, until: nil)
         var phases = [("idle", idle)]
         if self.loadRate > 0 {
             let (loaded, report) = try await IngestLoad.during(
-                url: self.url,
+                url: self.stack.url,
                 key: key,
                 rate: self.loadRate,
                 seconds: Double(self.iterations) * 0.15 + 12

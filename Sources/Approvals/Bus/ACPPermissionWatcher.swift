@@ -48,6 +48,9 @@ struct ACPPermissionWatcher: Service {
         }
     }
 
+    /// What a frame holds when its body may be a method approvals reads.
+    static let markers = [#"permission""#, #"cancel""#, #"\u"#].map { Data($0.utf8) }
+
     /// What an ACP event means for approvals.
     enum Reading {
         /// An agent's permission request: the gate to open.
@@ -61,7 +64,10 @@ struct ACPPermissionWatcher: Service {
 
     /// What `envelope` means for approvals, or nil when nothing.
     func read(_ envelope: BusEventEnvelope, now: Date = Date.nowMilliseconds) -> Reading? {
+        // Most ACP traffic is neither: a byte search spares it the JSON parse. A method name's
+        // bytes differ from it only through `\/` (the markers hold no slash) or `\u` escapes.
         guard envelope.kind == .acp, !envelope.threadID.isEmpty,
+            Self.markers.contains(where: { envelope.frame.range(of: $0) != nil }),
             let frame = try? JSONSerialization.jsonObject(with: envelope.frame) as? [String: Any],
             let acp = frame["envelope"] as? [String: Any], let body = acp["body"] as? [String: Any]
         else { return nil }

@@ -170,7 +170,3 @@ struct GateMessages {
         return event
     }
 }
-
-extension Date {
-    var milliseconds: Int64 { Int64((self.timeIntervalSince1970 * 1000).rounded(.down)) }
-}

@@ -66,10 +66,3 @@ struct TerminationWatcher: Service {
         }
     }
 }
-
-extension Date {
-    /// Now, to the millisecond (what Postgres, the cursors and the frames all hold exactly).
-    static var nowMilliseconds: Date {
-        Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000)
-    }
-}

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 
 /// ACP's `session/request_permission` (notes/approvals.md), apart from I/O: what a request on a
 /// thread asks (it becomes a gate) and the JSON-RPC result that answers it (appended to the
@@ -41,7 +42,7 @@ enum ACPPermission {
         }
         var seen: Set<String> = []
         let distinct = options.filter { seen.insert($0.optionId).inserted }
-        let title = (toolCall["title"] as? String).flatMap { $0.trimmingWhitespace().nilIfEmpty } ?? "permission request"
+        let title = (toolCall["title"] as? String).flatMap { $0.trimmingWhitespace.nilIfEmpty } ?? "permission request"
         return Request(
             id: id,
             sessionID: params["sessionId"] as? String,

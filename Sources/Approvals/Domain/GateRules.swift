@@ -31,7 +31,7 @@ enum GateRules {
     ///   counts as approval.
     static func outcome(of decision: Decision, options: [GateOption], minRejectReason: Int) throws(APIError) -> Outcome {
         try Self.checkReason(decision, minRejectReason: minRejectReason)
-        let reason = decision.reason?.trimmingWhitespace()
+        let reason = decision.reason?.trimmingWhitespace
         var chosen: GateOption?
         if let optionID = decision.optionID {
             guard let option = options.first(where: { $0.optionId == optionID }) else {
@@ -62,7 +62,7 @@ enum GateRules {
     /// A rejection's reason: at least `minRejectReason` characters, not counting the whitespace
     /// around it.
     static func checkReason(_ decision: Decision, minRejectReason: Int) throws(APIError) {
-        if decision.verdict == .reject, (decision.reason?.trimmingWhitespace().count ?? 0) < minRejectReason {
+        if decision.verdict == .reject, (decision.reason?.trimmingWhitespace.count ?? 0) < minRejectReason {
             throw APIError(.invalidRequest, "a rejection needs a reason of at least \(minRejectReason) characters", details: ["reason": "required"])
         }
     }
@@ -80,7 +80,7 @@ enum GateRules {
         // The option it settled with: the one sent, or the one a rejection picked.
         let option = decision.optionID ?? (decision.verdict == .reject ? gate.options.first { !$0.kind.allows }?.optionId : nil)
         return verdict == decision.verdict && settlement.optionID == option
-            && settlement.reason == decision.reason?.trimmingWhitespace().nilIfEmpty
+            && settlement.reason == decision.reason?.trimmingWhitespace.nilIfEmpty
     }
 
     /// What expiry settles a gate to: the configured outcome (`allow` false fails closed); a
@@ -91,12 +91,5 @@ enum GateRules {
 }
 
 extension String {
-    func trimmingWhitespace() -> String {
-        var slice = Substring(self)
-        while let first = slice.first, first.isWhitespace { slice.removeFirst() }
-        while let last = slice.last, last.isWhitespace { slice.removeLast() }
-        return String(slice)
-    }
-
     var nilIfEmpty: String? { self.isEmpty ? nil : self }
 }

@@ -1,7 +1,6 @@
 import ApprovalsContract
 import Contracts
 import Foundation
-import Logging
 import ServiceKit
 
 /// Approvals' operations (the `APIProtocol` generated from openapi/approvals.yaml): the
@@ -15,7 +14,6 @@ struct ApprovalsHandler: Sendable {
     let opens: KeyedTokenBuckets
     /// Decisions per person per minute.
     let decisions: KeyedTokenBuckets
-    let logger: Logger
 
     /// What each operation asks of its caller (checked by ``OperationAuthenticationMiddleware``).
     static let credentials: [String: OperationCredential] = [

@@ -110,12 +110,3 @@ extension ConfigReader {
         return try self.setting(key, expected: expected, parse: parse)
     }
 }
-
-extension String {
-    var trimmingWhitespace: String {
-        var slice = Substring(self)
-        while slice.first?.isWhitespace == true { slice.removeFirst() }
-        while slice.last?.isWhitespace == true { slice.removeLast() }
-        return String(slice)
-    }
-}

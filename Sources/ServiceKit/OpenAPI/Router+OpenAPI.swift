@@ -1,0 +1,22 @@
+public import Hummingbird
+public import OpenAPIRuntime
+
+extension Router where Context == ServiceRequestContext {
+    /// What every OpenAPI service puts on its router: `document` served at `/openapi.yaml`, then,
+    /// for the routes `register` adds (the generated `registerHandlers(on:middlewares:)`), the
+    /// shared error envelope, the request scope (request id, client address behind
+    /// `trustedProxies`) and `authentication` (the operations' credential table).
+    public func addOpenAPIOperations(
+        document: String,
+        trustedProxies: Set<String>,
+        authentication: OperationAuthenticationMiddleware,
+        register: ([any ServerMiddleware]) throws -> Void
+    ) rethrows {
+        self.get("openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: document)))
+        }
+        self.add(middleware: OpenAPIErrorMiddleware())
+        self.add(middleware: RequestScopeMiddleware(trustedProxies: trustedProxies))
+        try register([authentication])
+    }
+}
