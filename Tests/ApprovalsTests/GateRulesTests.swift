@@ -117,8 +117,8 @@ struct GateRulesTests {
 
     @Test("a cursor reads back as written; anything else is refused")
     func cursors() {
-        let cursor = GateCursor(requestedAt: Date(timeIntervalSince1970: 1_795_467_121.414), gateID: "g_abc")
-        #expect(GateCursor(cursor.text) == cursor)
-        for bad in ["", "c1", "c1_x_g", "c2_1_g", "c1_-5_g", "c1_5_"] { #expect(GateCursor(bad) == nil, "\(bad)") }
+        let cursor = PageCursor(at: Date(timeIntervalSince1970: 1_795_467_121.414), id: "g_abc")
+        #expect(PageCursor(cursor.text) == cursor)
+        for bad in ["", "c1", "c1_x_g", "c2_1_g", "c1_-5_g", "c1_5_"] { #expect(PageCursor(bad) == nil, "\(bad)") }
     }
 }

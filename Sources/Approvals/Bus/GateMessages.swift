@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import ServiceKit
 import SwiftProtobuf
 
 /// What the outbox sends when a gate changes: the outcome to its agent's command channel (once
@@ -155,9 +156,6 @@ struct GateMessages {
             allow: gate.settlement?.allow,
             webUrl: self.webURL(gate)
         )
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let object = try encoder.encode(frame)
         var event = BusServiceEvent()
         event.msgID = "gate-\(gate.id)-\(gate.status.rawValue)"
         event.swarmID = gate.swarm
@@ -165,8 +163,7 @@ struct GateMessages {
         event.kind = .approval
         event.severity = gate.status == .pending && (gate.risk == "high" || gate.risk == "critical") ? .warn : .info
         event.occurredUnixNano = at.milliseconds * 1_000_000
-        // `{…}` → `,…}`: the fields after the seq the log prefixes.
-        event.frameTail = Data([UInt8(ascii: ",")] + object.dropFirst())
+        event.frameTail = try BusServiceEvent.frameTail(frame)
         return event
     }
 }

@@ -8,9 +8,9 @@ extension ApprovalsHandler {
         let query = input.query
         try InputCheck.range(query.limit, "limit", 1...200)
         if let swarm = query.swarmId { try InputCheck.id(swarm, "swarmId") }
-        var cursor: GateCursor?
+        var cursor: PageCursor?
         if let text = query.cursor {
-            guard let parsed = GateCursor(text) else { throw APIError(.invalidRequest, "cursor is not a nextCursor of this list") }
+            guard let parsed = PageCursor(text) else { throw APIError(.invalidRequest, "cursor is not a nextCursor of this list") }
             cursor = parsed
         }
         let statuses: [GateStatus] =
@@ -23,7 +23,7 @@ extension ApprovalsHandler {
             }
         let limit = query.limit ?? 50
         let gates = try await self.store.list(tenant: person.tenant, statuses: statuses, swarm: query.swarmId, limit: limit, after: cursor)
-        let next = gates.count == limit ? gates.last.map { GateCursor(requestedAt: $0.requestedAt, gateID: $0.id).text } : nil
+        let next = gates.count == limit ? gates.last.map { PageCursor(at: $0.requestedAt, id: $0.id).text } : nil
         return .ok(.init(body: .json(.init(gates: gates.map { $0.summary(webURL: self.messages.webURL($0)) }, nextCursor: next))))
     }
 

@@ -255,13 +255,13 @@ struct GateStore: Sendable {
     }
 
     /// A page of the tenant's gates, newest first, after `cursor`.
-    func list(tenant: String, statuses: [GateStatus], swarm: String?, limit: Int, after cursor: GateCursor?) async throws -> [Gate] {
+    func list(tenant: String, statuses: [GateStatus], swarm: String?, limit: Int, after cursor: PageCursor?) async throws -> [Gate] {
         let rows = try await self.client.query(
             """
             SELECT \(unescaped: Self.columns) FROM gates
             WHERE tenant_id = \(tenant) AND status = ANY(\(statuses.map(\.rawValue)))
               AND (\(swarm)::text IS NULL OR swarm_id = \(swarm))
-              AND (\(cursor?.requestedAt)::timestamptz IS NULL OR (requested_at, gate_id) < (\(cursor?.requestedAt), \(cursor?.gateID)))
+              AND (\(cursor?.at)::timestamptz IS NULL OR (requested_at, gate_id) < (\(cursor?.at), \(cursor?.id)))
             ORDER BY requested_at DESC, gate_id DESC
             LIMIT \(limit)
             """,

@@ -1,4 +1,5 @@
 public import Contracts
+public import Foundation
 import SwiftProtobuf
 
 /// Adds a service's events to a tenant's event log through ingest (the service lane,
@@ -46,4 +47,15 @@ public struct ServiceEventRefusal: Error, CustomStringConvertible {
     /// for a batch ingest will never take (a malformed event, an unknown tenant).
     public let retryable: Bool
     public var description: String { self.message }
+}
+
+extension BusServiceEvent {
+    /// The `frame_tail` of a frame: `frame` encoded as a JSON object (keys sorted), its opening
+    /// brace turned into the comma that continues `{"seq":N,"eventId":"N"`.
+    public static func frameTail(_ frame: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let object = try encoder.encode(frame)
+        return Data([UInt8(ascii: ",")] + object.dropFirst())
+    }
 }
