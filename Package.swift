@@ -53,6 +53,11 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
         "approvals", "Approvals", ["ApprovalsContract", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []
     ),
+    (
+        "health-monitor", "HealthMonitor",
+        ["EventLog", "HealthMonitorContract", openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
+        []
+    ),
 ]
 
 /// A service's library target and its executable target.
@@ -119,6 +124,13 @@ let package = Package(
         .target(name: "ControlAPIContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
         // approvals' contract, generated from openapi/approvals.yaml the same way.
         .target(name: "ApprovalsContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
+        // health-monitor's contract, generated from openapi/health-monitor.yaml the same way.
+        .target(
+            name: "HealthMonitorContract",
+            dependencies: [openAPIRuntime],
+            exclude: ["Generated/README.md"],
+            swiftSettings: generatedSwiftSettings
+        ),
         // What the operator CLI and the benchmarks share: the ingest load generator, the control-api client.
         .target(
             name: "SwarmdeckTools",
@@ -206,6 +218,16 @@ let package = Package(
                 "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport",
                 "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HealthMonitorTests",
+            dependencies: [
+                "Approvals", "Contracts", "ControlAPI", "EventLog", "HealthMonitor", "HealthMonitorContract", "Ingest", "ServiceKit", "StreamFanout",
+                "StreamTestSupport", "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
+            ],
+            // The OpenTelemetry SDK client the live tests run with Python.
+            exclude: ["claude-code-otel.py"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"], swiftSettings: swiftSettings),

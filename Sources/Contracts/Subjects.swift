@@ -10,6 +10,9 @@
 /// | `<prefix>.revoked.<tenant>`                      | revoked devices (JetStream)     |
 /// | `<prefix>.svc.events`                            | services' events for ingest (request/reply) |
 /// | `<prefix>.gates.<tenant>`                        | approval gates opened (JetStream) |
+/// | `<prefix>.incidents.<tenant>`                    | incident changes (JetStream)    |
+/// | `<prefix>.health.summary`                        | a tenant's health summary (request/reply) |
+/// | `<prefix>.health.thresholds.<tenant>`            | a tenant's thresholds changed (core NATS) |
 ///
 /// Identifiers are encoded with ``SubjectToken`` so that a `.`, `*`, `>` or space in an id
 /// can never change the shape of a subject.
@@ -115,6 +118,48 @@ public struct Subjects: Sendable, Hashable {
     /// The JetStream stream that holds gate openings until the notifier has taken them.
     public var gateStreamName: String {
         "SD_GATES_" + self.prefix.replacingAll(".", with: "_").uppercased()
+    }
+
+    // MARK: Health
+
+    /// The subject a change of one of `tenant`'s incidents is published on, for the notifier.
+    public func incidentChanged(tenant: String) -> String {
+        "\(self.prefix).incidents.\(SubjectToken.encode(tenant))"
+    }
+
+    /// The subjects the incidents stream captures.
+    public var allIncidentChanges: String {
+        "\(self.prefix).incidents.>"
+    }
+
+    /// The JetStream stream that holds incident changes until the notifier has taken them.
+    public var incidentStreamName: String {
+        "SD_INCIDENTS_" + self.prefix.replacingAll(".", with: "_").uppercased()
+    }
+
+    /// The subject control-api asks health-monitor for a tenant's health summary on
+    /// (request/reply; health-monitor's replicas share it as a queue group).
+    public var healthSummary: String {
+        "\(self.prefix).health.summary"
+    }
+
+    /// The subject health-monitor's replicas hear that `tenant`'s thresholds changed on.
+    public func healthThresholdsChanged(tenant: String) -> String {
+        "\(self.prefix).health.thresholds.\(SubjectToken.encode(tenant))"
+    }
+
+    /// The tenant a ``healthThresholdsChanged(tenant:)`` subject names; nil for another subject.
+    public func parseHealthThresholdsChanged(_ subject: String) -> String? {
+        let base = "\(self.prefix).health.thresholds."
+        guard subject.hasPrefix(base) else { return nil }
+        let token = subject.dropFirst(base.utf8.count)
+        guard !token.contains(".") else { return nil }
+        return SubjectToken.decode(token)
+    }
+
+    /// Every tenant's threshold changes.
+    public var allHealthThresholdChanges: String {
+        "\(self.prefix).health.thresholds.>"
     }
 
     // MARK: Parsing

@@ -137,7 +137,8 @@ final class FleetIndex: Sendable {
     ) {
         self.tenants.withLock { tenants in
             var fleet = tenants[tenant] ?? TenantFleet()
-            guard seq > fleet.snapshotHead else { return }
+            // A swarm's own events (health metrics, swarm incidents) belong to no agent.
+            guard seq > fleet.snapshotHead, !agentID.isEmpty else { return }
             if fleet.agents[agentID] == nil {
                 guard self.makeRoom(in: &fleet, now: Date()) else { return }
             }

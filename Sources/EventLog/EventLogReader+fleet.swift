@@ -56,7 +56,7 @@ extension EventLogReader {
                 for try await (tenant, swarm, agent, lastSeen) in try await connection.query(
                     """
                     SELECT DISTINCT ON (tenant_id, agent_id) tenant_id, swarm_id, agent_id, committed_at
-                    FROM \(unescaped: self.schema).events ORDER BY tenant_id, agent_id, seq DESC
+                    FROM \(unescaped: self.schema).events WHERE agent_id <> '' ORDER BY tenant_id, agent_id, seq DESC
                     """,
                     logger: self.logger
                 ).decode((String, String, String, Date).self) {
@@ -76,7 +76,7 @@ extension EventLogReader {
                 for try await (tenant, agent, minute, events, errors) in try await connection.query(
                     """
                     SELECT tenant_id, agent_id, date_trunc('minute', committed_at), count(*), count(*) FILTER (WHERE severity >= \(errorSeverity))
-                    FROM \(unescaped: self.schema).events WHERE committed_at > now() - interval '1 hour'
+                    FROM \(unescaped: self.schema).events WHERE committed_at > now() - interval '1 hour' AND agent_id <> ''
                     GROUP BY 1, 2, 3
                     """,
                     logger: self.logger

@@ -29,8 +29,9 @@ struct ServiceEventIntake: Service {
     static let maxConcurrent = 64
     /// Events in one batch; a larger batch is refused whole.
     static let maxBatchEvents = 100
-    /// The kinds a service may originate (ACP: a message appended to a thread).
-    static let kinds: Set<BusEventKind> = [.approval, .incident, .acp]
+    /// The kinds a service may originate (ACP: a message appended to a thread; metric: a swarm's
+    /// health metrics from health-monitor).
+    static let kinds: Set<BusEventKind> = [.approval, .incident, .acp, .metric]
 
     func run() async throws {
         let subscription = try self.connection.subscribe(
@@ -99,7 +100,10 @@ struct ServiceEventIntake: Service {
         }
         return try batch.events.map { (event) throws(APIError) -> PreparedEvent in
             guard Self.kinds.contains(event.kind) else { throw APIError(.invalidRequest, "kind \(event.kind) is not a service event kind") }
-            for (value, field) in [(event.msgID, "msg_id"), (event.swarmID, "swarm_id"), (event.agentID, "agent_id")] {
+            // A swarm's metric or incident belongs to no agent: its agent_id is empty.
+            let swarmScoped = (event.kind == .metric || event.kind == .incident) && event.agentID.isEmpty
+            for (value, field) in [(event.msgID, "msg_id"), (event.swarmID, "swarm_id"), (event.agentID, "agent_id")]
+            where !(swarmScoped && field == "agent_id") {
                 if let problem = EntityID.problem(value, field: field) { throw APIError(.invalidRequest, problem) }
             }
             if event.kind == .acp {

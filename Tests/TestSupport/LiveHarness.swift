@@ -44,6 +44,8 @@ public struct LiveHarness: Sendable {
             "CONTROL_SCHEMA": self.serviceSchema + "_ctl",
             "CONTROL_INGEST_SCHEMA": self.ingestSchema,
             "APPROVALS_SCHEMA": self.serviceSchema + "_apr",
+            "HEALTH_SCHEMA": self.serviceSchema + "_hm",
+            "HEALTH_INGEST_SCHEMA": self.ingestSchema,
             "SUBJECTS_PREFIX": prefix ?? self.prefix,
             "AUTH_JWT_PUBLIC_KEY_FILE": self.keyFile.path + ".pub",
             "AUTH_JWT_PRIVATE_KEY_FILE": self.keyFile.path,
@@ -110,4 +112,8 @@ public struct LiveHarness: Sendable {
 public struct HarnessError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { self.message }
+
+    public init(message: String) {
+        self.message = message
+    }
 }

@@ -73,17 +73,21 @@ ensure_packages() {
 ensure_project_packages() { ensure_packages "${SWARMDECK_PACKAGES[@]}"; }
 ensure_compose_packages() { ensure_packages "${SWARMDECK_COMPOSE_PACKAGES[@]}"; }
 
-# schemathesis (from PyPI, pinned) in a venv under .build-venv: the fuzz test of
-# control-api's OpenAPI document runs it. Exports SWARMDECK_SCHEMATHESIS.
+# Python tools from PyPI, pinned, in a venv under .build-venv: schemathesis (the fuzz of every
+# OpenAPI document) and the OpenTelemetry SDK with its OTLP/HTTP exporter (health-monitor's tests
+# send telemetry through the real SDK). Exports SWARMDECK_SCHEMATHESIS and SWARMDECK_PYTHON.
 SWARMDECK_SCHEMATHESIS_VERSION=4.32.5
-ensure_schemathesis() {
+SWARMDECK_OTEL_VERSION=1.38.0
+ensure_python_tools() {
   local venv=${SWARMDECK_ROOT:-$PWD}/.build-venv
-  if [[ ! -x $venv/bin/schemathesis ]] || [[ $("$venv/bin/schemathesis" --version 2>/dev/null) != *"$SWARMDECK_SCHEMATHESIS_VERSION"* ]]; then
-    log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION into $venv"
+  if [[ ! -x $venv/bin/schemathesis ]] || [[ $("$venv/bin/schemathesis" --version 2>/dev/null) != *"$SWARMDECK_SCHEMATHESIS_VERSION"* ]] ||
+    [[ $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"))' 2>/dev/null) != "$SWARMDECK_OTEL_VERSION" ]]; then
+    log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION and opentelemetry-sdk $SWARMDECK_OTEL_VERSION into $venv"
     python3 -m venv "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
-    "$venv/bin/pip" install -q "schemathesis==$SWARMDECK_SCHEMATHESIS_VERSION" || die "could not install schemathesis from PyPI"
+    "$venv/bin/pip" install -q "schemathesis==$SWARMDECK_SCHEMATHESIS_VERSION" "opentelemetry-sdk==$SWARMDECK_OTEL_VERSION" \
+      "opentelemetry-exporter-otlp-proto-http==$SWARMDECK_OTEL_VERSION" || die "could not install the Python tools from PyPI"
   fi
-  export SWARMDECK_SCHEMATHESIS=$venv/bin/schemathesis
+  export SWARMDECK_SCHEMATHESIS=$venv/bin/schemathesis SWARMDECK_PYTHON=$venv/bin/python
 }
 
 # wait_for_http URL TIMEOUT_SECONDS [PID]: succeed once URL answers 2xx.

@@ -45,7 +45,8 @@ public nonisolated struct BusServiceEvent: Sendable {
 
   public var agentID: String = String()
 
-  /// The kinds services originate: APPROVAL, INCIDENT (agents cannot post these), and ACP with
+  /// The kinds services originate: APPROVAL, INCIDENT (agents cannot post these), METRIC (a
+  /// swarm's health metrics), and ACP with
   /// `acp` set (a message a service appends to an ACP thread, e.g. the answer to a permission
   /// request).
   public var kind: BusEventKind = .unspecified

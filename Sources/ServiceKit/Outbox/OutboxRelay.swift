@@ -76,7 +76,7 @@ public final class OutboxRelay: Service, Sendable {
             for await _ in self.wakeUps {
                 do {
                     try await self.round()
-                } catch where !Task.isCancelled {
+                } catch  where !Task.isCancelled {
                     self.logger.warning("outbox round failed", metadata: ["error": "\(String(reflecting: error))"])
                 } catch {
                     return  // shutting down: what is left is sent at the next start
@@ -128,7 +128,7 @@ public final class OutboxRelay: Service, Sendable {
                 do {
                     try await self.send(item.kind, item.tenant, group.map { Array(buffer: $0.payload) })
                     sent += group.map(\.id)
-                } catch where Task.isCancelled {
+                } catch  where Task.isCancelled {
                     throw CancellationError()
                 } catch let refusal as ServiceEventRefusal where !refusal.retryable && group.count > 1 {
                     // One bad row must not take the others with it: each goes alone, once.
@@ -138,7 +138,10 @@ public final class OutboxRelay: Service, Sendable {
                             sent.append(row.id)
                         } catch let refusal as ServiceEventRefusal where !refusal.retryable {
                             dead.append(row.id)
-                            self.logger.error("outbox item refused for good; kept, not sent again", metadata: ["id": "\(row.id)", "error": "\(refusal)"])
+                            self.logger.error(
+                                "outbox item refused for good; kept, not sent again",
+                                metadata: ["id": "\(row.id)", "error": "\(refusal)"]
+                            )
                         } catch {
                             failed.append(row.id)
                             blocked.insert(lane)
@@ -146,7 +149,10 @@ public final class OutboxRelay: Service, Sendable {
                     }
                 } catch let refusal as ServiceEventRefusal where !refusal.retryable {
                     dead += group.map(\.id)
-                    self.logger.error("outbox item refused for good; kept, not sent again", metadata: ["ids": "\(group.map(\.id))", "error": "\(refusal)"])
+                    self.logger.error(
+                        "outbox item refused for good; kept, not sent again",
+                        metadata: ["ids": "\(group.map(\.id))", "error": "\(refusal)"]
+                    )
                 } catch {
                     blocked.insert(lane)
                     failed += group.map(\.id)

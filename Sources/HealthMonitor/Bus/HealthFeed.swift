@@ -1,0 +1,260 @@
+import Contracts
+import EventLog
+import Foundation
+import Logging
+import ServiceKit
+import ServiceLifecycle
+import Synchronization
+
+/// Feeds ``HealthEngine`` and carries out what it decides.
+///
+/// At start it takes back the firing incidents and the thresholds of the tenants it follows,
+/// subscribes to every tenant's events, and rebuilds each tenant's windows from the log (the
+/// last `health.rebuild-hours`, at most `health.rebuild-max-events`), evaluating nothing while
+/// it replays; then it applies live events in seq order: an event past a gap first has the gap
+/// read from the log, an event already applied is skipped. Rules an event touches are evaluated
+/// at once; every rule every `health.evaluate-milliseconds`. Incident changes are written in
+/// order by one writer; rollups every `health.rollup-seconds`; swarm metrics every
+/// `health.metric-seconds`.
+final class HealthFeed: Service, Sendable {
+    let engine: HealthEngine
+    let eventLog: EventLogReader
+    let incidents: IncidentStore
+    let thresholds: ThresholdStore
+    let rollups: RollupStore
+    let outbox: HealthOutbox
+    let connection: NATSConnection
+    let subjects: Subjects
+    let settings: HealthSettings
+    let logger: Logger
+    private let ready = Mutex(false)
+    private let migrated = Mutex(false)
+    private let changes: AsyncStream<(String, [TenantHealth.Change])>
+    private let changeSink: AsyncStream<(String, [TenantHealth.Change])>.Continuation
+
+    /// Events read from the log per page.
+    static let page = 5_000
+
+    init(
+        engine: HealthEngine,
+        eventLog: EventLogReader,
+        incidents: IncidentStore,
+        thresholds: ThresholdStore,
+        rollups: RollupStore,
+        outbox: HealthOutbox,
+        connection: NATSConnection,
+        subjects: Subjects,
+        settings: HealthSettings,
+        logger: Logger
+    ) {
+        self.engine = engine
+        self.eventLog = eventLog
+        self.incidents = incidents
+        self.thresholds = thresholds
+        self.rollups = rollups
+        self.outbox = outbox
+        self.connection = connection
+        self.subjects = subjects
+        self.settings = settings
+        self.logger = logger
+        (self.changes, self.changeSink) = AsyncStream.makeStream()
+    }
+
+    /// True once the windows are rebuilt.
+    var isReady: Bool { self.ready.withLock { $0 } }
+
+    /// The schema is migrated (called before the server starts): the rebuild may begin.
+    func schemaReady() {
+        self.migrated.withLock { $0 = true }
+    }
+
+    static func now() -> Int64 { Date().milliseconds }
+
+    func run() async throws {
+        // Subscribed before the rebuild, so nothing falls between the two.
+        let subscription = try self.connection.subscribe(
+            to: self.subjects.allEvents,
+            buffering: .dropNewest(maxMessages: 262_144, maxBytes: 128 << 20)
+        )
+        while !self.migrated.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(50)) }
+        var attempt = 0
+        while !self.isReady {
+            do {
+                try await self.start()
+                self.ready.withLock { $0 = true }
+            } catch {
+                attempt += 1
+                self.logger.warning("cannot rebuild the windows from the log; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                try await Task.sleep(for: .seconds(min(attempt, 5)))
+            }
+        }
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.writeChanges() }
+            group.addTask { await self.every(.milliseconds(self.settings.evaluateMilliseconds)) { try await self.evaluateAll() } }
+            group.addTask { await self.every(.seconds(self.settings.rollupSeconds)) { try await self.writeRollups() } }
+            group.addTask { await self.every(.seconds(self.settings.metricSeconds)) { try await self.sendMetrics() } }
+            group.addTask { await self.every(.seconds(3600)) { try await self.rollups.prune() } }
+            await withTaskCancellationOrGracefulShutdownHandler {
+                for await message in subscription {
+                    guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else { continue }
+                    do {
+                        try await self.live(envelope)
+                    } catch {
+                        self.logger.warning(
+                            "event not applied",
+                            metadata: ["tenant": "\(envelope.tenantID)", "error": "\(String(reflecting: error))"]
+                        )
+                    }
+                }
+            } onCancelOrGracefulShutdown: {
+                subscription.unsubscribe()
+            }
+            self.changeSink.finish()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: Start
+
+    private func start() async throws {
+        let sets = try await self.thresholds.all()
+        for (tenant, set) in sets { await self.engine.setThresholds(set, tenant: tenant) }
+        for incident in try await self.incidents.firing(owned: self.settings.owns) { await self.engine.restore(incident) }
+        let heads = try await self.eventLog.allHeads()
+        let since = Date().addingTimeInterval(-Double(self.settings.rebuildHours) * 3600)
+        var events = 0
+        for (tenant, head) in heads.sorted(by: { $0.key < $1.key }) where head > 0 {
+            guard await self.engine.follows(tenant) else { continue }
+            let first = try await self.eventLog.firstSeq(tenant: tenant, committedSince: since) ?? (head + 1)
+            let from = max(first - 1, head - Int64(self.settings.rebuildMaxEvents))
+            events += try await self.replay(tenant: tenant, after: from, through: head, evaluate: false)
+            await self.engine.setApplied(tenant, head)
+        }
+        self.logger.info("windows rebuilt from the log", metadata: ["tenants": "\(heads.count)", "events": "\(events)"])
+    }
+
+    /// Applies the log's events `after < seq <= through` of `tenant`; answers how many.
+    @discardableResult
+    private func replay(tenant: String, after: Int64, through: Int64, evaluate: Bool) async throws -> Int {
+        var cursor = after
+        var count = 0
+        while cursor < through {
+            let page = try await self.eventLog.timedEvents(tenant: tenant, after: cursor, through: through, limit: Self.page)
+            guard let last = page.last else { break }
+            let events = page.map { timed in
+                HealthEvent(
+                    seq: timed.event.seq,
+                    swarmID: timed.event.swarmID,
+                    agentID: timed.event.agentID,
+                    kind: timed.event.kind,
+                    severity: timed.event.severity,
+                    at: timed.committedAt.milliseconds,
+                    frame: timed.event.frame.readableBytesView
+                )
+            }
+            let changes = await self.engine.apply(events, tenant: tenant, evaluate: evaluate, now: Self.now())
+            if !changes.isEmpty { self.changeSink.yield((tenant, changes)) }
+            count += events.count
+            cursor = last.event.seq
+        }
+        return count
+    }
+
+    // MARK: Live
+
+    private func live(_ envelope: BusEventEnvelope) async throws {
+        let tenant = envelope.tenantID
+        guard await self.engine.follows(tenant) else { return }
+        let applied = await self.engine.lastApplied(tenant)
+        if let applied, envelope.seq <= applied { return }
+        // A gap (a message the subscription dropped, another ingest replica's publish still on
+        // its way, or a tenant new since the start): read it from the log first.
+        let expected = (applied ?? 0) + 1
+        if envelope.seq > expected {
+            let from = max(expected - 1, envelope.seq - 1 - Int64(self.settings.rebuildMaxEvents))
+            try await self.replay(tenant: tenant, after: from, through: envelope.seq - 1, evaluate: true)
+        }
+        let event = HealthEvent(
+            seq: envelope.seq,
+            swarmID: envelope.swarmID,
+            agentID: envelope.agentID,
+            kind: envelope.kind,
+            severity: envelope.severity,
+            at: envelope.committedUnixNano / 1_000_000,
+            frame: envelope.frame
+        )
+        let changes = await self.engine.apply([event], tenant: tenant, evaluate: true, now: Self.now())
+        if !changes.isEmpty { self.changeSink.yield((tenant, changes)) }
+    }
+
+    // MARK: Timers
+
+    private func every(_ interval: Duration, _ body: @Sendable () async throws -> Void) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            guard !Task.isCancelled else { return }
+            do {
+                try await body()
+            } catch {
+                self.logger.warning("periodic health work failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+        }
+    }
+
+    private func evaluateAll() async throws {
+        for (tenant, changes) in await self.engine.evaluateAll(now: Self.now()) { self.changeSink.yield((tenant, changes)) }
+    }
+
+    private func writeRollups() async throws {
+        try await self.rollups.save(await self.engine.takeRollups(now: Self.now()))
+    }
+
+    private func sendMetrics() async throws {
+        let now = Self.now()
+        let sender = ServiceEventSender(connection: self.connection, subjects: self.subjects)
+        var byTenant: [String: [BusServiceEvent]] = [:]
+        for metric in await self.engine.takeSwarmMetrics(now: now) {
+            for (name, value) in metric.values {
+                byTenant[metric.tenant, default: []].append(try SwarmMetricFrame.event(swarm: metric.swarm, name: name, value: value, at: now))
+            }
+        }
+        for (tenant, events) in byTenant {
+            for start in stride(from: 0, to: events.count, by: ServiceEventSender.maxBatch) {
+                try await sender.send(tenant: tenant, Array(events[start..<min(start + ServiceEventSender.maxBatch, events.count)]))
+            }
+        }
+    }
+
+    // MARK: Incidents
+
+    /// Writes incident changes in the order they were decided.
+    private func writeChanges() async {
+        for await (tenant, changes) in self.changes {
+            for change in changes {
+                var attempt = 0
+                while !Task.isCancelled {
+                    do {
+                        try await self.write(change, tenant: tenant)
+                        break
+                    } catch {
+                        attempt += 1
+                        self.logger.warning("incident change not written yet", metadata: ["error": "\(String(reflecting: error))"])
+                        try? await Task.sleep(for: .milliseconds(min(200 * attempt, 5000)))
+                    }
+                }
+            }
+            self.outbox.kick()
+        }
+    }
+
+    private func write(_ change: TenantHealth.Change, tenant: String) async throws {
+        switch change {
+        case .fire(let id, let subject, let summary):
+            let incident = Incident(tenant: tenant, id: id, subject: subject, summary: summary, firedAt: .nowMilliseconds)
+            let firing = try await self.incidents.fire(incident)
+            if firing.id != id { await self.engine.adopt(tenant: tenant, fingerprint: subject.fingerprint, incidentID: firing.id) }
+        case .resolve(let id, _):
+            try await self.incidents.resolve(tenant: tenant, id: id, at: .nowMilliseconds)
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Contracts
+import Foundation
+import HealthMonitorContract
+import Logging
+
+/// The windows of every tenant this replica follows, behind one actor: events go in, incident
+/// changes, rollups and swarm metrics come out. The I/O around it (the feed, the writer, the
+/// timers) is in ``HealthFeed``.
+actor HealthEngine {
+    let settings: HealthSettings
+    private(set) var tenants: [String: TenantHealth] = [:]
+    /// The last seq applied per tenant.
+    private(set) var applied: [String: Int64] = [:]
+    /// What changed since the rollups were last taken.
+    private var dirty: [String: Set<TenantHealth.Touched>] = [:]
+    /// The swarm metrics last sent, per tenant and swarm.
+    private var sentMetrics: [String: [String: [Double]]] = [:]
+    /// Events of tenants past `health.max-tenants`, ignored.
+    private(set) var ignored = 0
+    private(set) var eventsApplied = 0
+
+    init(settings: HealthSettings) {
+        self.settings = settings
+    }
+
+    /// Whether this replica follows `tenant` (its share, and room for it).
+    func follows(_ tenant: String) -> Bool {
+        guard self.settings.owns(tenant) else { return false }
+        if self.tenants[tenant] != nil { return true }
+        if self.tenants.count >= self.settings.maxTenants {
+            self.ignored += 1
+            return false
+        }
+        return true
+    }
+
+    private func tenant(_ id: String) -> TenantHealth {
+        self.tenants[id]
+            ?? TenantHealth(
+                tenant: id,
+                limits: self.settings.limits,
+                models: self.settings.models,
+                sampleMilliseconds: Int64(self.settings.sampleSeconds) * 1000
+            )
+    }
+
+    func lastApplied(_ tenant: String) -> Int64? { self.applied[tenant] }
+
+    func setApplied(_ tenant: String, _ seq: Int64) {
+        self.applied[tenant] = max(self.applied[tenant] ?? 0, seq)
+    }
+
+    /// Applies events of one tenant in seq order (those at or below what was applied are
+    /// skipped); with `evaluate`, evaluates what they touched at `now` and answers the changes.
+    func apply(_ events: [HealthEvent], tenant id: String, evaluate: Bool, now: Int64) -> [TenantHealth.Change] {
+        var tenant = self.tenant(id)
+        var touched: Set<TenantHealth.Touched> = []
+        var last = self.applied[id] ?? 0
+        for event in events where event.seq > last {
+            touched.formUnion(tenant.apply(event))
+            last = event.seq
+            self.eventsApplied += 1
+        }
+        self.applied[id] = last
+        self.dirty[id, default: []].formUnion(touched)
+        var changes: [TenantHealth.Change] = []
+        if evaluate, !touched.isEmpty { changes = tenant.evaluate(now: now, only: touched, newID: Incident.newID) }
+        self.tenants[id] = tenant
+        return changes
+    }
+
+    /// Evaluates every rule of every tenant at `now`.
+    func evaluateAll(now: Int64) -> [(tenant: String, changes: [TenantHealth.Change])] {
+        var all: [(String, [TenantHealth.Change])] = []
+        for id in Array(self.tenants.keys) {
+            var tenant = self.tenants[id]!
+            let changes = tenant.evaluate(now: now, newID: Incident.newID)
+            self.tenants[id] = tenant
+            if !changes.isEmpty { all.append((id, changes)) }
+            // Time moves windows: everything of a tenant with firing alerts or recent events.
+            self.dirty[id, default: []].formUnion(tenant.swarms.keys.map { .swarm($0) })
+        }
+        return all
+    }
+
+    /// Takes back a firing incident loaded from the store.
+    func restore(_ incident: Incident) {
+        guard let subject = incident.subject else { return }
+        var tenant = self.tenant(incident.tenant)
+        tenant.restore(incidentID: incident.id, subject: subject)
+        self.tenants[incident.tenant] = tenant
+    }
+
+    /// The store kept another incident for this fingerprint (it fired already): that one it is.
+    func adopt(tenant id: String, fingerprint: String, incidentID: String) {
+        guard var tenant = self.tenants[id] else { return }
+        tenant.adopt(fingerprint: fingerprint, incidentID: incidentID)
+        self.tenants[id] = tenant
+    }
+
+    func setThresholds(_ thresholds: ThresholdSet, tenant id: String) {
+        guard self.settings.owns(id) else { return }
+        var tenant = self.tenant(id)
+        tenant.thresholds = thresholds
+        self.tenants[id] = tenant
+        self.dirty[id, default: []].formUnion(tenant.swarms.keys.map { .swarm($0) })
+    }
+
+    // MARK: Rollups
+
+    /// The rollups of what changed since the last call, rendered at `now`.
+    func takeRollups(now: Int64) -> [HealthRollup] {
+        let dirty = self.dirty
+        self.dirty = [:]
+        var rollups: [HealthRollup] = []
+        for (id, touched) in dirty {
+            guard let tenant = self.tenants[id] else { continue }
+            for item in touched {
+                if let rollup = HealthRollup(tenant, item, now: now) { rollups.append(rollup) }
+            }
+        }
+        return rollups
+    }
+
+    /// The swarm metrics that changed since they were last sent (swarms active in the last ten
+    /// minutes only).
+    func takeSwarmMetrics(now: Int64) -> [(tenant: String, swarm: String, values: [(name: String, value: Double)])] {
+        var out: [(String, String, [(String, Double)])] = []
+        for (id, tenant) in self.tenants {
+            for (swarmID, swarm) in tenant.swarms where now - swarm.lastEventAt < 600_000 {
+                let values = [
+                    ("error_rate", (swarm.errorRate(now: now) * 1000).rounded() / 1000),
+                    ("throughput", swarm.eventsPerMinute(now: now)),
+                    ("stuck_agents", Double(tenant.stuckAgents(swarm: swarmID))),
+                    ("cost_per_hour", (swarm.costPerHour(now: now) * 100).rounded() / 100),
+                ]
+                let numbers = values.map(\.1)
+                guard self.sentMetrics[id]?[swarmID] != numbers else { continue }
+                self.sentMetrics[id, default: [:]][swarmID] = numbers
+                out.append((id, swarmID, values))
+            }
+        }
+        return out
+    }
+
+    /// Sizes, for the metrics and the benchmark.
+    func sizes() -> (tenants: Int, sessions: Int, skills: Int, agents: Int, swarms: Int, alerts: Int) {
+        var sizes = (tenants: self.tenants.count, sessions: 0, skills: 0, agents: 0, swarms: 0, alerts: 0)
+        for tenant in self.tenants.values {
+            sizes.sessions += tenant.sessions.count
+            sizes.skills += tenant.skills.count
+            sizes.agents += tenant.agents.count
+            sizes.swarms += tenant.swarms.count
+            sizes.alerts += tenant.alerts.count
+        }
+        return sizes
+    }
+}

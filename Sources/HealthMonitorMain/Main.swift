@@ -1,0 +1,4 @@
+import HealthMonitor
+import ServiceKit
+
+@main struct Main: ServiceEntryPoint { typealias Service = HealthMonitorService }

@@ -1,0 +1,146 @@
+import Approvals
+import Contracts
+import Foundation
+import HummingbirdTesting
+import ServiceKit
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite("Health-monitor live: stuck agents under the real connector, loops, gates, thresholds and restarts")
+struct HealthAgentTests {
+    typealias H = HealthHarness
+    typealias JSON = [String: Any]
+
+    static var swarmdeck: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("swarmdeck")
+    }
+
+    @Test("a silent connector-run process is stuck; an agent waiting on an approval gate is not; an identical call repeated is a loop")
+    func stuckAndLoops() async throws {
+        let harness = try await H(["CONTROL_OFFLINE_SECONDS": "30"])
+        try await harness.run { ingest, control, health in
+            try await harness.live.application(ApprovalsService.self).test(.live) { approvals in
+                let key = try await harness.live.createKey(ingest)
+                let token = try await harness.token()
+                try await H.setThresholds(health, token: token, ["stuckMinutes": 0.05, "resolveAfterSeconds": 0])
+
+                // An agent waiting on a person: running, silent, with a pending gate.
+                let (created, session) = try await LiveCall.call(
+                    control,
+                    .post,
+                    "/v1/agent/sessions",
+                    token: key,
+                    json: ["swarmId": "e2e", "agentId": "waiter"]
+                )
+                #expect(created == .created, "\(session)")
+                let agentToken = try #require(session["token"] as? String)
+                try await harness.post(ingest, key: key, [["kind": "state", "swarmId": "e2e", "agentId": "waiter", "state": "running"]])
+                let (opened, gate) = try await LiveCall.call(
+                    approvals,
+                    .post,
+                    "/v1/agent/gates",
+                    token: agentToken,
+                    json: ["idempotencyKey": "k1", "summary": "deploy?", "tool": "Bash"]
+                )
+                #expect(opened == .created, "\(gate)")
+
+                // A silent process under the real connector.
+                let connector = Process()
+                connector.executableURL = Self.swarmdeck
+                connector.arguments = [
+                    "agent", "run", "--ingest-url", "http://127.0.0.1:\(try #require(ingest.port))", "--control-url",
+                    "http://127.0.0.1:\(try #require(control.port))", "--swarm", "e2e", "--name", "silent", "--heartbeat-seconds", "1", "--key", key,
+                    "--", "sleep", "1000",
+                ]
+                connector.standardOutput = FileHandle.nullDevice
+                connector.standardError = FileHandle.nullDevice
+                try connector.run()
+                defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+
+                let stuck = try await H.incident(health, token: token, rule: "agent_stuck", timeout: .seconds(30))
+                #expect(stuck?["agentId"] as? String == "silent", "\(String(describing: stuck))")
+                // Well past the threshold, the waiting agent is still not stuck.
+                try await Task.sleep(for: .seconds(2))
+                let firing = try await H.incidents(health, token: token)
+                #expect(!firing.contains { $0["agentId"] as? String == "waiter" }, "\(firing)")
+
+                // The same call, same arguments, five times in a row: a loop; other arguments are exploration.
+                func call(_ command: String) -> JSON {
+                    [
+                        "kind": "tool_call", "swarmId": "e2e", "agentId": "looper", "tool": "Bash", "ok": true,
+                        "attrs": ["tool_input": ["command": command]],
+                    ]
+                }
+                try await harness.post(ingest, key: key, ["ls a", "ls b", "ls c", "ls d", "ls e"].map(call))
+                try await Task.sleep(for: .seconds(1))
+                #expect(!(try await H.incidents(health, token: token)).contains { $0["rule"] as? String == "tool_loop" })
+                try await harness.post(ingest, key: key, Array(repeating: call("make test"), count: 5))
+                let loop = try await H.incident(health, token: token, rule: "tool_loop")
+                #expect(loop?["agentId"] as? String == "looper")
+                #expect((loop?["summary"] as? String)?.contains("5 times") == true, "\(String(describing: loop))")
+                // Output from the silent one's agent id ends its stuck incident.
+                try await harness.post(ingest, key: key, [["kind": "log", "swarmId": "e2e", "agentId": "silent", "message": "alive"]])
+                #expect(try await H.incident(health, token: token, rule: "agent_stuck", status: "resolved") != nil)
+            }
+        }
+    }
+
+    @Test("PUT thresholds changes behaviour at once; a restart mid-incident leaves one incident, still firing, with its history")
+    func thresholdsAndRestart() async throws {
+        let harness = try await H()
+        let incidentID = try await Self.firingAfterThresholdChange(harness)
+        // A new start of health-monitor on the same schema and log: it rebuilds its windows and
+        // takes the incident back; the condition still holds, so it keeps firing.
+        try await harness.health { health in
+            let token = try await harness.token()
+            try await Task.sleep(for: .seconds(2))
+            let firing = try await H.incidents(health, token: token)
+            #expect(firing.map { $0["id"] as? String } == [incidentID], "\(firing)")
+            let all = try await H.incidents(health, token: token, status: "all")
+            #expect(all.count == 1, "a second incident: \(all)")
+            let (_, detail) = try await H.get(health, "/v1/incidents/\(incidentID)", token: token)
+            #expect((detail["timeline"] as? [JSON])?.compactMap { $0["action"] as? String } == ["fired", "acknowledged"], "\(detail)")
+            let (_, context) = try await H.get(health, "/v1/context-health/sess-t", token: token)
+            #expect(context["tokenUsage"] as? Int == 140_000, "rebuilt from the log: \(context)")
+        }
+    }
+
+    /// Context at 70%: nothing at the default 80%; lowering the tenant's threshold to 60% fires
+    /// at once; the incident is acknowledged. Answers its id.
+    static func firingAfterThresholdChange(_ harness: H) async throws -> String {
+        let found = Mutex("")
+        try await harness.run { ingest, _, health in
+            let key = try await harness.live.createKey(ingest)
+            let token = try await harness.token()
+            try await harness.post(
+                ingest,
+                key: key,
+                [
+                    [
+                        "kind": "usage", "swarmId": "w", "agentId": "a", "model": "m", "inputTokens": 140_000, "outputTokens": 10,
+                        "attrs": ["session.id": "sess-t"],
+                    ]
+                ]
+            )
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await H.incidents(health, token: token).isEmpty)
+            try await H.setThresholds(health, token: token, ["nearCapacityPercent": 60])
+            let incident = try #require(try await H.incident(health, token: token, rule: "context_near_capacity", timeout: .seconds(5)))
+            let incidentID = try #require(incident["id"] as? String)
+            found.withLock { $0 = incidentID }
+            let (status, acknowledged) = try await LiveCall.call(
+                health,
+                .post,
+                "/v1/incidents/\(incidentID)/acknowledge",
+                token: token,
+                json: ["reason": "looking into it"]
+            )
+            #expect(status == .ok && acknowledged["acknowledged"] as? Bool == true && acknowledged["status"] as? String == "firing")
+            let (_, thresholds) = try await H.get(health, "/v1/alert-thresholds", token: token)
+            let tenant = try #require(thresholds["tenant"] as? JSON)
+            #expect(tenant["version"] as? Int == 1 && (tenant["effective"] as? JSON)?["nearCapacityPercent"] as? Double == 60)
+        }
+        return found.withLock { $0 }
+    }
+}
