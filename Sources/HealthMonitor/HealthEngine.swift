@@ -99,7 +99,7 @@ actor HealthEngine {
     }
 
     func setThresholds(_ thresholds: ThresholdSet, tenant id: String) {
-        guard self.settings.owns(id) else { return }
+        guard self.follows(id) else { return }
         var tenant = self.tenant(id)
         tenant.thresholds = thresholds
         self.tenants[id] = tenant

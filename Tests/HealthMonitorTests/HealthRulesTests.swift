@@ -212,4 +212,29 @@ struct HealthRulesTests {
         #expect(tenant.apply(Self.event(14, .incident, agent: "a2", at: 90_000)).isEmpty)
         #expect(tenant.apply(Self.event(15, .metric, agent: "", at: 90_000)).isEmpty)
     }
+
+    @Test("a tenant's bounds: past them the least recently active session, skill, agent or swarm is dropped")
+    func bounds() {
+        var tenant = TenantHealth(
+            tenant: "t",
+            limits: .init(sessions: 3, skills: 2, agents: 4, swarms: 5),
+            models: ModelWindows(table: "", defaultWindow: 200_000)!,
+            sampleMilliseconds: 1000
+        )
+        for index in 0..<6 {
+            tenant.apply(
+                Self.event(
+                    Int64(index * 2 + 1),
+                    .usage,
+                    agent: "a\(index)",
+                    at: Int64(index),
+                    ["inputTokens": 10, "attrs": ["session.id": "s\(index)"]]
+                )
+            )
+            tenant.apply(Self.event(Int64(index * 2 + 2), .toolCall, agent: "a\(index)", at: Int64(index), ["tool": "t\(index)", "ok": true]))
+        }
+        #expect(tenant.sessions.count == 3 && Set(tenant.sessions.keys) == ["s3", "s4", "s5"])
+        #expect(tenant.skills.count == 2 && tenant.agents.count == 4 && tenant.swarms.count == 1)
+        #expect(tenant.evicted == 3 + 4 + 2)
+    }
 }
