@@ -170,7 +170,8 @@ let package = Package(
         .executableTarget(
             name: "swarmdeck",
             dependencies: [
-                "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "Ingest", "OTLP", "ServiceKit",
+                "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor", "Ingest",
+                "OTLP", "ServiceKit",
                 "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, mcp, nioCore, nioPosix, openAPIAsyncHTTPClient, openAPIRuntime,
             ],
             swiftSettings: swiftSettings

@@ -25,7 +25,10 @@ extension ControlAPIHandler {
             errorsLastHour: errors,
             errorRate: events == 0 ? 0 : Double(errors) / Double(events)
         )
-        return .ok(.init(body: .json(.init(summaryCards: cards, activeSwarms: Array(active.prefix(50)), generatedAt: now))))
+        let health = await self.health.summary(tenant: identity.tenant)
+        return .ok(
+            .init(body: .json(.init(summaryCards: cards, activeSwarms: Array(active.prefix(50)), health: health?.rollups, generatedAt: now)))
+        )
     }
 
     func listSwarms(_ input: Operations.ListSwarms.Input) async throws -> Operations.ListSwarms.Output {
@@ -53,8 +56,11 @@ extension ControlAPIHandler {
         guard let record = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
             throw APIError(.notFound, "no agent \(input.path.agentId)")
         }
+        async let health = self.health.summary(tenant: identity.tenant, agent: record.agentID, swarm: record.swarmID)
         let last = try await self.store.lastCommand(tenant: identity.tenant, agentID: record.agentID)
-        return .ok(.init(body: .json(self.agent(record, lastCommand: last, now: Date()))))
+        var agent = self.agent(record, lastCommand: last, now: Date())
+        agent.health = await health?.agentHealth
+        return .ok(.init(body: .json(agent)))
     }
 
     // MARK: Views

@@ -18,6 +18,8 @@ struct ControlAPIHandler: Sendable {
     let fleet: FleetIndex
     let store: ControlStore
     let bus: CommandBus
+    /// What health-monitor knows, for the overview and agent detail.
+    let health: HealthSummaries
     let limiter: KeyedTokenBuckets
     /// Registrations and refreshes per source address.
     let authLimiter: KeyedTokenBuckets

@@ -69,6 +69,7 @@ public enum ControlAPIService: SwarmdeckService {
             fleet: fleet,
             store: store,
             bus: bus,
+            health: HealthSummaries(connection: assembly.nats, subjects: assembly.subjects, logger: logger),
             limiter: KeyedTokenBuckets(perMinute: settings.controlsPerMinute),
             authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute),
             sessionsSeen: SessionTouches(interval: .seconds(settings.agentSessionCheckSeconds)),

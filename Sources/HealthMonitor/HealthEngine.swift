@@ -103,7 +103,10 @@ actor HealthEngine {
         var tenant = self.tenant(id)
         tenant.thresholds = thresholds
         self.tenants[id] = tenant
-        self.dirty[id, default: []].formUnion(tenant.swarms.keys.map { .swarm($0) })
+        // Warnings and statuses depend on the thresholds: every rollup of the tenant anew.
+        self.dirty[id, default: []].formUnion(
+            tenant.sessions.keys.map { .session($0) } + tenant.skills.keys.map { .skill($0) } + tenant.swarms.keys.map { .swarm($0) }
+        )
     }
 
     // MARK: Rollups

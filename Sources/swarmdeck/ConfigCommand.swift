@@ -1,6 +1,7 @@
 import Approvals
 import ArgumentParser
 import ControlAPI
+import HealthMonitor
 import Ingest
 import ServiceKit
 import StreamFanout
@@ -14,7 +15,9 @@ struct ConfigCommand: ParsableCommand {
     )
 
     /// Every service the project builds, in the order of `deploy/local/services`.
-    static let services: [any SwarmdeckService.Type] = [IngestService.self, StreamFanoutService.self, ControlAPIService.self, ApprovalsService.self]
+    static let services: [any SwarmdeckService.Type] = [
+        IngestService.self, StreamFanoutService.self, ControlAPIService.self, ApprovalsService.self, HealthMonitorService.self,
+    ]
 
     struct Keys: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -86,7 +86,9 @@ struct HealthAgentTests {
         }
     }
 
-    @Test("PUT thresholds changes behaviour at once; a restart mid-incident leaves one incident, still firing, with its history")
+    @Test(
+        "PUT thresholds changes behaviour at once; control-api's overview and agent carry it; a restart mid-incident leaves one incident, still firing, with its history"
+    )
     func thresholdsAndRestart() async throws {
         let harness = try await H()
         let incidentID = try await Self.firingAfterThresholdChange(harness)
@@ -110,7 +112,7 @@ struct HealthAgentTests {
     /// at once; the incident is acknowledged. Answers its id.
     static func firingAfterThresholdChange(_ harness: H) async throws -> String {
         let found = Mutex("")
-        try await harness.run { ingest, _, health in
+        try await harness.run { ingest, control, health in
             let key = try await harness.live.createKey(ingest)
             let token = try await harness.token()
             try await harness.post(
@@ -137,6 +139,16 @@ struct HealthAgentTests {
                 json: ["reason": "looking into it"]
             )
             #expect(status == .ok && acknowledged["acknowledged"] as? Bool == true && acknowledged["status"] as? String == "firing")
+            // control-api's overview and agent detail carry it, learned over NATS.
+            let overview = await eventually(timeout: .seconds(10)) {
+                let (_, body) = (try? await H.get(control, "/v1/overview", token: token)) ?? (.ok, [:])
+                let health = body["health"] as? JSON
+                return (health?["activeIncidents"] as? [JSON])?.first?["id"] as? String == incidentID && health?["contextRisk"] as? Double == 70
+            }
+            #expect(overview, "the overview has no health")
+            let (_, agent) = try await H.get(control, "/v1/agents/a", token: token)
+            let context = ((agent["health"] as? JSON)?["context"] as? [JSON])?.first
+            #expect(context?["sessionId"] as? String == "sess-t" && context?["warnings"] as? [String] == ["near_capacity"], "\(agent)")
             let (_, thresholds) = try await H.get(health, "/v1/alert-thresholds", token: token)
             let tenant = try #require(thresholds["tenant"] as? JSON)
             #expect(tenant["version"] as? Int == 1 && (tenant["effective"] as? JSON)?["nearCapacityPercent"] as? Double == 60)

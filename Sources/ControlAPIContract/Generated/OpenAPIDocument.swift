@@ -645,6 +645,7 @@ components:
         errorRate: { type: number, description: errorsLastHour / eventsLastHour (0 without events). }
         lastCommand: { $ref: '#/components/schemas/CommandStatus' }
         acceptsRequests: { type: boolean, description: True for a worker. }
+        health: { $ref: '#/components/schemas/AgentHealth' }
         webUrl: { type: string }
     Worker:
       type: object
@@ -721,7 +722,76 @@ components:
         activeSwarms:
           type: array
           items: { $ref: '#/components/schemas/Swarm' }
+        health: { $ref: '#/components/schemas/HealthRollups' }
         generatedAt: { type: string, format: date-time }
+    HealthRollups:
+      type: object
+      description: |
+        What health-monitor knows (seed 000 §12.1), asked over NATS when the overview is built;
+        absent when health-monitor did not answer within 300 ms.
+      required: [activeIncidents, swarms]
+      properties:
+        activeIncidents:
+          type: array
+          description: Firing incidents, newest first (at most 50).
+          items: { $ref: '#/components/schemas/IncidentCard' }
+        contextRisk: { type: number, description: 'The highest context use of any session, in %.' }
+        skillFailureRate: { type: number, description: 'Failed tool calls over all calls in the last hour.' }
+        swarms:
+          type: array
+          items: { $ref: '#/components/schemas/SwarmHealthCard' }
+    IncidentCard:
+      type: object
+      required: [id, rule, severity, summary, createdAt, acknowledged, webUrl]
+      properties:
+        id: { type: string }
+        rule: { type: string }
+        severity: { type: string }
+        summary: { type: string }
+        swarmId: { type: string }
+        agentId: { type: string }
+        createdAt: { type: string, format: date-time }
+        acknowledged: { type: boolean }
+        webUrl: { type: string }
+    SwarmHealthCard:
+      type: object
+      required: [swarmId, status, errorRate, eventsPerMinute, stuckAgents]
+      properties:
+        swarmId: { type: string }
+        status: { type: string, description: 'healthy, degraded or critical.' }
+        errorRate: { type: number }
+        eventsPerMinute: { type: number }
+        stuckAgents: { type: integer }
+    AgentHealth:
+      type: object
+      description: |
+        The agent's context and its swarm's worst skills (seed 000 §12.3), from health-monitor;
+        absent when it did not answer within 300 ms.
+      required: [context, topFailingSkills]
+      properties:
+        context:
+          type: array
+          items:
+            type: object
+            required: [sessionId, percentUsed, redundancyScore, warnings]
+            properties:
+              sessionId: { type: string }
+              percentUsed: { type: number }
+              redundancyScore: { type: number }
+              warnings:
+                type: array
+                items: { type: string }
+        topFailingSkills:
+          type: array
+          items:
+            type: object
+            required: [skillId, name, calls, errorRate]
+            properties:
+              skillId: { type: string }
+              name: { type: string }
+              calls: { type: integer }
+              errorRate: { type: number }
+              p95LatencyMs: { type: number }
     SummaryCards:
       type: object
       required: [activeSwarms, agents, agentsByStatus, eventsLastHour, errorsLastHour, errorRate]

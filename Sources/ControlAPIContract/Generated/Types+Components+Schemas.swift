@@ -531,6 +531,8 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Agent/acceptsRequests`.
             public var acceptsRequests: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/Agent/health`.
+            public var health: Components.Schemas.AgentHealth?
             /// - Remark: Generated from `#/components/schemas/Agent/webUrl`.
             public var webUrl: Swift.String
             /// Creates a new `Agent`.
@@ -547,6 +549,7 @@ extension Components {
             ///   - errorRate: errorsLastHour / eventsLastHour (0 without events).
             ///   - lastCommand:
             ///   - acceptsRequests: True for a worker.
+            ///   - health:
             ///   - webUrl:
             public init(
                 id: Swift.String,
@@ -560,6 +563,7 @@ extension Components {
                 errorRate: Swift.Double,
                 lastCommand: Components.Schemas.CommandStatus? = nil,
                 acceptsRequests: Swift.Bool? = nil,
+                health: Components.Schemas.AgentHealth? = nil,
                 webUrl: Swift.String
             ) {
                 self.id = id
@@ -573,6 +577,7 @@ extension Components {
                 self.errorRate = errorRate
                 self.lastCommand = lastCommand
                 self.acceptsRequests = acceptsRequests
+                self.health = health
                 self.webUrl = webUrl
             }
             public enum CodingKeys: String, CodingKey {
@@ -587,6 +592,7 @@ extension Components {
                 case errorRate
                 case lastCommand
                 case acceptsRequests
+                case health
                 case webUrl
             }
         }
@@ -840,6 +846,8 @@ extension Components {
             public var summaryCards: Components.Schemas.SummaryCards
             /// - Remark: Generated from `#/components/schemas/Overview/activeSwarms`.
             public var activeSwarms: [Components.Schemas.Swarm]
+            /// - Remark: Generated from `#/components/schemas/Overview/health`.
+            public var health: Components.Schemas.HealthRollups?
             /// - Remark: Generated from `#/components/schemas/Overview/generatedAt`.
             public var generatedAt: Foundation.Date
             /// Creates a new `Overview`.
@@ -847,20 +855,284 @@ extension Components {
             /// - Parameters:
             ///   - summaryCards:
             ///   - activeSwarms:
+            ///   - health:
             ///   - generatedAt:
             public init(
                 summaryCards: Components.Schemas.SummaryCards,
                 activeSwarms: [Components.Schemas.Swarm],
+                health: Components.Schemas.HealthRollups? = nil,
                 generatedAt: Foundation.Date
             ) {
                 self.summaryCards = summaryCards
                 self.activeSwarms = activeSwarms
+                self.health = health
                 self.generatedAt = generatedAt
             }
             public enum CodingKeys: String, CodingKey {
                 case summaryCards
                 case activeSwarms
+                case health
                 case generatedAt
+            }
+        }
+        /// What health-monitor knows (seed 000 §12.1), asked over NATS when the overview is built;
+        /// absent when health-monitor did not answer within 300 ms.
+        ///
+        ///
+        /// - Remark: Generated from `#/components/schemas/HealthRollups`.
+        public struct HealthRollups: Codable, Hashable, Sendable {
+            /// Firing incidents, newest first (at most 50).
+            ///
+            /// - Remark: Generated from `#/components/schemas/HealthRollups/activeIncidents`.
+            public var activeIncidents: [Components.Schemas.IncidentCard]
+            /// The highest context use of any session, in %.
+            ///
+            /// - Remark: Generated from `#/components/schemas/HealthRollups/contextRisk`.
+            public var contextRisk: Swift.Double?
+            /// Failed tool calls over all calls in the last hour.
+            ///
+            /// - Remark: Generated from `#/components/schemas/HealthRollups/skillFailureRate`.
+            public var skillFailureRate: Swift.Double?
+            /// - Remark: Generated from `#/components/schemas/HealthRollups/swarms`.
+            public var swarms: [Components.Schemas.SwarmHealthCard]
+            /// Creates a new `HealthRollups`.
+            ///
+            /// - Parameters:
+            ///   - activeIncidents: Firing incidents, newest first (at most 50).
+            ///   - contextRisk: The highest context use of any session, in %.
+            ///   - skillFailureRate: Failed tool calls over all calls in the last hour.
+            ///   - swarms:
+            public init(
+                activeIncidents: [Components.Schemas.IncidentCard],
+                contextRisk: Swift.Double? = nil,
+                skillFailureRate: Swift.Double? = nil,
+                swarms: [Components.Schemas.SwarmHealthCard]
+            ) {
+                self.activeIncidents = activeIncidents
+                self.contextRisk = contextRisk
+                self.skillFailureRate = skillFailureRate
+                self.swarms = swarms
+            }
+            public enum CodingKeys: String, CodingKey {
+                case activeIncidents
+                case contextRisk
+                case skillFailureRate
+                case swarms
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/IncidentCard`.
+        public struct IncidentCard: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/rule`.
+            public var rule: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/severity`.
+            public var severity: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/summary`.
+            public var summary: Swift.String
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/swarmId`.
+            public var swarmId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/agentId`.
+            public var agentId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/createdAt`.
+            public var createdAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/acknowledged`.
+            public var acknowledged: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/webUrl`.
+            public var webUrl: Swift.String
+            /// Creates a new `IncidentCard`.
+            ///
+            /// - Parameters:
+            ///   - id:
+            ///   - rule:
+            ///   - severity:
+            ///   - summary:
+            ///   - swarmId:
+            ///   - agentId:
+            ///   - createdAt:
+            ///   - acknowledged:
+            ///   - webUrl:
+            public init(
+                id: Swift.String,
+                rule: Swift.String,
+                severity: Swift.String,
+                summary: Swift.String,
+                swarmId: Swift.String? = nil,
+                agentId: Swift.String? = nil,
+                createdAt: Foundation.Date,
+                acknowledged: Swift.Bool,
+                webUrl: Swift.String
+            ) {
+                self.id = id
+                self.rule = rule
+                self.severity = severity
+                self.summary = summary
+                self.swarmId = swarmId
+                self.agentId = agentId
+                self.createdAt = createdAt
+                self.acknowledged = acknowledged
+                self.webUrl = webUrl
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case rule
+                case severity
+                case summary
+                case swarmId
+                case agentId
+                case createdAt
+                case acknowledged
+                case webUrl
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/SwarmHealthCard`.
+        public struct SwarmHealthCard: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SwarmHealthCard/swarmId`.
+            public var swarmId: Swift.String
+            /// healthy, degraded or critical.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SwarmHealthCard/status`.
+            public var status: Swift.String
+            /// - Remark: Generated from `#/components/schemas/SwarmHealthCard/errorRate`.
+            public var errorRate: Swift.Double
+            /// - Remark: Generated from `#/components/schemas/SwarmHealthCard/eventsPerMinute`.
+            public var eventsPerMinute: Swift.Double
+            /// - Remark: Generated from `#/components/schemas/SwarmHealthCard/stuckAgents`.
+            public var stuckAgents: Swift.Int
+            /// Creates a new `SwarmHealthCard`.
+            ///
+            /// - Parameters:
+            ///   - swarmId:
+            ///   - status: healthy, degraded or critical.
+            ///   - errorRate:
+            ///   - eventsPerMinute:
+            ///   - stuckAgents:
+            public init(
+                swarmId: Swift.String,
+                status: Swift.String,
+                errorRate: Swift.Double,
+                eventsPerMinute: Swift.Double,
+                stuckAgents: Swift.Int
+            ) {
+                self.swarmId = swarmId
+                self.status = status
+                self.errorRate = errorRate
+                self.eventsPerMinute = eventsPerMinute
+                self.stuckAgents = stuckAgents
+            }
+            public enum CodingKeys: String, CodingKey {
+                case swarmId
+                case status
+                case errorRate
+                case eventsPerMinute
+                case stuckAgents
+            }
+        }
+        /// The agent's context and its swarm's worst skills (seed 000 §12.3), from health-monitor;
+        /// absent when it did not answer within 300 ms.
+        ///
+        ///
+        /// - Remark: Generated from `#/components/schemas/AgentHealth`.
+        public struct AgentHealth: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/AgentHealth/ContextPayload`.
+            public struct ContextPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/AgentHealth/ContextPayload/sessionId`.
+                public var sessionId: Swift.String
+                /// - Remark: Generated from `#/components/schemas/AgentHealth/ContextPayload/percentUsed`.
+                public var percentUsed: Swift.Double
+                /// - Remark: Generated from `#/components/schemas/AgentHealth/ContextPayload/redundancyScore`.
+                public var redundancyScore: Swift.Double
+                /// - Remark: Generated from `#/components/schemas/AgentHealth/ContextPayload/warnings`.
+                public var warnings: [Swift.String]
+                /// Creates a new `ContextPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - sessionId:
+                ///   - percentUsed:
+                ///   - redundancyScore:
+                ///   - warnings:
+                public init(
+                    sessionId: Swift.String,
+                    percentUsed: Swift.Double,
+                    redundancyScore: Swift.Double,
+                    warnings: [Swift.String]
+                ) {
+                    self.sessionId = sessionId
+                    self.percentUsed = percentUsed
+                    self.redundancyScore = redundancyScore
+                    self.warnings = warnings
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case sessionId
+                    case percentUsed
+                    case redundancyScore
+                    case warnings
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/AgentHealth/context`.
+            public typealias ContextPayload = [Components.Schemas.AgentHealth.ContextPayloadPayload]
+            /// - Remark: Generated from `#/components/schemas/AgentHealth/context`.
+            public var context: Components.Schemas.AgentHealth.ContextPayload
+            /// - Remark: Generated from `#/components/schemas/AgentHealth/TopFailingSkillsPayload`.
+            public struct TopFailingSkillsPayloadPayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/AgentHealth/TopFailingSkillsPayload/skillId`.
+                public var skillId: Swift.String
+                /// - Remark: Generated from `#/components/schemas/AgentHealth/TopFailingSkillsPayload/name`.
+                public var name: Swift.String
+                /// - Remark: Generated from `#/components/schemas/AgentHealth/TopFailingSkillsPayload/calls`.
+                public var calls: Swift.Int
+                /// - Remark: Generated from `#/components/schemas/AgentHealth/TopFailingSkillsPayload/errorRate`.
+                public var errorRate: Swift.Double
+                /// - Remark: Generated from `#/components/schemas/AgentHealth/TopFailingSkillsPayload/p95LatencyMs`.
+                public var p95LatencyMs: Swift.Double?
+                /// Creates a new `TopFailingSkillsPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - skillId:
+                ///   - name:
+                ///   - calls:
+                ///   - errorRate:
+                ///   - p95LatencyMs:
+                public init(
+                    skillId: Swift.String,
+                    name: Swift.String,
+                    calls: Swift.Int,
+                    errorRate: Swift.Double,
+                    p95LatencyMs: Swift.Double? = nil
+                ) {
+                    self.skillId = skillId
+                    self.name = name
+                    self.calls = calls
+                    self.errorRate = errorRate
+                    self.p95LatencyMs = p95LatencyMs
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case skillId
+                    case name
+                    case calls
+                    case errorRate
+                    case p95LatencyMs
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/AgentHealth/topFailingSkills`.
+            public typealias TopFailingSkillsPayload = [Components.Schemas.AgentHealth.TopFailingSkillsPayloadPayload]
+            /// - Remark: Generated from `#/components/schemas/AgentHealth/topFailingSkills`.
+            public var topFailingSkills: Components.Schemas.AgentHealth.TopFailingSkillsPayload
+            /// Creates a new `AgentHealth`.
+            ///
+            /// - Parameters:
+            ///   - context:
+            ///   - topFailingSkills:
+            public init(
+                context: Components.Schemas.AgentHealth.ContextPayload,
+                topFailingSkills: Components.Schemas.AgentHealth.TopFailingSkillsPayload
+            ) {
+                self.context = context
+                self.topFailingSkills = topFailingSkills
+            }
+            public enum CodingKeys: String, CodingKey {
+                case context
+                case topFailingSkills
             }
         }
         /// - Remark: Generated from `#/components/schemas/SummaryCards`.
