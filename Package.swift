@@ -55,7 +55,7 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
     ),
     (
         "health-monitor", "HealthMonitor",
-        ["EventLog", "HealthMonitorContract", openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
+        ["EventLog", "HealthMonitorContract", metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []
     ),
 ]

@@ -18,6 +18,8 @@ actor HealthEngine {
     /// Events of tenants past `health.max-tenants`, ignored.
     private(set) var ignored = 0
     private(set) var eventsApplied = 0
+    /// The newest event applied (committed milliseconds since the epoch).
+    private var newestAt: Int64 = 0
 
     init(settings: HealthSettings) {
         self.settings = settings
@@ -29,6 +31,7 @@ actor HealthEngine {
         if self.tenants[tenant] != nil { return true }
         if self.tenants.count >= self.settings.maxTenants {
             self.ignored += 1
+            HealthMetrics.ignored.increment()
             return false
         }
         return true
@@ -54,6 +57,8 @@ actor HealthEngine {
     /// skipped); with `evaluate`, evaluates what they touched at `now` and answers the changes.
     func apply(_ events: [HealthEvent], tenant id: String, evaluate: Bool, now: Int64) -> [TenantHealth.Change] {
         var tenant = self.tenant(id)
+        let evicted = tenant.evicted
+        defer { HealthMetrics.evicted.increment(by: tenant.evicted - evicted) }
         var touched: Set<TenantHealth.Touched> = []
         var last = self.applied[id] ?? 0
         for event in events where event.seq > last {
@@ -62,6 +67,8 @@ actor HealthEngine {
             self.eventsApplied += 1
         }
         self.applied[id] = last
+        HealthMetrics.applied.increment(by: events.count)
+        if let newest = events.last { self.newestAt = max(self.newestAt, newest.at) }
         self.dirty[id, default: []].formUnion(touched)
         var changes: [TenantHealth.Change] = []
         if evaluate, !touched.isEmpty { changes = tenant.evaluate(now: now, only: touched, newID: Incident.newID) }
@@ -69,9 +76,15 @@ actor HealthEngine {
         return changes
     }
 
-    /// Evaluates every rule of every tenant at `now`.
+    /// Evaluates every rule of every tenant at `now` (and updates the gauges).
     func evaluateAll(now: Int64) -> [(tenant: String, changes: [TenantHealth.Change])] {
         var all: [(String, [TenantHealth.Change])] = []
+        let sizes = self.sizes()
+        HealthMetrics.tenants.set(sizes.tenants)
+        HealthMetrics.sessions.set(sizes.sessions)
+        HealthMetrics.skills.set(sizes.skills)
+        HealthMetrics.agents.set(sizes.agents)
+        HealthMetrics.lagMilliseconds.set(self.newestAt > 0 ? max(0, now - self.newestAt) : 0)
         for id in Array(self.tenants.keys) {
             var tenant = self.tenants[id]!
             let changes = tenant.evaluate(now: now, newID: Incident.newID)

@@ -183,7 +183,8 @@ struct RoundTrips: Sendable {
     }
 }
 
-/// When each command's state event arrived on the stream.
+/// When each awaited frame arrived on the stream, by key (a command's state event, a session's
+/// incident).
 final class Arrivals: Sendable {
     private let state = Mutex<(subscribed: Bool, times: [String: ContinuousClock.Instant])>((false, [:]))
 
@@ -204,6 +205,6 @@ final class Arrivals: Sendable {
             if let time = self.state.withLock({ $0.times[command] }) { return time }
             try await Task.sleep(for: .microseconds(200))
         }
-        throw ValidationError("the state event of \(command) never arrived on the stream")
+        throw ValidationError("nothing arrived on the stream for \(command)")
     }
 }

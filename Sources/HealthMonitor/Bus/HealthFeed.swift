@@ -172,7 +172,8 @@ final class HealthFeed: Service, Sendable {
         let expected = (applied ?? 0) + 1
         if envelope.seq > expected {
             let from = max(expected - 1, envelope.seq - 1 - Int64(self.settings.rebuildMaxEvents))
-            try await self.replay(tenant: tenant, after: from, through: envelope.seq - 1, evaluate: true)
+            let filled = try await self.replay(tenant: tenant, after: from, through: envelope.seq - 1, evaluate: true)
+            HealthMetrics.gapFilled.increment(by: filled)
         }
         let event = HealthEvent(
             seq: envelope.seq,
@@ -252,9 +253,10 @@ final class HealthFeed: Service, Sendable {
         case .fire(let id, let subject, let summary):
             let incident = Incident(tenant: tenant, id: id, subject: subject, summary: summary, firedAt: .nowMilliseconds)
             let firing = try await self.incidents.fire(incident)
+            if firing.id == id { HealthMetrics.incidentsFired.increment() }
             if firing.id != id { await self.engine.adopt(tenant: tenant, fingerprint: subject.fingerprint, incidentID: firing.id) }
         case .resolve(let id, _):
-            try await self.incidents.resolve(tenant: tenant, id: id, at: .nowMilliseconds)
+            if try await self.incidents.resolve(tenant: tenant, id: id, at: .nowMilliseconds) != nil { HealthMetrics.incidentsResolved.increment() }
         }
     }
 }

@@ -1,0 +1,23 @@
+import Metrics
+
+/// Health-monitor's metrics (on `/metrics`).
+enum HealthMetrics {
+    /// Events applied to the windows (live and from the log).
+    static let applied = Counter(label: "health_events_applied_total")
+    /// Events read from the log to fill a gap in the live feed.
+    static let gapFilled = Counter(label: "health_gap_events_total")
+    /// Events of tenants past `health.max-tenants`, ignored.
+    static let ignored = Counter(label: "health_events_ignored_total")
+    /// Sessions, skills, agents or swarms dropped at a tenant's bound.
+    static let evicted = Counter(label: "health_windows_evicted_total")
+    static let incidentsFired = Counter(label: "health_incidents_fired_total")
+    static let incidentsResolved = Counter(label: "health_incidents_resolved_total")
+    /// What the windows hold now.
+    static let tenants = Meter(label: "health_tenants")
+    static let sessions = Meter(label: "health_sessions")
+    static let skills = Meter(label: "health_skills")
+    static let agents = Meter(label: "health_agents")
+    /// The newest event applied, in committed milliseconds since the epoch: its distance to
+    /// now is the lag.
+    static let lagMilliseconds = Meter(label: "health_lag_milliseconds")
+}
