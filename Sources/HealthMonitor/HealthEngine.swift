@@ -20,6 +20,7 @@ actor HealthEngine {
     private(set) var eventsApplied = 0
     /// The newest event applied (committed milliseconds since the epoch).
     private var newestAt: Int64 = 0
+    private var evaluations = 0
 
     init(settings: HealthSettings) {
         self.settings = settings
@@ -90,9 +91,14 @@ actor HealthEngine {
             let changes = tenant.evaluate(now: now, newID: Incident.newID)
             self.tenants[id] = tenant
             if !changes.isEmpty { all.append((id, changes)) }
-            // Time moves windows: everything of a tenant with firing alerts or recent events.
-            self.dirty[id, default: []].formUnion(tenant.swarms.keys.map { .swarm($0) })
+            // Time moves the windows: the swarms active in the last quarter of an hour every
+            // time, the skills called in the last day every half minute.
+            self.dirty[id, default: []].formUnion(tenant.swarms.filter { now - $0.value.lastEventAt < 900_000 }.keys.map { .swarm($0) })
+            if self.evaluations % 30 == 0 {
+                self.dirty[id, default: []].formUnion(tenant.skills.filter { now - $0.value.lastCallAt < 86_400_000 }.keys.map { .skill($0) })
+            }
         }
+        self.evaluations += 1
         return all
     }
 

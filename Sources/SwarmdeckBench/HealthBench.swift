@@ -244,10 +244,12 @@ struct EventPoster: Sendable {
         request.method = .POST
         request.headers.add(name: "Authorization", value: "Bearer \(self.key)")
         request.headers.add(name: "Content-Type", value: "application/json")
-        request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: ["events": events])))
+        let stamped = events.map { $0.merging(["msgId": UUID().uuidString]) { old, _ in old } }
+        request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: ["events": stamped])))
         let response = try await self.http.execute(request, timeout: .seconds(30))
-        guard response.status == .accepted || response.status == .ok else {
-            throw ValidationError("ingest answered \(response.status): \(String(buffer: try await response.body.collect(upTo: 1 << 16)))")
+        let body = String(buffer: try await response.body.collect(upTo: 1 << 20))
+        guard response.status == .accepted || response.status == .ok, body.contains(#""rejected":0"#) || body.contains(#""rejected" : 0"#) else {
+            throw ValidationError("ingest answered \(response.status): \(body.prefix(500))")
         }
     }
 

@@ -62,6 +62,18 @@ struct ServiceEventIntakeTests {
         var noSeverity = good
         noSeverity.severity = .unspecified
         cases.append(Self.batch("t1", [noSeverity]))
+        // A swarm's metric or incident may belong to no agent; nothing else may.
+        var swarmMetric = Self.event("m2", kind: .metric, tail: #","type":"metric","scope":"swarm","name":"error_rate","value":0.1"#)
+        swarmMetric.agentID = ""
+        var swarmIncident = Self.event("m3", kind: .incident, tail: #","type":"incident","incidentId":"i1""#)
+        swarmIncident.agentID = ""
+        #expect(try ServiceEventIntake.prepare(Self.batch("t1", [swarmMetric, swarmIncident]), maxEventBytes: 1024).count == 2)
+        var agentlessGate = good
+        agentlessGate.agentID = ""
+        cases.append(Self.batch("t1", [agentlessGate]))
+        var swarmless = swarmMetric
+        swarmless.swarmID = ""
+        cases.append(Self.batch("t1", [swarmless]))
         for batch in cases {
             #expect(throws: APIError.self, "\(batch.events.first.map { "\($0.kind) \($0.frameTail.count)" } ?? "empty")") {
                 try ServiceEventIntake.prepare(batch, maxEventBytes: 1024)

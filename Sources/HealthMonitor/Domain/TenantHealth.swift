@@ -178,11 +178,17 @@ struct TenantHealth: Sendable {
 
     // MARK: Rules
 
-    /// A rule's verdict on one subject now.
+    /// A rule's verdict on one subject now (its summary only rendered when it holds).
     struct Verdict: Sendable {
         var subject: AlertSubject
         var holds: Bool
         var summary: String
+
+        init(subject: AlertSubject, holds: Bool, summary: @autoclosure () -> String) {
+            self.subject = subject
+            self.holds = holds
+            self.summary = holds ? summary() : ""
+        }
     }
 
     /// Evaluates the rules on what `only` names (every subject when nil), and on every alert
