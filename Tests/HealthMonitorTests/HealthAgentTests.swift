@@ -25,7 +25,8 @@ struct HealthAgentTests {
                 let token = try await harness.token()
                 try await H.setThresholds(health, token: token, ["stuckMinutes": 0.05, "resolveAfterSeconds": 0])
 
-                // An agent waiting on a person: running, silent, with a pending gate.
+                // An agent waiting on a person: a pending gate (its event in the log first), then
+                // running and silent.
                 let (created, session) = try await LiveCall.call(
                     control,
                     .post,
@@ -35,7 +36,6 @@ struct HealthAgentTests {
                 )
                 #expect(created == .created, "\(session)")
                 let agentToken = try #require(session["token"] as? String)
-                try await harness.post(ingest, key: key, [["kind": "state", "swarmId": "e2e", "agentId": "waiter", "state": "running"]])
                 let (opened, gate) = try await LiveCall.call(
                     approvals,
                     .post,
@@ -44,6 +44,8 @@ struct HealthAgentTests {
                     json: ["idempotencyKey": "k1", "summary": "deploy?", "tool": "Bash"]
                 )
                 #expect(opened == .created, "\(gate)")
+                try await Task.sleep(for: .milliseconds(1500))
+                try await harness.post(ingest, key: key, [["kind": "state", "swarmId": "e2e", "agentId": "waiter", "state": "running"]])
 
                 // A silent process under the real connector.
                 let connector = Process()
@@ -146,9 +148,12 @@ struct HealthAgentTests {
                 return (health?["activeIncidents"] as? [JSON])?.first?["id"] as? String == incidentID && health?["contextRisk"] as? Double == 70
             }
             #expect(overview, "the overview has no health")
-            let (_, agent) = try await H.get(control, "/v1/agents/a", token: token)
-            let context = ((agent["health"] as? JSON)?["context"] as? [JSON])?.first
-            #expect(context?["sessionId"] as? String == "sess-t" && context?["warnings"] as? [String] == ["near_capacity"], "\(agent)")
+            let agentHealth = await eventually(timeout: .seconds(10)) {
+                let (_, agent) = (try? await H.get(control, "/v1/agents/a", token: token)) ?? (.ok, [:])
+                let context = ((agent["health"] as? JSON)?["context"] as? [JSON])?.first
+                return context?["sessionId"] as? String == "sess-t" && context?["warnings"] as? [String] == ["near_capacity"]
+            }
+            #expect(agentHealth, "the agent has no health")
             let (_, thresholds) = try await H.get(health, "/v1/alert-thresholds", token: token)
             let tenant = try #require(thresholds["tenant"] as? JSON)
             #expect(tenant["version"] as? Int == 1 && (tenant["effective"] as? JSON)?["nearCapacityPercent"] as? Double == 60)
