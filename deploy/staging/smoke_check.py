@@ -116,8 +116,11 @@ class Client(threading.Thread):
                 elif kind == "error":
                     raise ServerError(message)
                 elif "seq" in message:
-                    self.seqs.append(message["seq"])
-                    self.numbers.append(int(message["message"].split()[-1]))
+                    # Other frames of the swarm (health-monitor's metric frames) move the
+                    # resume point but are not the smoke's events.
+                    if kind == "log" and message.get("agentId") == "smoke":
+                        self.seqs.append(message["seq"])
+                        self.numbers.append(int(message["message"].split()[-1]))
                     self.last_event_id = message["eventId"]
 
 

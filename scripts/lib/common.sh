@@ -83,7 +83,7 @@ ensure_python_tools() {
   if [[ ! -x $venv/bin/schemathesis ]] || [[ $("$venv/bin/schemathesis" --version 2>/dev/null) != *"$SWARMDECK_SCHEMATHESIS_VERSION"* ]] ||
     [[ $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"))' 2>/dev/null) != "$SWARMDECK_OTEL_VERSION" ]]; then
     log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION and opentelemetry-sdk $SWARMDECK_OTEL_VERSION into $venv"
-    python3 -m venv "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
+    python3 -m venv --clear "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
     "$venv/bin/pip" install -q "schemathesis==$SWARMDECK_SCHEMATHESIS_VERSION" "opentelemetry-sdk==$SWARMDECK_OTEL_VERSION" \
       "opentelemetry-exporter-otlp-proto-http==$SWARMDECK_OTEL_VERSION" || die "could not install the Python tools from PyPI"
   fi
