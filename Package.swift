@@ -12,6 +12,7 @@ let generatedSwiftSettings: [SwiftSetting] = [.enableUpcomingFeature("Existentia
 // The products of the packages we depend on, named once.
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
 let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
+let asn1 = Target.Dependency.product(name: "SwiftASN1", package: "swift-asn1")
 let compressNIO = Target.Dependency.product(name: "CompressNIO", package: "compress-nio")
 let configuration = Target.Dependency.product(name: "Configuration", package: "swift-configuration")
 let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
@@ -26,6 +27,9 @@ let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let mcp = Target.Dependency.product(name: "MCP", package: "swift-sdk")
 let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
 let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioHPACK = Target.Dependency.product(name: "NIOHPACK", package: "swift-nio-http2")
+let nioHTTP2 = Target.Dependency.product(name: "NIOHTTP2", package: "swift-nio-http2")
+let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
 let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
 let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
@@ -38,6 +42,7 @@ let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-p
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let swiftProtobuf = Target.Dependency.product(name: "SwiftProtobuf", package: "swift-protobuf")
 let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "swift-system")
+let x509 = Target.Dependency.product(name: "X509", package: "swift-certificates")
 
 /// The services, one line each: the executable product, its library target (the service, in
 /// `Sources/<target>`) and what the library depends on beyond Contracts and ServiceKit. Each
@@ -79,12 +84,15 @@ let package = Package(
     products: [
         .executable(name: "swarmdeck", targets: ["swarmdeck"]),
         .executable(name: "swarmdeck-bench", targets: ["SwarmdeckBench"]),
+        .executable(name: "apns-local", targets: ["APNsLocalMain"]),
         .library(name: "Contracts", targets: ["Contracts"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
     ] + services.map { .executable(name: $0.product, targets: [$0.target + "Main"]) },
     dependencies: [
         .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.5.0"),
         .package(
             url: "https://github.com/apple/swift-configuration.git",
             from: "1.0.0",
@@ -95,6 +103,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.35.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.28.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),
@@ -119,6 +129,19 @@ let package = Package(
         .target(name: "CProcessControl"),
         .target(name: "Contracts", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
         .target(name: "OTLP", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
+        // The APNs provider client (HTTP/2 over TLS, token auth) the notifier sends with.
+        .target(
+            name: "APNs",
+            dependencies: ["ServiceKit", asyncHTTPClient, crypto, logging, nioCore, nioHTTP1, nioSSL],
+            swiftSettings: swiftSettings
+        ),
+        // A local APNs server that speaks the real protocol, for the tests and the local stack.
+        .target(
+            name: "APNsLocal",
+            dependencies: ["ServiceKit", asn1, crypto, logging, nioCore, nioHPACK, nioHTTP2, nioPosix, nioSSL, x509],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "APNsLocalMain", dependencies: ["APNsLocal", argumentParser, crypto, logging], swiftSettings: swiftSettings),
         // control-api's contract: the types, server protocol and client generated from
         // openapi/control-api.yaml (scripts/generate-openapi), for the service and its clients.
         .target(name: "ControlAPIContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
@@ -232,6 +255,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"], swiftSettings: swiftSettings),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsLocal", crypto, logging], swiftSettings: swiftSettings),
         .testTarget(
             name: "ServiceKitTests",
             dependencies: [

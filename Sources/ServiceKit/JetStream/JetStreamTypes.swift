@@ -145,10 +145,3 @@ struct JetStreamAPIError: Decodable {
         case description
     }
 }
-
-extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = self.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-}

@@ -13,4 +13,16 @@ extension Duration {
         let (seconds, attoseconds) = self.components
         return max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0))
     }
+
+    /// Whole milliseconds, truncated.
+    public var milliseconds: Int64 {
+        let (seconds, attoseconds) = self.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Whole nanoseconds, truncated.
+    public var nanoseconds: Int64 {
+        let (seconds, attoseconds) = self.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
 }

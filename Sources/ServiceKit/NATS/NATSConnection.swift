@@ -313,13 +313,6 @@ public final class NATSConnection: Sendable {
     }
 }
 
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = self.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}
-
 /// Runs a blocking nats.c call on the dedicated queue.
 func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws(ServiceKitError) -> T) async throws(ServiceKitError) -> T {
     let result: Result<T, ServiceKitError> = await withCheckedContinuation { continuation in
