@@ -63,6 +63,7 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
         ["EventLog", "HealthMonitorContract", metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []
     ),
+    ("notifier", "Notifier", ["APNs", "NotifierContract", crypto, metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle], []),
 ]
 
 /// A service's library target and its executable target.
@@ -154,6 +155,8 @@ let package = Package(
             exclude: ["Generated/README.md"],
             swiftSettings: generatedSwiftSettings
         ),
+        // the notifier's contract, generated from openapi/notifier.yaml the same way.
+        .target(name: "NotifierContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
         // What the operator CLI and the benchmarks share: the ingest load generator, the control-api client.
         .target(
             name: "SwarmdeckTools",
@@ -255,6 +258,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "NotifierTests",
+            dependencies: [
+                "APNs", "APNsLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "Notifier", "ServiceKit", "TestSupport",
+                crypto, hummingbird, hummingbirdTesting, logging,
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsLocal", crypto, logging], swiftSettings: swiftSettings),
         .testTarget(
             name: "ServiceKitTests",

@@ -1,0 +1,58 @@
+import APNs
+import Foundation
+import Hummingbird
+import NotifierContract
+import OpenAPIHummingbird
+public import ServiceKit
+
+/// Notifier: pushes incidents and approval gates to phones through APNs, durably, coalesced
+/// and rate-limited per device (see openapi/notifier.yaml and docs/notifier.md).
+public enum NotifierService: SwarmdeckService {
+    public typealias Settings = NotifierSettings
+
+    public static let name = "notifier"
+    public static let defaultPort = 8086
+    public static var migrations: [Migration] { NotifierMigrations.all }
+
+    /// The stores, the APNs client and the sender, the two notice consumers, and the operations
+    /// of openapi/notifier.yaml.
+    public static func assemble(_ assembly: ServiceAssembly<NotifierSettings>) async throws -> ServiceParts {
+        let settings = assembly.settings
+        let logger = assembly.logger
+        let devices = DeviceStore(client: assembly.postgres, logger: logger)
+        let jobs = JobStore(client: assembly.postgres, settings: settings, logger: logger)
+        let token = try APNsProviderToken(pem: settings.apnsKeyPEM, keyID: settings.apnsKeyID, teamID: settings.apnsTeamID)
+        var urls = Dictionary(uniqueKeysWithValues: APNsEnvironment.allCases.map { ($0, $0.appleURL) })
+        if let url = settings.apnsURL { urls = Dictionary(uniqueKeysWithValues: APNsEnvironment.allCases.map { ($0, url) }) }
+        let apns = try APNsClient(
+            providerToken: token,
+            configuration: .init(
+                urls: urls,
+                timeout: .milliseconds(settings.apnsTimeoutMilliseconds),
+                additionalCertificateAuthorityPEM: settings.apnsCertificateAuthorityPEM
+            ),
+            logger: logger
+        )
+        let sender = PushSender(jobs: jobs, apns: apns, revocations: assembly.revocations, settings: settings, logger: logger)
+        let consumers = [NoticeConsumer.Source.incidents, .gates].map { source in
+            NoticeConsumer(
+                source: source,
+                jobs: jobs,
+                sender: sender,
+                jetStream: JetStream(connection: assembly.nats),
+                subjects: assembly.subjects,
+                settings: settings,
+                logger: logger
+            )
+        }
+        let handler = NotifierHandler(settings: settings, devices: devices, writes: KeyedTokenBuckets(perMinute: 30))
+
+        try assembly.router.addOpenAPIOperations(
+            document: openAPIDocument,
+            trustedProxies: settings.trustedProxies,
+            authentication: OperationAuthenticationMiddleware(credentials: NotifierHandler.credentials, verifier: assembly.verifier)
+        ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
+
+        return ServiceParts(services: [sender] + consumers)
+    }
+}

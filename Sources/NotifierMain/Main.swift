@@ -1,0 +1,4 @@
+import Notifier
+import ServiceKit
+
+@main struct Main: ServiceEntryPoint { typealias Service = NotifierService }
