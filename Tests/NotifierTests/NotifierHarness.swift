@@ -66,8 +66,8 @@ struct NotifierHarness {
     }
 
     /// The notifier in process: `body` gets its test client.
-    func run(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
-        try await self.live.application(NotifierService.self).test(.router) { notifier in
+    func run(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        try await self.live.application(NotifierService.self).test(mode) { notifier in
             try await body(notifier)
         }
     }

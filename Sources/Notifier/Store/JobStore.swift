@@ -11,8 +11,9 @@ struct JobStore: Sendable {
     let settings: NotifierSettings
     let logger: Logger
 
-    /// How long a claimed job is a sender's before another may take it (a crashed sender's).
-    static let leaseSeconds = 60
+    /// How long a claimed job is a sender's before another may take it (a crashed sender's):
+    /// twice the APNs deadline and five seconds more, so a live sender always finishes first.
+    var leaseSeconds: Int { 2 * self.settings.apnsTimeoutMilliseconds / 1000 + 5 }
 
     /// What ``enqueue(_:now:)`` did.
     struct Enqueued: Sendable, Hashable {
@@ -137,7 +138,7 @@ struct JobStore: Sendable {
                   AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = j.tenant_id AND d.device_id = j.device_id AND d.throttled_until > now())
                 ORDER BY j.not_before LIMIT \(limit) FOR UPDATE OF j SKIP LOCKED
             )
-            UPDATE jobs j SET attempts = j.attempts + 1, in_flight = true, lease_until = now() + make_interval(secs => \(Self.leaseSeconds)),
+            UPDATE jobs j SET attempts = j.attempts + 1, in_flight = true, lease_until = now() + make_interval(secs => \(self.leaseSeconds)),
                 unsure_resends = j.unsure_resends + CASE WHEN due.in_flight THEN 1 ELSE 0 END
             FROM due WHERE j.job_id = due.job_id
             RETURNING j.job_id, j.tenant_id, j.device_id, j.kind, j.collapse_id, j.payload, j.swarm_id, j.folded, j.silent, j.attempts,
