@@ -197,8 +197,9 @@ let package = Package(
             name: "swarmdeck",
             dependencies: [
                 "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor", "Ingest",
-                "OTLP", "ServiceKit",
-                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, mcp, nioCore, nioPosix, openAPIAsyncHTTPClient, openAPIRuntime,
+                "Notifier", "OTLP", "ServiceKit",
+                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, mcp, nioCore, nioPosix, nioSSL, openAPIAsyncHTTPClient,
+                openAPIRuntime,
             ],
             swiftSettings: swiftSettings
         ),

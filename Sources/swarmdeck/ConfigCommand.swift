@@ -3,6 +3,7 @@ import ArgumentParser
 import ControlAPI
 import HealthMonitor
 import Ingest
+import Notifier
 import ServiceKit
 import StreamFanout
 
@@ -16,7 +17,7 @@ struct ConfigCommand: ParsableCommand {
 
     /// Every service the project builds, in the order of `deploy/local/services`.
     static let services: [any SwarmdeckService.Type] = [
-        IngestService.self, StreamFanoutService.self, ControlAPIService.self, ApprovalsService.self, HealthMonitorService.self,
+        IngestService.self, StreamFanoutService.self, ControlAPIService.self, ApprovalsService.self, HealthMonitorService.self, NotifierService.self,
     ]
 
     struct Keys: ParsableCommand {
