@@ -187,9 +187,9 @@ let package = Package(
         .executableTarget(
             name: "SwarmdeckBench",
             dependencies: [
-                "ApprovalsContract", "CNATS", "Contracts", "ControlAPIContract", "EventLog", "ServiceKit", "SwarmdeckTools", argumentParser,
-                asyncHTTPClient,
-                hummingbirdWSClient, logging, nioCore, openAPIAsyncHTTPClient, openAPIRuntime, postgresNIO,
+                "APNs", "APNsLocal", "ApprovalsContract", "CNATS", "Contracts", "ControlAPIContract", "EventLog", "ServiceKit", "SwarmdeckTools",
+                argumentParser, asyncHTTPClient, crypto, hummingbirdWSClient, logging, nioCore, nioSSL, openAPIAsyncHTTPClient, openAPIRuntime,
+                postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

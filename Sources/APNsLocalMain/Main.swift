@@ -27,6 +27,9 @@ struct Main: AsyncParsableCommand {
     @Option(help: "A topic (bundle id) accepted; any when none is given; repeatable.")
     var topic: [String] = []
 
+    @Option(help: "Another DNS name its certificate holds besides localhost and 127.0.0.1 (its compose service name); repeatable.")
+    var name: [String] = []
+
     func run() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let logger = Logger(label: "apns-local")
@@ -44,7 +47,7 @@ struct Main: AsyncParsableCommand {
             keys.append(APNsLocalKey(keyID: parts[0], teamID: parts[1], publicKey: publicKey))
         }
         guard !keys.isEmpty else { throw ValidationError("give at least one --key") }
-        let authority = try LocalCertificateAuthority(hosts: ["localhost", "127.0.0.1"])
+        let authority = try LocalCertificateAuthority(hosts: ["localhost", "127.0.0.1"] + self.name)
         try FileManager.default.createDirectory(atPath: self.dir, withIntermediateDirectories: true)
         try authority.certificateAuthorityPEM.write(toFile: self.dir + "/ca.pem", atomically: true, encoding: .utf8)
         let server = APNsLocalServer(
