@@ -62,7 +62,9 @@ struct PushBench: AsyncParsableCommand {
         let port = try await server.start()
         let url = "https://localhost:\(port)"
         let token = try APNsProviderToken(pem: key.pemRepresentation, keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
-        let payload = Data(#"{"aps":{"alert":{"title":"Context health","body":"Session s of a1 is at 95% of its context window"}},"type":"incident"}"#.utf8)
+        let payload = Data(
+            #"{"aps":{"alert":{"title":"Context health","body":"Session s of a1 is at 95% of its context window"}},"type":"incident"}"#.utf8
+        )
         print("push-bench: \(self.pushes) pushes, \(self.concurrency) streams in flight, one HTTP/2 connection over TLS to the local APNs server")
 
         // The ceiling: async-http-client alone, the same requests built once.
@@ -106,12 +108,20 @@ struct PushBench: AsyncParsableCommand {
         try await client.shutdown()
         try await server.stop()
         print(String(format: "  plain async-http-client loop: %8.0f pushes/s  (%d ok)", plain.rate, plain.ok))
-        print(String(format: "  APNsClient (validated, token, headers): %8.0f pushes/s  (%d ok)  ratio %.2f", ours.rate, ours.ok, ours.rate / plain.rate))
+        print(
+            String(
+                format: "  APNsClient (validated, token, headers): %8.0f pushes/s  (%d ok)  ratio %.2f",
+                ours.rate,
+                ours.ok,
+                ours.rate / plain.rate
+            )
+        )
         print("  connections the server accepted: \(server.connections) (one per client)")
     }
 
     /// Runs `count` sends, `concurrency` at a time; answers pushes per second and the successes.
-    static func timed(_ count: Int, concurrency: Int, _ send: @escaping @Sendable (Int) async throws -> Bool) async throws -> (rate: Double, ok: Int) {
+    static func timed(_ count: Int, concurrency: Int, _ send: @escaping @Sendable (Int) async throws -> Bool) async throws -> (rate: Double, ok: Int)
+    {
         let started = ContinuousClock.now
         let ok = try await withThrowingTaskGroup(of: Bool.self) { group in
             var next = 0
@@ -150,7 +160,13 @@ struct PushBench: AsyncParsableCommand {
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
         defer { _ = http.shutdown() }
         let run = String(UInt32.random(in: 0..<UInt32.max), radix: 36)
-        let session = try await Self.json(http, "POST", base + "/v1/agent/sessions", token: key, ["swarmId": "push-bench-\(run)", "agentId": "bench"])
+        let session = try await Self.json(
+            http,
+            "POST",
+            base + "/v1/agent/sessions",
+            token: key,
+            ["swarmId": "push-bench-\(run)", "agentId": "bench"]
+        )
         guard let sessionToken = session["token"] as? String else { throw ValidationError("no agent session: \(session)") }
         var after = try await Self.pushes(http, apnsURL, after: 0).last?["index"] as? Int ?? 0
         var gates: [Duration] = []
@@ -170,6 +186,7 @@ struct PushBench: AsyncParsableCommand {
                     ["apnsToken": apnsToken, "environment": "sandbox", "topic": "dev.swarmdeck.app"]
                 )
                 let committed: Date
+                var gateID: String?
                 if kind == "gate" {
                     let gate = try await Self.json(
                         http,
@@ -178,7 +195,8 @@ struct PushBench: AsyncParsableCommand {
                         token: sessionToken,
                         ["idempotencyKey": device, "summary": "bench gate \(i)", "tool": "Bash", "toolInput": ["command": "true"]]
                     )
-                    guard gate["gateId"] != nil else { throw ValidationError("no gate: \(gate)") }
+                    gateID = gate["gateId"] as? String
+                    guard gateID != nil else { throw ValidationError("no gate: \(gate)") }
                     committed = Date()
                 } else {
                     let answer = try await Self.json(
@@ -189,7 +207,8 @@ struct PushBench: AsyncParsableCommand {
                         [
                             "events": [
                                 [
-                                    "msgId": device, "swarmId": "push-bench-\(run)", "agentId": "bench", "kind": "usage", "model": "claude-sonnet-4-5",
+                                    "msgId": device, "swarmId": "push-bench-\(run)", "agentId": "bench", "kind": "usage",
+                                    "model": "claude-sonnet-4-5",
                                     "inputTokens": 190_000, "outputTokens": 1, "attrs": ["session.id": device],
                                 ]
                             ]
@@ -210,6 +229,12 @@ struct PushBench: AsyncParsableCommand {
                     if received == nil { try await Task.sleep(for: .milliseconds(5)) }
                 }
                 _ = try await Self.json(http, "DELETE", base + "/v1/devices/me/push", token: access, nil)
+                if let gateID {
+                    // Settled, so the agent stays under its pending gates (a decider per gate: under
+                    // approvals.decisions-per-minute).
+                    let decider = try await signer.sign(tenant: self.stackOptions.tenant, subject: device, scopes: [.approvalsDecide])
+                    _ = try await Self.json(http, "POST", base + "/v1/approval-gates/\(gateID)/decision", token: decider, ["decision": "approve"])
+                }
                 guard let received else { throw ValidationError("no push for the \(kind) of \(device) within 10 s") }
                 let latency = Duration.milliseconds(Int64(max(0, received.timeIntervalSince(committed)) * 1000))
                 if kind == "gate" { gates.append(latency) } else { incidents.append(latency) }

@@ -8,6 +8,9 @@ struct SwarmdeckBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "swarmdeck-bench",
         abstract: "Swarmdeck's benchmarks (build with -c release for meaningful figures).",
-        subcommands: [GateBench.self, FanoutBench.self, ControlBench.self, IngestBench.self, NeighbourBench.self, NATSBench.self, HealthBench.self, PushBench.self]
+        subcommands: [
+            GateBench.self, FanoutBench.self, ControlBench.self, IngestBench.self, NeighbourBench.self, NATSBench.self, HealthBench.self,
+            PushBench.self,
+        ]
     )
 }

@@ -77,6 +77,7 @@ struct PushesCommand: AsyncParsableCommand {
         let alert = (payload["aps"] as? [String: Any])?["alert"] as? [String: Any] ?? [:]
         let text = [alert["title"] as? String, alert["body"] as? String].compactMap { $0 }.joined(separator: ": ")
         let status = push.reason.map { "\(push.status) \($0)" } ?? String(push.status)
-        return "#\(push.index) \(at) …\(push.deviceToken.suffix(8)) \(status) [\(push.collapseID ?? "-")] \(payload["type"] as? String ?? "?") \(text)"
+        return
+            "#\(push.index) \(at) …\(push.deviceToken.suffix(8)) \(status) [\(push.collapseID ?? "-")] \(payload["type"] as? String ?? "?") \(text)"
     }
 }

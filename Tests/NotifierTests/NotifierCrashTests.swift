@@ -76,7 +76,9 @@ struct NotifierCrashTests {
         }
         #expect(sent == 1000)
         #expect(duplicates <= counted, "every duplicate is a resend after an attempt whose outcome was lost")
-        print("notifier kill -9: \(beforeRestart) pushes before the kill, 1000 delivered after the restart, \(duplicates) duplicates, \(counted) unsure resends counted")
+        print(
+            "notifier kill -9: \(beforeRestart) pushes before the kill, 1000 delivered after the restart, \(duplicates) duplicates, \(counted) unsure resends counted"
+        )
         await nats.close()
         try await harness.stop()
     }

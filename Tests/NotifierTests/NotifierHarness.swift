@@ -106,11 +106,8 @@ struct NotifierHarness {
         let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try TestEnvironment.natsURL], name: "notice-publisher"))
         let jetStream = JetStream(connection: nats)
         let subjects = try Subjects(prefix: self.live.prefix)
-        for (name, subject) in [(subjects.incidentStreamName, subjects.allIncidentChanges), (subjects.gateStreamName, subjects.allGateOpenings)] {
-            _ = try await jetStream.createOrUpdateStream(
-                StreamConfiguration(name: name, subjects: [subject], maxAge: .seconds(3600), duplicateWindow: .seconds(600))
-            )
-        }
+        try await jetStream.prepareNoticeStream(name: subjects.incidentStreamName, subject: subjects.allIncidentChanges)
+        try await jetStream.prepareNoticeStream(name: subjects.gateStreamName, subject: subjects.allGateOpenings)
         return (nats, jetStream, subjects)
     }
 

@@ -33,14 +33,7 @@ final class GateOutbox: Service, Sendable {
 
     /// Creates (or updates) the gates stream: openings are kept a day for the notifier.
     func prepare() async throws {
-        _ = try await self.jetStream.createOrUpdateStream(
-            StreamConfiguration(
-                name: self.subjects.gateStreamName,
-                subjects: [self.subjects.allGateOpenings],
-                maxAge: .seconds(86_400),
-                duplicateWindow: .seconds(600)
-            )
-        )
+        try await self.jetStream.prepareNoticeStream(name: self.subjects.gateStreamName, subject: self.subjects.allGateOpenings)
     }
 
     /// Starts a round now (a change has committed).

@@ -19,21 +19,8 @@ struct TerminationWatcher: Service {
     static let consumerName = "approvals_terminations"
 
     func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            var attempt = 0
-            while !Task.isCancelled {
-                do {
-                    try await self.consume()
-                } catch is CancellationError {
-                    return
-                } catch {
-                    // control-api creates the stream; until it has, there is nothing to watch.
-                    attempt += 1
-                    self.logger.info("waiting for the control stream", metadata: ["error": "\(String(reflecting: error))"])
-                    try await Task.sleep(for: .seconds(min(attempt, 5)))
-                }
-            }
-        }
+        // control-api creates the stream; until it has, there is nothing to watch.
+        await consumeUntilShutdown(logger: self.logger, waiting: "waiting for the control stream") { try await self.consume() }
     }
 
     private func consume() async throws {

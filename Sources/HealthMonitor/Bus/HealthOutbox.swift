@@ -40,14 +40,7 @@ final class HealthOutbox: Service, Sendable {
 
     /// Creates (or updates) the incidents stream: changes are kept a day for the notifier.
     func prepare() async throws {
-        _ = try await self.jetStream.createOrUpdateStream(
-            StreamConfiguration(
-                name: self.subjects.incidentStreamName,
-                subjects: [self.subjects.allIncidentChanges],
-                maxAge: .seconds(86_400),
-                duplicateWindow: .seconds(600)
-            )
-        )
+        try await self.jetStream.prepareNoticeStream(name: self.subjects.incidentStreamName, subject: self.subjects.allIncidentChanges)
     }
 
     func kick() {

@@ -34,24 +34,8 @@ struct NoticeConsumer: Service {
     }
 
     func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            var attempt = 0
-            while !Task.isCancelled {
-                do {
-                    try await self.consume()
-                } catch is CancellationError {
-                    return
-                } catch {
-                    // The publishing service creates the stream; until it has, there is nothing to take.
-                    attempt += 1
-                    self.logger.info(
-                        "waiting for the \(self.source.rawValue) stream",
-                        metadata: ["stream": "\(self.streamName)", "error": "\(String(reflecting: error))"]
-                    )
-                    try await Task.sleep(for: .seconds(min(attempt, 5)))
-                }
-            }
-        }
+        // The publishing service creates the stream; until it has, there is nothing to take.
+        await consumeUntilShutdown(logger: self.logger, waiting: "waiting for the \(self.streamName) stream") { try await self.consume() }
     }
 
     private func consume() async throws {

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ServiceKit
 import ServiceLifecycle
+import Synchronization
 
 /// Sends the due push jobs: claims a batch (leased, so replicas share the queue and a crashed
 /// sender's jobs come back), sends each through the APNs client as concurrent streams, and
@@ -13,8 +14,8 @@ final class PushSender: Service, Sendable {
     let revocations: RevocationList
     let settings: NotifierSettings
     let logger: Logger
-    private let wakeUps: AsyncStream<Void>
-    private let wake: AsyncStream<Void>.Continuation
+    private let wakeUps = WakeUps(every: .milliseconds(500))
+    private let lastPrune = Mutex(ContinuousClock.now)
 
     init(jobs: JobStore, apns: APNsClient, revocations: RevocationList, settings: NotifierSettings, logger: Logger) {
         self.jobs = jobs
@@ -22,38 +23,25 @@ final class PushSender: Service, Sendable {
         self.revocations = revocations
         self.settings = settings
         self.logger = logger
-        (self.wakeUps, self.wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// New jobs are due.
-    func kick() { self.wake.yield() }
+    func kick() { self.wakeUps.kick() }
 
     func run() async throws {
-        let wake = self.wake
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(500))
-                wake.yield()
-            }
-        }
-        defer { ticker.cancel() }
         // Ends at graceful shutdown; a job in flight then is claimed again after its lease.
-        await cancelWhenGracefulShutdown {
-            var lastPrune = ContinuousClock.now
-            for await _ in self.wakeUps {
-                do {
-                    // A full batch means more may be due at once.
-                    if try await self.round() >= self.settings.sendConcurrency { wake.yield() }
-                    if ContinuousClock.now - lastPrune > .seconds(3600) {
-                        lastPrune = ContinuousClock.now
-                        try await self.jobs.prune()
-                    }
-                } catch  where !Task.isCancelled {
-                    self.logger.warning("push round failed", metadata: ["error": "\(String(reflecting: error))"])
-                } catch {
-                    return
+        await self.wakeUps.run {
+            do {
+                let full = try await self.round() >= self.settings.sendConcurrency
+                if self.lastPrune.withLock({ ContinuousClock.now - $0 > .seconds(3600) }) {
+                    self.lastPrune.withLock { $0 = ContinuousClock.now }
+                    try await self.jobs.prune()
                 }
-            }
+                return full
+            } catch  where !Task.isCancelled {
+                self.logger.warning("push round failed", metadata: ["error": "\(String(reflecting: error))"])
+            } catch {}
+            return false
         }
         try await self.apns.shutdown()
     }

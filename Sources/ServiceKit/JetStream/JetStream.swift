@@ -144,3 +144,13 @@ public struct JetStream: Sendable {
         }
     }
 }
+
+extension JetStream {
+    /// Creates (or updates) a stream of notices for the notifier (gate openings, incident
+    /// changes): kept a day, published with a message id de-duplicated for ten minutes.
+    public func prepareNoticeStream(name: String, subject: String) async throws {
+        _ = try await self.createOrUpdateStream(
+            StreamConfiguration(name: name, subjects: [subject], maxAge: .seconds(86_400), duplicateWindow: .seconds(600))
+        )
+    }
+}

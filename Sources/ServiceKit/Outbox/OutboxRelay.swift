@@ -41,8 +41,7 @@ public final class OutboxRelay: Service, Sendable {
     let policy: Policy
     let send: Send
     let logger: Logger
-    private let wakeUps: AsyncStream<Void>
-    private let wake: AsyncStream<Void>.Continuation
+    private let wakeUps = WakeUps(every: .milliseconds(500))
 
     /// Rows taken per round.
     public static let batch = 200
@@ -54,34 +53,22 @@ public final class OutboxRelay: Service, Sendable {
         self.policy = policy
         self.send = send
         self.logger = logger
-        (self.wakeUps, self.wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Starts a round now (a change has committed).
     public func kick() {
-        self.wake.yield()
+        self.wakeUps.kick()
     }
 
+    /// Ends at graceful shutdown; what is left is sent by the next start (or another replica).
     public func run() async throws {
-        let wake = self.wake
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(500))
-                wake.yield()
-            }
-        }
-        defer { ticker.cancel() }
-        // Ends at graceful shutdown; what is left is sent by the next start (or another replica).
-        await cancelWhenGracefulShutdown {
-            for await _ in self.wakeUps {
-                do {
-                    try await self.round()
-                } catch  where !Task.isCancelled {
-                    self.logger.warning("outbox round failed", metadata: ["error": "\(String(reflecting: error))"])
-                } catch {
-                    return  // shutting down: what is left is sent at the next start
-                }
-            }
+        await self.wakeUps.run {
+            do {
+                return try await self.round() >= Self.batch
+            } catch  where !Task.isCancelled {
+                self.logger.warning("outbox round failed", metadata: ["error": "\(String(reflecting: error))"])
+            } catch {}
+            return false
         }
     }
 
