@@ -90,7 +90,8 @@ struct ACPGateTests {
 
     @Test("a rejection answers its reject option; an expired request is answered cancelled; string ids come back as strings")
     func rejectedAndExpired() async throws {
-        let harness = try await ApprovalsHarness(["APPROVALS_DEFAULT_EXPIRY_SECONDS": "2"])
+        // Long enough for the rejection to land first on a loaded machine, short enough to wait for.
+        let harness = try await ApprovalsHarness(["APPROVALS_DEFAULT_EXPIRY_SECONDS": "6"])
         try await harness.run { ingest, _, approvals in
             let key = try await harness.live.createKey(ingest)
             let phone = try await harness.token()
