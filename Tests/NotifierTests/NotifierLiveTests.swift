@@ -179,6 +179,8 @@ struct NotifierLiveTests {
             let after = harness.apns.received()
             #expect(after.filter { $0.deviceToken == NotifierHarness.apnsToken(1) }.count == 1)
             #expect(after.filter { $0.deviceToken == NotifierHarness.apnsToken(5) }.count == 1)
+            // One provider token for every push of the run, never one per request.
+            #expect(Set(after.compactMap(\.tokenDigest)).count == 1)
             // Registering again with the right environment makes it active.
             (status, body) = try await LiveCall.call(
                 notifier,
