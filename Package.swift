@@ -263,7 +263,7 @@ let package = Package(
             name: "NotifierTests",
             dependencies: [
                 "APNs", "APNsLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "Notifier", "ServiceKit", "TestSupport",
-                crypto, hummingbird, hummingbirdTesting, logging,
+                crypto, hummingbird, hummingbirdTesting, logging, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

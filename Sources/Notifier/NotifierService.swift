@@ -14,7 +14,8 @@ public enum NotifierService: SwarmdeckService {
     public static let defaultPort = 8086
     public static var migrations: [Migration] { NotifierMigrations.all }
 
-    /// The stores, the APNs client and the sender, the two notice consumers, and the operations
+    /// The stores, the APNs client and the sender, the two notice consumers, the revocation
+    /// sweep, and the operations
     /// of openapi/notifier.yaml.
     public static func assemble(_ assembly: ServiceAssembly<NotifierSettings>) async throws -> ServiceParts {
         let settings = assembly.settings
@@ -45,6 +46,7 @@ public enum NotifierService: SwarmdeckService {
                 logger: logger
             )
         }
+        let sweep = RevocationSweep(devices: devices, jobs: jobs, revocations: assembly.revocations, interval: .seconds(2), logger: logger)
         let handler = NotifierHandler(settings: settings, devices: devices, writes: KeyedTokenBuckets(perMinute: 30))
 
         try assembly.router.addOpenAPIOperations(
@@ -53,6 +55,6 @@ public enum NotifierService: SwarmdeckService {
             authentication: OperationAuthenticationMiddleware(credentials: NotifierHandler.credentials, verifier: assembly.verifier)
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
-        return ServiceParts(services: [sender] + consumers)
+        return ServiceParts(services: [sender, sweep] + consumers)
     }
 }

@@ -2,6 +2,7 @@ import APNsLocal
 import Contracts
 import Foundation
 import HummingbirdTesting
+import PostgresNIO
 import ServiceKit
 import TestSupport
 import Testing
@@ -193,6 +194,45 @@ struct NotifierLiveTests {
         }
         await nats.close()
         try await harness.stop()
+    }
+
+    @Test("a revoked device is forgotten at once: no push reaches it, its registration is gone")
+    func revokedDevice() async throws {
+        let harness = try await NotifierHarness.start()
+        let (nats, jetStream, subjects) = try await harness.publisher()
+        try await harness.run { notifier in
+            try await harness.register(notifier, device: "kept", token: 1)
+            let lost = try await harness.register(notifier, device: "lost", token: 2)
+            let notice = RevocationNotice(tenant: harness.tenant, subject: "lost", revokedAt: Int64(Date().timeIntervalSince1970 * 1000))
+            try nats.publish(Array(try JSONEncoder().encode(notice)), to: subjects.revocation(tenant: harness.tenant))
+            // Its own token is refused from now on.
+            let refused = await eventually(timeout: .seconds(10)) {
+                (try? await LiveCall.call(notifier, .get, "/v1/devices/me/push", token: lost).0) == .unauthorized
+            }
+            #expect(refused)
+            // And the sweep removes its registration (the kept device's stays).
+            let gone = await eventually(timeout: .seconds(10)) { (try? await Self.registered(harness)) == ["kept"] }
+            let left = try await Self.registered(harness)
+            #expect(gone, "still registered: \(left)")
+            try await NotifierHarness.publishIncident(jetStream, subjects, tenant: harness.tenant, id: "after-revocation")
+            _ = try await harness.waitForPushes(1)
+            try await Task.sleep(for: .seconds(1))
+            #expect(harness.apns.received().map(\.deviceToken) == [NotifierHarness.apnsToken(1)])
+        }
+        await nats.close()
+        try await harness.stop()
+    }
+
+    /// The devices with a registration in the harness's schema.
+    static func registered(_ harness: NotifierHarness) async throws -> [String] {
+        let postgres = PostgresClient(configuration: try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 1))
+        let running = Task { await postgres.run() }
+        defer { running.cancel() }
+        let schema = try harness.live.environment()["NOTIFIER_SCHEMA"]!
+        let rows = try await postgres.query("SELECT device_id FROM \(unescaped: schema).devices WHERE tenant_id = \(harness.tenant) ORDER BY 1")
+        var devices: [String] = []
+        for try await device in rows.decode(String.self) { devices.append(device) }
+        return devices
     }
 
     @Test("bad input answers 4xx in the envelope; another device's or tenant's registration is never seen")

@@ -96,4 +96,21 @@ struct DeviceStore: Sendable {
             logger: self.logger
         )
     }
+
+    /// Every device the schema knows (registered, or with preferences), `limit` at a time after
+    /// `after` (tenant and device, in order).
+    func devices(after: (tenant: String, device: String)?, limit: Int) async throws -> [(tenant: String, device: String)] {
+        let (tenant, device) = after ?? ("", "")
+        let rows = try await self.client.query(
+            """
+            SELECT tenant_id, device_id FROM devices WHERE (tenant_id, device_id) > (\(tenant), \(device))
+            UNION SELECT tenant_id, device_id FROM preferences WHERE (tenant_id, device_id) > (\(tenant), \(device))
+            ORDER BY 1, 2 LIMIT \(limit)
+            """,
+            logger: self.logger
+        )
+        var devices: [(tenant: String, device: String)] = []
+        for try await (tenant, device) in rows.decode((String, String).self) { devices.append((tenant, device)) }
+        return devices
+    }
 }
