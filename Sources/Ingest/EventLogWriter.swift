@@ -12,7 +12,8 @@ import Synchronization
 ///
 /// Bounded: more than `ingest.max-queued-events` events, or `ingest.max-queued-bytes` of them,
 /// waiting across tenants, or more than `ingest.max-queued-tenant-share` of either waiting for
-/// one tenant, answers 429 (nothing queued). A failed transaction answers 503 to every request in it (nothing stored,
+/// one tenant, answers 429 (nothing queued); so does a tenant over its rate (``TenantEventRate``,
+/// the bulk lane only). A failed transaction answers 503 to every request in it (nothing stored,
 /// unless the commit reached Postgres and only its answer was lost, in which case the retry
 /// reports those events as duplicates).
 final class EventLogWriter: Sendable {
@@ -30,6 +31,8 @@ final class EventLogWriter: Sendable {
     private let logger: Logger
     private let transactionEvents: Recorder
     private let refused: Counter
+    /// Each tenant's rate through this lane (the bulk lane has one; the priority lane none).
+    private let rate: TenantEventRate?
 
     /// Which queue a writer serves: tenants' telemetry, or the small events that must not wait
     /// behind it (agents' state changes and services' events: control acknowledgements, gates).
@@ -41,8 +44,16 @@ final class EventLogWriter: Sendable {
     /// A writer for `lane`. The priority lane holds a tenth of the bulk lane's bounds and commits
     /// alongside it: its transaction waits for at most the tenant's one bulk transaction in
     /// flight (the tenant's row lock), never for what is queued behind that.
-    init(log: EventLogAppender, publisher: EventPublisher, settings: IngestSettings, lane: Lane = .bulk, logger: Logger) {
+    init(
+        log: EventLogAppender,
+        publisher: EventPublisher,
+        settings: IngestSettings,
+        lane: Lane = .bulk,
+        rate: TenantEventRate? = nil,
+        logger: Logger
+    ) {
         self.log = log
+        self.rate = rate
         self.publisher = publisher
         let share = lane == .bulk ? 1 : 0.1
         let maxEvents = max(settings.maxBatchEvents, Int(Double(settings.maxQueuedEvents) * share))
@@ -73,6 +84,7 @@ final class EventLogWriter: Sendable {
                 "the request's events take \(bytes) bytes; at most \(self.maxQueuedBytes) of one tenant's can wait for commit"
             )
         }
+        try self.rate?.check(tenant: tenant)
         return try await withCheckedThrowingContinuation { continuation in
             let admission = self.queue.withLock {
                 $0.admit(
@@ -89,9 +101,10 @@ final class EventLogWriter: Sendable {
                     throwing: APIError(.rateLimited, "ingest is at its queue limit; retry shortly", retryAfterSeconds: 1)
                 )
             case .startWriter:
+                self.rate?.spend(tenant: tenant, events: events.count)
                 Task { await self.drain(tenant: tenant) }
             case .queued:
-                break  // the tenant's writer will take it
+                self.rate?.spend(tenant: tenant, events: events.count)  // the tenant's writer will take it
             }
         }
     }

@@ -21,6 +21,8 @@ struct IngestController: Sendable {
     let verifier: AccessTokenVerifier
     /// What requests being read and parsed may hold at once (shared with the OTLP receivers).
     let parsing: ByteBudget
+    /// Each tenant's rate of bulk events (large requests of a tenant over it are refused unread).
+    let rate: TenantEventRate
 
     /// The share of ``parsing`` a route's request holds while it is served.
     func memory(maxBodyBytes: Int) -> RequestMemoryMiddleware {
@@ -34,7 +36,7 @@ struct IngestController: Sendable {
 
     func addRoutes(to router: Router<ServiceRequestContext>) {
         // Authenticated first (an unknown key costs no budget), then within the parse budget.
-        let agents = router.group("v1/ingest").add(middleware: AgentAuthenticationMiddleware(keys: self.keys))
+        let agents = router.group("v1/ingest").add(middleware: AgentAuthenticationMiddleware(keys: self.keys)).add(middleware: self.rate.middleware)
         agents.group("events").add(middleware: self.memory(maxBodyBytes: self.settings.maxBodyBytes)).post { request, context in
             try await self.ingest(request, context: context)
         }

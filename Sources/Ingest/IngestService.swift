@@ -25,7 +25,8 @@ public enum IngestService: SwarmdeckService {
         let publisher = EventPublisher(connection: assembly.nats, subjects: assembly.subjects, logger: logger)
         let eventLog = EventLogAppender(client: assembly.postgres, logger: logger)
         let retention = EventLogRetention(client: assembly.postgres, retentionDays: settings.retentionDays, logger: logger)
-        let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, logger: logger)
+        let rate = TenantEventRate(settings: settings)
+        let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, rate: rate, logger: logger)
         let priority = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, lane: .priority, logger: logger)
         let keys = IngestKeyStore(
             client: assembly.credentialPostgres,
@@ -42,11 +43,18 @@ public enum IngestService: SwarmdeckService {
             log: eventLog,
             settings: settings,
             verifier: assembly.verifier,
-            parsing: parsing
+            parsing: parsing,
+            rate: rate
         )
         controller.addRoutes(to: assembly.router)
-        OTLPReceiver(keys: keys, writer: writer, settings: settings, memory: controller.memory(maxBodyBytes: settings.maxBodyBytes))
-            .addRoutes(to: assembly.router)
+        OTLPReceiver(
+            keys: keys,
+            writer: writer,
+            settings: settings,
+            rate: rate,
+            memory: controller.memory(maxBodyBytes: settings.maxBodyBytes)
+        )
+        .addRoutes(to: assembly.router)
         let intake = ServiceEventIntake(
             connection: assembly.nats,
             subjects: assembly.subjects,

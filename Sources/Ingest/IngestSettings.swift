@@ -24,6 +24,11 @@ public struct IngestSettings: ServiceSettings {
     var maxQueuedBytes: Int
     /// The fraction of both that one tenant may hold; past it that tenant's requests get 429.
     var maxQueuedTenantShare: Double
+    /// Events one tenant may send per second through this replica's bulk lane, on average; a
+    /// tenant over it gets 429 with `Retry-After` until the refill has paid its debt back.
+    var tenantEventsPerSecond: Int
+    /// What one tenant may send at once above that rate (the bucket's depth).
+    var tenantEventsBurst: Int
     /// Events committed in one transaction (requests queued behind it are grouped up to this).
     var writeBatchEvents: Int
     /// How long a positive ingest-key lookup is cached; revocation takes effect within it.
@@ -38,7 +43,7 @@ public struct IngestSettings: ServiceSettings {
     public static let keys: [SettingKey] = [
         .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxBatchAttributeValues, .maxOTLPValues, .maxParsingBytes, .maxEventBytes, .maxQueuedEvents,
         .maxQueuedBytes,
-        .maxQueuedTenantShare,
+        .maxQueuedTenantShare, .tenantEventsPerSecond, .tenantEventsBurst,
         .writeBatchEvents, .keyCacheSeconds,
         .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays,
     ]
@@ -54,6 +59,8 @@ public struct IngestSettings: ServiceSettings {
         self.maxQueuedEvents = try reader.setting(.maxQueuedEvents, in: 1...10_000_000)
         self.maxQueuedBytes = try reader.setting(.maxQueuedBytes, in: (1 << 20)...(64 << 30))
         self.maxQueuedTenantShare = try reader.setting(.maxQueuedTenantShare, in: 0.01...1.0)
+        self.tenantEventsPerSecond = try reader.setting(.tenantEventsPerSecond, in: 1...10_000_000)
+        self.tenantEventsBurst = try reader.setting(.tenantEventsBurst, in: 1...100_000_000)
         self.writeBatchEvents = try reader.setting(.writeBatchEvents, in: 1...100_000)
         self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
@@ -120,6 +127,16 @@ extension SettingKey {
         "ingest.max-queued-tenant-share",
         "the fraction of max-queued-events and max-queued-bytes one tenant may hold (that tenant gets 429 beyond)",
         default: "0.5"
+    )
+    static let tenantEventsPerSecond = SettingKey(
+        "ingest.tenant-events-per-second",
+        "events per second one tenant may send through a replica's bulk lane, on average (429 with Retry-After beyond)",
+        default: "5000"
+    )
+    static let tenantEventsBurst = SettingKey(
+        "ingest.tenant-events-burst",
+        "events one tenant may send at once above its rate (the bucket's depth)",
+        default: "20000"
     )
     static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
     static let commitTimeoutSeconds = SettingKey(

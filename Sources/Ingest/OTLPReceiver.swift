@@ -21,6 +21,8 @@ struct OTLPReceiver: Sendable {
     let keys: IngestKeyStore
     let writer: EventLogWriter
     let settings: IngestSettings
+    /// Each tenant's rate of bulk events (large exports of a tenant over it are refused unread).
+    let rate: TenantEventRate
     /// The share of the parse budget a request holds.
     let memory: RequestMemoryMiddleware
 
@@ -49,7 +51,7 @@ struct OTLPReceiver: Sendable {
     func addRoutes(to router: Router<ServiceRequestContext>) {
         // Failures (authentication's too) are answered the OTLP way, in the request's encoding.
         let otlp = router.group("v1").add(middleware: OTLPFailureMiddleware()).add(middleware: AgentAuthenticationMiddleware(keys: self.keys))
-            .add(middleware: self.memory)
+            .add(middleware: self.rate.middleware).add(middleware: self.memory)
         otlp.post("traces") { request, context in
             try await self.receive(request, context: context, as: OTLPExportTraceRequest.self, items: .traces, map: { $0.add($1) }) {
                 rejected,

@@ -30,6 +30,33 @@ struct LimitsTests {
         #expect(bucket.take(now: self.start) != nil)
     }
 
+    @Test("a charge passes whole while the bucket is out of debt, then nothing passes until the refill pays the debt back")
+    func tokenBucketDebt() {
+        var bucket = TokenBucket(capacity: 100, perSecond: 100, now: self.start)
+        #expect(bucket.debt(now: self.start) == nil)
+        // 250 events in one request: admitted whole, the bucket 150 in debt.
+        #expect(bucket.charge(250, now: self.start) == nil)
+        #expect(Self.near(bucket.debt(now: self.start), .milliseconds(1510)))
+        #expect(bucket.charge(1, now: self.start + .milliseconds(1500)) != nil)
+        #expect(bucket.charge(1, now: self.start + .milliseconds(1520)) == nil)
+        // spend takes whatever the bucket holds, debt or not: 1 left, 99 spent, 98 owed.
+        bucket.spend(99, now: self.start + .milliseconds(1520))
+        #expect(Self.near(bucket.debt(now: self.start + .milliseconds(1520)), .milliseconds(990)))
+        let buckets = KeyedTokenBuckets(capacity: 10, perSecond: 10)
+        #expect(buckets.debt("a", now: self.start) == nil)
+        buckets.spend("a", cost: 30, now: self.start)
+        #expect(Self.near(buckets.debt("a", now: self.start), .milliseconds(2100)))
+        #expect(buckets.charge("a", cost: 1, now: self.start + .seconds(2)) != nil)
+        #expect(buckets.charge("b", cost: 1000, now: self.start) == nil)
+        #expect(buckets.debt("b", now: self.start) != nil)
+    }
+
+    /// Whether `wait` is `expected` within a microsecond (the buckets count in floating point).
+    static func near(_ wait: Duration?, _ expected: Duration) -> Bool {
+        guard let wait else { return false }
+        return abs((wait - expected).secondsDouble) < 1e-6
+    }
+
     @Test("keyed buckets: each key its own; past maxKeys refilled ones are forgotten, else new keys wait")
     func keyedBuckets() {
         let buckets = KeyedTokenBuckets(capacity: 1, perSecond: 1, maxKeys: 2)

@@ -1,0 +1,82 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import TestSupport
+import Testing
+
+@testable import Ingest
+
+/// Issue 11: one tenant's flood takes at most its share of ingest's commit throughput.
+@Suite("Ingest: each tenant's events per second (live NATS + Postgres)")
+struct IngestTenantRateTests {
+    /// 200 events/s, 500 at once: a first request of 1500 is admitted whole and leaves the
+    /// tenant 1000 in debt, five seconds of refill.
+    static let rate = 200
+    static let burst = 500
+    static let first = 1500
+
+    /// Posts `body` as a native batch with its Content-Length, as any HTTP client sends it.
+    static func post(_ client: some TestClientProtocol, key: String, events: [[String: Any]]) async throws -> (HTTPResponse.Status, String?) {
+        let body = try JSONSerialization.data(withJSONObject: ["events": events])
+        return try await client.execute(
+            uri: "/v1/ingest/events",
+            method: .post,
+            headers: [.authorization: "Bearer \(key)", .contentType: "application/json", .contentLength: String(body.count)],
+            body: ByteBuffer(bytes: body)
+        ) { response in
+            (response.status, response.headers[.retryAfter])
+        }
+    }
+
+    @Test(
+        "a tenant over ingest.tenant-events-per-second gets 429 with Retry-After (large bodies unread, OTLP too), its state events still pass, another tenant is untouched, and the refill lets it back in"
+    )
+    func tenantRate() async throws {
+        let harness = try await IngestHarness(overrides: [
+            "INGEST_TENANT_EVENTS_PER_SECOND": String(Self.rate), "INGEST_TENANT_EVENTS_BURST": String(Self.burst),
+        ])
+        try await harness.application().test(.router) { client in
+            let loud = try await harness.createKey(client)
+            let quiet = try await harness.createKey(client, tenant: "quiet-\(harness.tenant)")
+            @Sendable func batch(_ prefix: String, _ count: Int) -> [[String: Any]] {
+                (0..<count).map { logEvent("\(prefix)-\($0)", message: String(repeating: "x", count: 64)) }
+            }
+            // A request larger than the burst passes whole, and leaves the bucket in debt.
+            let first = try await Self.post(client, key: loud, events: batch("a", Self.first))
+            #expect(first.0 == .ok)
+            // Now over: a large body is refused before it is read, a small one after parsing.
+            let large = try await Self.post(client, key: loud, events: batch("b", 500))
+            #expect(large.0 == .tooManyRequests)
+            #expect(large.1.flatMap { Int($0) }.map { $0 >= 1 } == true)
+            let small = try await Self.post(client, key: loud, events: batch("c", 2))
+            #expect(small.0 == .tooManyRequests)
+            // OTLP counts against the same rate.
+            let export: [UInt8] = try OTLPPayloads.claudeCodeLogs(nanos: UInt64(Date().timeIntervalSince1970 * 1e9)).serializedBytes()
+            let otlp = try await client.execute(
+                uri: "/v1/logs",
+                method: .post,
+                headers: [.authorization: "Bearer \(loud)", .contentType: "application/x-protobuf"],
+                body: ByteBuffer(bytes: export)
+            ) { $0.status }
+            #expect(otlp == .tooManyRequests)
+            // The tenant's own agents' state changes (the priority lane) are not held back.
+            let state: [[String: Any]] = [["msgId": "st-1", "swarmId": "s1", "agentId": "a1", "kind": "state", "state": "paused"]]
+            let acknowledged = try await Self.post(client, key: loud, events: state)
+            #expect(acknowledged.0 == .ok)
+            // Another tenant has a bucket of its own.
+            let other = try await Self.post(client, key: quiet, events: batch("q", Self.first))
+            #expect(other.0 == .ok)
+            // Nothing refused was stored: the loud tenant has its first batch and the state event.
+            let stored = try await harness.withDatabase { database in
+                let rows = try await database.query("SELECT count(*)::int FROM events WHERE tenant_id = \(harness.tenant)")
+                var count = 0
+                for try await value in rows.decode(Int.self) { count = value }
+                return count
+            }
+            #expect(stored == Self.first + 1)
+            // Some five seconds later the debt is paid back.
+            #expect(try await eventually(timeout: .seconds(15)) { try await Self.post(client, key: loud, events: batch("d", 10)).0 == .ok })
+        }
+    }
+}
