@@ -73,7 +73,20 @@ public struct HealthSettings: ServiceSettings {
 
     /// Whether this replica follows `tenant` (replicas split the tenants by a hash of the id).
     func owns(_ tenant: String) -> Bool {
-        self.replicas == 1 || Int(ToolSignature.fnv1a(Array(tenant.utf8)) % UInt64(self.replicas)) == self.replicaIndex
+        self.replicas == 1 || Int(Self.mixed(ToolSignature.fnv1a(Array(tenant.utf8))) % UInt64(self.replicas)) == self.replicaIndex
+    }
+
+    /// FNV-1a's low bits depend only on the bytes' low bits (with two replicas, the parity of
+    /// the odd bytes would pick the replica): MurmurHash3's finaliser spreads every bit into
+    /// every other before the remainder is taken.
+    static func mixed(_ hash: UInt64) -> UInt64 {
+        var h = hash
+        h ^= h >> 33
+        h &*= 0xff51_afd7_ed55_8ccd
+        h ^= h >> 33
+        h &*= 0xc4ce_b9fe_1a85_ec53
+        h ^= h >> 33
+        return h
     }
 }
 
