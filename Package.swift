@@ -63,7 +63,10 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
         ["EventLog", "HealthMonitorContract", metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []
     ),
-    ("notifier", "Notifier", ["APNs", "NotifierContract", crypto, metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle], []),
+    (
+        "notifier", "Notifier", ["APNs", "NotifierContract", crypto, metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
+        []
+    ),
 ]
 
 /// A service's library target and its executable target.

@@ -13,6 +13,9 @@ public struct GateNotice: Codable, Sendable, Equatable {
     public var requestedAt: Int64
     public var expiresAt: Int64
     public var webUrl: String
+    /// The ACP thread whose `session/request_permission` opened the gate, if one did: the push
+    /// lets the app open that thread.
+    public var threadId: String?
 
     public init(
         tenant: String,
@@ -23,7 +26,8 @@ public struct GateNotice: Codable, Sendable, Equatable {
         risk: String,
         requestedAt: Int64,
         expiresAt: Int64,
-        webUrl: String
+        webUrl: String,
+        threadId: String? = nil
     ) {
         self.tenant = tenant
         self.gateId = gateId
@@ -34,5 +38,6 @@ public struct GateNotice: Codable, Sendable, Equatable {
         self.requestedAt = requestedAt
         self.expiresAt = expiresAt
         self.webUrl = webUrl
+        self.threadId = threadId
     }
 }

@@ -13,6 +13,7 @@
 /// | `<prefix>.incidents.<tenant>`                    | incident changes (JetStream)    |
 /// | `<prefix>.health.summary`                        | a tenant's health summary (request/reply) |
 /// | `<prefix>.health.thresholds.<tenant>`            | a tenant's thresholds changed (core NATS) |
+/// | `<prefix>.acp.presence.<tenant>`                 | which ACP threads a device watches live (core NATS) |
 ///
 /// Identifiers are encoded with ``SubjectToken`` so that a `.`, `*`, `>` or space in an id
 /// can never change the shape of a subject.
@@ -59,6 +60,34 @@ public struct Subjects: Sendable, Hashable {
     /// Every event of every tenant (for consumers that serve all tenants, such as health-monitor).
     public var allEvents: String {
         "\(self.prefix).ev.>"
+    }
+
+    /// The JetStream stream that keeps the ACP events published on ``allEvents(of:)`` for a
+    /// while, so that the notifier takes every thread's advance on a durable consumer.
+    public var acpStreamName: String {
+        "SD_ACP_" + self.prefix.replacingAll(".", with: "_").uppercased()
+    }
+
+    // MARK: ACP presence
+
+    /// The subject stream-fanout announces which ACP threads a device of `tenant` watches live
+    /// on (``ACPPresence``).
+    public func acpPresence(tenant: String) -> String {
+        "\(self.prefix).acp.presence.\(SubjectToken.encode(tenant))"
+    }
+
+    /// Every tenant's ACP presence.
+    public var allACPPresence: String {
+        "\(self.prefix).acp.presence.*"
+    }
+
+    /// The tenant an ``acpPresence(tenant:)`` subject names; nil for another subject.
+    public func parseACPPresence(_ subject: String) -> String? {
+        let base = "\(self.prefix).acp.presence."
+        guard subject.hasPrefix(base) else { return nil }
+        let token = subject.dropFirst(base.utf8.count)
+        guard !token.isEmpty, !token.contains(".") else { return nil }
+        return SubjectToken.decode(token)
     }
 
     // MARK: Control

@@ -1,3 +1,4 @@
+import Contracts
 import EventLog
 public import ServiceKit
 
@@ -63,6 +64,18 @@ public enum IngestService: SwarmdeckService {
             maxACPBodyBytes: settings.maxACPBodyBytes,
             logger: logger
         )
-        return ServiceParts(services: [retention, intake], beforeServerStarts: [{ try await retention.maintain() }])
+        // The ACP events published on the live feed are also kept a while in a stream of their
+        // own, for the notifier's silent pushes of a thread's advance (a durable consumer).
+        let jetStream = JetStream(connection: assembly.nats)
+        let acpStream = StreamConfiguration(
+            name: assembly.subjects.acpStreamName,
+            subjects: [assembly.subjects.allEvents(of: .acp)],
+            maxBytes: Int64(settings.acpStreamMaxBytes),
+            maxAge: .seconds(settings.acpStreamMaxAgeSeconds)
+        )
+        return ServiceParts(
+            services: [retention, intake],
+            beforeServerStarts: [{ try await retention.maintain() }, { try await jetStream.createOrUpdateStream(acpStream) }]
+        )
     }
 }

@@ -39,13 +39,17 @@ public struct IngestSettings: ServiceSettings {
     var commitTimeoutSeconds: Int
     /// Days of the event log kept (whole days of commit, UTC); older day partitions are dropped.
     var retentionDays: Int
+    /// What the ACP stream (the notifier's copy of the ACP events) keeps, in bytes and seconds;
+    /// the oldest go first.
+    var acpStreamMaxBytes: Int
+    var acpStreamMaxAgeSeconds: Int
 
     public static let keys: [SettingKey] = [
         .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxBatchAttributeValues, .maxOTLPValues, .maxParsingBytes, .maxEventBytes, .maxQueuedEvents,
         .maxQueuedBytes,
         .maxQueuedTenantShare, .tenantEventsPerSecond, .tenantEventsBurst,
         .writeBatchEvents, .keyCacheSeconds,
-        .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays,
+        .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays, .acpStreamMaxBytes, .acpStreamMaxAgeSeconds,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -66,6 +70,8 @@ public struct IngestSettings: ServiceSettings {
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
         self.maxACPBodyBytes = try reader.setting(.maxACPBodyBytes, in: 1024...(64 << 20))
         self.retentionDays = try reader.setting(.retentionDays, in: 1...3650)
+        self.acpStreamMaxBytes = try reader.setting(.acpStreamMaxBytes, in: (1 << 20)...(64 << 30))
+        self.acpStreamMaxAgeSeconds = try reader.setting(.acpStreamMaxAgeSeconds, in: 60...(7 * 86_400))
         guard self.maxParsingBytes >= self.maxBodyBytes * Self.parseMemoryFactor + self.maxOTLPValues * Self.decodedBytesPerOTLPValue else {
             throw ServiceKitError(
                 .configuration,
@@ -146,5 +152,15 @@ extension SettingKey {
     )
     static let maxACPBodyBytes = SettingKey("ingest.max-acp-body-bytes", "one ACP message's body in bytes (413 beyond)", default: "1048576")
     static let retentionDays = SettingKey("ingest.retention-days", "days of event log kept; older day partitions are dropped hourly", default: "7")
+    static let acpStreamMaxBytes = SettingKey(
+        "ingest.acp-stream-max-bytes",
+        "bytes of ACP events the ACP stream keeps for the notifier (the oldest go first)",
+        default: "268435456"
+    )
+    static let acpStreamMaxAgeSeconds = SettingKey(
+        "ingest.acp-stream-max-age-seconds",
+        "seconds the ACP stream keeps an ACP event for the notifier",
+        default: "3600"
+    )
     static let keyCacheSeconds = SettingKey("ingest.key-cache-seconds", "seconds a verified ingest key is cached (revocation delay)", default: "10")
 }

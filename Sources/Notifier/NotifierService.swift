@@ -14,9 +14,9 @@ public enum NotifierService: SwarmdeckService {
     public static let defaultPort = 8086
     public static var migrations: [Migration] { NotifierMigrations.all }
 
-    /// The stores, the APNs client and the sender, the two notice consumers, the revocation
-    /// sweep, and the operations
-    /// of openapi/notifier.yaml.
+    /// The stores, the APNs client and the sender, the two notice consumers, the ACP stream's
+    /// consumer and the ACP presence it checks, the revocation sweep, and the operations of
+    /// openapi/notifier.yaml.
     public static func assemble(_ assembly: ServiceAssembly<NotifierSettings>) async throws -> ServiceParts {
         let settings = assembly.settings
         let logger = assembly.logger
@@ -34,7 +34,13 @@ public enum NotifierService: SwarmdeckService {
             ),
             logger: logger
         )
-        let sender = PushSender(jobs: jobs, apns: apns, revocations: assembly.revocations, settings: settings, logger: logger)
+        let presence = ACPPresenceMap(
+            nats: assembly.nats,
+            subjects: assembly.subjects,
+            maxConnections: settings.maxPresenceConnections,
+            logger: logger
+        )
+        let sender = PushSender(jobs: jobs, apns: apns, revocations: assembly.revocations, presence: presence, settings: settings, logger: logger)
         let consumers = [NoticeConsumer.Source.incidents, .gates].map { source in
             NoticeConsumer(
                 source: source,
@@ -46,6 +52,14 @@ public enum NotifierService: SwarmdeckService {
                 logger: logger
             )
         }
+        let acp = ACPAdvanceConsumer(
+            jobs: jobs,
+            sender: sender,
+            jetStream: JetStream(connection: assembly.nats),
+            subjects: assembly.subjects,
+            settings: settings,
+            logger: logger
+        )
         let sweep = RevocationSweep(devices: devices, jobs: jobs, revocations: assembly.revocations, interval: .seconds(2), logger: logger)
         let handler = NotifierHandler(settings: settings, devices: devices, writes: KeyedTokenBuckets(perMinute: 30))
 
@@ -55,6 +69,6 @@ public enum NotifierService: SwarmdeckService {
             authentication: OperationAuthenticationMiddleware(credentials: NotifierHandler.credentials, verifier: assembly.verifier)
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
-        return ServiceParts(services: [sender, sweep] + consumers)
+        return ServiceParts(services: [presence, sender, sweep, acp] + consumers)
     }
 }

@@ -29,10 +29,22 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
     private let outbox: StreamOutbox
     private let feed = Mutex<TenantFeed?>(nil)
     private let connection: WebSocketConnection
+    /// Where the threads this connection follows live are announced (for the notifier).
+    private let presence: ACPPresenceBoard
+    private let connectionID = UUID().uuidString
 
-    init(identity: AccessIdentity, settings: FanoutSettings, hub: FeedHub, cache: ACPCache, heartbeats: WebSocketHeartbeats, logger: Logger) {
+    init(
+        identity: AccessIdentity,
+        settings: FanoutSettings,
+        hub: FeedHub,
+        cache: ACPCache,
+        presence: ACPPresenceBoard,
+        heartbeats: WebSocketHeartbeats,
+        logger: Logger
+    ) {
         self.tenant = identity.tenant
         self.device = identity.subject
+        self.presence = presence
         self.settings = settings
         self.hub = hub
         self.cache = cache
@@ -76,12 +88,18 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
     }
 
     func finish() async {
+        self.presence.remove(connection: self.connectionID)
         if let feed = self.feed.withLock({ feed -> TenantFeed? in
             defer { feed = nil }
             return feed
         }) {
             self.hub.release(feed, leaving: self)
         }
+    }
+
+    /// The threads followed live now, for the notifier.
+    private func announce(_ cursors: [String: Int64]) {
+        self.presence.update(connection: self.connectionID, tenant: self.tenant, device: self.device, threads: Set(cursors.keys))
     }
 
     // MARK: Writing
@@ -241,12 +259,14 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                     cursors[thread] = nil
                 }
                 self.outbox.refilter { $0.threadIDs = Set(cursors.keys) }
+                self.announce(cursors)
                 let sent = try await self.replay(thread, after: from - 1, through: .max, writer: writer)
                 if live { cursors[thread] = sent }
             case "acp.cache.unsubscribe":
                 let thread = try Self.thread(params)
                 cursors[thread] = nil
                 self.outbox.refilter { $0.threadIDs = Set(cursors.keys) }
+                self.announce(cursors)
                 try await writer.send(Self.result(id: request.id, ["thread_id": thread]))
             case "acp.cache.fetch":
                 let thread = try Self.thread(params)

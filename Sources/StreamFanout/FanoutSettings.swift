@@ -33,11 +33,14 @@ public struct FanoutSettings: ServiceSettings {
     var maxConcurrentReplays: Int
     /// Seqs a replay may scan without a match before it stops with a gap notice.
     var maxReplayScan: Int
+    /// Seconds between two announcements of the ACP threads each connection follows live
+    /// (``ACPPresence``; each holds for three of them).
+    var acpPresenceSeconds: Int
 
     public static let keys: [SettingKey] = [
         .eventLogSchema, .fanoutSchema, .queueEvents, .queueBytes, .maxCatchUpEvents, .pingSeconds, .defaultEventsPerSecond, .maxEventsPerSecond,
         .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds, .tailCheckSeconds, .maxConnectionsPerTenant, .maxConcurrentReplays,
-        .maxReplayScan,
+        .maxReplayScan, .acpPresenceSeconds,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -56,6 +59,7 @@ public struct FanoutSettings: ServiceSettings {
         self.tailCheckSeconds = try reader.setting(.tailCheckSeconds, in: 1...3600)
         self.maxConcurrentReplays = try reader.setting(.maxConcurrentReplays, in: 1...10_000)
         self.maxReplayScan = try reader.setting(.maxReplayScan, in: 1000...1_000_000_000)
+        self.acpPresenceSeconds = try reader.setting(.acpPresenceSeconds, in: 1...300)
     }
 }
 
@@ -66,6 +70,11 @@ extension SettingKey {
         "fanout.max-connections-per-tenant",
         "WebSockets one tenant may hold open on a replica (more: an error frame and close 1013)",
         default: "1000"
+    )
+    static let acpPresenceSeconds = SettingKey(
+        "fanout.acp-presence-seconds",
+        "seconds between announcements of the ACP threads each /v1/acp connection follows live (for the notifier)",
+        default: "5"
     )
     static let maxConcurrentReplays = SettingKey(
         "fanout.max-concurrent-replays",

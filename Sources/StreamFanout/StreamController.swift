@@ -25,6 +25,8 @@ struct StreamController: Sendable {
     /// Replay pages in flight on this replica.
     let replays: AsyncPermits
     let cache: ACPCache
+    /// Announces the ACP threads each `/v1/acp` connection follows live.
+    let presence: ACPPresenceBoard
     let heartbeats: WebSocketHeartbeats
     let settings: FanoutSettings
     let logger: Logger
@@ -80,6 +82,7 @@ struct StreamController: Sendable {
                     settings: self.settings,
                     hub: self.hub,
                     cache: self.cache,
+                    presence: self.presence,
                     heartbeats: self.heartbeats,
                     logger: logger
                 )

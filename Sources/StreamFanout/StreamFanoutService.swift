@@ -31,12 +31,19 @@ public enum StreamFanoutService: SwarmdeckService {
             logger: logger
         )
         let heartbeats = WebSocketHeartbeats(revocations: assembly.revocations)
+        let presence = ACPPresenceBoard(
+            nats: assembly.nats,
+            subjects: assembly.subjects,
+            interval: .seconds(settings.acpPresenceSeconds),
+            logger: logger
+        )
         let controller = StreamController(
             authentication: WebSocketAuthentication(verifier: assembly.verifier, requiring: .streamRead),
             hub: hub,
             reader: eventLog,
             replays: AsyncPermits(settings.maxConcurrentReplays),
             cache: ACPCache(client: assembly.postgres, eventLog: eventLog, schema: settings.schema, logger: logger),
+            presence: presence,
             heartbeats: heartbeats,
             settings: settings,
             logger: logger,
@@ -47,7 +54,7 @@ public enum StreamFanoutService: SwarmdeckService {
         controller.addWebSocketRoute(to: webSocketRouter)
         controller.addACPRoute(to: webSocketRouter)
         return ServiceParts(
-            services: [hub, heartbeats],
+            services: [hub, heartbeats, presence],
             server: .http1WebSocketUpgrade(
                 webSocketRouter: webSocketRouter,
                 configuration: .init(ws: .init(maxFrameSize: settings.maxMessageBytes, autoPing: .disabled))

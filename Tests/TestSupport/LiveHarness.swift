@@ -53,6 +53,8 @@ public struct LiveHarness: Sendable {
             // Suites of other things post one tenant's events faster than a tenant's default
             // rate allows; IngestTenantRateTests tests the rate with its own.
             "INGEST_TENANT_EVENTS_PER_SECOND": "10000000",
+            // JetStream reserves a stream's max bytes: each test's ACP stream takes little.
+            "INGEST_ACP_STREAM_MAX_BYTES": "4194304",
         ]
         environment.merge(self.overrides) { $1 }
         return environment

@@ -50,7 +50,8 @@ struct GateMessages {
                 risk: gate.risk,
                 requestedAt: gate.requestedAt.milliseconds,
                 expiresAt: gate.expiresAt.milliseconds,
-                webUrl: self.webURL(gate)
+                webUrl: self.webURL(gate),
+                threadId: gate.acp?.threadID
             )
             items.append(Item(kind: .notice, payload: Array(try JSONEncoder().encode(notice))))
         }

@@ -53,5 +53,6 @@ struct PushNotice: Sendable, Hashable {
             "type": "approval_gate", "gateId": notice.gateId, "swarmId": notice.swarmId, "agentId": notice.agentId, "risk": notice.risk,
             "webUrl": notice.webUrl,
         ]
+        if let thread = notice.threadId { self.fields["threadId"] = thread }
     }
 }

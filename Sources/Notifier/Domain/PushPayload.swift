@@ -57,6 +57,19 @@ enum PushPayload {
         return Self.encode(payload)
     }
 
+    /// The silent push of an ACP thread's advance (seed 003): `content-available` and the
+    /// thread, so the app fetches the delta in the background.
+    static func renderACP(_ advance: ACPAdvance) -> Data {
+        Self.encode([
+            "aps": ["content-available": 1],
+            "type": "acp_thread",
+            "thread_id": advance.thread,
+            "threadId": advance.thread,
+            "swarmId": advance.swarm,
+            "hint": "inbox_delta",
+        ])
+    }
+
     /// At most `bytes` bytes of `text`, cut at a character boundary, with an ellipsis when cut.
     static func cut(_ text: String, to bytes: Int) -> String {
         guard text.utf8.count > bytes else { return text }

@@ -122,7 +122,8 @@ extension NotificationPreferences {
             types: Set(document.types.compactMap { PushCategory(rawValue: $0.rawValue) }),
             swarms: Set(document.swarms),
             resolutions: document.resolutions,
-            quietHours: quiet
+            quietHours: quiet,
+            acpThreads: document.acpThreads ?? true
         )
     }
 
@@ -133,7 +134,8 @@ extension NotificationPreferences {
             resolutions: self.resolutions,
             quietHours: self.quietHours.map {
                 .init(start: QuietHours.text($0.start), end: QuietHours.text($0.end), timeZone: $0.timeZone, includeCritical: $0.includeCritical)
-            }
+            },
+            acpThreads: self.acpThreads
         )
     }
 }

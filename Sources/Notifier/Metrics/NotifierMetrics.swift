@@ -5,6 +5,8 @@ enum NotifierMetrics {
     /// Notices taken from the streams, and the jobs and folds they made.
     static let notices = Counter(label: "notifier_notices_total")
     static let jobsMade = Counter(label: "notifier_jobs_made_total")
+    /// ACP messages taken from the ACP stream (each thread's advances).
+    static let acpAdvances = Counter(label: "notifier_acp_advances_total")
     static let folded = Counter(label: "notifier_pushes_folded_total")
     /// Pushes by push kind, APNs status and reason.
     static func pushes(kind: String, status: Int?, reason: String?) -> Counter {

@@ -2,7 +2,7 @@ import ServiceKit
 
 /// The `notifier` schema: devices' APNs registrations and rate windows, their preferences, the
 /// notices taken (so a redelivered one makes no second push), and the push jobs (the outbox the
-/// senders work through).
+/// senders work through), and the ACP threads of silent pushes.
 enum NotifierMigrations {
     static let all: [Migration] = [
         Migration(
@@ -74,6 +74,15 @@ enum NotifierMigrations {
                 CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state <> 'pending';
                 CREATE INDEX jobs_device ON jobs (tenant_id, device_id) WHERE state = 'pending';
                 """
-        )
+        ),
+        Migration(
+            version: 2,
+            name: "ACP threads' silent pushes",
+            sql: """
+                -- The ACP thread of a silent push (kind acp, push type background): a device that
+                -- follows the thread live when the job is due is not sent it.
+                ALTER TABLE jobs ADD COLUMN thread_id text;
+                """
+        ),
     ]
 }

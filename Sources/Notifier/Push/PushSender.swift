@@ -12,15 +12,20 @@ final class PushSender: Service, Sendable {
     let jobs: JobStore
     let apns: APNsClient
     let revocations: RevocationList
+    /// Which devices follow which ACP threads live (their threads' silent pushes are dropped).
+    let presence: ACPPresenceMap
     let settings: NotifierSettings
     let logger: Logger
     private let wakeUps = WakeUps(every: .milliseconds(500))
     private let lastPrune = Mutex(ContinuousClock.now)
+    /// When the queue's depth was last measured (the gauges), busy or idle.
+    private let lastDepth = Mutex(ContinuousClock.now - .seconds(60))
 
-    init(jobs: JobStore, apns: APNsClient, revocations: RevocationList, settings: NotifierSettings, logger: Logger) {
+    init(jobs: JobStore, apns: APNsClient, revocations: RevocationList, presence: ACPPresenceMap, settings: NotifierSettings, logger: Logger) {
         self.jobs = jobs
         self.apns = apns
         self.revocations = revocations
+        self.presence = presence
         self.settings = settings
         self.logger = logger
     }
@@ -48,13 +53,19 @@ final class PushSender: Service, Sendable {
 
     /// Claims and sends one batch; answers how many were claimed.
     private func round() async throws -> Int {
-        let claimed = try await self.jobs.claim(limit: self.settings.sendConcurrency)
-        guard !claimed.isEmpty else {
+        // The gauges follow a backlog too: measured once a second whether the round is busy.
+        let now = ContinuousClock.now
+        if self.lastDepth.withLock({ last in
+            guard now - last >= .seconds(1) else { return false }
+            last = now
+            return true
+        }) {
             let (pending, oldest) = try await self.jobs.depth()
             NotifierMetrics.queueDepth.set(pending)
             NotifierMetrics.oldestSeconds.set(oldest)
-            return 0
         }
+        let claimed = try await self.jobs.claim(limit: self.settings.sendConcurrency)
+        guard !claimed.isEmpty else { return 0 }
         await withTaskGroup(of: Void.self) { group in
             for job in claimed {
                 group.addTask {
@@ -80,6 +91,12 @@ final class PushSender: Service, Sendable {
             try await self.jobs.forget(tenant: job.tenant, device: job.device)
             return
         }
+        let background = job.pushType == APNsNotification.PushType.background.rawValue
+        if background, let thread = job.threadID, self.presence.isLive(tenant: job.tenant, device: job.device, thread: thread) {
+            NotifierMetrics.pushes(kind: job.kind, status: nil, reason: "Live").increment()
+            try await self.jobs.finish(job.jobID, .dropped(reason: "the device follows the thread live"))
+            return
+        }
         let payload =
             job.kind == "summary"
             ? PushPayload.renderSummary(count: job.folded, swarm: job.swarmID, delivery: job.silent ? .silent : .normal)
@@ -88,7 +105,7 @@ final class PushSender: Service, Sendable {
             deviceToken: registration.token,
             environment: environment,
             topic: registration.topic,
-            pushType: .alert,
+            pushType: background ? .background : .alert,
             priority: job.silent ? .powerAware : .immediate,
             expiration: Int64(job.expiresAt.timeIntervalSince1970),
             collapseID: job.collapseID,

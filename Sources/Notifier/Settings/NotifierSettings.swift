@@ -39,11 +39,17 @@ public struct NotifierSettings: ServiceSettings {
     var jobRetentionHours: Int
     /// Peers whose `X-Forwarded-For` names the client (the edge); `*` trusts every peer.
     var trustedProxies: Set<String>
+    /// An ACP thread's advances are pushed (silently) at most once per device per this many
+    /// seconds, at the end of each such span.
+    var acpPushIntervalSeconds: Int
+    /// `/v1/acp` connections whose live threads are remembered (their presence announcements).
+    var maxPresenceConnections: Int
 
     public static let keys: [SettingKey] = [
         .notifierSchema, .apnsURL, .apnsKeyFile, .apnsKeyID, .apnsTeamID, .apnsTopics, .apnsCAFile, .apnsTimeoutMilliseconds,
         .devicePushLimit, .deviceWindowSeconds, .sendConcurrency, .maxAttempts, .backoffBaseMilliseconds, .backoffCapMilliseconds, .expirationSeconds,
-        .maxNoticeAgeSeconds, .maxDevicesPerTenant, .jobRetentionHours, .notifierTrustedProxies,
+        .maxNoticeAgeSeconds, .maxDevicesPerTenant, .jobRetentionHours, .notifierTrustedProxies, .acpPushIntervalSeconds,
+        .maxPresenceConnections,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -73,6 +79,8 @@ public struct NotifierSettings: ServiceSettings {
         self.maxNoticeAgeSeconds = try reader.setting(.maxNoticeAgeSeconds, in: 10...604_800)
         self.maxDevicesPerTenant = try reader.setting(.maxDevicesPerTenant, in: 1...1_000_000)
         self.jobRetentionHours = try reader.setting(.jobRetentionHours, in: 1...8760)
+        self.acpPushIntervalSeconds = try reader.setting(.acpPushIntervalSeconds, in: 1...3600)
+        self.maxPresenceConnections = try reader.setting(.maxPresenceConnections, in: 1...10_000_000)
         self.trustedProxies = Set(try reader.setting(.notifierTrustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
     }
 
@@ -146,6 +154,16 @@ extension SettingKey {
         "notifier.max-devices-per-tenant",
         "devices with a push registration per tenant (429 past it)",
         default: "10000"
+    )
+    static let acpPushIntervalSeconds = SettingKey(
+        "notifier.acp-push-interval-seconds",
+        "an ACP thread's advances reach a device as at most one silent push per this many seconds (at the span's end)",
+        default: "30"
+    )
+    static let maxPresenceConnections = SettingKey(
+        "notifier.max-presence-connections",
+        "/v1/acp connections whose live threads the notifier remembers (past it a new one is not, and its device may get a needless silent push)",
+        default: "100000"
     )
     static let jobRetentionHours = SettingKey("notifier.job-retention-hours", "how long sent, failed and dropped push jobs are kept", default: "72")
     static let notifierTrustedProxies = SettingKey(

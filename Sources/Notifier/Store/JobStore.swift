@@ -100,6 +100,51 @@ struct JobStore: Sendable {
         }
     }
 
+    /// Makes the silent pushes of one ACP thread's advance: one job per device of the tenant that
+    /// wants them, keyed by the thread and the span of `notifier.acp-push-interval-seconds` the
+    /// advance committed in, due at the span's end. Every further advance of the span (and a
+    /// redelivery) finds its jobs made: a device gets at most one such push per thread and span.
+    /// Whether the device follows the thread live is asked when the job is sent. Answers how many
+    /// jobs were made.
+    func enqueue(_ advance: ACPAdvance) async throws -> Int {
+        let span = Int64(self.settings.acpPushIntervalSeconds) * 1000
+        let bucket = advance.committedAt / span
+        let due = Date(timeIntervalSince1970: Double((bucket + 1) * span) / 1000)
+        let expires = due.addingTimeInterval(Double(self.settings.expirationSeconds))
+        let key = "acp-\(bucket)-\(advance.thread)"
+        let payload = String(decoding: PushPayload.renderACP(advance), as: UTF8.self)
+        let rows = try await self.client.query(
+            """
+            SELECT d.device_id, p.document FROM devices d
+            LEFT JOIN preferences p ON p.tenant_id = d.tenant_id AND p.device_id = d.device_id
+            WHERE d.tenant_id = \(advance.tenant) AND NOT d.invalid_environment
+            """,
+            logger: self.logger
+        )
+        var devices: [String] = []
+        for try await (device, document) in rows.decode((String, String?).self) {
+            let preferences = document.flatMap { try? JSONDecoder().decode(NotificationPreferences.self, from: Data($0.utf8)) } ?? .defaults
+            if preferences.wants(advance) { devices.append(device) }
+        }
+        var made = 0
+        let now = Date()
+        for device in devices {
+            let inserted = try await self.client.query(
+                """
+                INSERT INTO jobs (job_id, tenant_id, device_id, key, kind, collapse_id, push_type, priority, payload, swarm_id, silent,
+                    thread_id, state, not_before, expires_at, created_at)
+                VALUES (\(UUID()), \(advance.tenant), \(device), \(key), 'acp', \(PushPayload.collapseID("acp-", advance.thread)), 'background', 5,
+                    \(payload), \(advance.swarm), true, \(advance.thread), 'pending', \(due), \(expires), \(now))
+                ON CONFLICT (tenant_id, device_id, key) DO NOTHING
+                RETURNING 1
+                """,
+                logger: self.logger
+            )
+            for try await _ in inserted.decode(Int.self) { made += 1 }
+        }
+        return made
+    }
+
     /// A job claimed for sending, with its device's registration as it is now.
     struct Claimed: Sendable {
         var jobID: UUID
@@ -107,6 +152,10 @@ struct JobStore: Sendable {
         var device: String
         var kind: String
         var collapseID: String
+        /// `alert`, or `background` for an ACP thread's silent push.
+        var pushType: String
+        /// The ACP thread of a silent push.
+        var threadID: String?
         var payload: String
         var swarmID: String?
         var folded: Int
@@ -141,8 +190,8 @@ struct JobStore: Sendable {
             UPDATE jobs j SET attempts = j.attempts + 1, in_flight = true, lease_until = now() + make_interval(secs => \(self.leaseSeconds)),
                 unsure_resends = j.unsure_resends + CASE WHEN due.in_flight THEN 1 ELSE 0 END
             FROM due WHERE j.job_id = due.job_id
-            RETURNING j.job_id, j.tenant_id, j.device_id, j.kind, j.collapse_id, j.payload, j.swarm_id, j.folded, j.silent, j.attempts,
-                j.expires_at, due.in_flight,
+            RETURNING j.job_id, j.tenant_id, j.device_id, j.kind, j.collapse_id, j.push_type, j.thread_id, j.payload, j.swarm_id, j.folded,
+                j.silent, j.attempts, j.expires_at, due.in_flight,
                 (SELECT json_build_object('token', d.apns_token, 'environment', d.environment, 'topic', d.topic,
                     'registeredAt', (extract(epoch FROM d.registered_at) * 1000)::bigint)::text
                  FROM devices d WHERE d.tenant_id = j.tenant_id AND d.device_id = j.device_id)
@@ -150,9 +199,9 @@ struct JobStore: Sendable {
             logger: self.logger
         )
         var claimed: [Claimed] = []
-        for try await (id, tenant, device, kind, collapse, payload, swarm, folded, silent, attempts, expires, unsure, registration) in rows.decode(
-            (UUID, String, String, String, String, String, String?, Int, Bool, Int, Date, Bool, String?).self
-        ) {
+        for try await (id, tenant, device, kind, collapse, pushType, thread, payload, swarm, folded, silent, attempts, expires, unsure, registration)
+            in rows.decode((UUID, String, String, String, String, String, String?, String, String?, Int, Bool, Int, Date, Bool, String?).self)
+        {
             let current = registration.flatMap { try? JSONDecoder().decode(Registration.self, from: Data($0.utf8)) }
             claimed.append(
                 Claimed(
@@ -161,6 +210,8 @@ struct JobStore: Sendable {
                     device: device,
                     kind: kind,
                     collapseID: collapse,
+                    pushType: pushType,
+                    threadID: thread,
                     payload: payload,
                     swarmID: swarm,
                     folded: folded,
@@ -294,6 +345,10 @@ struct JobStore: Sendable {
     func prune() async throws {
         let before = Date().addingTimeInterval(-Double(self.settings.jobRetentionHours) * 3600)
         try await self.client.query("DELETE FROM jobs WHERE state <> 'pending' AND finished_at < \(before)", logger: self.logger)
+        // ACP threads' silent pushes are many and worth nothing once old (an advance older than
+        // max-notice-age makes no job): they go sooner.
+        let acpBefore = Date().addingTimeInterval(-Double(self.settings.maxNoticeAgeSeconds))
+        try await self.client.query("DELETE FROM jobs WHERE kind = 'acp' AND state <> 'pending' AND finished_at < \(acpBefore)", logger: self.logger)
         try await self.client.query("DELETE FROM notices WHERE taken_at < \(before)", logger: self.logger)
     }
 }

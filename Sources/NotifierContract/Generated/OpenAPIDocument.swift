@@ -210,4 +210,12 @@ components:
           type: boolean
           description: Whether an incident's resolution is pushed too (replacing its firing push).
         quietHours: { $ref: '#/components/schemas/QuietHours' }
+        acpThreads:
+          type: boolean
+          default: true
+          description: |
+            Whether an ACP thread's advances reach this device as silent pushes (`content-available`,
+            push type background, the thread id; at most one per thread every
+            `notifier.acp-push-interval-seconds`), unless the device follows the thread live on
+            `/v1/acp`. Quiet hours do not apply (nothing is shown). On when left out.
 """####

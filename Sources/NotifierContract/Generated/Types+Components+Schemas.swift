@@ -327,6 +327,14 @@ extension Components {
             public var resolutions: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/NotificationPreferences/quietHours`.
             public var quietHours: Components.Schemas.QuietHours?
+            /// Whether an ACP thread's advances reach this device as silent pushes (`content-available`,
+            /// push type background, the thread id; at most one per thread every
+            /// `notifier.acp-push-interval-seconds`), unless the device follows the thread live on
+            /// `/v1/acp`. Quiet hours do not apply (nothing is shown). On when left out.
+            ///
+            ///
+            /// - Remark: Generated from `#/components/schemas/NotificationPreferences/acpThreads`.
+            public var acpThreads: Swift.Bool?
             /// Creates a new `NotificationPreferences`.
             ///
             /// - Parameters:
@@ -334,22 +342,26 @@ extension Components {
             ///   - swarms: Only pushes about these swarms; every swarm when empty.
             ///   - resolutions: Whether an incident's resolution is pushed too (replacing its firing push).
             ///   - quietHours:
+            ///   - acpThreads: Whether an ACP thread's advances reach this device as silent pushes (`content-available`,
             public init(
                 types: [Components.Schemas.PushType],
                 swarms: [Components.Schemas.EntityID],
                 resolutions: Swift.Bool,
-                quietHours: Components.Schemas.QuietHours? = nil
+                quietHours: Components.Schemas.QuietHours? = nil,
+                acpThreads: Swift.Bool? = nil
             ) {
                 self.types = types
                 self.swarms = swarms
                 self.resolutions = resolutions
                 self.quietHours = quietHours
+                self.acpThreads = acpThreads
             }
             public enum CodingKeys: String, CodingKey {
                 case types
                 case swarms
                 case resolutions
                 case quietHours
+                case acpThreads
             }
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -369,11 +381,16 @@ extension Components {
                     Components.Schemas.QuietHours.self,
                     forKey: .quietHours
                 )
+                self.acpThreads = try container.decodeIfPresent(
+                    Swift.Bool.self,
+                    forKey: .acpThreads
+                )
                 try decoder.ensureNoAdditionalProperties(knownKeys: [
                     "types",
                     "swarms",
                     "resolutions",
-                    "quietHours"
+                    "quietHours",
+                    "acpThreads"
                 ])
             }
         }
