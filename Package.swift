@@ -63,10 +63,7 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
         ["EventLog", "HealthMonitorContract", metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []
     ),
-    (
-        "notifier", "Notifier", ["APNs", "NotifierContract", crypto, metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
-        []
-    ),
+    ("notifier", "Notifier", ["APNs", "NotifierContract", crypto, metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle], []),
 ]
 
 /// A service's library target and its executable target.

@@ -13,6 +13,7 @@
 /// | `<prefix>.incidents.<tenant>`                    | incident changes (JetStream)    |
 /// | `<prefix>.health.summary`                        | a tenant's health summary (request/reply) |
 /// | `<prefix>.health.thresholds.<tenant>`            | a tenant's thresholds changed (core NATS) |
+/// | `<prefix>.acp.advance.<tenant>`                  | an ACP thread advanced (JetStream)  |
 /// | `<prefix>.acp.presence.<tenant>`                 | which ACP threads a device watches live (core NATS) |
 ///
 /// Identifiers are encoded with ``SubjectToken`` so that a `.`, `*`, `>` or space in an id
@@ -62,13 +63,29 @@ public struct Subjects: Sendable, Hashable {
         "\(self.prefix).ev.>"
     }
 
-    /// The JetStream stream that keeps the ACP events published on ``allEvents(of:)`` for a
-    /// while, so that the notifier takes every thread's advance on a durable consumer.
+    // MARK: ACP threads
+
+    /// The subject ingest announces an advance of one of `tenant`'s ACP threads on
+    /// (``ACPAdvanceNotice``), for the notifier.
+    public func acpAdvanced(tenant: String) -> String {
+        "\(self.prefix).acp.advance.\(SubjectToken.encode(tenant))"
+    }
+
+    /// The subjects the ACP stream captures.
+    public var allACPAdvances: String {
+        "\(self.prefix).acp.advance.>"
+    }
+
+    /// The tenant an ``acpAdvanced(tenant:)`` subject names; nil for another subject.
+    public func parseACPAdvanced(_ subject: String) -> String? {
+        Self.tenant(of: subject, base: "\(self.prefix).acp.advance.")
+    }
+
+    /// The JetStream stream that keeps ACP threads' advances for a while, so that the notifier
+    /// takes every one on a durable consumer.
     public var acpStreamName: String {
         "SD_ACP_" + self.prefix.replacingAll(".", with: "_").uppercased()
     }
-
-    // MARK: ACP presence
 
     /// The subject stream-fanout announces which ACP threads a device of `tenant` watches live
     /// on (``ACPPresence``).
@@ -83,7 +100,12 @@ public struct Subjects: Sendable, Hashable {
 
     /// The tenant an ``acpPresence(tenant:)`` subject names; nil for another subject.
     public func parseACPPresence(_ subject: String) -> String? {
-        let base = "\(self.prefix).acp.presence."
+        Self.tenant(of: subject, base: "\(self.prefix).acp.presence.")
+    }
+
+    /// The tenant token that ends `subject` after `base`, decoded; nil when `subject` is not
+    /// `base` and one token.
+    private static func tenant(of subject: String, base: String) -> String? {
         guard subject.hasPrefix(base) else { return nil }
         let token = subject.dropFirst(base.utf8.count)
         guard !token.isEmpty, !token.contains(".") else { return nil }

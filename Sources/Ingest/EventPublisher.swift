@@ -7,7 +7,8 @@ import ServiceKit
 import SwiftProtobuf
 
 /// Publishes committed events on the live feed: one `EventEnvelope` per event on its subject,
-/// carrying the frame rendered at commit.
+/// carrying the frame rendered at commit; and for an ACP message, its thread's advance
+/// (``ACPAdvanceNotice``) for the notifier.
 struct EventPublisher: Sendable {
     let connection: NATSConnection
     let subjects: Subjects
@@ -51,6 +52,19 @@ struct EventPublisher: Sendable {
                     kind: committed.event.kind
                 )
                 try self.connection.publish(bytes, to: subject)
+                if let acp = committed.event.acp {
+                    // The thread's advance, for the notifier (its stream keeps these, not the
+                    // messages).
+                    let notice = ACPAdvanceNotice(
+                        tenant: tenant,
+                        swarmId: committed.event.swarmID,
+                        agentId: committed.event.agentID,
+                        threadId: acp.threadID,
+                        threadSeq: committed.threadSeq,
+                        committedAt: committedAtNanoseconds / 1_000_000
+                    )
+                    try self.connection.publish(Array(try JSONEncoder().encode(notice)), to: self.subjects.acpAdvanced(tenant: tenant))
+                }
             } catch {
                 failed += 1
             }

@@ -23,6 +23,8 @@ struct IngestController: Sendable {
     let parsing: ByteBudget
     /// Each tenant's rate of bulk events (large requests of a tenant over it are refused unread).
     let rate: TenantEventRate
+    /// Each tenant's rate of state events through the priority lane.
+    let stateRate: TenantEventRate
 
     /// The share of ``parsing`` a route's request holds while it is served.
     func memory(maxBodyBytes: Int) -> RequestMemoryMiddleware {
@@ -115,8 +117,10 @@ struct IngestController: Sendable {
             }
         }
 
-        let lane = Self.isPriority(prepared) ? self.priority : self.writer
-        let outcomes = try await lane.submit(tenant: tenant, events: prepared, requestID: context.requestID)
+        let priority = Self.isPriority(prepared)
+        if priority { try self.stateRate.check(tenant: tenant) }
+        let outcomes = try await (priority ? self.priority : self.writer).submit(tenant: tenant, events: prepared, requestID: context.requestID)
+        if priority { self.stateRate.spend(tenant: tenant, events: prepared.count) }
         var response = BatchResponse(accepted: 0, duplicates: 0, rejected: 0, results: results)
         for (index, slot) in slots.enumerated() {
             guard let slot else {

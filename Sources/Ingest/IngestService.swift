@@ -45,7 +45,8 @@ public enum IngestService: SwarmdeckService {
             settings: settings,
             verifier: assembly.verifier,
             parsing: parsing,
-            rate: rate
+            rate: rate,
+            stateRate: .stateEvents(settings: settings)
         )
         controller.addRoutes(to: assembly.router)
         OTLPReceiver(
@@ -64,13 +65,14 @@ public enum IngestService: SwarmdeckService {
             maxACPBodyBytes: settings.maxACPBodyBytes,
             logger: logger
         )
-        // The ACP events published on the live feed are also kept a while in a stream of their
-        // own, for the notifier's silent pushes of a thread's advance (a durable consumer).
+        // ACP threads' advances are kept a while in a stream of their own, for the notifier's
+        // silent pushes (a durable consumer).
         let jetStream = JetStream(connection: assembly.nats)
         let acpStream = StreamConfiguration(
             name: assembly.subjects.acpStreamName,
-            subjects: [assembly.subjects.allEvents(of: .acp)],
+            subjects: [assembly.subjects.allACPAdvances],
             maxBytes: Int64(settings.acpStreamMaxBytes),
+            maxMessagesPerSubject: Int64(settings.acpStreamMaxPerTenant),
             maxAge: .seconds(settings.acpStreamMaxAgeSeconds)
         )
         return ServiceParts(

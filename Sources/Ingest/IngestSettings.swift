@@ -29,6 +29,9 @@ public struct IngestSettings: ServiceSettings {
     var tenantEventsPerSecond: Int
     /// What one tenant may send at once above that rate (the bucket's depth).
     var tenantEventsBurst: Int
+    /// The same for the priority lane (requests of a few state events).
+    var tenantStateEventsPerSecond: Int
+    var tenantStateEventsBurst: Int
     /// Events committed in one transaction (requests queued behind it are grouped up to this).
     var writeBatchEvents: Int
     /// How long a positive ingest-key lookup is cached; revocation takes effect within it.
@@ -39,17 +42,21 @@ public struct IngestSettings: ServiceSettings {
     var commitTimeoutSeconds: Int
     /// Days of the event log kept (whole days of commit, UTC); older day partitions are dropped.
     var retentionDays: Int
-    /// What the ACP stream (the notifier's copy of the ACP events) keeps, in bytes and seconds;
-    /// the oldest go first.
+    /// What the ACP stream (ACP threads' advances, for the notifier) keeps, in bytes and
+    /// seconds; the oldest go first.
     var acpStreamMaxBytes: Int
     var acpStreamMaxAgeSeconds: Int
+    /// What the ACP stream keeps of one tenant's advances (its oldest go first): one tenant's
+    /// flood cannot push out another's.
+    var acpStreamMaxPerTenant: Int
 
     public static let keys: [SettingKey] = [
         .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxBatchAttributeValues, .maxOTLPValues, .maxParsingBytes, .maxEventBytes, .maxQueuedEvents,
         .maxQueuedBytes,
-        .maxQueuedTenantShare, .tenantEventsPerSecond, .tenantEventsBurst,
+        .maxQueuedTenantShare, .tenantEventsPerSecond, .tenantEventsBurst, .tenantStateEventsPerSecond,
+        .tenantStateEventsBurst,
         .writeBatchEvents, .keyCacheSeconds,
-        .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays, .acpStreamMaxBytes, .acpStreamMaxAgeSeconds,
+        .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays, .acpStreamMaxBytes, .acpStreamMaxAgeSeconds, .acpStreamMaxPerTenant,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -65,6 +72,8 @@ public struct IngestSettings: ServiceSettings {
         self.maxQueuedTenantShare = try reader.setting(.maxQueuedTenantShare, in: 0.01...1.0)
         self.tenantEventsPerSecond = try reader.setting(.tenantEventsPerSecond, in: 1...10_000_000)
         self.tenantEventsBurst = try reader.setting(.tenantEventsBurst, in: 1...100_000_000)
+        self.tenantStateEventsPerSecond = try reader.setting(.tenantStateEventsPerSecond, in: 1...10_000_000)
+        self.tenantStateEventsBurst = try reader.setting(.tenantStateEventsBurst, in: 1...100_000_000)
         self.writeBatchEvents = try reader.setting(.writeBatchEvents, in: 1...100_000)
         self.keyCacheSeconds = try reader.setting(.keyCacheSeconds, in: 0...3600)
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
@@ -72,6 +81,7 @@ public struct IngestSettings: ServiceSettings {
         self.retentionDays = try reader.setting(.retentionDays, in: 1...3650)
         self.acpStreamMaxBytes = try reader.setting(.acpStreamMaxBytes, in: (1 << 20)...(64 << 30))
         self.acpStreamMaxAgeSeconds = try reader.setting(.acpStreamMaxAgeSeconds, in: 60...(7 * 86_400))
+        self.acpStreamMaxPerTenant = try reader.setting(.acpStreamMaxPerTenant, in: 100...100_000_000)
         guard self.maxParsingBytes >= self.maxBodyBytes * Self.parseMemoryFactor + self.maxOTLPValues * Self.decodedBytesPerOTLPValue else {
             throw ServiceKitError(
                 .configuration,
@@ -144,6 +154,16 @@ extension SettingKey {
         "events one tenant may send at once above its rate (the bucket's depth)",
         default: "20000"
     )
+    static let tenantStateEventsPerSecond = SettingKey(
+        "ingest.tenant-state-events-per-second",
+        "state events per second one tenant may send through a replica's priority lane (requests of at most 16 state events), on average (429 with Retry-After beyond)",
+        default: "1000"
+    )
+    static let tenantStateEventsBurst = SettingKey(
+        "ingest.tenant-state-events-burst",
+        "state events one tenant may send at once above that rate (every agent of a large swarm changing state together)",
+        default: "10000"
+    )
     static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
     static let commitTimeoutSeconds = SettingKey(
         "ingest.commit-timeout-seconds",
@@ -154,13 +174,18 @@ extension SettingKey {
     static let retentionDays = SettingKey("ingest.retention-days", "days of event log kept; older day partitions are dropped hourly", default: "7")
     static let acpStreamMaxBytes = SettingKey(
         "ingest.acp-stream-max-bytes",
-        "bytes of ACP events the ACP stream keeps for the notifier (the oldest go first)",
-        default: "268435456"
+        "bytes of ACP threads' advances the ACP stream keeps for the notifier (the oldest go first)",
+        default: "67108864"
     )
     static let acpStreamMaxAgeSeconds = SettingKey(
         "ingest.acp-stream-max-age-seconds",
-        "seconds the ACP stream keeps an ACP event for the notifier",
+        "seconds the ACP stream keeps an ACP thread's advance for the notifier",
         default: "3600"
+    )
+    static let acpStreamMaxPerTenant = SettingKey(
+        "ingest.acp-stream-max-per-tenant",
+        "ACP thread advances the ACP stream keeps per tenant (that tenant's oldest go first)",
+        default: "100000"
     )
     static let keyCacheSeconds = SettingKey("ingest.key-cache-seconds", "seconds a verified ingest key is cached (revocation delay)", default: "10")
 }

@@ -4,15 +4,17 @@ import Metrics
 import ServiceKit
 
 /// Each tenant's share of this replica's commit throughput: `ingest.tenant-events-per-second`
-/// events on average through the bulk lane, `ingest.tenant-events-burst` at once above it.
+/// events on average through the bulk lane, `ingest.tenant-events-burst` at once above it; and,
+/// apart, `ingest.tenant-state-events-per-second` through the priority lane.
 ///
 /// A request is admitted whole while its tenant's bucket is out of debt and then charged its
 /// events, which may put the bucket in debt; until the refill has paid it back the tenant's
 /// bulk requests get 429 with `Retry-After`. Large requests are refused before their body is
 /// read, so a tenant over its rate costs the others little more than reading its headers.
 /// The priority lane (a few state events: connectors' state changes, control
-/// acknowledgements) and services' events are not charged: a tenant's flood never holds back
-/// its own agents' acknowledgements.
+/// acknowledgements) has a bucket of its own, so a tenant's flood never holds back its own
+/// agents' acknowledgements, and state events cannot carry a flood past the bulk rate either.
+/// Services' events (ingest's service lane) are not charged.
 final class TenantEventRate: Sendable {
     let buckets: KeyedTokenBuckets
     private let refusedEarly: Counter
@@ -22,10 +24,20 @@ final class TenantEventRate: Sendable {
     /// request that may take the priority lane is never refused for its size alone.
     static let smallBodyBytes = 16 << 10
 
-    init(settings: IngestSettings) {
-        self.buckets = KeyedTokenBuckets(capacity: Double(settings.tenantEventsBurst), perSecond: Double(settings.tenantEventsPerSecond))
-        self.refusedEarly = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "tenant_rate_unread")])
-        self.refusedParsed = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "tenant_rate")])
+    /// The bulk lane's rate.
+    convenience init(settings: IngestSettings) {
+        self.init(perSecond: settings.tenantEventsPerSecond, burst: settings.tenantEventsBurst, lane: "bulk")
+    }
+
+    /// The priority lane's rate.
+    static func stateEvents(settings: IngestSettings) -> TenantEventRate {
+        TenantEventRate(perSecond: settings.tenantStateEventsPerSecond, burst: settings.tenantStateEventsBurst, lane: "priority")
+    }
+
+    init(perSecond: Int, burst: Int, lane: String) {
+        self.buckets = KeyedTokenBuckets(capacity: Double(burst), perSecond: Double(perSecond))
+        self.refusedEarly = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "tenant_rate_unread"), ("lane", lane)])
+        self.refusedParsed = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "tenant_rate"), ("lane", lane)])
     }
 
     /// Throws 429 if `tenant` is over its rate; charges nothing.

@@ -33,31 +33,37 @@ final class ACPPresenceBoard: Service, Sendable {
     /// How long an announcement holds.
     var ttl: Duration { self.interval * 3 }
 
+    // Announcements are published under the lock (a publish only queues bytes in nats.c), so
+    // the periodic round can never announce a connection after its change or its end.
+
     /// `connection` of `device` now follows `threads` live (none: it follows nothing).
     func update(connection: String, tenant: String, device: String, threads: Set<String>) {
         let sorted = threads.sorted()
-        let changed = self.entries.withLock { entries -> Bool in
+        self.entries.withLock { entries in
             let before = entries[connection]?.threads ?? []
             entries[connection] = sorted.isEmpty ? nil : Entry(tenant: tenant, device: device, threads: sorted)
-            return before != sorted
-        }
-        if changed {
-            self.announce(tenant: tenant, device: device, connection: connection, threads: sorted, ttl: sorted.isEmpty ? .zero : self.ttl)
+            if before != sorted {
+                self.announce(tenant: tenant, device: device, connection: connection, threads: sorted, ttl: sorted.isEmpty ? .zero : self.ttl)
+            }
         }
     }
 
     /// `connection` ended.
     func remove(connection: String) {
-        guard let entry = self.entries.withLock({ $0.removeValue(forKey: connection) }) else { return }
-        self.announce(tenant: entry.tenant, device: entry.device, connection: connection, threads: [], ttl: .zero)
+        self.entries.withLock { entries in
+            guard let entry = entries.removeValue(forKey: connection) else { return }
+            self.announce(tenant: entry.tenant, device: entry.device, connection: connection, threads: [], ttl: .zero)
+        }
     }
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try? await Task.sleep(for: self.interval)
-                for (connection, entry) in self.entries.withLock({ $0 }) {
-                    self.announce(tenant: entry.tenant, device: entry.device, connection: connection, threads: entry.threads, ttl: self.ttl)
+                self.entries.withLock { entries in
+                    for (connection, entry) in entries {
+                        self.announce(tenant: entry.tenant, device: entry.device, connection: connection, threads: entry.threads, ttl: self.ttl)
+                    }
                 }
             }
         }

@@ -83,6 +83,9 @@ struct ACPPushRulesTests {
         #expect((object["aps"] as? [String: Any])?.keys.sorted() == ["content-available"])
         #expect(object["thread_id"] as? String == advance.thread && object["hint"] as? String == "inbox_delta")
         #expect(data.count < 4096)
+        // Several threads' advances in one span: no thread named, the app fetches its inbox.
+        let inbox = try #require(try JSONSerialization.jsonObject(with: PushPayload.renderACP(advance, thread: false)) as? [String: Any])
+        #expect(inbox["thread_id"] == nil && inbox["swarmId"] == nil && inbox["type"] as? String == "acp_thread")
         let notification = APNsNotification(
             deviceToken: String(repeating: "ab", count: 32),
             environment: .sandbox,
@@ -90,30 +93,31 @@ struct ACPPushRulesTests {
             pushType: .background,
             priority: .powerAware,
             expiration: 0,
-            collapseID: PushPayload.collapseID("acp-", advance.thread),
+            collapseID: "acp",
             apnsID: UUID(),
             payload: data
         )
         try notification.validate()
-        #expect(PushPayload.collapseID("acp-", advance.thread).utf8.count <= 64)
     }
 
-    @Test("an advance is an ACP event with a thread whose subject names its tenant and swarm")
+    @Test("an advance is ingest's notice with a thread, on the subject of its own tenant")
     func advance() throws {
         let subjects = try Subjects(prefix: "sd")
-        var envelope = BusEventEnvelope()
-        envelope.tenantID = "t"
-        envelope.swarmID = "s"
-        envelope.agentID = "a"
-        envelope.threadID = "th"
-        envelope.threadSeq = 4
-        envelope.committedUnixNano = 5_000_000_000
-        let subject = subjects.event(tenant: "t", swarm: "s", agent: "a", kind: .acp)
-        let advance = try #require(ACPAdvance(envelope, subject: subject, subjects: subjects))
+        var notice = ACPAdvanceNotice(tenant: "t", swarmId: "s", agentId: "a", threadId: "th", threadSeq: 4, committedAt: 5000)
+        let subject = subjects.acpAdvanced(tenant: "t")
+        let advance = try #require(ACPAdvance(notice, subject: subject, subjects: subjects))
         #expect(advance == ACPAdvance(tenant: "t", thread: "th", swarm: "s", threadSeq: 4, committedAt: 5000))
-        #expect(ACPAdvance(envelope, subject: subjects.event(tenant: "u", swarm: "s", agent: "a", kind: .acp), subjects: subjects) == nil)
-        #expect(ACPAdvance(envelope, subject: subjects.event(tenant: "t", swarm: "s", agent: "a", kind: .log), subjects: subjects) == nil)
-        envelope.threadID = ""
-        #expect(ACPAdvance(envelope, subject: subject, subjects: subjects) == nil)
+        #expect(ACPAdvance(notice, subject: subjects.acpAdvanced(tenant: "u"), subjects: subjects) == nil)
+        #expect(ACPAdvance(notice, subject: subjects.acpPresence(tenant: "t"), subjects: subjects) == nil)
+        notice.threadId = ""
+        #expect(ACPAdvance(notice, subject: subject, subjects: subjects) == nil)
+    }
+
+    @Test("an announcement holds at most ten minutes whatever it says, and a huge one does not overflow")
+    func presenceTTL() {
+        var table = ACPPresenceTable(maxConnections: 10)
+        table.apply(Self.presence("phone", "c1", ["t1"], ttl: .max), now: 1000)
+        #expect(table.isLive(tenant: "t", device: "phone", thread: "t1", now: 1000 + 599_999))
+        #expect(!table.isLive(tenant: "t", device: "phone", thread: "t1", now: 1000 + 600_000))
     }
 }

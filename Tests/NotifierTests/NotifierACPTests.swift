@@ -13,8 +13,9 @@ import Testing
 /// silent push, at most one per thread and span, from ingest's ACP stream.
 @Suite("Notifier: ACP threads' silent pushes (live ingest, the ACP stream, presence)", .serialized)
 struct NotifierACPTests {
-    /// Spans of two seconds: short enough for a test, long enough to see a span coalesce.
-    static let overrides = ["NOTIFIER_ACP_PUSH_INTERVAL_SECONDS": "2"]
+    /// Spans of three seconds: short enough for a test, long enough to see a span coalesce.
+    static let spanSeconds = 3
+    static let overrides = ["NOTIFIER_ACP_PUSH_INTERVAL_SECONDS": String(spanSeconds)]
 
     static func postACP(_ ingest: some TestClientProtocol, key: String, thread: String, n: Int) async throws {
         let body = #"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":\#(n)}}"#
@@ -69,20 +70,24 @@ struct NotifierACPTests {
                 }
 
                 let key = try await live.createKey(ingest)
+                // The spans the five posts can have committed in (the server's clock is this
+                // machine's): on a loaded machine they may straddle more than one.
+                let span = Double(Self.spanSeconds) * 1000
+                let first = Date().milliseconds
                 for n in 1...5 { try await Self.postACP(ingest, key: key, thread: "t1", n: n) }
+                let spans = Int((Double(Date().milliseconds) / span).rounded(.down) - (Double(first) / span).rounded(.down)) + 1
                 let pushes = try await harness.waitForPushes(1, seconds: 20) { $0.pushType == "background" }
                 let push = try #require(pushes.first)
                 #expect(push.deviceToken == NotifierHarness.apnsToken(2))
-                #expect(push.priority == "5" && push.collapseID == "acp-t1")
+                #expect(push.priority == "5" && push.collapseID == "acp")
                 let payload = NotifierHarness.payload(push)
                 #expect((payload["aps"] as? [String: Any])?["content-available"] as? Int == 1)
                 #expect((payload["aps"] as? [String: Any])?["alert"] == nil)
                 #expect(payload["thread_id"] as? String == "t1" && payload["type"] as? String == "acp_thread")
-                // Five messages within the spans they fell in: at most one push per span (two
-                // if the posts straddled a span's end), to away only.
-                try await Task.sleep(for: .seconds(3))
+                // Five messages: at most one push per span they fell in, to away only.
+                try await Task.sleep(for: .seconds(Self.spanSeconds + 1))
                 let all = harness.apns.received().filter { $0.pushType == "background" }
-                #expect((1...2).contains(all.count), "\(all.map(\.deviceToken))")
+                #expect((1...spans).contains(all.count), "\(all.count) pushes for posts over \(spans) spans")
                 #expect(all.allSatisfy { $0.deviceToken == NotifierHarness.apnsToken(2) })
 
                 // Once watch stops following t1, the next advance reaches it too.
@@ -93,6 +98,23 @@ struct NotifierACPTests {
                     $0.pushType == "background" && $0.deviceToken == NotifierHarness.apnsToken(1)
                 }
                 #expect(watch.count == 1)
+
+                // Two threads advancing in one span: one push per device, naming no thread.
+                try await Task.sleep(for: .seconds(Self.spanSeconds + 1))
+                let before = harness.apns.received().filter { $0.pushType == "background" }.count
+                let start = Date().milliseconds
+                try await Self.postACP(ingest, key: key, thread: "t2", n: 1)
+                try await Self.postACP(ingest, key: key, thread: "t3", n: 1)
+                let oneSpan = (Double(start) / span).rounded(.down) == (Double(Date().milliseconds) / span).rounded(.down)
+                let later = try await harness.waitForPushes(before + 2, seconds: 20) { $0.pushType == "background" }
+                if oneSpan {
+                    try await Task.sleep(for: .seconds(1))
+                    let news = harness.apns.received().dropFirst(before).filter { $0.pushType == "background" }
+                    #expect(news.count == 2, "\(news.map(\.deviceToken))")  // watch and away
+                    #expect(news.allSatisfy { NotifierHarness.payload($0)["thread_id"] == nil })
+                } else {
+                    #expect(later.count >= before + 2)
+                }
                 // Never the device that switched them off, nor the other tenant's.
                 #expect(!harness.apns.received().contains { [NotifierHarness.apnsToken(3), NotifierHarness.apnsToken(4)].contains($0.deviceToken) })
             }
@@ -106,14 +128,22 @@ struct NotifierACPTests {
         let harness = try await NotifierHarness.start(Self.overrides)
         let live = harness.live
         try await live.application(IngestService.self).test(.router) { ingest in
-            // Registered, then the notifier stops.
-            try await harness.run { notifier in try await harness.register(notifier, device: "away", token: 7) }
             let key = try await live.createKey(ingest)
+            // Registered, and a first advance pushed (so the durable consumer exists and has
+            // taken it); then the notifier stops.
+            try await harness.run { notifier in
+                try await harness.register(notifier, device: "away", token: 7)
+                try await Self.postACP(ingest, key: key, thread: "t1", n: 1)
+                #expect(try await harness.waitForPushes(1, seconds: 20) { $0.pushType == "background" }.count == 1)
+            }
+            // In a later span (a device gets one push per span).
+            try await Task.sleep(for: .seconds(Self.spanSeconds))
             try await Self.postACP(ingest, key: key, thread: "t2", n: 1)
+            // Back: the consumer goes on where it was, and takes what came while it was down.
             try await harness.run { _ in
-                let pushes = try await harness.waitForPushes(1, seconds: 20) { $0.pushType == "background" }
-                #expect(pushes.first?.deviceToken == NotifierHarness.apnsToken(7))
-                #expect(pushes.first.flatMap { NotifierHarness.payload($0)["thread_id"] as? String } == "t2")
+                let pushes = try await harness.waitForPushes(2, seconds: 20) { $0.pushType == "background" }
+                #expect(pushes.count == 2 && pushes.allSatisfy { $0.deviceToken == NotifierHarness.apnsToken(7) })
+                #expect(pushes.last.flatMap { NotifierHarness.payload($0)["thread_id"] as? String } == "t2")
             }
         }
         try await harness.stop()

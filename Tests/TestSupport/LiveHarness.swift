@@ -52,7 +52,7 @@ public struct LiveHarness: Sendable {
             "LOG_LEVEL": "warning",
             // Suites of other things post one tenant's events faster than a tenant's default
             // rate allows; IngestTenantRateTests tests the rate with its own.
-            "INGEST_TENANT_EVENTS_PER_SECOND": "10000000",
+            "INGEST_TENANT_EVENTS_PER_SECOND": "10000000", "INGEST_TENANT_STATE_EVENTS_PER_SECOND": "10000000",
             // JetStream reserves a stream's max bytes: each test's ACP stream takes little.
             "INGEST_ACP_STREAM_MAX_BYTES": "4194304",
         ]

@@ -19,6 +19,8 @@ struct ACPPresenceTable: Sendable {
     }
 
     let maxConnections: Int
+    /// An announcement holds at most this long, whatever it says (ten minutes).
+    static let maxTTLMilliseconds: Int64 = 600_000
     private var entries: [Key: Entry] = [:]
     /// The connections of each device (tenant and device).
     private var byDevice: [DeviceKey: Set<String>] = [:]
@@ -54,7 +56,7 @@ struct ACPPresenceTable: Sendable {
         self.entries[key] = Entry(
             device: presence.device,
             threads: Set(presence.threads.prefix(ACPPresence.maxThreads)),
-            until: now + presence.ttlMilliseconds
+            until: now + min(presence.ttlMilliseconds, Self.maxTTLMilliseconds)
         )
         self.byDevice[device, default: []].insert(presence.connection)
     }

@@ -58,16 +58,16 @@ enum PushPayload {
     }
 
     /// The silent push of an ACP thread's advance (seed 003): `content-available` and the
-    /// thread, so the app fetches the delta in the background.
-    static func renderACP(_ advance: ACPAdvance) -> Data {
-        Self.encode([
-            "aps": ["content-available": 1],
-            "type": "acp_thread",
-            "thread_id": advance.thread,
-            "threadId": advance.thread,
-            "swarmId": advance.swarm,
-            "hint": "inbox_delta",
-        ])
+    /// thread, so the app fetches the delta in the background; without `thread`, of several
+    /// threads' advances (the app fetches its inbox).
+    static func renderACP(_ advance: ACPAdvance, thread: Bool = true) -> Data {
+        var payload: [String: Any] = ["aps": ["content-available": 1], "type": "acp_thread", "hint": "inbox_delta"]
+        if thread {
+            payload["thread_id"] = advance.thread
+            payload["threadId"] = advance.thread
+            payload["swarmId"] = advance.swarm
+        }
+        return Self.encode(payload)
     }
 
     /// At most `bytes` bytes of `text`, cut at a character boundary, with an ellipsis when cut.

@@ -100,19 +100,20 @@ struct JobStore: Sendable {
         }
     }
 
-    /// Makes the silent pushes of one ACP thread's advance: one job per device of the tenant that
-    /// wants them, keyed by the thread and the span of `notifier.acp-push-interval-seconds` the
-    /// advance committed in, due at the span's end. Every further advance of the span (and a
-    /// redelivery) finds its jobs made: a device gets at most one such push per thread and span.
-    /// Whether the device follows the thread live is asked when the job is sent. Answers how many
-    /// jobs were made.
+    /// Makes the silent pushes of an ACP thread's advance: one job per device of the tenant that
+    /// wants them and span of `notifier.acp-push-interval-seconds` the advance committed in, due
+    /// at the span's end, so a device gets at most one such push per span however many threads
+    /// advance (and however often one is delivered). The job names the span's first thread;
+    /// once another thread advances in the span it names none (``PushPayload/renderACP(_:)``
+    /// without a thread: the app fetches its inbox), and is sent even to a device following
+    /// one of them live. Whether the device follows the named thread live is asked when the
+    /// job is due. Answers how many jobs were made or changed. Two statements whatever the
+    /// number of devices.
     func enqueue(_ advance: ACPAdvance) async throws -> Int {
         let span = Int64(self.settings.acpPushIntervalSeconds) * 1000
         let bucket = advance.committedAt / span
         let due = Date(timeIntervalSince1970: Double((bucket + 1) * span) / 1000)
         let expires = due.addingTimeInterval(Double(self.settings.expirationSeconds))
-        let key = "acp-\(bucket)-\(advance.thread)"
-        let payload = String(decoding: PushPayload.renderACP(advance), as: UTF8.self)
         let rows = try await self.client.query(
             """
             SELECT d.device_id, p.document FROM devices d
@@ -126,22 +127,25 @@ struct JobStore: Sendable {
             let preferences = document.flatMap { try? JSONDecoder().decode(NotificationPreferences.self, from: Data($0.utf8)) } ?? .defaults
             if preferences.wants(advance) { devices.append(device) }
         }
+        guard !devices.isEmpty else { return 0 }
+        let payload = String(decoding: PushPayload.renderACP(advance), as: UTF8.self)
+        let inbox = String(decoding: PushPayload.renderACP(advance, thread: false), as: UTF8.self)
+        let changed = try await self.client.query(
+            """
+            INSERT INTO jobs (job_id, tenant_id, device_id, key, kind, collapse_id, push_type, priority, payload, swarm_id, silent,
+                thread_id, state, not_before, expires_at, created_at)
+            SELECT gen_random_uuid(), \(advance.tenant), device, \("acp-\(bucket)"), 'acp', 'acp', 'background', 5, \(payload),
+                \(advance.swarm), true, \(advance.thread), 'pending', \(due), \(expires), now()
+            FROM unnest(\(devices)::text[]) AS device
+            ON CONFLICT (tenant_id, device_id, key) DO UPDATE SET thread_id = NULL, swarm_id = NULL, payload = \(inbox)
+                WHERE jobs.state = 'pending' AND NOT jobs.in_flight AND jobs.thread_id IS DISTINCT FROM EXCLUDED.thread_id
+                  AND jobs.thread_id IS NOT NULL
+            RETURNING 1
+            """,
+            logger: self.logger
+        )
         var made = 0
-        let now = Date()
-        for device in devices {
-            let inserted = try await self.client.query(
-                """
-                INSERT INTO jobs (job_id, tenant_id, device_id, key, kind, collapse_id, push_type, priority, payload, swarm_id, silent,
-                    thread_id, state, not_before, expires_at, created_at)
-                VALUES (\(UUID()), \(advance.tenant), \(device), \(key), 'acp', \(PushPayload.collapseID("acp-", advance.thread)), 'background', 5,
-                    \(payload), \(advance.swarm), true, \(advance.thread), 'pending', \(due), \(expires), \(now))
-                ON CONFLICT (tenant_id, device_id, key) DO NOTHING
-                RETURNING 1
-                """,
-                logger: self.logger
-            )
-            for try await _ in inserted.decode(Int.self) { made += 1 }
-        }
+        for try await _ in changed.decode(Int.self) { made += 1 }
         return made
     }
 
@@ -185,7 +189,7 @@ struct JobStore: Sendable {
                 SELECT j.job_id, j.in_flight FROM jobs j
                 WHERE j.state = 'pending' AND j.not_before <= now() AND (j.lease_until IS NULL OR j.lease_until < now())
                   AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = j.tenant_id AND d.device_id = j.device_id AND d.throttled_until > now())
-                ORDER BY j.not_before LIMIT \(limit) FOR UPDATE OF j SKIP LOCKED
+                ORDER BY j.priority DESC, j.not_before LIMIT \(limit) FOR UPDATE OF j SKIP LOCKED
             )
             UPDATE jobs j SET attempts = j.attempts + 1, in_flight = true, lease_until = now() + make_interval(secs => \(self.leaseSeconds)),
                 unsure_resends = j.unsure_resends + CASE WHEN due.in_flight THEN 1 ELSE 0 END

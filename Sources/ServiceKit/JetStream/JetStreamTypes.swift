@@ -9,6 +9,8 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
     public var storage: Storage
     public var maxMessages: Int64
     public var maxBytes: Int64
+    /// Messages kept per subject (the oldest of that subject go first); -1 = no limit.
+    public var maxMessagesPerSubject: Int64
     /// Nanoseconds; 0 = forever.
     public var maxAge: Int64
     /// The de-duplication window for `Nats-Msg-Id`, nanoseconds.
@@ -20,6 +22,7 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
         case replicas = "num_replicas"
         case maxMessages = "max_msgs"
         case maxBytes = "max_bytes"
+        case maxMessagesPerSubject = "max_msgs_per_subject"
         case maxAge = "max_age"
         case duplicateWindow = "duplicate_window"
     }
@@ -31,6 +34,7 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
         storage: Storage = .file,
         maxMessages: Int64 = -1,
         maxBytes: Int64 = -1,
+        maxMessagesPerSubject: Int64 = -1,
         maxAge: Duration = .zero,
         duplicateWindow: Duration = .seconds(120),
         replicas: Int = 1
@@ -41,6 +45,7 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
         self.storage = storage
         self.maxMessages = maxMessages
         self.maxBytes = maxBytes
+        self.maxMessagesPerSubject = maxMessagesPerSubject
         self.maxAge = maxAge.nanoseconds
         self.duplicateWindow = duplicateWindow.nanoseconds
         self.replicas = replicas
