@@ -10,7 +10,9 @@ import ServiceKit
 /// A request is admitted whole while its tenant's bucket is out of debt and then charged its
 /// events, which may put the bucket in debt; until the refill has paid it back the tenant's
 /// bulk requests get 429 with `Retry-After`. Large requests are refused before their body is
-/// read, so a tenant over its rate costs the others little more than reading its headers.
+/// read, and answered after a quarter of a second at most (a client that ignores `Retry-After`
+/// cannot spin on refusals), so a tenant over its rate costs the others little more than
+/// reading its headers.
 /// The priority lane (a few state events: connectors' state changes, control
 /// acknowledgements) has a bucket of its own, so a tenant's flood never holds back its own
 /// agents' acknowledgements, and state events cannot carry a flood past the bulk rate either.
@@ -23,6 +25,10 @@ final class TenantEventRate: Sendable {
     /// Bodies up to this many bytes are parsed even while their tenant is in debt, so that a
     /// request that may take the priority lane is never refused for its size alone.
     static let smallBodyBytes = 16 << 10
+
+    /// How long a refusal before reading waits (at most the time until the tenant is out of
+    /// debt).
+    static let refusalDelay = Duration.milliseconds(250)
 
     /// The bulk lane's rate.
     convenience init(settings: IngestSettings) {
@@ -76,6 +82,10 @@ final class TenantEventRate: Sendable {
         ) async throws -> Response {
             if let tenant = context.agentTenant, !Self.isSmall(request), let wait = self.rate.buckets.debt(tenant) {
                 self.rate.refusedEarly.increment()
+                // A client that ignores Retry-After and asks again at once gets its answers at
+                // most this often per connection: its refusals cost ingest a sleeping task, not
+                // a busy loop.
+                try? await Task.sleep(for: min(wait, TenantEventRate.refusalDelay))
                 throw TenantEventRate.refusal(wait)
             }
             return try await next(request, context)

@@ -47,8 +47,11 @@ struct IngestTenantRateTests {
             let first = try await Self.post(client, key: loud, events: batch("a", Self.first))
             #expect(first.0 == .ok)
             // Now over: a large body is refused before it is read, a small one after parsing.
+            let asked = ContinuousClock.now
             let large = try await Self.post(client, key: loud, events: batch("b", 500))
             #expect(large.0 == .tooManyRequests)
+            // Answered no sooner than the refusal delay: a client asking again at once cannot spin.
+            #expect(ContinuousClock.now - asked >= TenantEventRate.refusalDelay)
             #expect(large.1.flatMap { Int($0) }.map { $0 >= 1 } == true)
             let small = try await Self.post(client, key: loud, events: batch("c", 2))
             #expect(small.0 == .tooManyRequests)
