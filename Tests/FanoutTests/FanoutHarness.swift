@@ -51,14 +51,7 @@ struct FanoutHarness {
 
     /// Posts one ACP message (its exact bytes) to `thread`.
     func postACP(_ ingest: some TestClientProtocol, key: String, thread: String, body: String, msgID: String) async throws {
-        try await ingest.execute(
-            uri: "/v1/ingest/acp/\(thread)?swarmId=s1&agentId=a1&direction=agent_to_client&msgId=\(msgID)",
-            method: .post,
-            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
-            body: ByteBuffer(string: body)
-        ) { response in
-            #expect(response.status == .ok)
-        }
+        #expect(try await self.live.postACP(ingest, key: key, thread: thread, body: body, msgID: msgID) == .ok)
     }
 
     /// An ingest key for `tenant`, through ingest's admin API.

@@ -17,16 +17,9 @@ struct NotifierACPTests {
     static let spanSeconds = 3
     static let overrides = ["NOTIFIER_ACP_PUSH_INTERVAL_SECONDS": String(spanSeconds)]
 
-    static func postACP(_ ingest: some TestClientProtocol, key: String, thread: String, n: Int) async throws {
+    static func postACP(_ live: LiveHarness, _ ingest: some TestClientProtocol, key: String, thread: String, n: Int) async throws {
         let body = #"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":\#(n)}}"#
-        try await ingest.execute(
-            uri: "/v1/ingest/acp/\(thread)?swarmId=checkout&agentId=a1&direction=agent_to_client&msgId=m-\(thread)-\(n)",
-            method: .post,
-            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
-            body: ByteBuffer(string: body)
-        ) { response in
-            #expect(response.status == .ok)
-        }
+        #expect(try await live.postACP(ingest, key: key, thread: thread, body: body, msgID: "m-\(thread)-\(n)", swarm: "checkout") == .ok)
     }
 
     /// Announces, as stream-fanout does, that `device`'s connection follows `threads` live.
@@ -74,7 +67,7 @@ struct NotifierACPTests {
                 // machine's): on a loaded machine they may straddle more than one.
                 let span = Double(Self.spanSeconds) * 1000
                 let first = Date().milliseconds
-                for n in 1...5 { try await Self.postACP(ingest, key: key, thread: "t1", n: n) }
+                for n in 1...5 { try await Self.postACP(live, ingest, key: key, thread: "t1", n: n) }
                 let spans = Int((Double(Date().milliseconds) / span).rounded(.down) - (Double(first) / span).rounded(.down)) + 1
                 let pushes = try await harness.waitForPushes(1, seconds: 20) { $0.pushType == "background" }
                 let push = try #require(pushes.first)
@@ -93,7 +86,7 @@ struct NotifierACPTests {
                 // Once watch stops following t1, the next advance reaches it too.
                 try Self.announce(nats, subjects, tenant: live.tenant, device: "watch", threads: [], ttl: 0)
                 try await Task.sleep(for: .milliseconds(300))
-                try await Self.postACP(ingest, key: key, thread: "t1", n: 6)
+                try await Self.postACP(live, ingest, key: key, thread: "t1", n: 6)
                 let watch = try await harness.waitForPushes(1, seconds: 20) {
                     $0.pushType == "background" && $0.deviceToken == NotifierHarness.apnsToken(1)
                 }
@@ -103,8 +96,8 @@ struct NotifierACPTests {
                 try await Task.sleep(for: .seconds(Self.spanSeconds + 1))
                 let before = harness.apns.received().filter { $0.pushType == "background" }.count
                 let start = Date().milliseconds
-                try await Self.postACP(ingest, key: key, thread: "t2", n: 1)
-                try await Self.postACP(ingest, key: key, thread: "t3", n: 1)
+                try await Self.postACP(live, ingest, key: key, thread: "t2", n: 1)
+                try await Self.postACP(live, ingest, key: key, thread: "t3", n: 1)
                 let oneSpan = (Double(start) / span).rounded(.down) == (Double(Date().milliseconds) / span).rounded(.down)
                 let later = try await harness.waitForPushes(before + 2, seconds: 20) { $0.pushType == "background" }
                 if oneSpan {
@@ -133,12 +126,12 @@ struct NotifierACPTests {
             // taken it); then the notifier stops.
             try await harness.run { notifier in
                 try await harness.register(notifier, device: "away", token: 7)
-                try await Self.postACP(ingest, key: key, thread: "t1", n: 1)
+                try await Self.postACP(live, ingest, key: key, thread: "t1", n: 1)
                 #expect(try await harness.waitForPushes(1, seconds: 20) { $0.pushType == "background" }.count == 1)
             }
             // In a later span (a device gets one push per span).
             try await Task.sleep(for: .seconds(Self.spanSeconds))
-            try await Self.postACP(ingest, key: key, thread: "t2", n: 1)
+            try await Self.postACP(live, ingest, key: key, thread: "t2", n: 1)
             // Back: the consumer goes on where it was, and takes what came while it was down.
             try await harness.run { _ in
                 let pushes = try await harness.waitForPushes(2, seconds: 20) { $0.pushType == "background" }

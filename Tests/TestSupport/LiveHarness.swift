@@ -95,6 +95,24 @@ public struct LiveHarness: Sendable {
         }
     }
 
+    /// Posts one ACP message (its exact bytes) to `thread` with `key`: the status.
+    public func postACP(
+        _ ingest: some TestClientProtocol,
+        key: String,
+        thread: String,
+        body: String,
+        msgID: String,
+        swarm: String = "s1",
+        agent: String = "a1"
+    ) async throws -> HTTPResponse.Status {
+        try await ingest.execute(
+            uri: "/v1/ingest/acp/\(thread)?swarmId=\(swarm)&agentId=\(agent)&direction=agent_to_client&msgId=\(msgID)",
+            method: .post,
+            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+            body: ByteBuffer(string: body)
+        ) { $0.status }
+    }
+
     /// Posts a native batch with `key`: the status and the answer's bytes.
     public func postEvents(
         _ ingest: some TestClientProtocol,
