@@ -147,12 +147,12 @@ extension SettingKey {
     static let tenantEventsPerSecond = SettingKey(
         "ingest.tenant-events-per-second",
         "events per second one tenant may send through a replica's bulk lane, on average (429 with Retry-After beyond)",
-        default: "5000"
+        default: "2000"
     )
     static let tenantEventsBurst = SettingKey(
         "ingest.tenant-events-burst",
         "events one tenant may send at once above its rate (the bucket's depth)",
-        default: "20000"
+        default: "4000"
     )
     static let tenantStateEventsPerSecond = SettingKey(
         "ingest.tenant-state-events-per-second",
@@ -164,7 +164,7 @@ extension SettingKey {
         "state events one tenant may send at once above that rate (every agent of a large swarm changing state together)",
         default: "10000"
     )
-    static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped", default: "20000")
+    static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped (a larger single request goes alone)", default: "2000")
     static let commitTimeoutSeconds = SettingKey(
         "ingest.commit-timeout-seconds",
         "seconds a transaction may take before its requests get 503",
