@@ -29,6 +29,7 @@ let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics
 let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
 let nioHPACK = Target.Dependency.product(name: "NIOHPACK", package: "swift-nio-http2")
 let nioHTTP2 = Target.Dependency.product(name: "NIOHTTP2", package: "swift-nio-http2")
+let nioSSH = Target.Dependency.product(name: "NIOSSH", package: "swift-nio-ssh")
 let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
 let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
@@ -64,6 +65,11 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
         []
     ),
     ("notifier", "Notifier", ["APNs", "NotifierContract", crypto, metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle], []),
+    (
+        "terminal-broker", "TerminalBroker",
+        [crypto, hummingbirdWebSocket, metrics, nioCore, nioPosix, nioSSH, nioWebSocket, serviceLifecycle],
+        []
+    ),
 ]
 
 /// A service's library target and its executable target.
@@ -105,6 +111,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.35.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssh.git", from: "0.15.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.28.0"),
@@ -264,6 +271,15 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "Notifier", "ServiceKit", "TestSupport",
                 crypto, hummingbird, hummingbirdTesting, logging, postgresNIO,
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TerminalBrokerTests",
+            dependencies: [
+                "Contracts", "ServiceKit", "TerminalBroker", "TestSupport", crypto, hummingbird, hummingbirdTesting, hummingbirdWSClient, logging,
+                nioCore,
+                nioPosix, nioSSH, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,83 @@
+import Contracts
+import Logging
+import ServiceKit
+
+/// The sessions attached on this replica, one ``TerminalAttachment`` per session however many
+/// phones watch it, at most `terminal.max-attaches-per-tenant` per tenant.
+actor TerminalAttachments {
+    private struct Key: Hashable {
+        var tenant: String
+        var id: TerminalSessionID
+    }
+
+    private var open: [Key: TerminalAttachment] = [:]
+    private var opening: [Key: Task<TerminalAttachment, any Error>] = [:]
+    private let pool: SSHHostPool
+    private let replayBytes: Int
+    private let maxPerTenant: Int
+    private let logger: Logger
+
+    init(pool: SSHHostPool, replayBytes: Int, maxPerTenant: Int, logger: Logger) {
+        self.pool = pool
+        self.replayBytes = replayBytes
+        self.maxPerTenant = maxPerTenant
+        self.logger = logger
+    }
+
+    /// The session's attachment, attaching it first if no viewer on this replica has.
+    func attachment(_ id: TerminalSessionID, host: TerminalHost, tenant: String) async throws -> TerminalAttachment {
+        let key = Key(tenant: tenant, id: id)
+        if let attachment = self.open[key] { return attachment }
+        let task: Task<TerminalAttachment, any Error>
+        if let running = self.opening[key] {
+            task = running
+        } else {
+            let attached = self.open.keys.filter { $0.tenant == tenant }.count + self.opening.keys.filter { $0.tenant == tenant }.count
+            guard attached < self.maxPerTenant else {
+                throw APIError(
+                    .rateLimited,
+                    "this tenant has \(self.maxPerTenant) sessions attached on this server (terminal.max-attaches-per-tenant)",
+                    retryAfterSeconds: 5
+                )
+            }
+            task = Task { [pool = self.pool, replayBytes = self.replayBytes, logger = self.logger] in
+                let connection = try await pool.connection(to: host, tenant: tenant)
+                return try await TerminalAttachment.open(
+                    id,
+                    tenant: tenant,
+                    host: host,
+                    connection: connection,
+                    replayBytes: replayBytes,
+                    logger: logger,
+                    onEnd: { attachment in Task { await self.ended(attachment) } }
+                )
+            }
+            self.opening[key] = task
+        }
+        do {
+            let attachment = try await task.value
+            self.opening[key] = nil
+            self.open[key] = attachment
+            return attachment
+        } catch {
+            self.opening[key] = nil
+            throw error
+        }
+    }
+
+    /// Sessions attached now, for a tenant.
+    func count(tenant: String) -> Int { self.open.keys.filter { $0.tenant == tenant }.count }
+
+    private func ended(_ attachment: TerminalAttachment) {
+        let key = Key(tenant: attachment.tenant, id: attachment.id)
+        if self.open[key] === attachment { self.open[key] = nil }
+    }
+
+    /// Detaches everything (the broker is stopping).
+    func closeAll() {
+        for attachment in self.open.values {
+            attachment.close(APIError(.serviceUnavailable, "the terminal broker is stopping", retryAfterSeconds: 1))
+        }
+        self.open = [:]
+    }
+}

@@ -1,0 +1,61 @@
+import Contracts
+import Foundation
+import ServiceKit
+
+/// A host an administrator registered: where the broker connects over SSH, as whom, and which
+/// tmux server it asks (the user's default one, or a named socket).
+struct TerminalHost: Sendable, Codable, Equatable {
+    var hostId: String
+    var name: String
+    var address: String
+    var port: Int
+    var username: String
+    /// `tmux -L NAME`: a named server socket of that user; nil for the default one.
+    var tmuxSocket: String?
+    var createdAt: Date
+
+    var endpoint: SSHEndpoint { SSHEndpoint(host: self.address, port: self.port, username: self.username) }
+}
+
+/// `POST /v1/terminal/hosts`.
+struct HostRegistration: Sendable, Decodable {
+    var name: String
+    var address: String
+    var port: Int?
+    var username: String
+    var tmuxSocket: String?
+
+    static let shape = #"{"name": "build-1", "address": "10.0.0.5", "port": 22, "username": "agent", "tmuxSocket": null}"#
+
+    /// The checks the fields must pass (each refusal names its field).
+    func validated() throws(APIError) -> HostRegistration {
+        try Self.check(self.name, "name", max: 64, Self.isNameByte)
+        try Self.check(self.address, "address", max: 253) { Self.isNameByte($0) || $0 == UInt8(ascii: ":") }
+        guard let first = self.address.utf8.first, first != UInt8(ascii: "-") else {
+            throw APIError(.invalidRequest, "address must be a host name or an IP address", details: ["address": "a host name or IP address"])
+        }
+        try InputCheck.range(self.port, "port", 1...65_535)
+        try Self.check(self.username, "username", max: 32) { Self.isNameByte($0) && $0 != UInt8(ascii: ".") }
+        guard self.username.utf8.first != UInt8(ascii: "-") else {
+            throw APIError(.invalidRequest, "username must not start with -", details: ["username": "a POSIX user name"])
+        }
+        if let socket = self.tmuxSocket { try Self.check(socket, "tmuxSocket", max: 64, Self.isNameByte) }
+        return self
+    }
+
+    /// Letters, digits, `.`, `_` and `-`: nothing a shell or tmux would read specially.
+    static func isNameByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2E || byte == 0x5F
+            || byte == 0x2D
+    }
+
+    private static func check(_ text: String, _ field: String, max: Int, _ allowed: (UInt8) -> Bool) throws(APIError) {
+        guard (1...max).contains(text.utf8.count), text.utf8.allSatisfy(allowed) else {
+            throw APIError(
+                .invalidRequest,
+                "\(field) must be 1 to \(max) of A-Z a-z 0-9 . _ -\(field == "address" ? " :" : "")",
+                details: [field: "1 to \(max) of A-Z a-z 0-9 . _ -"]
+            )
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// A terminal session's id: its host's id and its tmux session name, `HOST.BASE64URL(NAME)`.
+/// Opaque to clients, stable for as long as the session keeps its name, and decodable without a
+/// table (the broker lists the host to check the session exists).
+struct TerminalSessionID: Sendable, Hashable, CustomStringConvertible {
+    var hostID: String
+    var name: String
+
+    var description: String {
+        let encoded = Data(self.name.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return self.hostID + "." + encoded
+    }
+
+    init(hostID: String, name: String) {
+        self.hostID = hostID
+        self.name = name
+    }
+
+    /// Parses an id; nil for anything that is not one (too long, no dot, bad base64, empty name).
+    init?(_ text: String) {
+        guard text.utf8.count <= 256, let dot = text.firstIndex(of: ".") else { return nil }
+        let host = String(text[..<dot])
+        var encoded = String(text[text.index(after: dot)...]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        guard !host.isEmpty, host.utf8.allSatisfy(HostRegistration.isNameByte), !encoded.isEmpty else { return nil }
+        while encoded.count % 4 != 0 { encoded += "=" }
+        guard let data = Data(base64Encoded: encoded), let name = String(data: data, encoding: .utf8), !name.isEmpty else { return nil }
+        self.hostID = host
+        self.name = name
+    }
+}

@@ -1,0 +1,100 @@
+public import Configuration
+public import ServiceKit
+
+/// terminal-broker's own configuration keys and their values.
+public struct TerminalSettings: ServiceSettings {
+    /// The Postgres schema terminal-broker owns: hosts, pinned host keys, the audit trail.
+    public var schema: String
+    /// The broker's SSH private key (OpenSSH format, ed25519, unencrypted), as read at start.
+    var keyText: String
+    /// Hosts one tenant may register.
+    var maxHostsPerTenant: Int
+    /// Seconds to connect and authenticate to a host before `SSHHostUnreachable`.
+    var connectTimeoutSeconds: Int
+    /// The longest wait before a host that failed is tried again (the backoff doubles up to it).
+    var maxBackoffSeconds: Int
+    /// Output kept per attached session for viewers that reconnect, in bytes.
+    var replayBytes: Int
+    /// Output one viewer may have waiting before it gets a fresh screen instead.
+    var viewerBufferBytes: Int
+    /// Viewers one session may have at once (across phones).
+    var maxViewersPerSession: Int
+    /// Attached sessions (tmux clients) one tenant may have at once on this replica.
+    var maxAttachesPerTenant: Int
+    /// The largest input message a viewer may send, in bytes.
+    var maxInputBytes: Int
+
+    public static let keys: [SettingKey] = [
+        .terminalSchema, .terminalKeyFile, .terminalMaxHostsPerTenant, .terminalConnectTimeoutSeconds, .terminalMaxBackoffSeconds,
+        .terminalReplayBytes, .terminalViewerBufferBytes, .terminalMaxViewersPerSession, .terminalMaxAttachesPerTenant, .terminalMaxInputBytes,
+    ]
+
+    public init(reader: ConfigReader) throws(ServiceKitError) {
+        self.schema = try reader.identifierSetting(.terminalSchema)
+        self.keyText = try reader.setting(.terminalKeyFile, expected: "a readable OpenSSH private key file") { path in
+            try? String(contentsOfFile: path, encoding: .utf8)
+        }
+        do {
+            _ = try OpenSSHPrivateKey(openSSH: self.keyText)
+        } catch {
+            throw ServiceKitError(.configuration, "\(SettingKey.terminalKeyFile): \(error)")
+        }
+        self.maxHostsPerTenant = try reader.setting(.terminalMaxHostsPerTenant, in: 1...10_000)
+        self.connectTimeoutSeconds = try reader.setting(.terminalConnectTimeoutSeconds, in: 1...120)
+        self.maxBackoffSeconds = try reader.setting(.terminalMaxBackoffSeconds, in: 1...3600)
+        self.replayBytes = try reader.setting(.terminalReplayBytes, in: 4096...(64 << 20))
+        self.viewerBufferBytes = try reader.setting(.terminalViewerBufferBytes, in: 4096...(64 << 20))
+        self.maxViewersPerSession = try reader.setting(.terminalMaxViewersPerSession, in: 1...10_000)
+        self.maxAttachesPerTenant = try reader.setting(.terminalMaxAttachesPerTenant, in: 1...10_000)
+        self.maxInputBytes = try reader.setting(.terminalMaxInputBytes, in: 1...(1 << 20))
+    }
+}
+
+extension SettingKey {
+    static let terminalSchema = SettingKey("terminal.schema", "the Postgres schema terminal-broker owns", default: "terminal")
+    static let terminalKeyFile = SettingKey(
+        "terminal.ssh.key-file",
+        "the broker's SSH private key (OpenSSH format, ed25519, unencrypted); hosts list its public key in authorized_keys",
+        secret: true
+    )
+    static let terminalMaxHostsPerTenant = SettingKey(
+        "terminal.max-hosts-per-tenant",
+        "hosts one tenant may register (409 beyond)",
+        default: "100"
+    )
+    static let terminalConnectTimeoutSeconds = SettingKey(
+        "terminal.connect-timeout-seconds",
+        "seconds to connect and authenticate to a host (SSHHostUnreachable beyond)",
+        default: "10"
+    )
+    static let terminalMaxBackoffSeconds = SettingKey(
+        "terminal.max-backoff-seconds",
+        "the longest wait before a host that failed is tried again; until then requests get its last error at once",
+        default: "30"
+    )
+    static let terminalReplayBytes = SettingKey(
+        "terminal.replay-bytes",
+        "output kept per attached session for viewers that reconnect (older output: a fresh screen instead)",
+        default: "262144"
+    )
+    static let terminalViewerBufferBytes = SettingKey(
+        "terminal.viewer-buffer-bytes",
+        "output one viewer may have waiting; a viewer past it gets a fresh screen instead of what it missed",
+        default: "1048576"
+    )
+    static let terminalMaxViewersPerSession = SettingKey(
+        "terminal.max-viewers-per-session",
+        "viewers one session may have at once on this replica (1013 close beyond)",
+        default: "200"
+    )
+    static let terminalMaxAttachesPerTenant = SettingKey(
+        "terminal.max-attaches-per-tenant",
+        "sessions one tenant may have attached at once on this replica (1013 close beyond)",
+        default: "50"
+    )
+    static let terminalMaxInputBytes = SettingKey(
+        "terminal.max-input-bytes",
+        "the largest input message a viewer may send (the WebSocket closes with 1009 beyond)",
+        default: "16384"
+    )
+}

@@ -1,0 +1,70 @@
+import Crypto
+import Hummingbird
+import HummingbirdWebSocket
+import NIOPosix
+public import ServiceKit
+import ServiceLifecycle
+
+/// terminal-broker: agents' tmux sessions on the phone over SSH, read-only unless asked
+/// (`docs/terminal-broker.md`). It owns the registered hosts, their pinned host keys and the
+/// audit trail; it attaches each watched session once and shares it among the phones watching.
+public enum TerminalBrokerService: SwarmdeckService {
+    public typealias Settings = TerminalSettings
+
+    public static let name = "terminal-broker"
+    public static let defaultPort = 8087
+    public static var migrations: [Migration] { TerminalMigrations.all }
+
+    public static func assemble(_ assembly: ServiceAssembly<TerminalSettings>) async throws -> ServiceParts {
+        let settings = assembly.settings
+        let logger = assembly.logger
+        let key = try OpenSSHPrivateKey(openSSH: settings.keyText)
+        let store = HostStore(client: assembly.postgres, logger: logger)
+        let pool = SSHHostPool(
+            key: try Curve25519.Signing.PrivateKey(rawRepresentation: key.seed),
+            store: store,
+            group: MultiThreadedEventLoopGroup.singleton,
+            timeout: .seconds(settings.connectTimeoutSeconds),
+            maxBackoff: .seconds(settings.maxBackoffSeconds),
+            logger: logger
+        )
+        let attachments = TerminalAttachments(
+            pool: pool,
+            replayBytes: settings.replayBytes,
+            maxPerTenant: settings.maxAttachesPerTenant,
+            logger: logger
+        )
+        let heartbeats = WebSocketHeartbeats(revocations: assembly.revocations)
+        let controller = TerminalController(
+            store: store,
+            pool: pool,
+            attachments: attachments,
+            verifier: assembly.verifier,
+            heartbeats: heartbeats,
+            settings: settings,
+            logger: logger
+        )
+        controller.addRoutes(to: assembly.router)
+        let webSocketRouter = Router(context: WebSocketServiceContext.self)
+        controller.addWebSocketRoute(to: webSocketRouter)
+        return ServiceParts(
+            services: [heartbeats, TerminalShutdown(pool: pool, attachments: attachments)],
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: webSocketRouter,
+                configuration: .init(ws: .init(maxFrameSize: settings.maxInputBytes + 256, autoPing: .disabled))
+            )
+        )
+    }
+}
+
+/// Detaches every session and closes every SSH connection when the service stops.
+struct TerminalShutdown: Service {
+    let pool: SSHHostPool
+    let attachments: TerminalAttachments
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await self.attachments.closeAll()
+        await self.pool.shutdown()
+    }
+}

@@ -1,0 +1,4 @@
+import ServiceKit
+import TerminalBroker
+
+@main struct Main: ServiceEntryPoint { typealias Service = TerminalBrokerService }

@@ -1,0 +1,150 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import HummingbirdWSClient
+import Logging
+import NIOConcurrencyHelpers
+import ServiceKit
+import TestSupport
+import Testing
+
+@testable import TerminalBroker
+
+/// terminal-broker against the test Postgres and NATS (``LiveHarness``), and a real sshd and
+/// tmux of the test's own (``TestSSHD``).
+struct TerminalHarness {
+    typealias JSON = [String: Any]
+
+    var live: LiveHarness
+    let sshd: TestSSHD
+    var tenant: String { self.live.tenant }
+
+    init(_ overrides: [String: String] = [:]) async throws {
+        self.sshd = try TestSSHD()
+        try self.sshd.start()
+        var overrides = overrides
+        overrides["TERMINAL_SCHEMA"] = overrides["TERMINAL_SCHEMA"] ?? TestEnvironment.uniqueName("term")
+        overrides["TERMINAL_SSH_KEY_FILE"] = overrides["TERMINAL_SSH_KEY_FILE"] ?? self.sshd.brokerKeyFile.path
+        overrides["TERMINAL_CONNECT_TIMEOUT_SECONDS"] = overrides["TERMINAL_CONNECT_TIMEOUT_SECONDS"] ?? "5"
+        self.live = try await LiveHarness(overrides: overrides)
+    }
+
+    /// The broker, live on a port of its own (WebSockets need one).
+    func run(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        try await self.live.application(TerminalBrokerService.self).test(.live) { client in
+            try await body(client)
+        }
+    }
+
+    func token(tenant: String? = nil, scopes: Set<Scope> = [.terminalAttach]) async throws -> String {
+        try await self.live.token(tenant: tenant, subject: "phone", scopes: scopes)
+    }
+
+    func admin(tenant: String? = nil) async throws -> String {
+        try await self.live.token(tenant: tenant, subject: "admin", scopes: [.admin])
+    }
+
+    /// Registers the test's sshd (or `port`) and returns the host's id.
+    func register(_ client: any TestClientProtocol, name: String = "box", port: Int? = nil, tenant: String? = nil) async throws -> String {
+        let (status, body) = try await LiveCall.call(
+            client,
+            .post,
+            "/v1/terminal/hosts",
+            token: try await self.admin(tenant: tenant),
+            json: [
+                "name": name, "address": "127.0.0.1", "port": port ?? self.sshd.port, "username": self.sshd.username,
+                "tmuxSocket": self.sshd.tmuxSocket,
+            ]
+        )
+        try #require(status == .created, "\(body)")
+        return try #require(body["hostId"] as? String)
+    }
+
+    /// The tenant's sessions as listed.
+    func sessions(_ client: any TestClientProtocol, token: String) async throws -> (sessions: [JSON], hosts: [JSON]) {
+        let (status, body) = try await LiveCall.call(client, .get, "/v1/terminal/sessions", token: token)
+        try #require(status == .ok, "\(body)")
+        return (body["sessions"] as? [JSON] ?? [], body["hosts"] as? [JSON] ?? [])
+    }
+
+    func sessionID(host: String, name: String) -> String {
+        TerminalSessionID(hostID: host, name: name).description
+    }
+
+    /// A viewer on the attach WebSocket.
+    func viewer(_ client: any TestClientProtocol, session: String, token: String, query: String = "") -> ViewerClient {
+        let port = client.port ?? 0
+        return ViewerClient(
+            url: "ws://127.0.0.1:\(port)/v1/terminal/sessions/\(session)/attach?access_token=\(token)\(query.isEmpty ? "" : "&" + query)"
+        )
+    }
+}
+
+/// A phone watching a session: every frame it got (parsed), input it sends, the close.
+final class ViewerClient: Sendable {
+    typealias JSON = [String: Any]
+
+    private let texts = NIOLockedValueBox<[String]>([])
+    private let outgoing: AsyncStream<String>.Continuation
+    private let task: Task<WebSocketCloseFrame?, any Error>
+
+    init(url: String) {
+        let (stream, continuation) = AsyncStream<String>.makeStream()
+        self.outgoing = continuation
+        let texts = self.texts
+        self.task = Task {
+            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: Logger(label: "viewer")) {
+                inbound,
+                outbound,
+                _ in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await text in stream { try await outbound.write(.text(text)) }
+                    }
+                    for try await message in inbound.messages(maxSize: 1 << 24) {
+                        guard case .text(let text) = message else { continue }
+                        texts.withLockedValue { $0.append(text) }
+                    }
+                    group.cancelAll()
+                }
+            }
+        }
+    }
+
+    var frames: [JSON] {
+        self.texts.withLockedValue { $0 }.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? JSON }
+    }
+
+    /// Everything painted so far: the screens' and outputs' data, in order.
+    var painted: String {
+        self.frames.compactMap { frame in ["screen", "output"].contains(frame["type"] as? String) ? frame["data"] as? String : nil }.joined()
+    }
+
+    var lastSeq: UInt64 {
+        self.frames.compactMap { ($0["seq"] as? NSNumber)?.uint64Value }.max() ?? 0
+    }
+
+    func send(_ object: JSON) throws {
+        let data = try JSONSerialization.data(withJSONObject: object)
+        self.outgoing.yield(String(decoding: data, as: UTF8.self))
+    }
+
+    /// Waits until `predicate` holds of the frames.
+    func wait(for what: String, timeout: Duration = .seconds(15), _ predicate: @escaping @Sendable ([JSON]) -> Bool) async throws {
+        let held = await eventually(timeout: timeout) { predicate(self.frames) }
+        try #require(held, "\(what); frames: \(self.frames.map { ($0["type"] as? String) ?? "?" })")
+    }
+
+    /// The close frame, once the server closed.
+    func closed(timeout: Duration = .seconds(15)) async throws -> WebSocketCloseFrame? {
+        try await withDeadline(timeout, orThrow: HarnessError(message: "the server did not close the WebSocket")) {
+            try await self.task.value
+        }
+    }
+
+    func close() {
+        self.outgoing.finish()
+        self.task.cancel()
+    }
+}

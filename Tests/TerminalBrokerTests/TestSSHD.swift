@@ -1,0 +1,174 @@
+import Foundation
+import TestSupport
+
+/// A real sshd of the test's own on a free loopback port (Debian's openssh-server), with a host
+/// key of its own and one authorized key, and a tmux server on a socket name of its own. Both
+/// stop with it.
+final class TestSSHD: @unchecked Sendable {
+    let directory: URL
+    let port: Int
+    /// The broker's private key file (OpenSSH format), authorized on start.
+    let brokerKeyFile: URL
+    /// The tmux server's socket name (`tmux -L`).
+    let tmuxSocket = "sdt-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    let username: String
+    private var process: Process?
+
+    init() throws {
+        self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("sshd-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        self.port = try freeLoopbackPort()
+        self.brokerKeyFile = self.directory.appendingPathComponent("broker_ed25519")
+        self.username = try Self.output("/usr/bin/id", ["-un"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        try Self.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "broker", "-f", self.brokerKeyFile.path])
+        try self.newHostKey()
+        try self.authorize(self.brokerKeyFile)
+        // sshd's privilege separation directory.
+        try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+    }
+
+    /// A new host key (the next start presents it).
+    func newHostKey() throws {
+        let key = self.directory.appendingPathComponent("host_ed25519")
+        try? FileManager.default.removeItem(at: key)
+        try? FileManager.default.removeItem(at: URL(fileURLWithPath: key.path + ".pub"))
+        try Self.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", key.path])
+    }
+
+    /// Makes `keyFile`'s public key the only authorized one.
+    func authorize(_ keyFile: URL) throws {
+        let line = try String(contentsOfFile: keyFile.path + ".pub", encoding: .utf8)
+        try Data(line.utf8).write(to: self.directory.appendingPathComponent("authorized_keys"))
+    }
+
+    /// A key pair nobody authorized.
+    func strangerKey() throws -> URL {
+        let key = self.directory.appendingPathComponent("stranger_\(UUID().uuidString.prefix(8))")
+        try Self.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "stranger", "-f", key.path])
+        return key
+    }
+
+    func start() throws {
+        let config = """
+            Port \(self.port)
+            ListenAddress 127.0.0.1
+            HostKey \(self.directory.path)/host_ed25519
+            AuthorizedKeysFile \(self.directory.path)/authorized_keys
+            PidFile \(self.directory.path)/sshd.pid
+            PubkeyAuthentication yes
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            UsePAM no
+            StrictModes no
+            PermitRootLogin prohibit-password
+            LogLevel ERROR
+            """
+        let file = self.directory.appendingPathComponent("sshd_config")
+        try Data(config.utf8).write(to: file)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/sshd")
+        process.arguments = ["-D", "-e", "-f", file.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        try waitForPort(self.port)
+    }
+
+    func stop() {
+        guard let process else { return }
+        process.terminate()
+        process.waitUntilExit()
+        self.process = nil
+        try? waitForPort(self.port, open: false)
+    }
+
+    // MARK: tmux
+
+    /// `tmux -L <socket> ARGS…`, its standard output.
+    @discardableResult
+    func tmux(_ arguments: [String]) throws -> String {
+        try Self.output("/usr/bin/tmux", ["-L", self.tmuxSocket] + arguments)
+    }
+
+    /// A detached session running `command` in an 80×24 window.
+    func newSession(_ name: String, command: String = "bash --norc --noprofile") async throws {
+        try await offPool {
+            try self.tmux(["new-session", "-d", "-s", name, "-x", "80", "-y", "24", command])
+            try self.tmux(["set-option", "-t", name, "status", "off"])
+        }
+    }
+
+    /// What the session's pane shows.
+    func capture(_ name: String) async throws -> String {
+        try await offPool { try self.tmux(["capture-pane", "-p", "-t", "=\(name):"]) }
+    }
+
+    /// `WIDTHxHEIGHT` of the session's window.
+    func windowSize(_ name: String) async throws -> String {
+        try await offPool {
+            try self.tmux(["display-message", "-p", "-t", "=\(name):", "#{window_width}x#{window_height}"]).trimmingCharacters(
+                in: .whitespacesAndNewlines
+            )
+        }
+    }
+
+    /// Clients attached to the session.
+    func clients(_ name: String) async throws -> [String] {
+        try await offPool {
+            try self.tmux(["list-clients", "-t", "=\(name)", "-F", "#{client_name} #{client_flags}"]).split(separator: "\n").map(String.init)
+        }
+    }
+
+    /// Types `text` into the session (as if at its keyboard), then Enter.
+    func type(_ name: String, _ text: String) async throws {
+        try await offPool {
+            try self.tmux(["send-keys", "-t", "=\(name):", "-l", text])
+            try self.tmux(["send-keys", "-t", "=\(name):", "Enter"])
+        }
+    }
+
+    deinit {
+        self.stop()
+        _ = try? Self.output("/usr/bin/tmux", ["-L", self.tmuxSocket, "kill-server"])
+        try? FileManager.default.removeItem(at: self.directory)
+    }
+
+    // MARK: Processes
+
+    static func run(_ path: String, _ arguments: [String]) throws {
+        _ = try Self.output(path, arguments)
+    }
+
+    /// Runs `path` and returns what it wrote to its standard output.
+    ///
+    /// Not with Foundation's `Process`: on Linux it learns that a child exited when a socket the
+    /// child inherited closes, and the tmux server that `new-session` forks would inherit it and
+    /// hold it for as long as it lives. Here the child is waited for by its pid; its output goes
+    /// through a file (a pipe would stay open in the server too).
+    static func output(_ path: String, _ arguments: [String]) throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sdt-out-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, file.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var environment = ProcessInfo.processInfo.environment
+        environment["TMUX"] = nil
+        environment["TMUX_TMPDIR"] = nil
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+    }
+}
