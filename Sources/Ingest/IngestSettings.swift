@@ -164,7 +164,11 @@ extension SettingKey {
         "state events one tenant may send at once above that rate (every agent of a large swarm changing state together)",
         default: "10000"
     )
-    static let writeBatchEvents = SettingKey("ingest.write-batch-events", "events per transaction when requests are grouped (a larger single request goes alone)", default: "2000")
+    static let writeBatchEvents = SettingKey(
+        "ingest.write-batch-events",
+        "events per transaction when requests are grouped (a larger single request goes alone)",
+        default: "2000"
+    )
     static let commitTimeoutSeconds = SettingKey(
         "ingest.commit-timeout-seconds",
         "seconds a transaction may take before its requests get 503",
