@@ -136,10 +136,21 @@ final class ViewerClient: Sendable {
         try #require(held, "\(what); frames: \(self.frames.map { ($0["type"] as? String) ?? "?" })")
     }
 
+    /// The code of the `end` frame, once one came.
+    func ended(timeout: Duration = .seconds(15)) async throws -> String? {
+        try await self.wait(for: "an end frame", timeout: timeout) { frames in frames.contains { $0["type"] as? String == "end" } }
+        return self.frames.first { $0["type"] as? String == "end" }.flatMap { ($0["error"] as? [String: Any])?["code"] as? String }
+    }
+
     /// The close frame, once the server closed.
     func closed(timeout: Duration = .seconds(15)) async throws -> WebSocketCloseFrame? {
-        try await withDeadline(timeout, orThrow: HarnessError(message: "the server did not close the WebSocket")) {
-            try await self.task.value
+        let task = self.task
+        return try await withDeadline(timeout, orThrow: HarnessError(message: "the server did not close the WebSocket")) {
+            try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
         }
     }
 

@@ -12,7 +12,7 @@ final class TestSSHD: @unchecked Sendable {
     /// The tmux server's socket name (`tmux -L`).
     let tmuxSocket = "sdt-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
     let username: String
-    private var process: Process?
+    private var pid: pid_t?
 
     init() throws {
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("sshd-test-\(UUID().uuidString)")
@@ -65,21 +65,20 @@ final class TestSSHD: @unchecked Sendable {
             """
         let file = self.directory.appendingPathComponent("sshd_config")
         try Data(config.utf8).write(to: file)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/sshd")
-        process.arguments = ["-D", "-e", "-f", file.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
+        self.pid = try Self.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", file.path], output: "/dev/null")
         try waitForPort(self.port)
     }
 
+    /// Stops the listener and every connection it accepted (a host going down). SIGKILL: the
+    /// test process ignores SIGTERM (ServiceLifecycle's signal handling), and its children
+    /// inherit that.
     func stop() {
-        guard let process else { return }
-        process.terminate()
-        process.waitUntilExit()
-        self.process = nil
+        guard let pid = self.pid else { return }
+        _ = try? Self.output("/usr/bin/pkill", ["-KILL", "-P", String(pid)])
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        self.pid = nil
         try? waitForPort(self.port, open: false)
     }
 
@@ -141,19 +140,27 @@ final class TestSSHD: @unchecked Sendable {
     }
 
     /// Runs `path` and returns what it wrote to its standard output.
-    ///
-    /// Not with Foundation's `Process`: on Linux it learns that a child exited when a socket the
-    /// child inherited closes, and the tmux server that `new-session` forks would inherit it and
-    /// hold it for as long as it lives. Here the child is waited for by its pid; its output goes
-    /// through a file (a pipe would stay open in the server too).
     static func output(_ path: String, _ arguments: [String]) throws -> String {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("sdt-out-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
+        let pid = try Self.spawn(path, arguments, output: file.path)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+    }
+
+    /// Starts `path` with its standard output to `output` and returns its pid.
+    ///
+    /// Not with Foundation's `Process`: on Linux it learns that a child exited when a socket the
+    /// child inherited closes, and what sshd and tmux fork (connections, the tmux server)
+    /// inherit it and hold it for as long as they live, so `waitUntilExit` never returns. Here
+    /// the caller waits by pid; output goes through a file (a pipe would stay open the same way).
+    static func spawn(_ path: String, _ arguments: [String], output: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, file.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var environment = ProcessInfo.processInfo.environment
         environment["TMUX"] = nil
@@ -164,11 +171,21 @@ final class TestSSHD: @unchecked Sendable {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }
         }
+        // Default signal handling in the child, whatever this process ignores or blocks.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+        return pid
     }
 }
