@@ -60,7 +60,9 @@ final class TerminalViewer: Sendable {
     /// and marks the viewer lagging.
     func push(_ frame: TerminalFrame) {
         let waiter: CheckedContinuation<Void, Never>? = self.mailbox.withLockedValue { box in
-            guard box.ended == nil, !box.lagging else { return nil }
+            // While lagging, frames are still kept (within the budget): the fresh screen keeps
+            // those that come after it.
+            guard box.ended == nil else { return nil }
             if box.bytes + frame.bytes > self.budget {
                 box.frames = []
                 box.bytes = 0

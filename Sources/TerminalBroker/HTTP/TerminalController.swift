@@ -164,7 +164,13 @@ struct TerminalController: Sendable {
             let query = context.request.uri.queryParameters
             let refuse: @Sendable (APIError) async -> Void = { error in
                 try? await outbound.write(.text(String(buffer: TerminalSession.encode(end: error))))
-                let code: WebSocketErrorCode = error.code == .permissionDenied ? .policyViolation : .unexpectedServerError
+                let code: WebSocketErrorCode =
+                    switch error.code {
+                    case .protocolMismatch: .protocolError
+                    case .permissionDenied, .invalidRequest, .notFound: .policyViolation
+                    case .rateLimited: .unknown(1013)
+                    default: .unexpectedServerError
+                    }
                 try? await outbound.close(code, reason: error.code.rawValue)
             }
             if let asked = query["protocol"].map(String.init), asked != TerminalSession.protocolVersion {
@@ -221,7 +227,12 @@ struct TerminalController: Sendable {
                     try await self.store.auditInputAttach(tenant: identity.tenant, actor: identity.subject, host: host.hostId, session: id.name)
                 }
                 let attachment = try await self.attach(id, host: host, viewer: viewer, after: after, tenant: identity.tenant)
-                try await outbound.write(.text(String(buffer: TerminalSession.hello(session: id, input: wantsInput))))
+                do {
+                    try await outbound.write(.text(String(buffer: TerminalSession.hello(session: id, input: wantsInput))))
+                } catch {
+                    attachment.remove(viewer)
+                    return
+                }
                 let connection = WebSocketConnection(
                     limits: WebSocketLimits(
                         maxMessageBytes: self.settings.maxInputBytes + 256,

@@ -19,6 +19,8 @@ enum HostKeyVerdict: Sendable {
     case trusted
     /// Another key is pinned for this host and port.
     case mismatch
+    /// The trust store could not answer (Postgres): the connection fails, nothing is pinned.
+    case unknown
 }
 
 /// One SSH connection to a host, authenticated with the broker's ed25519 key, its host key
@@ -337,6 +339,10 @@ private final class TrustOnFirstUse: NIOSSHClientServerAuthenticationDelegate {
             switch await check(key) {
             case .trusted:
                 validationCompletePromise.succeed(())
+            case .unknown:
+                let error = APIError(.serviceUnavailable, "the broker cannot check \(host)'s host key right now", retryAfterSeconds: 5)
+                handshake.fail(error)
+                validationCompletePromise.fail(error)
             case .mismatch:
                 let error = APIError(
                     .sshHostKeyMismatch,

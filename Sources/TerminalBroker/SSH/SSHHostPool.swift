@@ -63,7 +63,7 @@ actor SSHHostPool {
                         do {
                             return try await store.check(hostKey: presented, host: host, tenant: tenant)
                         } catch {
-                            return .mismatch
+                            return .unknown
                         }
                     },
                     group: group,

@@ -84,12 +84,12 @@ extension SettingKey {
     )
     static let terminalMaxViewersPerSession = SettingKey(
         "terminal.max-viewers-per-session",
-        "viewers one session may have at once on this replica (1013 close beyond)",
+        "viewers one session may have at once on this replica (RateLimited, close 1013 beyond)",
         default: "200"
     )
     static let terminalMaxAttachesPerTenant = SettingKey(
         "terminal.max-attaches-per-tenant",
-        "sessions one tenant may have attached at once on this replica (1013 close beyond)",
+        "sessions one tenant may have attached at once on this replica (RateLimited, close 1013 beyond)",
         default: "50"
     )
     static let terminalMaxInputBytes = SettingKey(
