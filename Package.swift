@@ -204,7 +204,7 @@ let package = Package(
             name: "swarmdeck",
             dependencies: [
                 "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor", "Ingest",
-                "Notifier", "OTLP", "ServiceKit",
+                "Notifier", "OTLP", "ServiceKit", "TerminalBroker",
                 "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, mcp, nioCore, nioPosix, nioSSL, openAPIAsyncHTTPClient,
                 openAPIRuntime,
             ],

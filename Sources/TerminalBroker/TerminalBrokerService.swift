@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import NIOPosix
@@ -28,9 +29,15 @@ public enum TerminalBrokerService: SwarmdeckService {
             maxBackoff: .seconds(settings.maxBackoffSeconds),
             logger: logger
         )
+        let recordings = TerminalRecordings(
+            directory: URL(fileURLWithPath: settings.recordingsDirectory),
+            maxBytes: settings.maxRecordingBytes,
+            retention: .seconds(settings.recordingRetentionDays * 86_400)
+        )
         let attachments = TerminalAttachments(
             pool: pool,
             replayBytes: settings.replayBytes,
+            recordings: recordings,
             maxPerTenant: settings.maxAttachesPerTenant,
             logger: logger
         )
@@ -39,6 +46,7 @@ public enum TerminalBrokerService: SwarmdeckService {
             store: store,
             pool: pool,
             attachments: attachments,
+            recordings: recordings,
             verifier: assembly.verifier,
             heartbeats: heartbeats,
             settings: settings,
@@ -48,7 +56,7 @@ public enum TerminalBrokerService: SwarmdeckService {
         let webSocketRouter = Router(context: WebSocketServiceContext.self)
         controller.addWebSocketRoute(to: webSocketRouter)
         return ServiceParts(
-            services: [heartbeats, TerminalShutdown(pool: pool, attachments: attachments)],
+            services: [heartbeats, RecordingSweep(recordings: recordings, logger: logger), TerminalShutdown(pool: pool, attachments: attachments)],
             server: .http1WebSocketUpgrade(
                 webSocketRouter: webSocketRouter,
                 configuration: .init(ws: .init(maxFrameSize: settings.maxInputBytes + 256, autoPing: .disabled))

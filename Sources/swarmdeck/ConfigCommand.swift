@@ -6,6 +6,7 @@ import Ingest
 import Notifier
 import ServiceKit
 import StreamFanout
+import TerminalBroker
 
 /// `swarmdeck config keys [--service NAME]`: the configuration keys of the services.
 struct ConfigCommand: ParsableCommand {
@@ -18,6 +19,7 @@ struct ConfigCommand: ParsableCommand {
     /// Every service the project builds, in the order of `deploy/local/services`.
     static let services: [any SwarmdeckService.Type] = [
         IngestService.self, StreamFanoutService.self, ControlAPIService.self, ApprovalsService.self, HealthMonitorService.self, NotifierService.self,
+        TerminalBrokerService.self,
     ]
 
     struct Keys: ParsableCommand {

@@ -66,12 +66,21 @@ struct TerminalAttachTests {
             try await harness.sshd.type("agent-2", "echo one-$((1+1))")
             try await first.wait(for: "first output") { _ in first.painted.contains("one-2") }
             let seen = first.lastSeq
+            let attachment = try #require(first.frames.first?["attachment"] as? String)
+            let keeperAttachment = keeper.frames.first?["attachment"] as? String
+            #expect(keeperAttachment == attachment, "both viewers joined one attachment")
             first.close()
 
             try await harness.sshd.type("agent-2", "echo missed-$((2+2))")
             try await keeper.wait(for: "the keeper sees the missed output") { _ in keeper.painted.contains("missed-4") }
 
-            let again = harness.viewer(client, session: id, token: phone, query: "after=\(seen)")
+            // A resume names the attachment it saw; another one's seqs would mean nothing.
+            let elsewhere = harness.viewer(client, session: id, token: phone, query: "after=\(seen)&attachment=0000000000000000")
+            try await elsewhere.wait(for: "a fresh screen for an unknown attachment") { frames in
+                frames.contains { $0["type"] as? String == "screen" }
+            }
+            elsewhere.close()
+            let again = harness.viewer(client, session: id, token: phone, query: "after=\(seen)&attachment=\(attachment)")
             defer { again.close() }
             try await again.wait(for: "the missed output") { _ in again.painted.contains("missed-4") }
             #expect(!again.frames.contains { $0["type"] as? String == "screen" }, "a resume sends no screen")
@@ -153,6 +162,55 @@ struct TerminalAttachTests {
             let (_, audit) = try await LiveCall.call(client, .get, "/v1/terminal/audit", token: try await harness.admin())
             let entries = audit["entries"] as? [[String: Any]] ?? []
             #expect(entries.contains { $0["action"] as? String == "attach.input" && $0["sessionName"] as? String == "agent-4" }, "\(entries)")
+        }
+    }
+
+    @Test(
+        "every attach is recorded as asciicast v2: from its screen on, the recording replays to the bytes the viewer was sent; listed and downloaded per session, for its tenant only"
+    )
+    func recording() async throws {
+        let harness = try await H()
+        try await harness.sshd.newSession("agent-5")
+        try await harness.run { client in
+            let host = try await harness.register(client)
+            let phone = try await harness.token(scopes: [.terminalAttach, .terminalWrite])
+            let id = harness.sessionID(host: host, name: "agent-5")
+            let viewer = harness.viewer(client, session: id, token: phone, query: "input=true")
+            try await viewer.wait(for: "a screen") { frames in frames.contains { $0["type"] as? String == "screen" } }
+            try viewer.send(["type": "input", "data": "printf 'rec-%s\\n' $((9*9))\r"])
+            try await viewer.wait(for: "the output") { _ in viewer.painted.contains("rec-81") }
+            let painted = viewer.painted
+            viewer.close()
+
+            let (status, list) = try await LiveCall.call(client, .get, "/v1/terminal/sessions/\(id)/recordings", token: phone)
+            #expect(status == .ok)
+            let recordings = list["recordings"] as? [[String: Any]] ?? []
+            let recordingID = try #require(recordings.first?["recordingId"] as? String, "\(list)")
+            let data = try await client.execute(
+                uri: "/v1/terminal/sessions/\(id)/recordings/\(recordingID)",
+                method: .get,
+                headers: [.authorization: "Bearer \(phone)"]
+            ) { response in
+                #expect(response.headers[.contentType] == "application/x-asciicast")
+                return Array(response.body.readableBytesView)
+            }
+            let (header, events) = try AsciicastRecording.parse(data)
+            #expect(header.width == 80 && header.height == 24)
+            let fromScreen = events.drop { $0.1 != .marker("screen") }.dropFirst()
+            let replayed = fromScreen.compactMap { event -> String? in
+                if case .output(let text) = event.1 { return text }
+                return nil
+            }.joined()
+            #expect(replayed.hasPrefix(painted), "the recording replays what the viewer was sent")
+            #expect(events.contains { $0.1 == .input("printf 'rec-%s\\n' $((9*9))\r") }, "input is recorded")
+
+            let stranger = try await harness.token(tenant: "other-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36))
+            let (hidden, answer) = try await LiveCall.call(client, .get, "/v1/terminal/sessions/\(id)/recordings", token: stranger)
+            #expect(hidden == .notFound && answer.errorCode == "NotFound")
+            let (missing, _) = try await LiveCall.call(client, .get, "/v1/terminal/sessions/\(id)/recordings/../../x", token: phone)
+            #expect(missing == .notFound)
+            let (malformed, _) = try await LiveCall.call(client, .get, "/v1/terminal/sessions/\(id)/recordings/123-zzzzzzzz", token: phone)
+            #expect(malformed == .notFound)
         }
     }
 }

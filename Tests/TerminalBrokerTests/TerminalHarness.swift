@@ -27,6 +27,7 @@ struct TerminalHarness {
         overrides["TERMINAL_SCHEMA"] = overrides["TERMINAL_SCHEMA"] ?? TestEnvironment.uniqueName("term")
         overrides["TERMINAL_SSH_KEY_FILE"] = overrides["TERMINAL_SSH_KEY_FILE"] ?? self.sshd.brokerKeyFile.path
         overrides["TERMINAL_CONNECT_TIMEOUT_SECONDS"] = overrides["TERMINAL_CONNECT_TIMEOUT_SECONDS"] ?? "5"
+        overrides["TERMINAL_RECORDINGS_DIR"] = overrides["TERMINAL_RECORDINGS_DIR"] ?? self.sshd.directory.appendingPathComponent("recordings").path
         self.live = try await LiveHarness(overrides: overrides)
     }
 

@@ -65,8 +65,22 @@ final class TestSSHD: @unchecked Sendable {
             """
         let file = self.directory.appendingPathComponent("sshd_config")
         try Data(config.utf8).write(to: file)
-        self.pid = try Self.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", file.path], output: "/dev/null")
-        try waitForPort(self.port)
+        // A restart on the same port can find it briefly unavailable: sshd then exits at once.
+        var attempt = 0
+        while true {
+            let pid = try Self.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", file.path], output: self.directory.appendingPathComponent("sshd.log").path)
+            do {
+                try waitForPort(self.port, timeout: 5)
+                self.pid = pid
+                return
+            } catch {
+                kill(pid, SIGKILL)
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                attempt += 1
+                if attempt == 3 { throw error }
+            }
+        }
     }
 
     /// Stops the listener and every connection it accepted (a host going down). SIGKILL: the

@@ -18,8 +18,12 @@ final class TerminalAttachment: Sendable {
 
     let id: TerminalSessionID
     let tenant: String
+    /// Names this attachment: seqs are its own, so a viewer resumes with `after` only on the
+    /// attachment it saw (`?attachment=`), and gets a fresh screen on any other.
+    let attachmentID = randomHex(bytes: 8)
     private let state: NIOLockedValueBox<State>
     private let client = NIOLockedValueBox<TmuxControlClient?>(nil)
+    private let recorder = NIOLockedValueBox<TerminalRecorder?>(nil)
     private let onEnd: @Sendable (TerminalAttachment) -> Void
     private let logger: Logger
 
@@ -39,6 +43,7 @@ final class TerminalAttachment: Sendable {
         host: TerminalHost,
         connection: SSHConnection,
         replayBytes: Int,
+        recordings: TerminalRecordings,
         logger: Logger,
         onEnd: @escaping @Sendable (TerminalAttachment) -> Void
     ) async throws -> TerminalAttachment {
@@ -53,11 +58,20 @@ final class TerminalAttachment: Sendable {
         )
         attachment.client.withLockedValue { $0 = client }
         do {
-            let (pane, _) = try await attachment.paneAndScreen()
-            attachment.state.withLockedValue { $0.pane = pane }
+            let pane = try await attachment.describePane(client)
+            attachment.state.withLockedValue { $0.pane = pane.pane }
+            let header = AsciicastHeader(
+                width: pane.cols,
+                height: pane.rows,
+                timestamp: Int(Date().timeIntervalSince1970),
+                title: "\(id.name) on \(host.name)",
+                env: ["TERM": "xterm-256color"]
+            )
+            let recorder = try TerminalRecorder(file: recordings.newFile(tenant: tenant, session: id), header: header, maxBytes: recordings.maxBytes)
+            attachment.recorder.withLockedValue { $0 = recorder }
         } catch {
             client.close()
-            throw error
+            throw error as? APIError ?? APIError(.terminalInitFailed, "the recording could not be started: \(error)")
         }
         return attachment
     }
@@ -99,6 +113,7 @@ final class TerminalAttachment: Sendable {
             throw APIError(.terminalInitFailed, "the session is not attached")
         }
         _ = try await client.command("send-keys -t \(pane) -H \(TmuxControlParser.hexKeys(bytes))")
+        self.recorder.withLockedValue { $0 }?.record(.input(String(decoding: bytes, as: UTF8.self)))
     }
 
     /// Detaches and ends every viewer with `error`.
@@ -107,17 +122,36 @@ final class TerminalAttachment: Sendable {
         self.end(error)
     }
 
-    private func paneAndScreen() async throws -> (String, TerminalFrame) {
-        guard let client = self.client.withLockedValue({ $0 }) else { throw APIError(.terminalInitFailed, "the session is not attached") }
+    private func describePane(_ client: TmuxControlClient) async throws -> (pane: String, cols: Int, rows: Int, cursorX: Int, cursorY: Int) {
         let target = TmuxControlParser.quote("=" + self.id.name + ":")
         let (described, _) = try await client.command("display-message -p -t \(target) \(TmuxControlParser.quote(TerminalScreen.paneFormat))")
         guard let line = described.lines.first, let pane = TerminalScreen.parsePane(line) else {
             throw APIError(.terminalInitFailed, "tmux did not describe the session's active pane")
         }
-        let (captured, seq) = try await client.command("capture-pane -p -e -t \(pane.pane)")
-        let screen = TerminalScreen(cols: pane.cols, rows: pane.rows, cursorX: pane.cursorX, cursorY: pane.cursorY, lines: captured.lines)
+        return pane
+    }
+
+    /// The active pane's screen. It is painted and recorded on the reader as tmux's answer
+    /// arrives, so the recording has it in its place among the outputs.
+    private func paneAndScreen() async throws -> (String, TerminalFrame) {
+        guard let client = self.client.withLockedValue({ $0 }) else { throw APIError(.terminalInitFailed, "the session is not attached") }
+        let pane = try await self.describePane(client)
+        let painted = NIOLockedValueBox("")
+        let (_, seq) = try await client.command("capture-pane -p -e -t \(pane.pane)") { [weak self] reply in
+            let screen = TerminalScreen(cols: pane.cols, rows: pane.rows, cursorX: pane.cursorX, cursorY: pane.cursorY, lines: reply.lines)
+            let text = screen.painted
+            painted.withLockedValue { $0 = text }
+            guard let self else { return 0 }
+            return self.state.withLockedValue { state in
+                if let recorder = self.recorder.withLockedValue({ $0 }) {
+                    recorder.record(.marker("screen"))
+                    recorder.record(.output(text))
+                }
+                return state.log.lastSeq
+            }
+        }
         self.state.withLockedValue { $0.pane = pane.pane }
-        return (pane.pane, .screen(seq: seq, cols: pane.cols, rows: pane.rows, data: screen.painted))
+        return (pane.pane, .screen(seq: seq, cols: pane.cols, rows: pane.rows, data: painted.withLockedValue { $0 }))
     }
 
     private func handle(_ event: TmuxControlClient.Event) {
@@ -128,6 +162,7 @@ final class TerminalAttachment: Sendable {
                 let text = state.decoder.decode(data)
                 guard !text.isEmpty else { return }
                 let seq = state.log.append(Array(text.utf8))
+                self.recorder.withLockedValue { $0 }?.record(.output(text))
                 for viewer in state.viewers.values { viewer.push(.output(seq: seq, data: text)) }
             }
         case .notification(let name, _):
@@ -148,6 +183,7 @@ final class TerminalAttachment: Sendable {
             return Array(state.viewers.values)
         }
         guard let viewers else { return }
+        self.recorder.withLockedValue { $0 }?.close()
         for viewer in viewers { viewer.end(error) }
         self.onEnd(self)
     }

@@ -14,12 +14,14 @@ actor TerminalAttachments {
     private var opening: [Key: Task<TerminalAttachment, any Error>] = [:]
     private let pool: SSHHostPool
     private let replayBytes: Int
+    private let recordings: TerminalRecordings
     private let maxPerTenant: Int
     private let logger: Logger
 
-    init(pool: SSHHostPool, replayBytes: Int, maxPerTenant: Int, logger: Logger) {
+    init(pool: SSHHostPool, replayBytes: Int, recordings: TerminalRecordings, maxPerTenant: Int, logger: Logger) {
         self.pool = pool
         self.replayBytes = replayBytes
+        self.recordings = recordings
         self.maxPerTenant = maxPerTenant
         self.logger = logger
     }
@@ -40,7 +42,7 @@ actor TerminalAttachments {
                     retryAfterSeconds: 5
                 )
             }
-            task = Task { [pool = self.pool, replayBytes = self.replayBytes, logger = self.logger] in
+            task = Task { [pool = self.pool, replayBytes = self.replayBytes, recordings = self.recordings, logger = self.logger] in
                 let connection = try await pool.connection(to: host, tenant: tenant)
                 return try await TerminalAttachment.open(
                     id,
@@ -48,6 +50,7 @@ actor TerminalAttachments {
                     host: host,
                     connection: connection,
                     replayBytes: replayBytes,
+                    recordings: recordings,
                     logger: logger,
                     onEnd: { attachment in Task { await self.ended(attachment) } }
                 )

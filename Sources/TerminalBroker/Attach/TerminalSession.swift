@@ -106,9 +106,10 @@ final class TerminalSession: WebSocketProtocolHandler {
 
     // MARK: Frames
 
-    static func hello(session: TerminalSessionID, input: Bool) -> ByteBuffer {
+    static func hello(session: TerminalSessionID, attachment: String, input: Bool) -> ByteBuffer {
         Self.json([
             "type": "hello", "protocol": 1, "sessionId": session.description, "tmuxSessionName": session.name, "input": input,
+            "attachment": attachment,
         ])
     }
 

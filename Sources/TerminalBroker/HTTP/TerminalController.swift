@@ -13,6 +13,7 @@ struct TerminalController: Sendable {
     let store: HostStore
     let pool: SSHHostPool
     let attachments: TerminalAttachments
+    let recordings: TerminalRecordings
     let verifier: AccessTokenVerifier
     let authentication: WebSocketAuthentication
     let heartbeats: WebSocketHeartbeats
@@ -25,6 +26,7 @@ struct TerminalController: Sendable {
         store: HostStore,
         pool: SSHHostPool,
         attachments: TerminalAttachments,
+        recordings: TerminalRecordings,
         verifier: AccessTokenVerifier,
         heartbeats: WebSocketHeartbeats,
         settings: TerminalSettings,
@@ -33,6 +35,7 @@ struct TerminalController: Sendable {
         self.store = store
         self.pool = pool
         self.attachments = attachments
+        self.recordings = recordings
         self.verifier = verifier
         self.authentication = WebSocketAuthentication(verifier: verifier, requiring: .terminalAttach)
         self.heartbeats = heartbeats
@@ -97,6 +100,21 @@ struct TerminalController: Sendable {
                 throw APIError(.tmuxSessionNotFound, "no tmux session \(id.name) on \(host.name)")
             }
             return TerminalSessionInfo(host: host, session: session, detailed: true)
+        }
+        sessions.get(":sessionId/recordings") { _, context -> RecordingList in
+            let identity = try context.requireIdentity()
+            let (id, _) = try await self.session(context.parameters.require("sessionId"), tenant: identity.tenant)
+            return RecordingList(recordings: self.recordings.list(tenant: identity.tenant, session: id))
+        }
+        sessions.get(":sessionId/recordings/:recordingId") { _, context -> Response in
+            let identity = try context.requireIdentity()
+            let (id, _) = try await self.session(context.parameters.require("sessionId"), tenant: identity.tenant)
+            let data = try self.recordings.read(tenant: identity.tenant, session: id, id: try context.parameters.require("recordingId"))
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/x-asciicast"],
+                body: .init(byteBuffer: ByteBuffer(bytes: data))
+            )
         }
     }
 
@@ -184,6 +202,7 @@ struct TerminalController: Sendable {
                 await refuse(APIError(.permissionDenied, "input needs the terminal:write scope; attach without ?input=true to watch"))
                 return
             }
+            let seenAttachment = query["attachment"].map(String.init)
             var after: UInt64?
             if let text = query["after"] {
                 guard let value = UInt64(text) else {
@@ -226,9 +245,10 @@ struct TerminalController: Sendable {
                 if wantsInput {
                     try await self.store.auditInputAttach(tenant: identity.tenant, actor: identity.subject, host: host.hostId, session: id.name)
                 }
-                let attachment = try await self.attach(id, host: host, viewer: viewer, after: after, tenant: identity.tenant)
+                let attachment = try await self.attach(id, host: host, viewer: viewer, after: after, seen: seenAttachment, tenant: identity.tenant)
                 do {
-                    try await outbound.write(.text(String(buffer: TerminalSession.hello(session: id, input: wantsInput))))
+                    let hello = TerminalSession.hello(session: id, attachment: attachment.attachmentID, input: wantsInput)
+                    try await outbound.write(.text(String(buffer: hello)))
                 } catch {
                     attachment.remove(viewer)
                     return
@@ -262,15 +282,14 @@ struct TerminalController: Sendable {
         host: TerminalHost,
         viewer: TerminalViewer,
         after: UInt64?,
+        seen: String?,
         tenant: String
-    ) async throws
-        -> TerminalAttachment
-    {
+    ) async throws -> TerminalAttachment {
         var attempt = 0
         while true {
             let attachment = try await self.attachments.attachment(id, host: host, tenant: tenant)
             do {
-                try await attachment.add(viewer, after: after)
+                try await attachment.add(viewer, after: seen == attachment.attachmentID ? after : nil)
                 return attachment
             } catch let error as APIError where error.code == .serviceUnavailable && attempt < 3 {
                 attempt += 1

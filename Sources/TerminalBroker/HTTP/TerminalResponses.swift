@@ -79,3 +79,7 @@ struct HostKeyInfo: ResponseEncodable, Decodable {
 struct AuditList: ResponseEncodable, Decodable {
     var entries: [HostStore.AuditEntry]
 }
+
+struct RecordingList: ResponseEncodable, Decodable {
+    var recordings: [TerminalRecordings.Info]
+}

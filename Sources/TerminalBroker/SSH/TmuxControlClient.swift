@@ -17,7 +17,7 @@ final class TmuxControlClient: Sendable {
 
     private struct State {
         /// Commands sent and not answered yet, oldest first.
-        var waiting: [CheckedContinuation<(TmuxReply, UInt64), any Error>] = []
+        var waiting: [(continuation: CheckedContinuation<(TmuxReply, UInt64), any Error>, onReply: (@Sendable (TmuxReply) -> UInt64)?)] = []
         var ended: APIError?
     }
 
@@ -71,7 +71,7 @@ final class TmuxControlClient: Sendable {
                                 }
                                 attached.continuation.yield(.success(()))
                             } else {
-                                client.resolve(reply, stamp: stamp())
+                                client.resolve(reply, stamp: stamp)
                             }
                         case .output(let pane, let data):
                             onEvent(.output(pane: pane, data: data))
@@ -120,14 +120,16 @@ final class TmuxControlClient: Sendable {
     }
 
     /// Runs one tmux command (a line of tmux's command language) and returns its reply and its
-    /// stamp; a `%error` reply throws `TerminalInitFailed` with tmux's message.
-    func command(_ line: String) async throws -> (reply: TmuxReply, stamp: UInt64) {
+    /// stamp; a `%error` reply throws `TerminalInitFailed` with tmux's message. `onReply`, when
+    /// given, runs on the reader as the reply arrives (in order with the output around it) and
+    /// its result is the stamp.
+    func command(_ line: String, onReply: (@Sendable (TmuxReply) -> UInt64)? = nil) async throws -> (reply: TmuxReply, stamp: UInt64) {
         let (reply, stamp): (TmuxReply, UInt64) = try await withCheckedThrowingContinuation { continuation in
             // Queued and written under one lock, so replies (which come in the order commands
             // were written) resolve the right waiter.
             let ended: APIError? = self.state.withLockedValue { state in
                 if let ended = state.ended { return ended }
-                state.waiting.append(continuation)
+                state.waiting.append((continuation, onReply))
                 self.stream.send(Array((line + "\n").utf8)).whenFailure { error in
                     self.finish(APIError(.sshHostUnreachable, "the SSH channel of \(self.session) failed: \(error)", retryAfterSeconds: 1))
                 }
@@ -146,9 +148,10 @@ final class TmuxControlClient: Sendable {
         self.stream.close()
     }
 
-    private func resolve(_ reply: TmuxReply, stamp: UInt64) {
-        let continuation = self.state.withLockedValue { state in state.waiting.isEmpty ? nil : state.waiting.removeFirst() }
-        continuation?.resume(returning: (reply, stamp))
+    private func resolve(_ reply: TmuxReply, stamp: @Sendable () -> UInt64) {
+        guard let waiter = self.state.withLockedValue({ state in state.waiting.isEmpty ? nil : state.waiting.removeFirst() }) else { return }
+        let value = !reply.isError ? waiter.onReply?(reply) ?? stamp() : stamp()
+        waiter.continuation.resume(returning: (reply, value))
     }
 
     private func finish(_ error: APIError) {
@@ -157,6 +160,6 @@ final class TmuxControlClient: Sendable {
             defer { state.waiting = [] }
             return state.waiting
         }
-        for continuation in waiting { continuation.resume(throwing: error) }
+        for waiter in waiting { waiter.continuation.resume(throwing: error) }
     }
 }

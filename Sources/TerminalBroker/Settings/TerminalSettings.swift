@@ -23,10 +23,17 @@ public struct TerminalSettings: ServiceSettings {
     var maxAttachesPerTenant: Int
     /// The largest input message a viewer may send, in bytes.
     var maxInputBytes: Int
+    /// Where recordings are written.
+    var recordingsDirectory: String
+    /// Days a recording is kept.
+    var recordingRetentionDays: Int
+    /// The largest recording, in bytes (the rest of that attach is not kept).
+    var maxRecordingBytes: Int
 
     public static let keys: [SettingKey] = [
         .terminalSchema, .terminalKeyFile, .terminalMaxHostsPerTenant, .terminalConnectTimeoutSeconds, .terminalMaxBackoffSeconds,
         .terminalReplayBytes, .terminalViewerBufferBytes, .terminalMaxViewersPerSession, .terminalMaxAttachesPerTenant, .terminalMaxInputBytes,
+        .terminalRecordingsDirectory, .terminalRecordingRetentionDays, .terminalMaxRecordingBytes,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -47,6 +54,9 @@ public struct TerminalSettings: ServiceSettings {
         self.maxViewersPerSession = try reader.setting(.terminalMaxViewersPerSession, in: 1...10_000)
         self.maxAttachesPerTenant = try reader.setting(.terminalMaxAttachesPerTenant, in: 1...10_000)
         self.maxInputBytes = try reader.setting(.terminalMaxInputBytes, in: 1...(1 << 20))
+        self.recordingsDirectory = try reader.setting(.terminalRecordingsDirectory)
+        self.recordingRetentionDays = try reader.setting(.terminalRecordingRetentionDays, in: 1...3650)
+        self.maxRecordingBytes = try reader.setting(.terminalMaxRecordingBytes, in: 4096...(1 << 30))
     }
 }
 
@@ -96,5 +106,20 @@ extension SettingKey {
         "terminal.max-input-bytes",
         "the largest input message a viewer may send (the WebSocket closes with 1009 beyond)",
         default: "16384"
+    )
+    static let terminalRecordingsDirectory = SettingKey(
+        "terminal.recordings-dir",
+        "where every attach's asciicast recording is written (one file per attached session, on this replica's disk)",
+        default: "recordings"
+    )
+    static let terminalRecordingRetentionDays = SettingKey(
+        "terminal.recordings-retention-days",
+        "days a recording is kept (swept hourly)",
+        default: "30"
+    )
+    static let terminalMaxRecordingBytes = SettingKey(
+        "terminal.max-recording-bytes",
+        "the largest recording; past it a marker says the rest of that attach was not kept",
+        default: "67108864"
     )
 }

@@ -1,0 +1,95 @@
+import Contracts
+import Foundation
+import Hummingbird
+import Logging
+import ServiceKit
+import ServiceLifecycle
+
+/// The recordings on this replica's disk: `DIR/TENANT/HOST/NAME/STARTED-RANDOM.cast`, each path
+/// part derived from the tenant's token and a session of that tenant (so no caller can name
+/// another tenant's file), kept `terminal.recordings-retention-days`.
+struct TerminalRecordings: Sendable {
+    let directory: URL
+    let maxBytes: Int
+    let retention: Duration
+
+    /// A recording of a session, as listed.
+    struct Info: Codable, Sendable, Equatable {
+        var recordingId: String
+        var startedAt: Date
+        var bytes: Int
+    }
+
+    private static func safe(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    private func folder(tenant: String, session: TerminalSessionID) -> URL {
+        self.directory.appendingPathComponent(Self.safe(tenant)).appendingPathComponent(session.hostID)
+            .appendingPathComponent(Self.safe(session.name))
+    }
+
+    /// A new recording's file.
+    func newFile(tenant: String, session: TerminalSessionID) -> URL {
+        let id = "\(Int64(Date().timeIntervalSince1970 * 1000))-\(randomHex(bytes: 4))"
+        return self.folder(tenant: tenant, session: session).appendingPathComponent(id + ".cast")
+    }
+
+    /// Whether `id` has the shape of a recording id (`MILLIS-HEX8`).
+    static func isRecordingID(_ id: String) -> Bool {
+        let parts = id.split(separator: "-", omittingEmptySubsequences: false)
+        return parts.count == 2 && (1...15).contains(parts[0].count) && parts[0].allSatisfy(\.isASCII) && parts[0].allSatisfy(\.isNumber)
+            && parts[1].count == 8 && parts[1].allSatisfy { $0.isHexDigit && ($0.isNumber || $0.isLowercase) }
+    }
+
+    /// The session's recordings, newest first.
+    func list(tenant: String, session: TerminalSessionID) -> [Info] {
+        let folder = self.folder(tenant: tenant, session: session)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.compactMap { name -> Info? in
+            guard name.hasSuffix(".cast") else { return nil }
+            let id = String(name.dropLast(5))
+            guard Self.isRecordingID(id), let millis = Double(id.split(separator: "-")[0]) else { return nil }
+            let size = (try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[.size] as? Int) ?? 0
+            return Info(recordingId: id, startedAt: Date(timeIntervalSince1970: millis / 1000), bytes: size)
+        }.sorted { $0.recordingId > $1.recordingId }
+    }
+
+    /// One recording's bytes.
+    func read(tenant: String, session: TerminalSessionID, id: String) throws -> Data {
+        guard Self.isRecordingID(id) else { throw APIError(.notFound, "no such recording") }
+        let file = self.folder(tenant: tenant, session: session).appendingPathComponent(id + ".cast")
+        guard let data = FileManager.default.contents(atPath: file.path) else { throw APIError(.notFound, "no such recording") }
+        return data
+    }
+
+    /// Deletes recordings older than the retention.
+    func sweep(now: Date = Date()) -> Int {
+        let cutoff = now.addingTimeInterval(-Double(self.retention.components.seconds))
+        var removed = 0
+        guard let files = FileManager.default.enumerator(at: self.directory, includingPropertiesForKeys: [.contentModificationDateKey]) else {
+            return 0
+        }
+        for case let file as URL in files where file.pathExtension == "cast" {
+            let modified = (try? file.resourceValues(forKeys: [.contentModificationDateKey]))?.contentModificationDate ?? now
+            if modified < cutoff, (try? FileManager.default.removeItem(at: file)) != nil { removed += 1 }
+        }
+        return removed
+    }
+}
+
+/// Sweeps expired recordings hourly.
+struct RecordingSweep: Service {
+    let recordings: TerminalRecordings
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            let removed = self.recordings.sweep()
+            if removed > 0 { self.logger.info("recordings past their retention removed", metadata: ["count": "\(removed)"]) }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(3600)) }
+            if Task.isCancelled { return }
+        }
+    }
+}
