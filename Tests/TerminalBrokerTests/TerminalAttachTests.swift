@@ -146,8 +146,8 @@ struct TerminalAttachTests {
             // Asked without the scope: the attach is refused.
             let reader = try await harness.token(scopes: [.terminalAttach])
             let refused = harness.viewer(client, session: id, token: reader, query: "input=true")
-            let close = try await refused.closed()
-            #expect(close?.reason == "PermissionDenied", "\(String(describing: close))")
+            #expect(try await refused.ended() == "PermissionDenied")
+            refused.close()
             try await Task.sleep(for: .milliseconds(300))
             #expect(!(try await harness.sshd.capture("agent-4")).contains("sneaky-25"))
 
@@ -204,7 +204,17 @@ struct TerminalAttachTests {
             #expect(replayed.hasPrefix(painted), "the recording replays what the viewer was sent")
             #expect(events.contains { $0.1 == .input("printf 'rec-%s\\n' $((9*9))\r") }, "input is recorded")
 
-            let stranger = try await harness.token(tenant: "other-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36))
+            let (reader, readerAnswer) = try await LiveCall.call(
+                client,
+                .get,
+                "/v1/terminal/sessions/\(id)/recordings",
+                token: try await harness.token()
+            )
+            #expect(reader == .forbidden && readerAnswer.errorCode == "PermissionDenied", "recordings hold input: not for read-only tokens")
+            let stranger = try await harness.token(
+                tenant: "other-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36),
+                scopes: [.terminalAttach, .terminalWrite]
+            )
             let (hidden, answer) = try await LiveCall.call(client, .get, "/v1/terminal/sessions/\(id)/recordings", token: stranger)
             #expect(hidden == .notFound && answer.errorCode == "NotFound")
             let (missing, _) = try await LiveCall.call(client, .get, "/v1/terminal/sessions/\(id)/recordings/../../x", token: phone)

@@ -99,15 +99,15 @@ final class ViewerClient: Sendable {
                 inbound,
                 outbound,
                 _ in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await text in stream { try await outbound.write(.text(text)) }
-                    }
-                    for try await message in inbound.messages(maxSize: 1 << 24) {
-                        guard case .text(let text) = message else { continue }
-                        texts.withLockedValue { $0.append(text) }
-                    }
-                    group.cancelAll()
+                // The sender is a task of its own, not a child the handler would wait for: the
+                // handler returns as soon as the server's close ends the inbound stream.
+                let sender = Task {
+                    for await text in stream { try await outbound.write(.text(text)) }
+                }
+                defer { sender.cancel() }
+                for try await message in inbound.messages(maxSize: 1 << 24) {
+                    guard case .text(let text) = message else { continue }
+                    texts.withLockedValue { $0.append(text) }
                 }
             }
         }
@@ -143,7 +143,8 @@ final class ViewerClient: Sendable {
         return self.frames.first { $0["type"] as? String == "end" }.flatMap { ($0["error"] as? [String: Any])?["code"] as? String }
     }
 
-    /// The close frame, once the server closed.
+    /// The close frame, once the server closed. (HummingbirdWSClient lost frames that came with
+    /// the 101 response, so the broker sends a refusal a moment after the upgrade.)
     func closed(timeout: Duration = .seconds(15)) async throws -> WebSocketCloseFrame? {
         let task = self.task
         return try await withDeadline(timeout, orThrow: HarnessError(message: "the server did not close the WebSocket")) {

@@ -1,19 +1,7 @@
+import TestSupport
 import Testing
 
 @testable import TerminalBroker
-
-/// A seeded generator, so that a failing random case can be replayed.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// What tmux 3.3a wrote to `tmux -C new-session "printf ...; sleep 10"` given the commands
 /// `display-message -p "hello #{window_width}"`, `bogus-command`, `split-window -d "sleep 5"`,

@@ -78,6 +78,9 @@ final class TerminalAttachment: Sendable {
 
     var viewerCount: Int { self.state.withLockedValue { $0.viewers.count } }
 
+    /// Whether the attachment has ended (its tmux client is gone).
+    var isEnded: Bool { self.state.withLockedValue { $0.ended != nil } }
+
     /// Adds a viewer: with `after`, the output it missed since that seq when still kept, else
     /// (or without `after`) a fresh screen first.
     func add(_ viewer: TerminalViewer, after: UInt64?) async throws {
@@ -88,7 +91,13 @@ final class TerminalAttachment: Sendable {
             for chunk in missed { viewer.push(.output(seq: chunk.seq, data: String(decoding: chunk.data, as: UTF8.self))) }
             return true
         }
-        if !caughtUp { try await self.sendScreen(to: viewer) }
+        guard !caughtUp else { return }
+        do {
+            try await self.sendScreen(to: viewer)
+        } catch {
+            self.remove(viewer)
+            throw error
+        }
     }
 
     /// Removes a viewer; the last one to leave detaches the session.
@@ -112,8 +121,9 @@ final class TerminalAttachment: Sendable {
         guard let client = self.client.withLockedValue({ $0 }), let pane = self.state.withLockedValue({ $0.pane }) else {
             throw APIError(.terminalInitFailed, "the session is not attached")
         }
-        _ = try await client.command("send-keys -t \(pane) -H \(TmuxControlParser.hexKeys(bytes))")
+        // Recorded as sent, before the echo it causes.
         self.recorder.withLockedValue { $0 }?.record(.input(String(decoding: bytes, as: UTF8.self)))
+        _ = try await client.command("send-keys -t \(pane) -H \(TmuxControlParser.hexKeys(bytes))")
     }
 
     /// Detaches and ends every viewer with `error`.

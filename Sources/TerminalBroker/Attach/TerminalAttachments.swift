@@ -29,7 +29,10 @@ actor TerminalAttachments {
     /// The session's attachment, attaching it first if no viewer on this replica has.
     func attachment(_ id: TerminalSessionID, host: TerminalHost, tenant: String) async throws -> TerminalAttachment {
         let key = Key(tenant: tenant, id: id)
-        if let attachment = self.open[key] { return attachment }
+        if let attachment = self.open[key] {
+            if !attachment.isEnded { return attachment }
+            self.open[key] = nil
+        }
         let task: Task<TerminalAttachment, any Error>
         if let running = self.opening[key] {
             task = running
@@ -59,11 +62,13 @@ actor TerminalAttachments {
         }
         do {
             let attachment = try await task.value
-            self.opening[key] = nil
-            self.open[key] = attachment
+            if self.opening[key] == task {
+                self.opening[key] = nil
+                if !attachment.isEnded { self.open[key] = attachment }
+            }
             return attachment
         } catch {
-            self.opening[key] = nil
+            if self.opening[key] == task { self.opening[key] = nil }
             throw error
         }
     }

@@ -39,6 +39,8 @@ final class TerminalViewer: Sendable {
         var bytes = 0
         /// Fell behind: what waited was dropped; the writer asks for a fresh screen.
         var lagging = false
+        /// The highest seq dropped while lagging: a screen older than it leaves the viewer lagging.
+        var droppedThrough: UInt64 = 0
         var ended: APIError?
         var waiter: CheckedContinuation<Void, Never>?
     }
@@ -64,6 +66,7 @@ final class TerminalViewer: Sendable {
             // those that come after it.
             guard box.ended == nil else { return nil }
             if box.bytes + frame.bytes > self.budget {
+                box.droppedThrough = max(box.droppedThrough, frame.seq, box.frames.map(\.seq).max() ?? 0)
                 box.frames = []
                 box.bytes = 0
                 box.lagging = true
@@ -83,7 +86,8 @@ final class TerminalViewer: Sendable {
             guard box.ended == nil else { return nil }
             box.frames = [screen] + box.frames.filter { $0.seq > screen.seq || $0.seq == 0 }
             box.bytes = box.frames.reduce(0) { $0 + $1.bytes }
-            box.lagging = false
+            // Output after the screen was dropped since it was taken: another screen is needed.
+            box.lagging = box.droppedThrough > screen.seq
             defer { box.waiter = nil }
             return box.waiter
         }

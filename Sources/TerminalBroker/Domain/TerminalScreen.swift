@@ -23,7 +23,8 @@ struct TerminalScreen: Sendable, Equatable {
     /// Parses `display-message -p '#{pane_id} #{pane_width} #{pane_height} #{cursor_x} #{cursor_y}'`.
     static func parsePane(_ line: String) -> (pane: String, cols: Int, rows: Int, cursorX: Int, cursorY: Int)? {
         let fields = line.split(separator: " ")
-        guard fields.count == 5, fields[0].hasPrefix("%"), let cols = Int(fields[1]), let rows = Int(fields[2]), let x = Int(fields[3]),
+        guard fields.count == 5, fields[0].hasPrefix("%"), fields[0].count > 1, fields[0].dropFirst().allSatisfy(\.isASCII),
+            fields[0].dropFirst().allSatisfy(\.isNumber), let cols = Int(fields[1]), let rows = Int(fields[2]), let x = Int(fields[3]),
             let y = Int(fields[4])
         else { return nil }
         return (String(fields[0]), cols, rows, x, y)

@@ -101,12 +101,16 @@ struct TerminalController: Sendable {
             }
             return TerminalSessionInfo(host: host, session: session, detailed: true)
         }
-        sessions.get(":sessionId/recordings") { _, context -> RecordingList in
+        // Recordings hold what was typed: writers and administrators only.
+        let recordings = router.group("v1/terminal/sessions").add(
+            middleware: AuthenticationMiddleware(verifier: self.verifier, requiring: .terminalWrite, .admin)
+        )
+        recordings.get(":sessionId/recordings") { _, context -> RecordingList in
             let identity = try context.requireIdentity()
             let (id, _) = try await self.session(context.parameters.require("sessionId"), tenant: identity.tenant)
             return RecordingList(recordings: self.recordings.list(tenant: identity.tenant, session: id))
         }
-        sessions.get(":sessionId/recordings/:recordingId") { _, context -> Response in
+        recordings.get(":sessionId/recordings/:recordingId") { _, context -> Response in
             let identity = try context.requireIdentity()
             let (id, _) = try await self.session(context.parameters.require("sessionId"), tenant: identity.tenant)
             let data = try self.recordings.read(tenant: identity.tenant, session: id, id: try context.parameters.require("recordingId"))
@@ -181,6 +185,9 @@ struct TerminalController: Sendable {
             guard let identity = context.requestContext.identity else { return }
             let query = context.request.uri.queryParameters
             let refuse: @Sendable (APIError) async -> Void = { error in
+                // Not in the same breath as the upgrade: some clients (HummingbirdWSClient among
+                // them) lose frames that arrive together with the 101 response.
+                try? await Task.sleep(for: .milliseconds(100))
                 try? await outbound.write(.text(String(buffer: TerminalSession.encode(end: error))))
                 let code: WebSocketErrorCode =
                     switch error.code {

@@ -103,27 +103,37 @@ final class SSHConnection: Sendable {
     func run(_ command: String, maxOutputBytes: Int = 4 << 20, timeout: Duration = .seconds(10)) async throws -> SSHCommandResult {
         let stream = try await self.open(command)
         do {
+            // On the deadline the channel is closed: that ends the output and the exit status
+            // wait, so the deadline's task group can return.
             return try await withDeadline(
                 timeout,
                 orThrow: APIError(.terminalInitFailed, "the command on \(self.endpoint.host) did not finish in \(timeout)")
             ) {
-                var stdout: [UInt8] = []
-                var stderr: [UInt8] = []
-                for try await chunk in stream.output {
-                    switch chunk {
-                    case .stdout(let bytes): stdout += bytes
-                    case .stderr(let bytes): stderr += bytes
-                    }
-                    guard stdout.count + stderr.count <= maxOutputBytes else {
-                        throw APIError(.terminalInitFailed, "the command on \(self.endpoint.host) wrote more than \(maxOutputBytes) bytes")
-                    }
+                try await withTaskCancellationHandler {
+                    try await Self.collect(stream, maxOutputBytes: maxOutputBytes, host: self.endpoint.host)
+                } onCancel: {
+                    stream.close()
                 }
-                return SSHCommandResult(stdout: stdout, stderr: stderr, exitStatus: await stream.exitStatus())
             }
         } catch {
             stream.close()
             throw error
         }
+    }
+
+    private static func collect(_ stream: SSHCommandStream, maxOutputBytes: Int, host: String) async throws -> SSHCommandResult {
+        var stdout: [UInt8] = []
+        var stderr: [UInt8] = []
+        for try await chunk in stream.output {
+            switch chunk {
+            case .stdout(let bytes): stdout += bytes
+            case .stderr(let bytes): stderr += bytes
+            }
+            guard stdout.count + stderr.count <= maxOutputBytes else {
+                throw APIError(.terminalInitFailed, "the command on \(host) wrote more than \(maxOutputBytes) bytes")
+            }
+        }
+        return SSHCommandResult(stdout: stdout, stderr: stderr, exitStatus: await stream.exitStatus())
     }
 
     /// Runs `command` on a new channel (no PTY) and returns its streams.

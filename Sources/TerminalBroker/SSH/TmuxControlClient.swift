@@ -17,13 +17,17 @@ final class TmuxControlClient: Sendable {
 
     private struct State {
         /// Commands sent and not answered yet, oldest first.
-        var waiting: [(continuation: CheckedContinuation<(TmuxReply, UInt64), any Error>, onReply: (@Sendable (TmuxReply) -> UInt64)?)] = []
+        var waiting: [(id: Int, continuation: CheckedContinuation<(TmuxReply, UInt64), any Error>, onReply: (@Sendable (TmuxReply) -> UInt64)?)] =
+            []
+        var nextID = 0
         var ended: APIError?
     }
 
     private let stream: SSHCommandStream
     private let state = NIOLockedValueBox(State())
     private let session: String
+    /// How long tmux may take to answer a command (or the attach) before the client is ended.
+    static let answerTimeout: Duration = .seconds(10)
 
     private init(stream: SSHCommandStream, session: String) {
         self.stream = stream
@@ -99,6 +103,12 @@ final class TmuxControlClient: Sendable {
             attached.continuation.finish()
             onEnd(end)
         }
+        // A tmux that never answers the attach: the channel is closed, which ends the reader.
+        let timer = Task {
+            try await Task.sleep(for: Self.answerTimeout)
+            stream.close()
+        }
+        defer { timer.cancel() }
         for await result in attached.stream {
             switch result {
             case .success: return client
@@ -129,7 +139,16 @@ final class TmuxControlClient: Sendable {
             // were written) resolve the right waiter.
             let ended: APIError? = self.state.withLockedValue { state in
                 if let ended = state.ended { return ended }
-                state.waiting.append((continuation, onReply))
+                state.nextID += 1
+                let id = state.nextID
+                state.waiting.append((id, continuation, onReply))
+                Task {
+                    // A command tmux never answers ends the client (and the attachment with it).
+                    try await Task.sleep(for: Self.answerTimeout)
+                    guard self.state.withLockedValue({ $0.waiting.contains { $0.id == id } }) else { return }
+                    self.finish(APIError(.terminalInitFailed, "tmux did not answer a command in \(Self.answerTimeout)"))
+                    self.close()
+                }
                 self.stream.send(Array((line + "\n").utf8)).whenFailure { error in
                     self.finish(APIError(.sshHostUnreachable, "the SSH channel of \(self.session) failed: \(error)", retryAfterSeconds: 1))
                 }
