@@ -75,8 +75,7 @@ final class TestSSHD: @unchecked Sendable {
                 return
             } catch {
                 kill(pid, SIGKILL)
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                Self.reap(pid)
                 attempt += 1
                 if attempt == 3 { throw error }
             }
@@ -90,8 +89,7 @@ final class TestSSHD: @unchecked Sendable {
         guard let pid = self.pid else { return }
         _ = try? Self.output("/usr/bin/pkill", ["-KILL", "-P", String(pid)])
         kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        Self.reap(pid)
         self.pid = nil
         try? waitForPort(self.port, open: false)
     }
@@ -158,9 +156,14 @@ final class TestSSHD: @unchecked Sendable {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("sdt-out-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
         let pid = try Self.spawn(path, arguments, output: file.path)
+        Self.reap(pid)
+        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+    }
+
+    /// Waits for `pid` to exit.
+    static func reap(_ pid: pid_t) {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
     }
 
     /// Starts `path` with its standard output to `output` and returns its pid.

@@ -126,10 +126,16 @@ final class TerminalSession: WebSocketProtocolHandler {
         }
     }
 
+    /// The last message: the error envelope's body, as every HTTP answer carries it.
     static func encode(end error: APIError) -> ByteBuffer {
-        var body: [String: Any] = ["code": error.code.rawValue, "class": error.code.errorClass.rawValue, "message": error.message]
-        if let retry = error.retryAfterSeconds { body["retryAfterSeconds"] = retry }
-        return Self.json(["type": "end", "error": body])
+        struct End: Encodable {
+            var type = "end"
+            var error: ErrorEnvelope.Body
+        }
+        let body = ErrorEnvelopeMiddleware.envelope(for: error, requestID: nil).1
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return ByteBuffer(bytes: (try? encoder.encode(End(error: body))) ?? Data(#"{"type":"end"}"#.utf8))
     }
 
     private static func json(_ object: [String: Any]) -> ByteBuffer {

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 
 /// A terminal session's id: its host's id and its tmux session name, `HOST.BASE64URL(NAME)`.
 /// Opaque to clients, stable for as long as the session keeps its name, and decodable without a
@@ -8,9 +9,7 @@ struct TerminalSessionID: Sendable, Hashable, CustomStringConvertible {
     var name: String
 
     var description: String {
-        let encoded = Data(self.name.utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        return self.hostID + "." + encoded
+        self.hostID + "." + Data(self.name.utf8).base64URLEncodedString()
     }
 
     init(hostID: String, name: String) {
@@ -22,10 +21,9 @@ struct TerminalSessionID: Sendable, Hashable, CustomStringConvertible {
     init?(_ text: String) {
         guard text.utf8.count <= 256, let dot = text.firstIndex(of: ".") else { return nil }
         let host = String(text[..<dot])
-        var encoded = String(text[text.index(after: dot)...]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let encoded = text[text.index(after: dot)...]
         guard !host.isEmpty, host.utf8.allSatisfy(HostRegistration.isNameByte), !encoded.isEmpty else { return nil }
-        while encoded.count % 4 != 0 { encoded += "=" }
-        guard let data = Data(base64Encoded: encoded), let name = String(data: data, encoding: .utf8), !name.isEmpty else { return nil }
+        guard let data = Data(base64URLEncoded: encoded), let name = String(data: data, encoding: .utf8), !name.isEmpty else { return nil }
         self.hostID = host
         self.name = name
     }

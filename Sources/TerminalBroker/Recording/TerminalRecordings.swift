@@ -21,8 +21,7 @@ struct TerminalRecordings: Sendable {
     }
 
     private static func safe(_ text: String) -> String {
-        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Data(text.utf8).base64URLEncodedString()
     }
 
     private func folder(tenant: String, session: TerminalSessionID) -> URL {

@@ -52,7 +52,7 @@ final class SSHConnection: Sendable {
         let handshake = loop.makePromise(of: Void.self)
         let where_ = "\(endpoint.host):\(endpoint.port)"
         let bootstrap = ClientBootstrap(group: loop)
-            .connectTimeout(.milliseconds(Int64(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)))
+            .connectTimeout(TimeAmount(timeout))
             .channelOption(ChannelOptions.socket(SocketOptionLevel(IPPROTO_TCP), TCP_NODELAY), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -77,7 +77,7 @@ final class SSHConnection: Sendable {
             handshake.fail(error)
             throw APIError(.sshHostUnreachable, "cannot reach \(where_): \(Self.describe(error))", retryAfterSeconds: 5)
         }
-        let deadline = loop.scheduleTask(in: .milliseconds(Int64(timeout.components.seconds * 1000))) {
+        let deadline = loop.scheduleTask(in: TimeAmount(timeout)) {
             handshake.fail(APIError(.sshHostUnreachable, "\(where_) did not complete the SSH handshake in time", retryAfterSeconds: 5))
         }
         defer { deadline.cancel() }
