@@ -55,7 +55,11 @@ public final class APNsClient: Sendable {
                 throw APNsError(.invalidKey, "the APNs CA file is not PEM certificates: \(error)")
             }
         }
-        var http = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5)))
+        var http = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .nanoseconds(configuration.timeout.nanoseconds))
+        )
         http.httpVersion = .automatic
         http.connectionPool = .init(idleTimeout: .minutes(55))
         http.decompression = .disabled

@@ -37,6 +37,7 @@ public enum TerminalBrokerService: SwarmdeckService {
         let attachments = TerminalAttachments(
             pool: pool,
             replayBytes: settings.replayBytes,
+            maxViewers: settings.maxViewersPerSession,
             recordings: recordings,
             maxPerTenant: settings.maxAttachesPerTenant,
             logger: logger

@@ -24,10 +24,20 @@ final class TerminalAttachment: Sendable {
     private let state: NIOLockedValueBox<State>
     private let client = NIOLockedValueBox<TmuxControlClient?>(nil)
     private let recorder = NIOLockedValueBox<TerminalRecorder?>(nil)
+    /// Viewers it takes at once (`terminal.max-viewers-per-session`).
+    private let maxViewers: Int
     private let onEnd: @Sendable (TerminalAttachment) -> Void
     private let logger: Logger
 
-    private init(id: TerminalSessionID, tenant: String, replayBytes: Int, logger: Logger, onEnd: @escaping @Sendable (TerminalAttachment) -> Void) {
+    private init(
+        id: TerminalSessionID,
+        tenant: String,
+        replayBytes: Int,
+        maxViewers: Int,
+        logger: Logger,
+        onEnd: @escaping @Sendable (TerminalAttachment) -> Void
+    ) {
+        self.maxViewers = maxViewers
         self.id = id
         self.tenant = tenant
         self.state = NIOLockedValueBox(State(log: TerminalOutputLog(maxBytes: replayBytes)))
@@ -43,11 +53,19 @@ final class TerminalAttachment: Sendable {
         host: TerminalHost,
         connection: SSHConnection,
         replayBytes: Int,
+        maxViewers: Int,
         recordings: TerminalRecordings,
         logger: Logger,
         onEnd: @escaping @Sendable (TerminalAttachment) -> Void
     ) async throws -> TerminalAttachment {
-        let attachment = TerminalAttachment(id: id, tenant: tenant, replayBytes: replayBytes, logger: logger, onEnd: onEnd)
+        let attachment = TerminalAttachment(
+            id: id,
+            tenant: tenant,
+            replayBytes: replayBytes,
+            maxViewers: maxViewers,
+            logger: logger,
+            onEnd: onEnd
+        )
         let client = try await TmuxControlClient.attach(
             on: connection,
             socket: host.tmuxSocket,
@@ -86,6 +104,13 @@ final class TerminalAttachment: Sendable {
     func add(_ viewer: TerminalViewer, after: UInt64?) async throws {
         let caughtUp: Bool = try self.state.withLockedValue { state in
             if let ended = state.ended { throw ended }
+            guard state.viewers.count < self.maxViewers else {
+                throw APIError(
+                    .rateLimited,
+                    "this session has \(self.maxViewers) viewers on this server (terminal.max-viewers-per-session)",
+                    retryAfterSeconds: 5
+                )
+            }
             state.viewers[viewer.id] = viewer
             guard let after, let missed = state.log.chunks(after: after) else { return false }
             for chunk in missed { viewer.push(.output(seq: chunk.seq, data: String(decoding: chunk.data, as: UTF8.self))) }

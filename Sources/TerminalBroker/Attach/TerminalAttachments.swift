@@ -14,13 +14,15 @@ actor TerminalAttachments {
     private var opening: [Key: Task<TerminalAttachment, any Error>] = [:]
     private let pool: SSHHostPool
     private let replayBytes: Int
+    private let maxViewers: Int
     private let recordings: TerminalRecordings
     private let maxPerTenant: Int
     private let logger: Logger
 
-    init(pool: SSHHostPool, replayBytes: Int, recordings: TerminalRecordings, maxPerTenant: Int, logger: Logger) {
+    init(pool: SSHHostPool, replayBytes: Int, maxViewers: Int, recordings: TerminalRecordings, maxPerTenant: Int, logger: Logger) {
         self.pool = pool
         self.replayBytes = replayBytes
+        self.maxViewers = maxViewers
         self.recordings = recordings
         self.maxPerTenant = maxPerTenant
         self.logger = logger
@@ -45,7 +47,9 @@ actor TerminalAttachments {
                     retryAfterSeconds: 5
                 )
             }
-            task = Task { [pool = self.pool, replayBytes = self.replayBytes, recordings = self.recordings, logger = self.logger] in
+            task = Task {
+                [pool = self.pool, replayBytes = self.replayBytes, maxViewers = self.maxViewers, recordings = self.recordings, logger = self.logger]
+                in
                 let connection = try await pool.connection(to: host, tenant: tenant)
                 return try await TerminalAttachment.open(
                     id,
@@ -53,6 +57,7 @@ actor TerminalAttachments {
                     host: host,
                     connection: connection,
                     replayBytes: replayBytes,
+                    maxViewers: maxViewers,
                     recordings: recordings,
                     logger: logger,
                     onEnd: { attachment in Task { await self.ended(attachment) } }

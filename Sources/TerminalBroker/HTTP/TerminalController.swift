@@ -20,7 +20,6 @@ struct TerminalController: Sendable {
     let settings: TerminalSettings
     let logger: Logger
     private let viewerIDs = NIOLockedValueBox(0)
-    private let viewers = NIOLockedValueBox([TerminalSessionID: Int]())
 
     init(
         store: HostStore,
@@ -230,29 +229,15 @@ struct TerminalController: Sendable {
                     inputEnabled: wantsInput,
                     budget: self.settings.viewerBufferBytes
                 )
-                guard
-                    self.viewers.withLockedValue({ counts in
-                        guard counts[id, default: 0] < self.settings.maxViewersPerSession else { return false }
-                        counts[id, default: 0] += 1
-                        return true
-                    })
-                else {
-                    throw APIError(
-                        .rateLimited,
-                        "this session has \(self.settings.maxViewersPerSession) viewers on this server (terminal.max-viewers-per-session)",
-                        retryAfterSeconds: 5
-                    )
-                }
-                defer {
-                    self.viewers.withLockedValue { counts in
-                        counts[id, default: 1] -= 1
-                        if counts[id] == 0 { counts[id] = nil }
-                    }
-                }
-                if wantsInput {
-                    try await self.store.auditInputAttach(tenant: identity.tenant, actor: identity.subject, host: host.hostId, session: id.name)
-                }
                 let attachment = try await self.attach(id, host: host, viewer: viewer, after: after, seen: seenAttachment, tenant: identity.tenant)
+                do {
+                    if wantsInput {
+                        try await self.store.auditInputAttach(tenant: identity.tenant, actor: identity.subject, host: host.hostId, session: id.name)
+                    }
+                } catch {
+                    attachment.remove(viewer)
+                    throw error
+                }
                 do {
                     let hello = TerminalSession.hello(session: id, attachment: attachment.attachmentID, input: wantsInput)
                     try await outbound.write(.text(String(buffer: hello)))
