@@ -67,7 +67,10 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
     ("notifier", "Notifier", ["APNs", "NotifierContract", crypto, metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle], []),
     (
         "terminal-broker", "TerminalBroker",
-        [crypto, hummingbirdWebSocket, metrics, nioCore, nioPosix, nioSSH, nioWebSocket, serviceLifecycle],
+        [
+            "TerminalBrokerContract", crypto, hummingbirdWebSocket, metrics, nioCore, nioPosix, nioSSH, nioWebSocket, openAPIHummingbird,
+            openAPIRuntime, serviceLifecycle,
+        ],
         []
     ),
 ]
@@ -164,6 +167,13 @@ let package = Package(
         ),
         // the notifier's contract, generated from openapi/notifier.yaml the same way.
         .target(name: "NotifierContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
+        // terminal-broker's contract (its HTTP operations; the attach WebSocket is docs/terminal-protocol.md).
+        .target(
+            name: "TerminalBrokerContract",
+            dependencies: [openAPIRuntime],
+            exclude: ["Generated/README.md"],
+            swiftSettings: generatedSwiftSettings
+        ),
         // What the operator CLI and the benchmarks share: the ingest load generator, the control-api client.
         .target(
             name: "SwarmdeckTools",

@@ -3,8 +3,10 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import NIOPosix
+import OpenAPIHummingbird
 public import ServiceKit
 import ServiceLifecycle
+import TerminalBrokerContract
 
 /// terminal-broker: agents' tmux sessions on the phone over SSH, read-only unless asked
 /// (`docs/terminal-broker.md`). It owns the registered hosts, their pinned host keys and the
@@ -43,17 +45,20 @@ public enum TerminalBrokerService: SwarmdeckService {
             logger: logger
         )
         let heartbeats = WebSocketHeartbeats(revocations: assembly.revocations)
+        let handler = TerminalHandler(store: store, pool: pool, recordings: recordings, settings: settings)
+        try assembly.router.addOpenAPIOperations(
+            document: openAPIDocument,
+            trustedProxies: settings.trustedProxies,
+            authentication: OperationAuthenticationMiddleware(credentials: TerminalHandler.credentials, verifier: assembly.verifier)
+        ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
         let controller = TerminalController(
             store: store,
-            pool: pool,
             attachments: attachments,
-            recordings: recordings,
             verifier: assembly.verifier,
             heartbeats: heartbeats,
             settings: settings,
             logger: logger
         )
-        controller.addRoutes(to: assembly.router)
         let webSocketRouter = Router(context: WebSocketServiceContext.self)
         controller.addWebSocketRoute(to: webSocketRouter)
         return ServiceParts(

@@ -17,6 +17,10 @@ struct TerminalAttachTests {
         let harness = try await H()
         try await harness.sshd.newSession("agent-1")
         try await harness.sshd.type("agent-1", "echo before-attach-$((6*7))")
+        // The connector run with --tmux marks its session with the agent and swarm.
+        try await harness.sshd.newSession("mapped")
+        _ = try harness.sshd.tmux(["set-option", "-t", "mapped", "@swarmdeck-agent", "demo-1"])
+        _ = try harness.sshd.tmux(["set-option", "-t", "mapped", "@swarmdeck-swarm", "demo"])
         try await harness.run { client in
             let host = try await harness.register(client)
             let phone = try await harness.token()
@@ -27,6 +31,9 @@ struct TerminalAttachTests {
             #expect(listed["port"] as? Int == harness.sshd.port)
             #expect(listed["username"] as? String == harness.sshd.username)
             #expect(listed["cols"] as? Int == 80 && listed["rows"] as? Int == 24)
+            #expect(listed["agentId"] == nil && listed["swarmId"] == nil, "\(listed)")
+            let mapped = try #require(sessions.first { $0["tmuxSessionName"] as? String == "mapped" }, "\(sessions)")
+            #expect(mapped["agentId"] as? String == "demo-1" && mapped["swarmId"] as? String == "demo", "\(mapped)")
             let id = try #require(listed["sessionId"] as? String)
             #expect(id == harness.sessionID(host: host, name: "agent-1"))
             let (status, detail) = try await LiveCall.call(client, .get, "/v1/terminal/sessions/\(id)", token: phone)

@@ -18,14 +18,12 @@ struct TerminalHost: Sendable, Codable, Equatable {
 }
 
 /// `POST /v1/terminal/hosts`.
-struct HostRegistration: Sendable, Decodable {
+struct HostRegistration: Sendable {
     var name: String
     var address: String
     var port: Int?
     var username: String
     var tmuxSocket: String?
-
-    static let shape = #"{"name": "build-1", "address": "10.0.0.5", "port": 22, "username": "agent", "tmuxSocket": null}"#
 
     /// The checks the fields must pass (each refusal names its field).
     func validated() throws(APIError) -> HostRegistration {

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 
 /// The shell command lines the broker runs on a host, and the parsing of what they print.
@@ -15,8 +16,15 @@ enum TmuxCommandLine {
         return "LC_ALL=C.UTF-8 " + (words + arguments).map(Self.shellQuote).joined(separator: " ")
     }
 
+    /// The session options through which a session says which agent runs in it (the connector
+    /// run with `--tmux` sets them; docs/terminal-broker.md).
+    static let agentOption = "@swarmdeck-agent"
+    static let swarmOption = "@swarmdeck-swarm"
+
     /// The fields `list-sessions` prints, tab-separated.
-    static let sessionFormat = "#{session_name}\t#{session_created}\t#{session_activity}\t#{session_attached}\t#{window_width}\t#{window_height}"
+    static let sessionFormat =
+        "#{session_name}\t#{session_created}\t#{session_activity}\t#{session_attached}\t#{window_width}\t#{window_height}"
+        + "\t#{\(agentOption)}\t#{\(swarmOption)}"
 
     static func listSessions(socket: String?) -> String {
         Self.tmux(socket: socket, ["list-sessions", "-F", Self.sessionFormat])
@@ -35,22 +43,30 @@ enum TmuxCommandLine {
         var attachedClients: Int
         var cols: Int
         var rows: Int
+        /// The agent and swarm the session's options name, when both are valid ids.
+        var agentID: String?
+        var swarmID: String?
     }
 
     /// What `list-sessions` printed; lines that do not parse are skipped.
     static func parseSessions(_ text: String) -> [Session] {
         text.split(separator: "\n", omittingEmptySubsequences: true).compactMap { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard fields.count == 6, !fields[0].isEmpty, let created = Double(fields[1]), let activity = Double(fields[2]),
+            guard fields.count == 8, !fields[0].isEmpty, let created = Double(fields[1]), let activity = Double(fields[2]),
                 let attached = Int(fields[3]), let cols = Int(fields[4]), let rows = Int(fields[5])
             else { return nil }
+            let agent = String(fields[6])
+            let swarm = String(fields[7])
+            let mapped = EntityID.problem(agent, field: "agent") == nil && EntityID.problem(swarm, field: "swarm") == nil
             return Session(
                 name: String(fields[0]),
                 created: Date(timeIntervalSince1970: created),
                 lastActivity: Date(timeIntervalSince1970: activity),
                 attachedClients: attached,
                 cols: cols,
-                rows: rows
+                rows: rows,
+                agentID: mapped ? agent : nil,
+                swarmID: mapped ? swarm : nil
             )
         }
     }

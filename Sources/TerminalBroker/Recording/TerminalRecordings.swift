@@ -55,12 +55,15 @@ struct TerminalRecordings: Sendable {
         }.sorted { $0.recordingId > $1.recordingId }
     }
 
-    /// One recording's bytes.
-    func read(tenant: String, session: TerminalSessionID, id: String) throws -> Data {
+    /// One recording, to be read in chunks (a recording may be `terminal.max-recording-bytes`
+    /// large: a download never holds it whole).
+    func open(tenant: String, session: TerminalSessionID, id: String) throws(APIError) -> RecordingFile {
         guard Self.isRecordingID(id) else { throw APIError(.notFound, "no such recording") }
         let file = self.folder(tenant: tenant, session: session).appendingPathComponent(id + ".cast")
-        guard let data = FileManager.default.contents(atPath: file.path) else { throw APIError(.notFound, "no such recording") }
-        return data
+        guard let handle = FileHandle(forReadingAtPath: file.path) else { throw APIError(.notFound, "no such recording") }
+        let size = (try? handle.seekToEnd()).map(Int.init) ?? 0
+        try? handle.seek(toOffset: 0)
+        return RecordingFile(handle: handle, size: size)
     }
 
     /// Deletes recordings older than the retention.
@@ -90,5 +93,37 @@ struct RecordingSweep: Service {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(3600)) }
             if Task.isCancelled { return }
         }
+    }
+}
+
+/// An open recording, read 64 KiB at a time as its consumer asks (the download's back-pressure).
+/// It reads at most the size it had when opened: a recording still being written ends there.
+struct RecordingFile: AsyncSequence, Sendable {
+    typealias Element = ArraySlice<UInt8>
+
+    let handle: FileHandle
+    let size: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let handle: FileHandle
+        var left: Int
+
+        mutating func next() async throws -> ArraySlice<UInt8>? {
+            guard self.left > 0 else {
+                try? self.handle.close()
+                return nil
+            }
+            let chunk = try self.handle.read(upToCount: Swift.min(self.left, 64 << 10)) ?? Data()
+            guard !chunk.isEmpty else {
+                try? self.handle.close()
+                return nil
+            }
+            self.left -= chunk.count
+            return ArraySlice(chunk)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(handle: self.handle, left: self.size)
     }
 }

@@ -29,11 +29,13 @@ public struct TerminalSettings: ServiceSettings {
     var recordingRetentionDays: Int
     /// The largest recording, in bytes (the rest of that attach is not kept).
     var maxRecordingBytes: Int
+    /// Peers whose `X-Forwarded-For` names the client.
+    var trustedProxies: Set<String>
 
     public static let keys: [SettingKey] = [
         .terminalSchema, .terminalKeyFile, .terminalMaxHostsPerTenant, .terminalConnectTimeoutSeconds, .terminalMaxBackoffSeconds,
         .terminalReplayBytes, .terminalViewerBufferBytes, .terminalMaxViewersPerSession, .terminalMaxAttachesPerTenant, .terminalMaxInputBytes,
-        .terminalRecordingsDirectory, .terminalRecordingRetentionDays, .terminalMaxRecordingBytes,
+        .terminalRecordingsDirectory, .terminalRecordingRetentionDays, .terminalMaxRecordingBytes, .terminalTrustedProxies,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -57,6 +59,7 @@ public struct TerminalSettings: ServiceSettings {
         self.recordingsDirectory = try reader.setting(.terminalRecordingsDirectory)
         self.recordingRetentionDays = try reader.setting(.terminalRecordingRetentionDays, in: 1...3650)
         self.maxRecordingBytes = try reader.setting(.terminalMaxRecordingBytes, in: 4096...(1 << 30))
+        self.trustedProxies = Set(try reader.setting(.terminalTrustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
     }
 }
 
@@ -121,5 +124,10 @@ extension SettingKey {
         "terminal.max-recording-bytes",
         "the largest recording; past it a marker says the rest of that attach was not kept",
         default: "67108864"
+    )
+    static let terminalTrustedProxies = SettingKey(
+        "terminal.trusted-proxies",
+        "peers whose X-Forwarded-For names the client, comma-separated; * trusts every peer",
+        default: "127.0.0.1,::1"
     )
 }

@@ -1,0 +1,193 @@
+import Contracts
+import Foundation
+import OpenAPIRuntime
+import ServiceKit
+import TerminalBrokerContract
+
+/// terminal-broker's HTTP operations (the `APIProtocol` generated from
+/// openapi/terminal-broker.yaml): hosts and the audit trail for administrators, sessions for
+/// phones, recordings for writers. The attach WebSocket is ``TerminalController``.
+struct TerminalHandler: Sendable {
+    let store: HostStore
+    let pool: SSHHostPool
+    let recordings: TerminalRecordings
+    let settings: TerminalSettings
+
+    /// What each operation asks of its caller (checked by ``OperationAuthenticationMiddleware``).
+    /// Recordings hold what was typed: writers and administrators only.
+    static let credentials: [String: OperationCredential] = [
+        Operations.RegisterTerminalHost.id: .accessToken(anyOf: [.admin]),
+        Operations.ListTerminalHosts.id: .accessToken(anyOf: [.admin]),
+        Operations.RemoveTerminalHost.id: .accessToken(anyOf: [.admin]),
+        Operations.GetTerminalHostKey.id: .accessToken(anyOf: [.admin]),
+        Operations.ResetTerminalHostTrust.id: .accessToken(anyOf: [.admin]),
+        Operations.ListTerminalAudit.id: .accessToken(anyOf: [.admin]),
+        Operations.ListTerminalSessions.id: .accessToken(anyOf: [.terminalAttach, .admin]),
+        Operations.GetTerminalSession.id: .accessToken(anyOf: [.terminalAttach, .admin]),
+        Operations.ListTerminalRecordings.id: .accessToken(anyOf: [.terminalWrite, .admin]),
+        Operations.GetTerminalRecording.id: .accessToken(anyOf: [.terminalWrite, .admin]),
+    ]
+}
+
+extension TerminalHandler: APIProtocol {
+    func registerTerminalHost(_ input: Operations.RegisterTerminalHost.Input) async throws -> Operations.RegisterTerminalHost.Output {
+        let person = try Caller.person()
+        guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
+        let registration = try HostRegistration(
+            name: body.name,
+            address: body.address,
+            port: body.port,
+            username: body.username,
+            tmuxSocket: body.tmuxSocket
+        ).validated()
+        let host = try await self.store.register(
+            registration,
+            tenant: person.tenant,
+            actor: person.subject,
+            maxHosts: self.settings.maxHostsPerTenant
+        )
+        return .created(.init(body: .json(Self.contract(host))))
+    }
+
+    func listTerminalHosts(_ input: Operations.ListTerminalHosts.Input) async throws -> Operations.ListTerminalHosts.Output {
+        let person = try Caller.person()
+        return .ok(.init(body: .json(.init(hosts: try await self.store.list(tenant: person.tenant).map(Self.contract)))))
+    }
+
+    func removeTerminalHost(_ input: Operations.RemoveTerminalHost.Input) async throws -> Operations.RemoveTerminalHost.Output {
+        let person = try Caller.person()
+        let hostID = input.path.hostId
+        guard try await self.store.remove(hostID, tenant: person.tenant, actor: person.subject) else { throw HostStore.noHost }
+        await self.pool.forget(hostID: hostID, tenant: person.tenant)
+        return .noContent(.init())
+    }
+
+    func getTerminalHostKey(_ input: Operations.GetTerminalHostKey.Input) async throws -> Operations.GetTerminalHostKey.Output {
+        let person = try Caller.person()
+        let host = try await self.store.requireHost(input.path.hostId, tenant: person.tenant)
+        let key = try await self.store.pinnedKey(host: host, tenant: person.tenant)
+        return .ok(.init(body: .json(.init(hostId: host.hostId, pinnedKey: key))))
+    }
+
+    func resetTerminalHostTrust(_ input: Operations.ResetTerminalHostTrust.Input) async throws -> Operations.ResetTerminalHostTrust.Output {
+        let person = try Caller.person()
+        let hostID = input.path.hostId
+        guard try await self.store.resetTrust(hostID, tenant: person.tenant, actor: person.subject) else { throw HostStore.noHost }
+        await self.pool.forget(hostID: hostID, tenant: person.tenant)
+        return .noContent(.init())
+    }
+
+    func listTerminalAudit(_ input: Operations.ListTerminalAudit.Input) async throws -> Operations.ListTerminalAudit.Output {
+        let person = try Caller.person()
+        let limit = input.query.limit ?? 100
+        try InputCheck.range(limit, "limit", 1...1000)
+        let entries = try await self.store.audit(tenant: person.tenant, limit: limit).map {
+            Components.Schemas.AuditEntry(
+                at: $0.at,
+                actor: $0.actor,
+                action: $0.action,
+                hostId: $0.hostId,
+                sessionName: $0.sessionName,
+                detail: $0.detail
+            )
+        }
+        return .ok(.init(body: .json(.init(entries: entries))))
+    }
+
+    func listTerminalSessions(_ input: Operations.ListTerminalSessions.Input) async throws -> Operations.ListTerminalSessions.Output {
+        let person = try Caller.person()
+        return .ok(.init(body: .json(try await self.listSessions(tenant: person.tenant))))
+    }
+
+    func getTerminalSession(_ input: Operations.GetTerminalSession.Input) async throws -> Operations.GetTerminalSession.Output {
+        let person = try Caller.person()
+        let (id, host) = try await self.store.requireSession(input.path.sessionId, tenant: person.tenant)
+        guard let session = try await self.pool.sessions(on: host, tenant: person.tenant).first(where: { $0.name == id.name }) else {
+            throw APIError(.tmuxSessionNotFound, "no tmux session \(id.name) on \(host.name)")
+        }
+        return .ok(.init(body: .json(Self.contract(session, on: host, detailed: true))))
+    }
+
+    func listTerminalRecordings(_ input: Operations.ListTerminalRecordings.Input) async throws -> Operations.ListTerminalRecordings.Output {
+        let person = try Caller.person()
+        let (id, _) = try await self.store.requireSession(input.path.sessionId, tenant: person.tenant)
+        let recordings = self.recordings.list(tenant: person.tenant, session: id).map {
+            Components.Schemas.Recording(recordingId: $0.recordingId, startedAt: $0.startedAt, bytes: $0.bytes)
+        }
+        return .ok(.init(body: .json(.init(recordings: recordings))))
+    }
+
+    func getTerminalRecording(_ input: Operations.GetTerminalRecording.Input) async throws -> Operations.GetTerminalRecording.Output {
+        let person = try Caller.person()
+        let (id, _) = try await self.store.requireSession(input.path.sessionId, tenant: person.tenant)
+        let file = try self.recordings.open(tenant: person.tenant, session: id, id: input.path.recordingId)
+        return .ok(.init(body: .applicationXAsciicast(HTTPBody(file, length: .known(Int64(file.size)), iterationBehavior: .single))))
+    }
+}
+
+extension TerminalHandler {
+    /// Every host's sessions, listed in parallel; a host that fails is reported with its error
+    /// and the others are listed all the same.
+    func listSessions(tenant: String) async throws -> Components.Schemas.SessionList {
+        let hosts = try await self.store.list(tenant: tenant)
+        typealias Listed = (index: Int, sessions: [Components.Schemas.TerminalSession], host: Components.Schemas.HostListing)
+        return await withTaskGroup(of: Listed.self) { group in
+            for (index, host) in hosts.enumerated() {
+                group.addTask {
+                    do {
+                        let sessions = try await self.pool.sessions(on: host, tenant: tenant)
+                        return (index, sessions.map { Self.contract($0, on: host) }, .init(hostId: host.hostId, name: host.name, status: .ok))
+                    } catch {
+                        let failure = error as? APIError ?? APIError(.terminalInitFailed, "\(error)")
+                        let listing = Components.Schemas.HostListing(
+                            hostId: host.hostId,
+                            name: host.name,
+                            status: .error,
+                            error: .init(code: failure.code.rawValue, message: failure.message)
+                        )
+                        return (index, [], listing)
+                    }
+                }
+            }
+            var results: [Listed] = []
+            for await result in group { results.append(result) }
+            results.sort { $0.index < $1.index }
+            return .init(sessions: results.flatMap(\.sessions), hosts: results.map(\.host))
+        }
+    }
+
+    static func contract(_ host: TerminalHost) -> Components.Schemas.TerminalHost {
+        Components.Schemas.TerminalHost(
+            hostId: host.hostId,
+            name: host.name,
+            address: host.address,
+            port: host.port,
+            username: host.username,
+            tmuxSocket: host.tmuxSocket,
+            createdAt: host.createdAt
+        )
+    }
+
+    /// One tmux session as the phone lists it (seed 002 §13.2's fields, plus its state);
+    /// `detailed` adds how a direct client authenticates.
+    static func contract(_ session: TmuxCommandLine.Session, on host: TerminalHost, detailed: Bool = false) -> Components.Schemas.TerminalSession {
+        Components.Schemas.TerminalSession(
+            sessionId: TerminalSessionID(hostID: host.hostId, name: session.name).description,
+            displayName: "\(session.name) on \(host.name)",
+            hostId: host.hostId,
+            hostnameOrIP: host.address,
+            port: host.port,
+            username: host.username,
+            tmuxSessionName: session.name,
+            agentId: session.agentID,
+            swarmId: session.swarmID,
+            status: session.attachedClients > 0 ? .attached : .detached,
+            attachedClients: session.attachedClients,
+            cols: session.cols,
+            rows: session.rows,
+            createdAt: session.created,
+            lastActivity: session.lastActivity,
+            authMode: detailed ? .publicKey : nil
+        )
+    }
+}
