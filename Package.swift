@@ -235,8 +235,8 @@ let package = Package(
         .testTarget(
             name: "ControlAPITests",
             dependencies: [
-                "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "TestSupport", configuration,
-                hummingbird,
+                "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TestSupport",
+                configuration, hummingbird,
                 hummingbirdTesting, jwtKit, logging, nioCore, postgresNIO,
             ],
             swiftSettings: swiftSettings

@@ -64,6 +64,28 @@ struct AgentCommand: AsyncParsableCommand {
         )
         var user: String?
 
+        @Flag(
+            help: """
+                Give the command this terminal, as script(1) does: it runs on a pseudo-terminal whose output is copied \
+                here unchanged (and read as plain lines), and what is typed here reaches it.
+                """
+        )
+        var terminal = false
+
+        @Option(
+            help: """
+                Run the connector, with --terminal, in a new detached tmux session of this name, marked with the agent and \
+                swarm, so terminal-broker shows it; this process waits until the session ends.
+                """
+        )
+        var tmux: String?
+
+        @Option(help: "With --tmux: the tmux server's socket name (tmux -L); default: the user's default server.")
+        var tmuxSocket: String?
+
+        @Option(help: .hidden)
+        var keyFifo: String?
+
         @Argument(parsing: .postTerminator, help: "The command, after --.")
         var command: [String] = []
 
@@ -75,15 +97,55 @@ struct AgentCommand: AsyncParsableCommand {
             guard (0.1...3600).contains(self.heartbeatSeconds), (0...600).contains(self.graceSeconds) else {
                 throw ValidationError("--heartbeat-seconds 0.1…3600, --grace-seconds 0…600")
             }
+            if let session = self.tmux, let problem = TmuxLauncher.problem(session: session) { throw ValidationError("--tmux: \(problem)") }
+            if let socket = self.tmuxSocket, let problem = TmuxLauncher.problem(socket: socket) {
+                throw ValidationError("--tmux-socket: \(problem)")
+            }
+            if self.tmuxSocket != nil && self.tmux == nil { throw ValidationError("--tmux-socket goes with --tmux") }
+            if self.tmux != nil && self.user != nil {
+                throw ValidationError("--tmux runs the command as this user, in this user's tmux server: leave out --user")
+            }
+        }
+
+        /// The options of the connector ``TmuxLauncher`` starts in the session: these, less
+        /// the tmux options and the key, plus `--terminal`.
+        var connectorOptions: [String] {
+            var arguments = ["agent", "run"]
+            for (option, value) in [
+                ("--url", self.url), ("--ingest-url", self.ingestURL), ("--control-url", self.controlURL),
+                ("--approvals-url", self.approvalsURL),
+            ] {
+                if let value { arguments += [option, value] }
+            }
+            arguments += [
+                "--swarm", self.swarm, "--name", self.name, "--heartbeat-seconds", String(self.heartbeatSeconds), "--grace-seconds",
+                String(self.graceSeconds), "--terminal",
+            ]
+            if self.worker { arguments.append("--worker") }
+            if self.publishCommand { arguments.append("--publish-command") }
+            return arguments
         }
 
         func run() async throws {
+            if let session = self.tmux {
+                let launcher = TmuxLauncher(
+                    session: session,
+                    socket: self.tmuxSocket,
+                    agent: self.name,
+                    swarm: self.swarm,
+                    key: try IngestTargetOptions.ingestKey(self.key),
+                    connectorOptions: self.connectorOptions,
+                    command: self.command
+                )
+                try launcher.run()
+                return
+            }
             let base = self.url ?? ProcessInfo.processInfo.environment["SWARMDECK_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
             let options = AgentConnector.Options(
                 ingestURL: self.ingestURL ?? base,
                 controlURL: self.controlURL ?? base,
                 approvalsURL: self.approvalsURL ?? base,
-                key: try IngestTargetOptions.ingestKey(self.key),
+                key: try self.keyFifo.map(TmuxLauncher.receiveKey(from:)) ?? IngestTargetOptions.ingestKey(self.key),
                 swarm: self.swarm,
                 agent: self.name,
                 heartbeat: .milliseconds(Int(self.heartbeatSeconds * 1000)),
@@ -119,7 +181,8 @@ struct AgentCommand: AsyncParsableCommand {
                 hiding: ["SWARMDECK_INGEST_KEY"],
                 secrets: [options.key],
                 adding: ["SWARMDECK_GATE_SOCKET=\(relay.path)", "SWARMDECK_SWARM=\(self.swarm)", "SWARMDECK_AGENT=\(self.name)"],
-                user: user
+                user: user,
+                terminal: self.terminal
             )
             // Stopping the connector ends the command too.
             let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)

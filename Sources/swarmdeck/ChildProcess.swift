@@ -1,4 +1,6 @@
+import CProcessControl
 import Foundation
+import SwarmdeckTools
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,6 +12,12 @@ import Darwin
 /// A command started in its own process group, with its stdout and stderr read line by line:
 /// what the agent connector runs and signals. Signals go to the whole group, so a script's
 /// children pause, resume and end with it.
+///
+/// With a terminal (``init(_:acceptsInput:inputLimit:hiding:secrets:adding:user:terminal:)``),
+/// the command runs in a session of its own on a pseudo-terminal, as under `script(1)`: what it
+/// writes is copied to the connector's standard output unchanged (a tmux pane, for one) and read
+/// as plain lines, what is typed on the connector's standard input reaches it, and it has the
+/// connector's window size.
 ///
 /// It is started through util-linux's `setpriv`, which sets its parent-death signal (SIGKILL:
 /// if the connector dies, however it dies, its command dies with it) and, with a ``User``, its
@@ -66,20 +74,27 @@ final class ChildProcess: Sendable {
 
     /// Where ``send(line:)`` goes: the process's standard input, if it has one.
     private let input: InputQueue?
+    /// Whether ``send(line:)`` may write to it.
+    private let acceptsLines: Bool
+    /// The pseudo-terminal it runs on, if any.
+    private let terminal: ChildTerminal?
 
     /// Starts `arguments[0]` (looked up in `PATH`) with the rest as its arguments; with
     /// `acceptsInput`, its standard input is a pipe fed by a queue of at most `inputLimit`
     /// bytes (else /dev/null). Its environment is this process's without the variables `hiding`
     /// names and without any variable whose value contains one of `secrets` (the connector's
     /// ingest key), plus the `NAME=value` entries of `adding`; with `user`, it runs as that user.
-    init(
+    /// With `terminal`, it runs on a pseudo-terminal (see the type's notes); `acceptsInput` then
+    /// only says whether ``send(line:)`` may type lines into it.
+    convenience init(
         _ arguments: [String],
         acceptsInput: Bool = false,
         inputLimit: Int = 1 << 20,
         hiding: Set<String> = [],
         secrets: [String] = [],
         adding: [String] = [],
-        user: User? = nil
+        user: User? = nil,
+        terminal: Bool = false
     ) throws {
         precondition(!arguments.isEmpty)
         guard let executable = Self.resolve(arguments[0]) else {
@@ -93,6 +108,15 @@ final class ChildProcess: Sendable {
         let argv = wrapper + ["--", executable] + arguments.dropFirst()
         let environment = Self.environment(hiding: hiding, secrets: secrets) + adding
 
+        if terminal {
+            try self.init(terminal: argv, environment: environment, acceptsLines: acceptsInput, inputLimit: inputLimit)
+        } else {
+            try self.init(pipes: argv, environment: environment, acceptsInput: acceptsInput, inputLimit: inputLimit)
+        }
+    }
+
+    /// The command with pipes for its standard output and error (and input, `acceptsInput`).
+    private init(pipes argv: [String], environment: [String], acceptsInput: Bool, inputLimit: Int) throws {
         var stdout: [Int32] = [0, 0]
         var stderr: [Int32] = [0, 0]
         var stdin: [Int32] = [-1, -1]
@@ -100,37 +124,21 @@ final class ChildProcess: Sendable {
             throw ChildProcessError("pipe: \(String(cString: strerror(errno)))")
         }
         let descriptors = (stdin: stdin, stdout: stdout, stderr: stderr)
-        let started = Mutex<Result<pid_t, ChildProcessError>?>(nil)
-        let ready = DispatchSemaphore(value: 0)
-        let (exitCode, exited) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
-        Thread.detachNewThread {
-            let result = Self.spawn(argv, environment: environment, acceptsInput: acceptsInput, descriptors)
-            started.withLock { $0 = result }
-            ready.signal()
-            guard case .success(let child) = result else { return }
-            // This thread is the command's parent as far as its death signal goes: it ends once
-            // the command has been reaped.
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) == -1 && errno == EINTR {}
-            exited.yield((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
-            exited.finish()
-        }
-        ready.wait()
-        close(stdout[1])
-        close(stderr[1])
-        if acceptsInput { close(stdin[0]) }
-        let pid: pid_t
-        switch started.withLock({ $0 })! {
-        case .failure(let error):
+        let (pid, exitCode) = try Self.start {
+            Self.spawn(argv, environment: environment, acceptsInput: acceptsInput, descriptors)
+        } whenStarted: {
+            close(stdout[1])
+            close(stderr[1])
+            if acceptsInput { close(stdin[0]) }
+        } ifFailed: {
             close(stdout[0])
             close(stderr[0])
             if acceptsInput { close(stdin[1]) }
-            throw error
-        case .success(let child):
-            pid = child
         }
         self.pid = pid
+        self.acceptsLines = acceptsInput
         self.input = acceptsInput ? InputQueue(fd: stdin[1], limit: inputLimit) : nil
+        self.terminal = nil
         let dropped = self.dropped
         let (lines, continuation) = AsyncStream.makeStream(of: (String, Bool).self, bufferingPolicy: .bufferingNewest(10_000))
         self.lines = lines
@@ -139,7 +147,7 @@ final class ChildProcess: Sendable {
             readers.enter()
             Thread.detachNewThread {
                 Self.readLines(fd) { line in
-                    if case .dropped = continuation.yield((line, isError)) { dropped.count.withLock { $0 += 1 } }
+                    if case .dropped = continuation.yield((String(decoding: line, as: UTF8.self), isError)) { dropped.count.withLock { $0 += 1 } }
                 }
                 close(fd)
                 readers.leave()
@@ -155,29 +163,119 @@ final class ChildProcess: Sendable {
         }
     }
 
+    /// The command on a pseudo-terminal (see the type's notes).
+    private init(terminal argv: [String], environment: [String], acceptsLines: Bool, inputLimit: Int) throws {
+        let terminal = try ChildTerminal.open()
+        let slave = terminal.slavePath
+        let master = terminal.master
+        let (pid, exitCode) = try Self.start {
+            Self.spawn(argv, environment: environment, newSession: true) { actions in
+                posix_spawn_file_actions_addclose(&actions, master)
+                posix_spawn_file_actions_addopen(&actions, 0, slave, O_RDWR, 0)
+                posix_spawn_file_actions_adddup2(&actions, 0, 1)
+                posix_spawn_file_actions_adddup2(&actions, 0, 2)
+            }
+        } whenStarted: {
+        } ifFailed: {
+            terminal.close()
+        }
+        self.pid = pid
+        self.acceptsLines = acceptsLines
+        self.terminal = terminal
+        let input = InputQueue(fd: dup(master), limit: inputLimit)
+        self.input = input
+        terminal.forwardKeystrokes(to: input)
+        let dropped = self.dropped
+        let (lines, continuation) = AsyncStream.makeStream(of: (String, Bool).self, bufferingPolicy: .bufferingNewest(10_000))
+        self.lines = lines
+        Thread.detachNewThread {
+            Self.readLines(master, copy: ChildTerminal.writeToStandardOutput) { line in
+                if case .dropped = continuation.yield((TerminalText.plain(line), false)) { dropped.count.withLock { $0 += 1 } }
+            }
+            terminal.close()
+            continuation.finish()
+        }
+        self.exit = Task.detached {
+            var code: Int32 = 0
+            for await status in exitCode { code = status }
+            input.close()
+            terminal.restore()
+            return code
+        }
+    }
+
+    /// Runs `spawn` on a thread of its own that then waits for the process (its parent-death
+    /// signal is tied to that thread); `whenStarted` or `ifFailed` runs once it is known.
+    /// Returns the pid and a stream that yields its exit status.
+    private static func start(
+        _ spawn: @escaping @Sendable () -> Result<pid_t, ChildProcessError>,
+        whenStarted: () -> Void,
+        ifFailed: () -> Void
+    ) throws -> (pid_t, AsyncStream<Int32>) {
+        let started = Mutex<Result<pid_t, ChildProcessError>?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let (exitCode, exited) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
+        Thread.detachNewThread {
+            let result = spawn()
+            started.withLock { $0 = result }
+            ready.signal()
+            guard case .success(let child) = result else { return }
+            // This thread is the command's parent as far as its death signal goes: it ends once
+            // the command has been reaped.
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) == -1 && errno == EINTR {}
+            exited.yield((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
+            exited.finish()
+        }
+        ready.wait()
+        whenStarted()
+        switch started.withLock({ $0 })! {
+        case .failure(let error):
+            ifFailed()
+            throw error
+        case .success(let child):
+            return (child, exitCode)
+        }
+    }
+
     private static func spawn(
         _ arguments: [String],
         environment: [String],
         acceptsInput: Bool,
         _ fds: (stdin: [Int32], stdout: [Int32], stderr: [Int32])
     ) -> Result<pid_t, ChildProcessError> {
+        Self.spawn(arguments, environment: environment, newSession: false) { actions in
+            if acceptsInput {
+                posix_spawn_file_actions_adddup2(&actions, fds.stdin[0], 0)
+                posix_spawn_file_actions_addclose(&actions, fds.stdin[0])
+                posix_spawn_file_actions_addclose(&actions, fds.stdin[1])
+            } else {
+                posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            }
+            posix_spawn_file_actions_adddup2(&actions, fds.stdout[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, fds.stderr[1], 2)
+            for fd in fds.stdout + fds.stderr { posix_spawn_file_actions_addclose(&actions, fd) }
+        }
+    }
+
+    /// Starts `arguments` with `environment`, its descriptors as `files` arranges them, in a
+    /// process group of its own, or with `newSession` a session of its own (whose first
+    /// terminal opened becomes its controlling terminal).
+    static func spawn(
+        _ arguments: [String],
+        environment: [String],
+        newSession: Bool,
+        files: (inout posix_spawn_file_actions_t) -> Void
+    ) -> Result<pid_t, ChildProcessError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if acceptsInput {
-            posix_spawn_file_actions_adddup2(&actions, fds.stdin[0], 0)
-            posix_spawn_file_actions_addclose(&actions, fds.stdin[0])
-            posix_spawn_file_actions_addclose(&actions, fds.stdin[1])
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        }
-        posix_spawn_file_actions_adddup2(&actions, fds.stdout[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, fds.stderr[1], 2)
-        for fd in fds.stdout + fds.stderr { posix_spawn_file_actions_addclose(&actions, fd) }
+        files(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        // Its own process group (pgid = its pid); default signal handling restored.
+        // Its own process group (pgid = its pid), or session (which is a group too); default
+        // signal handling restored.
         posix_spawnattr_setpgroup(&attributes, 0)
         var defaults = sigset_t()
         sigemptyset(&defaults)
@@ -186,7 +284,8 @@ final class ChildProcess: Sendable {
         var mask = sigset_t()
         sigemptyset(&mask)
         posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        let group = newSession ? swarmdeck_spawn_setsid_flag() : Int16(POSIX_SPAWN_SETPGROUP)
+        posix_spawnattr_setflags(&attributes, group | Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
         var pid = pid_t()
         let argv = arguments.map { strdup($0) } + [nil]
@@ -202,7 +301,7 @@ final class ChildProcess: Sendable {
     /// it, so a process that does not read (paused, busy) never blocks the caller.
     /// - Throws: if it takes no input, has stopped reading, or its queue is full.
     func send(line: String) throws {
-        guard let input else { throw ChildProcessError("the command was not started with --worker: it takes no input") }
+        guard self.acceptsLines, let input else { throw ChildProcessError("the command was not started with --worker: it takes no input") }
         try input.append(Array((line + "\n").utf8))
     }
 
@@ -223,25 +322,28 @@ final class ChildProcess: Sendable {
         kill(-self.pid, signal) == 0
     }
 
-    private static func readLines(_ fd: Int32, _ line: (String) -> Void) {
+    /// Reads `fd` to its end (or, for a terminal, until it fails: EIO once the command's side
+    /// is closed), handing each chunk read to `copy` and each line to `line`.
+    static func readLines(_ fd: Int32, copy: (UnsafeRawBufferPointer) -> Void = { _ in }, _ line: (ArraySlice<UInt8>) -> Void) {
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
+            buffer.withUnsafeBytes { copy(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             pending.append(contentsOf: buffer[0..<count])
             while let newline = pending.firstIndex(of: 0x0A) {
-                line(String(decoding: pending[..<newline], as: UTF8.self))
+                line(pending[..<newline])
                 pending.removeSubrange(...newline)
             }
             // A line longer than 64 KiB is cut.
             if pending.count > 64 << 10 {
-                line(String(decoding: pending, as: UTF8.self))
+                line(pending[...])
                 pending.removeAll()
             }
         }
-        if !pending.isEmpty { line(String(decoding: pending, as: UTF8.self)) }
+        if !pending.isEmpty { line(pending[...]) }
     }
 }
 

@@ -19,8 +19,8 @@ final class TestSSHD: @unchecked Sendable {
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         self.port = try freeLoopbackPort()
         self.brokerKeyFile = self.directory.appendingPathComponent("broker_ed25519")
-        self.username = try Self.output("/usr/bin/id", ["-un"]).trimmingCharacters(in: .whitespacesAndNewlines)
-        try Self.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "broker", "-f", self.brokerKeyFile.path])
+        self.username = try Spawn.output("/usr/bin/id", ["-un"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        try Spawn.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "broker", "-f", self.brokerKeyFile.path])
         try self.newHostKey()
         try self.authorize(self.brokerKeyFile)
         // sshd's privilege separation directory.
@@ -32,7 +32,7 @@ final class TestSSHD: @unchecked Sendable {
         let key = self.directory.appendingPathComponent("host_ed25519")
         try? FileManager.default.removeItem(at: key)
         try? FileManager.default.removeItem(at: URL(fileURLWithPath: key.path + ".pub"))
-        try Self.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", key.path])
+        try Spawn.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f", key.path])
     }
 
     /// Makes `keyFile`'s public key the only authorized one.
@@ -44,7 +44,7 @@ final class TestSSHD: @unchecked Sendable {
     /// A key pair nobody authorized.
     func strangerKey() throws -> URL {
         let key = self.directory.appendingPathComponent("stranger_\(UUID().uuidString.prefix(8))")
-        try Self.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "stranger", "-f", key.path])
+        try Spawn.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "stranger", "-f", key.path])
         return key
     }
 
@@ -68,14 +68,18 @@ final class TestSSHD: @unchecked Sendable {
         // A restart on the same port can find it briefly unavailable: sshd then exits at once.
         var attempt = 0
         while true {
-            let pid = try Self.spawn("/usr/sbin/sshd", ["-D", "-e", "-f", file.path], output: self.directory.appendingPathComponent("sshd.log").path)
+            let pid = try Spawn.start(
+                "/usr/sbin/sshd",
+                ["-D", "-e", "-f", file.path],
+                output: self.directory.appendingPathComponent("sshd.log").path
+            )
             do {
                 try waitForPort(self.port, timeout: 5)
                 self.pid = pid
                 return
             } catch {
                 kill(pid, SIGKILL)
-                Self.reap(pid)
+                Spawn.reap(pid)
                 attempt += 1
                 if attempt == 3 { throw error }
             }
@@ -87,9 +91,9 @@ final class TestSSHD: @unchecked Sendable {
     /// inherit that.
     func stop() {
         guard let pid = self.pid else { return }
-        _ = try? Self.output("/usr/bin/pkill", ["-KILL", "-P", String(pid)])
+        _ = try? Spawn.output("/usr/bin/pkill", ["-KILL", "-P", String(pid)])
         kill(pid, SIGKILL)
-        Self.reap(pid)
+        Spawn.reap(pid)
         self.pid = nil
         try? waitForPort(self.port, open: false)
     }
@@ -99,7 +103,7 @@ final class TestSSHD: @unchecked Sendable {
     /// `tmux -L <socket> ARGS…`, its standard output.
     @discardableResult
     func tmux(_ arguments: [String]) throws -> String {
-        try Self.output("/usr/bin/tmux", ["-L", self.tmuxSocket] + arguments)
+        try Spawn.output("/usr/bin/tmux", ["-L", self.tmuxSocket] + arguments)
     }
 
     /// A detached session running `command` in an 80×24 window.
@@ -141,68 +145,7 @@ final class TestSSHD: @unchecked Sendable {
 
     deinit {
         self.stop()
-        _ = try? Self.output("/usr/bin/tmux", ["-L", self.tmuxSocket, "kill-server"])
+        _ = try? Spawn.output("/usr/bin/tmux", ["-L", self.tmuxSocket, "kill-server"])
         try? FileManager.default.removeItem(at: self.directory)
-    }
-
-    // MARK: Processes
-
-    static func run(_ path: String, _ arguments: [String]) throws {
-        _ = try Self.output(path, arguments)
-    }
-
-    /// Runs `path` and returns what it wrote to its standard output.
-    static func output(_ path: String, _ arguments: [String]) throws -> String {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sdt-out-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let pid = try Self.spawn(path, arguments, output: file.path)
-        Self.reap(pid)
-        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
-    }
-
-    /// Waits for `pid` to exit.
-    static func reap(_ pid: pid_t) {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    }
-
-    /// Starts `path` with its standard output to `output` and returns its pid.
-    ///
-    /// Not with Foundation's `Process`: on Linux it learns that a child exited when a socket the
-    /// child inherited closes, and what sshd and tmux fork (connections, the tmux server)
-    /// inherit it and hold it for as long as they live, so `waitUntilExit` never returns. Here
-    /// the caller waits by pid; output goes through a file (a pipe would stay open the same way).
-    static func spawn(_ path: String, _ arguments: [String], output: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var environment = ProcessInfo.processInfo.environment
-        environment["TMUX"] = nil
-        environment["TMUX_TMPDIR"] = nil
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        // Default signal handling in the child, whatever this process ignores or blocks.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
-        return pid
     }
 }

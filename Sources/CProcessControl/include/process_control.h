@@ -1,9 +1,26 @@
 #ifndef SWARMDECK_PROCESS_CONTROL_H
 #define SWARMDECK_PROCESS_CONTROL_H
 
+#include <stddef.h>
+
 /// prctl(PR_SET_DUMPABLE, 0): no process of the same user may ptrace this one or read its
 /// /proc files (environ, mem). prctl is variadic, so Swift cannot call it directly.
 /// Returns 0, or -1 with errno set (always -1 with ENOSYS where prctl does not exist).
 int swarmdeck_forbid_inspection(void);
+
+/// Gives terminal `to` the window size of terminal `from` (TIOCGWINSZ, TIOCSWINSZ; ioctl is
+/// variadic). Returns 0, or -1 with errno set.
+int swarmdeck_copy_window_size(int from, int to);
+
+/// Sets the window size of terminal `fd`. Returns 0, or -1 with errno set.
+int swarmdeck_set_window_size(int fd, unsigned short cols, unsigned short rows);
+
+/// posix_spawn's POSIX_SPAWN_SETSID (a GNU extension): the child starts a session of its own,
+/// so a terminal it then opens becomes its controlling terminal.
+short swarmdeck_spawn_setsid_flag(void);
+
+/// A new pseudo-terminal: returns its master side (close-on-exec) and writes its slave side's
+/// path into `name`; -1 with errno set on failure.
+int swarmdeck_open_pty(char *name, size_t length);
 
 #endif
