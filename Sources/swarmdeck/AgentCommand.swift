@@ -135,7 +135,8 @@ struct AgentCommand: AsyncParsableCommand {
                     swarm: self.swarm,
                     key: try IngestTargetOptions.ingestKey(self.key),
                     connectorOptions: self.connectorOptions,
-                    command: self.command
+                    command: self.command,
+                    grace: .milliseconds(Int(self.graceSeconds * 1000))
                 )
                 try launcher.run()
                 return

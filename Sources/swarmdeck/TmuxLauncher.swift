@@ -42,6 +42,8 @@ struct TmuxLauncher {
     let connectorOptions: [String]
     /// The command, after the options and `--`.
     let command: [String]
+    /// The connector's grace period (`--grace-seconds`): how long a stop may take.
+    let grace: Duration
 
     /// Starts the session, hands over the key, and waits until the session is gone.
     func run() throws {
@@ -75,6 +77,9 @@ struct TmuxLauncher {
             _ = try? self.tmux(tmux, ["kill-session", "-t", "=" + self.session])
             throw error
         }
+        // The connector in the pane: a stop waits for it to finish as well.
+        let connector = try? self.tmux(tmux, ["display-message", "-p", "-t", "=" + self.session + ":", "#{pane_pid}"]).output
+        let connectorPID = connector.flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         AgentConnector.say(
             "\(self.agent) runs in tmux session \(self.session): tmux\(self.socket.map { " -L \($0)" } ?? "") attach -t \(self.session)"
         )
@@ -91,6 +96,11 @@ struct TmuxLauncher {
             if stop.wait(timeout: .now() + 1) == .success {
                 _ = try? self.tmux(tmux, ["kill-session", "-t", "=" + self.session])
             }
+        }
+        // The session ends with its pane; the connector may still be reporting its command's end.
+        if let connectorPID {
+            let deadline = ContinuousClock.now + self.grace + .seconds(10)
+            while kill(connectorPID, 0) == 0 && ContinuousClock.now < deadline { usleep(100_000) }
         }
         AgentConnector.say("\(self.agent): tmux session \(self.session) ended")
     }
@@ -138,28 +148,45 @@ struct TmuxLauncher {
     }
 
     /// Runs `tmux [-L socket] ARGS` with an environment that holds no key, and waits for it.
-    private func tmux(_ tmux: String, _ arguments: [String]) throws -> (status: Int32, stderr: String) {
+    private func tmux(_ tmux: String, _ arguments: [String]) throws -> (status: Int32, output: String, stderr: String) {
         var errors: [Int32] = [0, 0]
+        var output: [Int32] = [0, 0]
         guard pipe(&errors) == 0 else { throw ChildProcessError("pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&output) == 0 else {
+            close(errors[0])
+            close(errors[1])
+            throw ChildProcessError("pipe: \(String(cString: strerror(errno)))")
+        }
         let argv = [tmux] + (self.socket.map { ["-L", $0] } ?? []) + arguments
         let environment = ChildProcess.environment(hiding: ["SWARMDECK_INGEST_KEY"], secrets: [self.key])
         let spawned = ChildProcess.spawn(argv, environment: environment, newSession: false) { actions in
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_adddup2(&actions, output[1], 1)
             posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
-            posix_spawn_file_actions_addclose(&actions, errors[0])
-            posix_spawn_file_actions_addclose(&actions, errors[1])
+            for fd in output + errors { posix_spawn_file_actions_addclose(&actions, fd) }
         }
         close(errors[1])
-        defer { close(errors[0]) }
-        let pid = try spawned.get()
-        var output: [UInt8] = []
-        ChildProcess.readLines(errors[0]) { line in
-            if output.count < 4096 { output += line + [0x0A] }
+        close(output[1])
+        defer {
+            close(errors[0])
+            close(output[0])
         }
+        let pid = try spawned.get()
+        // tmux prints little; both fit in the pipes' buffers, so reading one after the other is safe.
+        let printed = Self.read(output[0])
+        let complaint = Self.read(errors[0])
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (code, String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        return (code, printed, complaint)
+    }
+
+    /// The first 4 KiB of what `fd` gives until its end.
+    private static func read(_ fd: Int32) -> String {
+        var text: [UInt8] = []
+        ChildProcess.readLines(fd) { line in
+            if text.count < 4096 { text += line + [0x0A] }
+        }
+        return String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

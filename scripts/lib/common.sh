@@ -3,12 +3,14 @@
 
 # Debian packages the project needs to build and test: NATS and Postgres are
 # started for real by the tests (see ARCHITECTURE.md "Real parts"), sshd and
-# tmux back the terminal-broker tests, the -dev packages are linked by the
-# Swift targets, protoc regenerates the bus contracts. python3 gives free_port
-# a portable way to ask the kernel for a port; curl probes /readyz.
+# tmux back the terminal-broker tests and the local stack's host for it
+# (ssh-keygen and ssh, from openssh-client, make and try its keys), the -dev
+# packages are linked by the Swift targets, protoc regenerates the bus
+# contracts. python3 gives free_port a portable way to ask the kernel for a
+# port; curl probes /readyz.
 SWARMDECK_PACKAGES=(
   nats-server postgresql libnats-dev libpq-dev zlib1g-dev nginx-light tmux
-  openssh-server protobuf-compiler libcurl4-openssl-dev libssh2-1-dev
+  openssh-server openssh-client protobuf-compiler libcurl4-openssl-dev libssh2-1-dev
   python3 python3-venv curl
 )
 # Only needed to validate docker-compose.yml (scripts/test, CI).
