@@ -133,9 +133,11 @@ struct HealthLiveTests {
                 try await harness.post(ingest, key: key, calls(ok: true, 5, latency: 100))
                 try await Task.sleep(for: .milliseconds(1100))
             }
-            for _ in 0..<3 {
+            // Twice a second, so consecutive one-second samples hold failures however the posts
+            // fall against them.
+            for _ in 0..<6 {
                 try await harness.post(ingest, key: key, calls(ok: false, 8, latency: 20_000))
-                try await Task.sleep(for: .milliseconds(1100))
+                try await Task.sleep(for: .milliseconds(500))
             }
             let incident = try #require(try await H.incident(health, token: token, rule: "skill_failure_spike"), "no spike incident")
             let skillID = try #require(incident["skillId"] as? String)

@@ -200,6 +200,36 @@ struct TenantHealthTests {
         #expect(window(7, read: 1, glob: 0) == [.resolve(incidentID: incident.id, subject: subject)])
     }
 
+    @Test("skill_failure_spike when the evaluation comes late: the spike's last window is followed by silence, it fires all the same, then resolves")
+    func skillSpikeEvaluatedLate() throws {
+        var tenant = Self.tenant(ThresholdValues(skillErrorRate: 0.9, resolveAfterSeconds: 0))
+        var ids = 0
+        func newID() -> String {
+            ids += 1
+            return "inc\(ids)"
+        }
+        var seq: Int64 = 0
+        // One sample interval: 20 calls of Read, the first `errors` failing; no evaluation.
+        func window(_ index: Int64, errors: Int) {
+            for call in 0..<20 {
+                seq += 1
+                tenant.apply(
+                    HealthRulesTests.event(seq, .toolCall, at: 1_000_000 + index * 1000 + Int64(call), ["tool": "Read", "ok": call >= errors])
+                )
+            }
+        }
+        for index in Int64(0)..<5 { window(index, errors: 1) }
+        window(5, errors: 8)
+        window(6, errors: 8)
+        // The next evaluation only three intervals later: window 6 closes breaching (the second in
+        // a row), then the quiet intervals clear the condition, but the spike was there.
+        let changes = tenant.evaluate(now: 1_000_000 + 9500, newID: newID)
+        let incident = try #require(Self.fired(changes).first, "\(changes)")
+        #expect(incident.rule == "skill_failure_spike")
+        let subject = try #require(incident.subject)
+        #expect(tenant.evaluate(now: 1_000_000 + 10_500, newID: newID) == [.resolve(incidentID: incident.id, subject: subject)])
+    }
+
     @Test("redundancy_spike: the same Read of one file again and again fires from the tenth call; distinct calls do not; it resolves below 40%")
     func redundancySpike() throws {
         var tenant = Self.tenant(ThresholdValues(resolveAfterSeconds: 0))

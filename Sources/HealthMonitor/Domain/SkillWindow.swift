@@ -52,20 +52,23 @@ struct SkillWindow: Sendable {
     }
 
     /// Closes the samples whose interval ended before `now`, feeding the detector; answers
-    /// whether the spike condition holds.
+    /// whether the spike condition held at the last sample with calls that this closed (or, if
+    /// it closed none, holds now). So a spike is reported even when the evaluation comes after
+    /// the quiet interval that follows it, which clears the condition for the next one.
     @discardableResult
     mutating func closeSamples(through now: Int64, sampleMilliseconds: Int64, parameters: SpikeDetector.Parameters) -> Bool {
         let current = now / sampleMilliseconds
         if self.sampleIndex < 0 { self.sampleIndex = current }
+        var held = self.detector.breaching
         if current > self.sampleIndex {
-            self.detector.observe(calls: self.sampleCalls, errors: self.sampleErrors, parameters)
+            held = self.detector.observe(calls: self.sampleCalls, errors: self.sampleErrors, parameters)
             // Intervals with no call at all between then and now: one empty sample is enough.
             if current > self.sampleIndex + 1 { self.detector.observe(calls: 0, errors: 0, parameters) }
             self.sampleIndex = current
             self.sampleCalls = 0
             self.sampleErrors = 0
         }
-        return self.detector.breaching
+        return held
     }
 
     var spiking: Bool { self.detector.breaching }
