@@ -287,7 +287,8 @@ let package = Package(
         .testTarget(
             name: "TerminalBrokerTests",
             dependencies: [
-                "Contracts", "ServiceKit", "TerminalBroker", "TestSupport", crypto, hummingbird, hummingbirdTesting, hummingbirdWSClient, logging,
+                "Contracts", "ServiceKit", "SwarmdeckTools", "TerminalBroker", "TestSupport", crypto, hummingbird, hummingbirdTesting,
+                hummingbirdWSClient, logging,
                 nioCore,
                 nioPosix, nioSSH, postgresNIO,
             ],

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <errno.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -34,6 +35,10 @@ int swarmdeck_set_window_size(int fd, unsigned short cols, unsigned short rows) 
     return ioctl(fd, TIOCSWINSZ, &size);
 }
 
+int swarmdeck_spawn_close_from(posix_spawn_file_actions_t *actions, int fd) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, fd);
+}
+
 short swarmdeck_spawn_setsid_flag(void) {
     return POSIX_SPAWN_SETSID;
 }
@@ -48,4 +53,13 @@ int swarmdeck_open_pty(char *name, size_t length) {
         return -1;
     }
     return master;
+}
+
+int swarmdeck_peer(int fd, int *pid, unsigned int *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof(credentials);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    return 0;
 }

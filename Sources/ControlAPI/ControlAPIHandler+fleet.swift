@@ -97,6 +97,7 @@ extension ControlAPIHandler {
             errorRate: hour.events == 0 ? 0 : Double(hour.errors) / Double(hour.events),
             lastCommand: lastCommand,
             acceptsRequests: record.acceptsRequests,
+            terminal: record.tmuxSession.map { Components.Schemas.AgentTerminal(tmuxSession: $0, host: record.host) },
             webUrl: self.webURL("agents", record.agentID)
         )
     }

@@ -54,9 +54,9 @@ final class FleetFeed: Service, Sendable {
     }
 
     private func apply(_ envelope: BusEventEnvelope) {
-        var state: (String, String?, Bool)?
+        var state: (String, String?, EventFrame.State.Attributes?)?
         if envelope.kind == .state, let frame = EventFrame.state(in: envelope.frame), let value = frame.state {
-            state = (value, frame.taskSummary, frame.attrs?.worker == true)
+            state = (value, frame.taskSummary, frame.attrs)
         }
         self.index.apply(
             tenant: envelope.tenantID,
@@ -84,6 +84,8 @@ final class FleetFeed: Service, Sendable {
                 record.state = last.fields.state
                 record.stateSeq = last.seq
                 record.acceptsRequests = last.fields.attrs?.worker == true
+                record.tmuxSession = last.fields.attrs?.tmuxSession
+                record.host = last.fields.attrs?.host
                 record.taskSummary = last.fields.taskSummary
                 record.stateChangedAt = last.committedAt
             }

@@ -1,4 +1,5 @@
 import Contracts
+import EventLog
 import Foundation
 import Synchronization
 
@@ -28,6 +29,9 @@ final class FleetIndex: Sendable {
         var stateSeq: Int64 = 0
         /// A worker: its last state event said it takes requests (`attrs.worker`).
         var acceptsRequests = false
+        /// The tmux session and host its last state event named (`attrs.tmuxSession`, `attrs.host`).
+        var tmuxSession: String?
+        var host: String?
         var stateChangedAt: Date
         var lastSeenAt: Date
         var minutes = MinuteCounts()
@@ -133,7 +137,7 @@ final class FleetIndex: Sendable {
         agentID: String,
         isError: Bool,
         committedAt: Date,
-        state: (state: String, taskSummary: String?, worker: Bool)?
+        state: (state: String, taskSummary: String?, attrs: EventFrame.State.Attributes?)?
     ) {
         self.tenants.withLock { tenants in
             var fleet = tenants[tenant] ?? TenantFleet()
@@ -152,7 +156,9 @@ final class FleetIndex: Sendable {
                 if state.state != record.state { record.stateChangedAt = committedAt }
                 record.state = state.state
                 record.stateSeq = seq
-                record.acceptsRequests = state.worker
+                record.acceptsRequests = state.attrs?.worker == true
+                record.tmuxSession = state.attrs?.tmuxSession
+                record.host = state.attrs?.host
                 if let summary = state.taskSummary { record.taskSummary = Self.truncated(summary) }
             }
             fleet.agents[agentID] = record

@@ -43,13 +43,27 @@ public enum EventFrame {
     /// The fields of a state frame that describe the agent.
     public struct State: Decodable, Sendable, Equatable {
         public struct Attributes: Decodable, Sendable, Equatable {
-            enum CodingKeys: CodingKey { case worker }
+            enum CodingKeys: CodingKey { case worker, tmuxSession, host }
             /// The agent's connector runs it as a worker (it takes requests on its stdin).
             public var worker: Bool?
+            /// The tmux session the agent's connector runs in (`swarmdeck agent run --tmux`),
+            /// and the host's name: where terminal-broker shows its terminal.
+            public var tmuxSession: String?
+            public var host: String?
 
-            /// Lenient: attributes are the agent's; anything but a boolean is no flag.
+            public init(worker: Bool? = nil, tmuxSession: String? = nil, host: String? = nil) {
+                self.worker = worker
+                self.tmuxSession = tmuxSession
+                self.host = host
+            }
+
+            /// Lenient: attributes are the agent's; anything but a boolean is no flag, and a
+            /// session or host name that is not a short string is none.
             public init(from decoder: any Decoder) throws {
-                self.worker = try? decoder.container(keyedBy: CodingKeys.self).decode(Bool.self, forKey: .worker)
+                let container = try? decoder.container(keyedBy: CodingKeys.self)
+                self.worker = try? container?.decode(Bool.self, forKey: .worker)
+                self.tmuxSession = (try? container?.decode(String.self, forKey: .tmuxSession)).flatMap { (1...64).contains($0.utf8.count) ? $0 : nil }
+                self.host = (try? container?.decode(String.self, forKey: .host)).flatMap { (1...253).contains($0.utf8.count) ? $0 : nil }
             }
         }
 

@@ -400,17 +400,6 @@ final class Tally: Sendable {
     }
 }
 
-/// A process's resident memory, from /proc.
-enum Memory {
-    static func rss(_ pid: Int32) -> Int {
-        guard pid > 0, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
-        }
-        return 0
-    }
-}
-
 /// A nats-server of the bench's own with a WebSocket listener, on free loopback ports.
 final class NATSWebSocketServer: Sendable {
     let clientPort: Int

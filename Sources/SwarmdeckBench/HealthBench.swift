@@ -225,11 +225,9 @@ struct HealthBench: AsyncParsableCommand {
     }
 
     static func residentBytes(_ pid: Int32) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kib = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
-        else { throw ValidationError("no VmRSS for \(pid)") }
-        return kib * 1024
+        let bytes = Memory.rss(pid)
+        guard bytes > 0 else { throw ValidationError("no VmRSS for \(pid)") }
+        return bytes
     }
 }
 

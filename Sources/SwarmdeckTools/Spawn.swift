@@ -4,7 +4,8 @@ import Foundation
 import Glibc
 #endif
 
-/// Processes the tests start and wait for by pid.
+/// Short-lived processes started and waited for by pid: the tests' tools (sshd, tmux,
+/// ssh-keygen, the connector), the benches' tmux, the connector's tmux launcher.
 ///
 /// Not with Foundation's `Process`: on Linux it learns that a child exited when a socket the
 /// child inherited closes, and what sshd and tmux fork (connections, the tmux server) inherit
@@ -17,45 +18,89 @@ public enum Spawn {
     }
 
     /// Runs `path` to its end and returns what it wrote to its standard output.
-    public static func output(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sdt-out-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let pid = try Self.start(path, arguments, output: file.path, environment: environment)
-        Self.reap(pid)
-        return (try? String(contentsOf: file, encoding: .utf8)) ?? ""
+    public static func output(_ path: String, _ arguments: [String], environment: Environment = .inherited([:])) throws -> String {
+        try Self.result(path, arguments, environment: environment).output
     }
 
-    /// Waits for `pid` to exit and returns its exit status (128 + the signal that ended it).
+    /// Runs `path` to its end: its exit status (128 + the signal that ended it) and what it
+    /// wrote to its standard output and error (each as the file holds it).
+    public static func result(
+        _ path: String,
+        _ arguments: [String],
+        environment: Environment = .inherited([:])
+    ) throws -> (
+        status: Int32, output: String, errors: String
+    ) {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sdt-out-\(UUID().uuidString)")
+        defer {
+            try? FileManager.default.removeItem(at: file)
+            try? FileManager.default.removeItem(atPath: file.path + ".err")
+        }
+        let pid = try Self.start(path, arguments, output: file.path, errors: file.path + ".err", environment: environment)
+        let status = Self.reap(pid)
+        return (
+            status, (try? String(contentsOf: file, encoding: .utf8)) ?? "",
+            (try? String(contentsOfFile: file.path + ".err", encoding: .utf8)) ?? ""
+        )
+    }
+
+    /// The exit status `waitpid` reported: the code, or 128 + the signal that ended it.
+    public static func exitCode(_ status: Int32) -> Int32 {
+        (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    /// Waits for `pid` to exit and returns its exit status (``exitCode(_:)``).
     @discardableResult
     public static func reap(_ pid: Int32) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return Self.exitCode(status)
     }
 
     /// Whether `pid` has exited (and reaps it then); nil while it runs.
     public static func exited(_ pid: Int32) -> Int32? {
         var status: Int32 = 0
         guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return Self.exitCode(status)
     }
 
-    /// Starts `path` with its standard output to the file `output` (stderr to /dev/null), this
-    /// process's environment (less `TMUX`, `TMUX_TMPDIR`) with `environment` over it, default
-    /// signal handling; returns its pid.
-    public static func start(_ path: String, _ arguments: [String], output: String, environment: [String: String] = [:]) throws -> Int32 {
+    /// The environment a process starts with.
+    public enum Environment: Sendable {
+        /// This process's (less `TMUX`, `TMUX_TMPDIR`, so a tmux started inside one starts its
+        /// own server) with these over it.
+        case inherited([String: String])
+        /// Exactly these `NAME=value` entries.
+        case exactly([String])
+    }
+
+    /// Starts `path` with its standard output to the file `output`, its standard error to the
+    /// file `errors` (or /dev/null), default signal handling; returns its pid.
+    public static func start(
+        _ path: String,
+        _ arguments: [String],
+        output: String,
+        errors: String? = nil,
+        environment: Environment = .inherited([:])
+    ) throws -> Int32 {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var variables = ProcessInfo.processInfo.environment
-        variables["TMUX"] = nil
-        variables["TMUX_TMPDIR"] = nil
-        variables.merge(environment) { $1 }
+        posix_spawn_file_actions_addopen(&actions, 2, errors ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let entries: [String]
+        switch environment {
+        case .exactly(let given):
+            entries = given
+        case .inherited(let over):
+            var variables = ProcessInfo.processInfo.environment
+            variables["TMUX"] = nil
+            variables["TMUX_TMPDIR"] = nil
+            variables.merge(over) { $1 }
+            entries = variables.map { "\($0.key)=\($0.value)" }
+        }
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let envp = entries.map { strdup($0) } + [nil]
         defer {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }

@@ -83,8 +83,14 @@ struct AgentCommand: AsyncParsableCommand {
         @Option(help: "With --tmux: the tmux server's socket name (tmux -L); default: the user's default server.")
         var tmuxSocket: String?
 
+        /// Given by ``TmuxLauncher`` to the connector it starts in the session: where it takes
+        /// its key and its command's environment.
         @Option(help: .hidden)
-        var keyFifo: String?
+        var keySocket: String?
+
+        /// Given by ``TmuxLauncher`` to the connector it starts in the session.
+        @Option(help: .hidden)
+        var inTmux: String?
 
         @Argument(parsing: .postTerminator, help: "The command, after --.")
         var command: [String] = []
@@ -97,36 +103,51 @@ struct AgentCommand: AsyncParsableCommand {
             guard (0.1...3600).contains(self.heartbeatSeconds), (0...600).contains(self.graceSeconds) else {
                 throw ValidationError("--heartbeat-seconds 0.1…3600, --grace-seconds 0…600")
             }
-            if let session = self.tmux, let problem = TmuxLauncher.problem(session: session) { throw ValidationError("--tmux: \(problem)") }
-            if let socket = self.tmuxSocket, let problem = TmuxLauncher.problem(socket: socket) {
+            if let session = self.tmux, let problem = TmuxNames.problem(session: session) { throw ValidationError("--tmux: \(problem)") }
+            if let socket = self.tmuxSocket, let problem = TmuxNames.problem(socket: socket) {
                 throw ValidationError("--tmux-socket: \(problem)")
             }
             if self.tmuxSocket != nil && self.tmux == nil { throw ValidationError("--tmux-socket goes with --tmux") }
             if self.tmux != nil && self.user != nil {
                 throw ValidationError("--tmux runs the command as this user, in this user's tmux server: leave out --user")
             }
+            if self.worker && (self.terminal || self.tmux != nil) {
+                throw ValidationError(
+                    "--worker takes requests on the command's standard input, which --terminal and --tmux give to the terminal: use one or the other"
+                )
+            }
         }
 
         /// The options of the connector ``TmuxLauncher`` starts in the session: these, less
         /// the tmux options and the key, plus `--terminal`.
         var connectorOptions: [String] {
-            var arguments = ["agent", "run"]
-            for (option, value) in [
-                ("--url", self.url), ("--ingest-url", self.ingestURL), ("--control-url", self.controlURL),
-                ("--approvals-url", self.approvalsURL),
-            ] {
+            var arguments = ["agent", "run", "--url", self.baseURL]
+            for (option, value) in [("--ingest-url", self.ingestURL), ("--control-url", self.controlURL), ("--approvals-url", self.approvalsURL)] {
                 if let value { arguments += [option, value] }
             }
             arguments += [
                 "--swarm", self.swarm, "--name", self.name, "--heartbeat-seconds", String(self.heartbeatSeconds), "--grace-seconds",
-                String(self.graceSeconds), "--terminal",
+                String(self.graceSeconds), "--terminal", "--in-tmux", self.tmux ?? "",
             ]
-            if self.worker { arguments.append("--worker") }
             if self.publishCommand { arguments.append("--publish-command") }
             return arguments
         }
 
+        /// `--url`, else `$SWARMDECK_URL`, else the local stack's edge.
+        var baseURL: String {
+            self.url ?? ProcessInfo.processInfo.environment["SWARMDECK_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
+        }
+
         func run() async throws {
+            // Writing to a worker that has closed its input, or to a socket whose reader went,
+            // must fail, not kill the connector.
+            signal(SIGPIPE, SIG_IGN)
+            // Neither the command nor anything else running as this user may read the
+            // connector's (or the tmux launcher's) memory or environment (/proc/<pid>/environ,
+            // ptrace): the key is there. First, before the key is read from anywhere.
+            if swarmdeck_forbid_inspection() != 0 {
+                AgentConnector.say("warning: cannot forbid inspection of the connector (prctl): \(String(cString: strerror(errno)))")
+            }
             if let session = self.tmux {
                 let launcher = TmuxLauncher(
                     session: session,
@@ -138,31 +159,26 @@ struct AgentCommand: AsyncParsableCommand {
                     command: self.command,
                     grace: .milliseconds(Int(self.graceSeconds * 1000))
                 )
-                try launcher.run()
-                return
+                throw ExitCode(try launcher.run())
             }
-            let base = self.url ?? ProcessInfo.processInfo.environment["SWARMDECK_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
+            let received = try self.keySocket.map(HandoverSocket.receive(from:))
+            let handover = received?.handover
+            let base = self.baseURL
             let options = AgentConnector.Options(
                 ingestURL: self.ingestURL ?? base,
                 controlURL: self.controlURL ?? base,
                 approvalsURL: self.approvalsURL ?? base,
-                key: try self.keyFifo.map(TmuxLauncher.receiveKey(from:)) ?? IngestTargetOptions.ingestKey(self.key),
+                key: try handover?.key ?? IngestTargetOptions.ingestKey(self.key),
                 swarm: self.swarm,
                 agent: self.name,
                 heartbeat: .milliseconds(Int(self.heartbeatSeconds * 1000)),
                 grace: .milliseconds(Int(self.graceSeconds * 1000)),
                 worker: self.worker,
-                publishCommand: self.publishCommand
+                publishCommand: self.publishCommand,
+                tmuxSession: self.inTmux
             )
             for url in [options.ingestURL, options.controlURL, options.approvalsURL] where URL(string: url)?.host == nil {
                 throw ValidationError("\(url) is not a base URL such as http://127.0.0.1:8080")
-            }
-            // Writing to a worker that has closed its input must fail, not kill the connector.
-            signal(SIGPIPE, SIG_IGN)
-            // Neither the command nor anything else running as this user may read the
-            // connector's memory or environment (/proc/<pid>/environ, ptrace): the key is there.
-            if swarmdeck_forbid_inspection() != 0 {
-                AgentConnector.say("warning: cannot forbid inspection of the connector (prctl): \(String(cString: strerror(errno)))")
             }
             let user = try self.user.map(ChildProcess.User.init)
             if user != nil && geteuid() != 0 {
@@ -179,6 +195,7 @@ struct AgentCommand: AsyncParsableCommand {
             let child = try ChildProcess(
                 self.command,
                 acceptsInput: self.worker,
+                environment: handover?.environment,
                 hiding: ["SWARMDECK_INGEST_KEY"],
                 secrets: [options.key],
                 adding: ["SWARMDECK_GATE_SOCKET=\(relay.path)", "SWARMDECK_SWARM=\(self.swarm)", "SWARMDECK_AGENT=\(self.name)"],
@@ -188,7 +205,11 @@ struct AgentCommand: AsyncParsableCommand {
             // Stopping the connector ends the command too.
             let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)
             let client = HTTPClient(eventLoopGroupProvider: .singleton)
-            AgentConnector.say("\(self.name) in swarm \(self.swarm): started pid \(child.pid): \(self.command.joined(separator: " "))")
+            // The command line only when it may be published (in --tmux it shows in the pane).
+            AgentConnector.say(
+                "\(self.name) in swarm \(self.swarm): started pid \(child.pid)"
+                    + (self.publishCommand ? ": \(self.command.joined(separator: " "))" : "")
+            )
             let connector = try AgentConnector(options: options, client: client, child: child, command: self.command.joined(separator: " "))
             connectorRef.set(connector)
             let status = await connector.run()
@@ -196,6 +217,7 @@ struct AgentCommand: AsyncParsableCommand {
             await relay.close()
             try await client.shutdown()
             AgentConnector.say("\(self.name): command exited with status \(status)")
+            if let connection = received?.connection { HandoverSocket.report(status: status, on: connection) }
             throw ExitCode(status)
         }
     }

@@ -41,6 +41,9 @@ actor AgentConnector {
         var worker = false
         /// Puts the command line in the task summary (it may hold secrets, so off by default).
         var publishCommand = false
+        /// The tmux session the connector runs in (`--tmux`), said in its state events with
+        /// this host's name, so the agent's detail shows where its terminal is.
+        var tmuxSession: String?
     }
 
     /// An open agent session: its id and the clients that carry its token.
@@ -119,7 +122,12 @@ actor AgentConnector {
                 await self.commandLoop()
                 return nil
             }
-            group.addTask { await self.child.exit.value }
+            group.addTask {
+                let status = await self.child.exit.value
+                // Its last lines are often still unread when it exits.
+                await self.child.outputEnded(within: .seconds(2))
+                return status
+            }
             var code: Int32 = 0
             for await result in group {
                 if let result {
@@ -236,6 +244,10 @@ actor AgentConnector {
         event.taskSummary = self.taskSummary
         var attributes = attributes
         if self.options.worker { attributes["worker"] = true }
+        if let session = self.options.tmuxSession {
+            attributes["tmuxSession"] = .string(session)
+            attributes["host"] = .string(ProcessInfo.processInfo.hostName)
+        }
         if !attributes.isEmpty { event.attrs = attributes }
         return event
     }
@@ -530,6 +542,9 @@ actor AgentConnector {
 
     /// A line on stderr (stdout may be the child's log in a pipeline).
     nonisolated static func say(_ line: String) {
-        FileHandle.standardError.write(Data(("agent: " + line + "\n").utf8))
+        // A terminal in raw mode (the command's, under --terminal) returns no carriage itself.
+        let text = "agent: " + line + "\n"
+        let raw = ChildTerminal.isRaw.load(ordering: .relaxed)
+        FileHandle.standardError.write(Data((raw ? text.replacingOccurrences(of: "\n", with: "\r\n") : text).utf8))
     }
 }

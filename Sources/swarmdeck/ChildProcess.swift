@@ -40,11 +40,19 @@ final class ChildProcess: Sendable {
         }
     }
 
-    /// `NAME=value` entries of this process's environment, less the hidden names, every
+    /// `NAME=value` entries of this process's environment (or of `base`), less the hidden names, every
     /// `SWARMDECK_*` variable (the local stack's env file puts an operator token, the ingest key
     /// and database URLs there) and any value holding a secret.
-    static func environment(hiding: Set<String>, secrets: [String]) -> [String] {
-        ProcessInfo.processInfo.environment.compactMap { name, value in
+    static func environment(hiding: Set<String>, secrets: [String], from base: [String]? = nil) -> [String] {
+        let variables =
+            base.map { entries in
+                Dictionary(
+                    entries.compactMap { entry in entry.firstIndex(of: "=").map { (String(entry[..<$0]), String(entry[entry.index(after: $0)...])) } }
+                ) {
+                    $1
+                }
+            } ?? ProcessInfo.processInfo.environment
+        return variables.compactMap { name, value in
             guard !hiding.contains(name), !name.hasPrefix("SWARMDECK_"), !secrets.contains(where: { !$0.isEmpty && value.contains($0) }) else {
                 return nil
             }
@@ -78,6 +86,8 @@ final class ChildProcess: Sendable {
     private let acceptsLines: Bool
     /// The pseudo-terminal it runs on, if any.
     private let terminal: ChildTerminal?
+    /// Set once its output has been read to the end.
+    private let outputDone = OutputDone()
 
     /// Starts `arguments[0]` (looked up in `PATH`) with the rest as its arguments; with
     /// `acceptsInput`, its standard input is a pipe fed by a queue of at most `inputLimit`
@@ -90,6 +100,7 @@ final class ChildProcess: Sendable {
         _ arguments: [String],
         acceptsInput: Bool = false,
         inputLimit: Int = 1 << 20,
+        environment base: [String]? = nil,
         hiding: Set<String> = [],
         secrets: [String] = [],
         adding: [String] = [],
@@ -106,7 +117,7 @@ final class ChildProcess: Sendable {
         var wrapper = [setpriv, "--pdeathsig", "KILL"]
         if let user { wrapper += ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups"] }
         let argv = wrapper + ["--", executable] + arguments.dropFirst()
-        let environment = Self.environment(hiding: hiding, secrets: secrets) + adding
+        let environment = Self.environment(hiding: hiding, secrets: secrets, from: base) + adding
 
         if terminal {
             try self.init(terminal: argv, environment: environment, acceptsLines: acceptsInput, inputLimit: inputLimit)
@@ -153,7 +164,11 @@ final class ChildProcess: Sendable {
                 readers.leave()
             }
         }
-        readers.notify(queue: .global()) { continuation.finish() }
+        let outputDone = self.outputDone
+        readers.notify(queue: .global()) {
+            outputDone.value.withLock { $0 = true }
+            continuation.finish()
+        }
         let input = self.input
         self.exit = Task.detached {
             var code: Int32 = 0
@@ -182,17 +197,19 @@ final class ChildProcess: Sendable {
         self.pid = pid
         self.acceptsLines = acceptsLines
         self.terminal = terminal
-        let input = InputQueue(fd: dup(master), limit: inputLimit)
+        let input = InputQueue(fd: fcntl(master, F_DUPFD_CLOEXEC, 0), limit: inputLimit)
         self.input = input
         terminal.forwardKeystrokes(to: input)
         let dropped = self.dropped
         let (lines, continuation) = AsyncStream.makeStream(of: (String, Bool).self, bufferingPolicy: .bufferingNewest(10_000))
         self.lines = lines
+        let outputDone = self.outputDone
         Thread.detachNewThread {
             Self.readLines(master, copy: ChildTerminal.writeToStandardOutput) { line in
                 if case .dropped = continuation.yield((TerminalText.plain(line), false)) { dropped.count.withLock { $0 += 1 } }
             }
             terminal.close()
+            outputDone.value.withLock { $0 = true }
             continuation.finish()
         }
         self.exit = Task.detached {
@@ -224,7 +241,7 @@ final class ChildProcess: Sendable {
             // the command has been reaped.
             var status: Int32 = 0
             while waitpid(child, &status, 0) == -1 && errno == EINTR {}
-            exited.yield((status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
+            exited.yield(Spawn.exitCode(status))
             exited.finish()
         }
         ready.wait()
@@ -271,6 +288,9 @@ final class ChildProcess: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         files(&actions)
+        // Nothing but what `files` arranged: a socket or epoll descriptor some library opened
+        // without close-on-exec would otherwise reach the command.
+        _ = swarmdeck_spawn_close_from(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -316,10 +336,21 @@ final class ChildProcess: Sendable {
         }
     }
 
-    /// Sends `signal` to the process group.
+    /// Sends `signal` to the process group, and on a terminal to its foreground group too (a
+    /// shell's job runs in a group of its own).
     @discardableResult
     func signal(_ signal: Int32) -> Bool {
-        kill(-self.pid, signal) == 0
+        if let foreground = self.terminal?.foregroundGroup(), foreground != self.pid { kill(-foreground, signal) }
+        return kill(-self.pid, signal) == 0
+    }
+
+    /// Waits until the command's output has been read to its end (its last lines after it
+    /// exited), at most `timeout` (a process it left behind may hold its output open).
+    func outputEnded(within timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        while !self.outputDone.value.withLock({ $0 }) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     /// Reads `fd` to its end (or, for a terminal, until it fails: EIO once the command's side
@@ -349,6 +380,10 @@ final class ChildProcess: Sendable {
 
 private final class DropCounter: Sendable {
     let count = Mutex(0)
+}
+
+private final class OutputDone: Sendable {
+    let value = Mutex(false)
 }
 
 struct ChildProcessError: Error, CustomStringConvertible {

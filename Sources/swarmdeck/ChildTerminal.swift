@@ -14,8 +14,14 @@ final class ChildTerminal: Sendable {
     let master: Int32
     let slavePath: String
     private let saved = Mutex<termios?>(nil)
-    /// Set once the command has ended: window sizes are no longer passed on.
+    /// Set once the command's side is done with: its window size is no longer passed on.
     private let ended = Mutex(false)
+    /// The SIGWINCH source, kept for as long as the terminal lives.
+    private let resizes = Mutex<SignalSource?>(nil)
+
+    /// Whether the connector's own terminal is in raw mode (its messages then end lines with
+    /// CR LF themselves).
+    static let isRaw = Atomic(false)
 
     private init(master: Int32, slavePath: String) {
         self.master = master
@@ -34,19 +40,20 @@ final class ChildTerminal: Sendable {
         return ChildTerminal(master: master, slavePath: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
-    /// When the connector's standard input is a terminal: puts it in raw mode (keys reach the
-    /// command as typed, Ctrl-C included, and the command's terminal echoes them), passes what
-    /// is typed to `input`, and follows its window size.
+    /// When the connector's standard input is its terminal and it runs in the foreground there:
+    /// puts it in raw mode (keys reach the command as typed, Ctrl-C included; what the command
+    /// writes reaches the terminal unchanged), passes what is typed to `input`, and follows the
+    /// window size.
     func forwardKeystrokes(to input: InputQueue) {
-        guard isatty(0) == 1 else { return }
+        // A connector in the background (`… &` in a shell) would be stopped by touching it.
+        guard isatty(0) == 1, tcgetpgrp(0) == getpgrp() else { return }
         var current = termios()
         guard tcgetattr(0, &current) == 0 else { return }
         self.saved.withLock { $0 = current }
         var raw = current
         cfmakeraw(&raw)
-        // Output stays cooked: the connector's own messages still start their lines.
-        raw.c_oflag |= tcflag_t(OPOST | ONLCR)
-        tcsetattr(0, TCSANOW, &raw)
+        guard tcsetattr(0, TCSANOW, &raw) == 0 else { return }
+        Self.isRaw.store(true, ordering: .relaxed)
         signal(SIGWINCH, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
         source.setEventHandler { [self] in
@@ -55,6 +62,7 @@ final class ChildTerminal: Sendable {
             }
         }
         source.resume()
+        self.resizes.withLock { $0 = SignalSource(source) }
         Thread.detachNewThread {
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
@@ -67,14 +75,30 @@ final class ChildTerminal: Sendable {
         }
     }
 
+    /// The terminal's foreground process group (a shell's job), while it is open.
+    func foregroundGroup() -> pid_t? {
+        self.ended.withLock { ended in
+            guard !ended else { return nil }
+            let group = tcgetpgrp(self.master)
+            return group > 0 ? group : nil
+        }
+    }
+
     /// Gives the connector's terminal back its settings.
     func restore() {
-        self.ended.withLock { $0 = true }
-        if var saved = self.saved.withLock({ $0 }) { tcsetattr(0, TCSANOW, &saved) }
+        self.resizes.withLock { box in
+            box?.source.cancel()
+            box = nil
+        }
+        if var saved = self.saved.withLock({ $0 }) {
+            tcsetattr(0, TCSANOW, &saved)
+            Self.isRaw.store(false, ordering: .relaxed)
+        }
     }
 
     func close() {
         self.ended.withLock { ended in
+            guard !ended else { return }
             ended = true
             Glibc.close(self.master)
         }
@@ -89,5 +113,11 @@ final class ChildTerminal: Sendable {
             guard written > 0 else { return }
             offset += written
         }
+    }
+
+    /// A dispatch source, held where only `Sendable` values go (it is thread-safe).
+    final class SignalSource: @unchecked Sendable {
+        let source: any DispatchSourceSignal
+        init(_ source: any DispatchSourceSignal) { self.source = source }
     }
 }

@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import Testing
 
@@ -16,22 +17,43 @@ struct FleetIndexTests {
         index.load(heads: ["t": 10], agents: ["t": [loaded]])
 
         // At or below the snapshot's head: already counted.
-        index.apply(tenant: "t", seq: 9, swarmID: "s1", agentID: "a1", isError: true, committedAt: now, state: ("error", nil, false))
+        index.apply(tenant: "t", seq: 9, swarmID: "s1", agentID: "a1", isError: true, committedAt: now, state: ("error", nil, nil))
         #expect(index.agent(tenant: "t", id: "a1")?.minutes.lastHour(now: now).events == 10)
         #expect(index.agent(tenant: "t", id: "a1")?.state == "running")
 
         // 12 (paused) overtakes 11 (running): both count, paused stays.
-        index.apply(tenant: "t", seq: 12, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: ("paused", nil, false))
-        index.apply(tenant: "t", seq: 11, swarmID: "s1", agentID: "a1", isError: true, committedAt: now, state: ("running", "old", false))
+        index.apply(tenant: "t", seq: 12, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: ("paused", nil, nil))
+        index.apply(tenant: "t", seq: 11, swarmID: "s1", agentID: "a1", isError: true, committedAt: now, state: ("running", "old", nil))
         let agent = index.agent(tenant: "t", id: "a1")
         #expect(agent?.minutes.lastHour(now: now).events == 12)
         #expect(agent?.minutes.lastHour(now: now).errors == 2)
         #expect(agent?.state == "paused" && agent?.stateSeq == 12)
 
         // Another tenant's events never touch this one.
-        index.apply(tenant: "u", seq: 1, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: ("terminated", nil, false))
+        index.apply(tenant: "u", seq: 1, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: ("terminated", nil, nil))
         #expect(index.agent(tenant: "t", id: "a1")?.state == "paused")
         #expect(index.agents(tenant: "u").count == 1)
+    }
+
+    @Test("the tmux session a state event names is the agent's terminal until a state event names none; names that are not short strings are none")
+    func terminal() throws {
+        let index = FleetIndex()
+        let now = Date()
+        let attrs = try #require(
+            EventFrame.state(in: Array(#"{"state":"running","attrs":{"worker":true,"tmuxSession":"demo-1","host":"build-1"}}"#.utf8))
+        )
+        #expect(attrs.attrs == EventFrame.State.Attributes(worker: true, tmuxSession: "demo-1", host: "build-1"))
+        index.apply(tenant: "t", seq: 1, swarmID: "s", agentID: "a", isError: false, committedAt: now, state: ("running", nil, attrs.attrs))
+        #expect(index.agent(tenant: "t", id: "a")?.tmuxSession == "demo-1" && index.agent(tenant: "t", id: "a")?.host == "build-1")
+        #expect(index.agent(tenant: "t", id: "a")?.acceptsRequests == true)
+        index.apply(tenant: "t", seq: 2, swarmID: "s", agentID: "a", isError: false, committedAt: now, state: ("running", nil, nil))
+        #expect(index.agent(tenant: "t", id: "a")?.tmuxSession == nil && index.agent(tenant: "t", id: "a")?.acceptsRequests == false)
+
+        let odd = try #require(EventFrame.state(in: Array(#"{"state":"running","attrs":{"worker":"yes","tmuxSession":7,"host":""}}"#.utf8)))
+        #expect(odd.attrs == EventFrame.State.Attributes())
+        let long = String(repeating: "x", count: 65)
+        let tooLong = try #require(EventFrame.state(in: Array(#"{"state":"running","attrs":{"tmuxSession":"\#(long)"}}"#.utf8)))
+        #expect(tooLong.attrs?.tmuxSession == nil)
     }
 
     @Test("minute counts cover the last hour only")
@@ -81,7 +103,7 @@ struct FleetIndexTests {
     func taskSummaryBound() {
         let index = FleetIndex()
         let long = String(repeating: "x", count: 10_000)
-        index.apply(tenant: "t", seq: 1, swarmID: "s", agentID: "a", isError: false, committedAt: Date(), state: ("running", long, false))
+        index.apply(tenant: "t", seq: 1, swarmID: "s", agentID: "a", isError: false, committedAt: Date(), state: ("running", long, nil))
         let summary = index.agent(tenant: "t", id: "a")?.taskSummary
         #expect(summary?.count == FleetIndex.maxTaskSummary && summary?.hasSuffix("…") == true)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SwarmdeckTools
 import TestSupport
 
 /// A real sshd of the test's own on a free loopback port (Debian's openssh-server), with a host
@@ -71,7 +72,8 @@ final class TestSSHD: @unchecked Sendable {
             let pid = try Spawn.start(
                 "/usr/sbin/sshd",
                 ["-D", "-e", "-f", file.path],
-                output: self.directory.appendingPathComponent("sshd.log").path
+                output: "/dev/null",
+                errors: self.directory.appendingPathComponent("sshd.log").path
             )
             do {
                 try waitForPort(self.port, timeout: 5)

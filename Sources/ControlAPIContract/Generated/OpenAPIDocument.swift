@@ -645,8 +645,19 @@ components:
         errorRate: { type: number, description: errorsLastHour / eventsLastHour (0 without events). }
         lastCommand: { $ref: '#/components/schemas/CommandStatus' }
         acceptsRequests: { type: boolean, description: True for a worker. }
+        terminal: { $ref: '#/components/schemas/AgentTerminal' }
         health: { $ref: '#/components/schemas/AgentHealth' }
         webUrl: { type: string }
+    AgentTerminal:
+      type: object
+      description: >-
+        Where the agent's terminal is, when its connector runs in tmux (`swarmdeck agent run --tmux`):
+        the tmux session and the host's name, as its last state event said. terminal-broker lists that
+        session with this agent's `agentId` (GET /v1/terminal/sessions).
+      required: [tmuxSession]
+      properties:
+        tmuxSession: { type: string }
+        host: { type: string }
     Worker:
       type: object
       required: [id, swarmId, status, updatedAt, lastSeenAt, webUrl]

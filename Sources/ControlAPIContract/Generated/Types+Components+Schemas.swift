@@ -531,6 +531,8 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Agent/acceptsRequests`.
             public var acceptsRequests: Swift.Bool?
+            /// - Remark: Generated from `#/components/schemas/Agent/terminal`.
+            public var terminal: Components.Schemas.AgentTerminal?
             /// - Remark: Generated from `#/components/schemas/Agent/health`.
             public var health: Components.Schemas.AgentHealth?
             /// - Remark: Generated from `#/components/schemas/Agent/webUrl`.
@@ -549,6 +551,7 @@ extension Components {
             ///   - errorRate: errorsLastHour / eventsLastHour (0 without events).
             ///   - lastCommand:
             ///   - acceptsRequests: True for a worker.
+            ///   - terminal:
             ///   - health:
             ///   - webUrl:
             public init(
@@ -563,6 +566,7 @@ extension Components {
                 errorRate: Swift.Double,
                 lastCommand: Components.Schemas.CommandStatus? = nil,
                 acceptsRequests: Swift.Bool? = nil,
+                terminal: Components.Schemas.AgentTerminal? = nil,
                 health: Components.Schemas.AgentHealth? = nil,
                 webUrl: Swift.String
             ) {
@@ -577,6 +581,7 @@ extension Components {
                 self.errorRate = errorRate
                 self.lastCommand = lastCommand
                 self.acceptsRequests = acceptsRequests
+                self.terminal = terminal
                 self.health = health
                 self.webUrl = webUrl
             }
@@ -592,8 +597,34 @@ extension Components {
                 case errorRate
                 case lastCommand
                 case acceptsRequests
+                case terminal
                 case health
                 case webUrl
+            }
+        }
+        /// Where the agent's terminal is, when its connector runs in tmux (`swarmdeck agent run --tmux`): the tmux session and the host's name, as its last state event said. terminal-broker lists that session with this agent's `agentId` (GET /v1/terminal/sessions).
+        ///
+        /// - Remark: Generated from `#/components/schemas/AgentTerminal`.
+        public struct AgentTerminal: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/AgentTerminal/tmuxSession`.
+            public var tmuxSession: Swift.String
+            /// - Remark: Generated from `#/components/schemas/AgentTerminal/host`.
+            public var host: Swift.String?
+            /// Creates a new `AgentTerminal`.
+            ///
+            /// - Parameters:
+            ///   - tmuxSession:
+            ///   - host:
+            public init(
+                tmuxSession: Swift.String,
+                host: Swift.String? = nil
+            ) {
+                self.tmuxSession = tmuxSession
+                self.host = host
+            }
+            public enum CodingKeys: String, CodingKey {
+                case tmuxSession
+                case host
             }
         }
         /// - Remark: Generated from `#/components/schemas/Worker`.

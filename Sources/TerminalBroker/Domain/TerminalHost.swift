@@ -41,11 +41,7 @@ struct HostRegistration: Sendable {
         return self
     }
 
-    /// Letters, digits, `.`, `_` and `-`: nothing a shell or tmux would read specially.
-    static func isNameByte(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2E || byte == 0x5F
-            || byte == 0x2D
-    }
+    static func isNameByte(_ byte: UInt8) -> Bool { TmuxNames.isNameByte(byte) }
 
     private static func check(_ text: String, _ field: String, max: Int, _ allowed: (UInt8) -> Bool) throws(APIError) {
         guard (1...max).contains(text.utf8.count), text.utf8.allSatisfy(allowed) else {

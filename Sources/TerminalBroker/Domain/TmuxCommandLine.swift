@@ -16,15 +16,10 @@ enum TmuxCommandLine {
         return "LC_ALL=C.UTF-8 " + (words + arguments).map(Self.shellQuote).joined(separator: " ")
     }
 
-    /// The session options through which a session says which agent runs in it (the connector
-    /// run with `--tmux` sets them; docs/terminal-broker.md).
-    static let agentOption = "@swarmdeck-agent"
-    static let swarmOption = "@swarmdeck-swarm"
-
     /// The fields `list-sessions` prints, tab-separated.
     static let sessionFormat =
         "#{session_name}\t#{session_created}\t#{session_activity}\t#{session_attached}\t#{window_width}\t#{window_height}"
-        + "\t#{\(agentOption)}\t#{\(swarmOption)}"
+        + "\t#{\(TmuxNames.agentOption)}\t#{\(TmuxNames.swarmOption)}"
 
     static func listSessions(socket: String?) -> String {
         Self.tmux(socket: socket, ["list-sessions", "-F", Self.sessionFormat])
