@@ -49,9 +49,16 @@ struct FanoutHarness {
         try await self.live.token(tenant: tenant, subject: subject, scopes: scopes)
     }
 
-    /// Posts one ACP message (its exact bytes) to `thread`.
+    /// Posts one ACP message (its exact bytes) to `thread`, again after a 503 or 429 as a client
+    /// does (a loaded test Postgres can keep ingest's commit past its deadline; a message already
+    /// stored comes back as a duplicate, 200).
     func postACP(_ ingest: some TestClientProtocol, key: String, thread: String, body: String, msgID: String) async throws {
-        #expect(try await self.live.postACP(ingest, key: key, thread: thread, body: body, msgID: msgID) == .ok)
+        var status = try await self.live.postACP(ingest, key: key, thread: thread, body: body, msgID: msgID)
+        for _ in 0..<5 where [.serviceUnavailable, .tooManyRequests].contains(status) {
+            try await Task.sleep(for: .seconds(1))
+            status = try await self.live.postACP(ingest, key: key, thread: thread, body: body, msgID: msgID)
+        }
+        #expect(status == .ok)
     }
 
     /// An ingest key for `tenant`, through ingest's admin API.
