@@ -265,6 +265,13 @@ struct TerminalBench: AsyncParsableCommand {
 
     enum Verdict { case more, stop }
 
+    /// The WebSocket client's logger: errors only.
+    private static let quiet: Logger = {
+        var logger = Logger(label: "terminal-bench")
+        logger.logLevel = .error
+        return logger
+    }()
+
     private func url(_ id: String, token: String, input: Bool) -> String {
         let base = self.stack.url.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(of: "https://", with: "wss://")
         return base + "/v1/terminal/sessions/\(id)/attach?protocol=1&access_token=\(token)" + (input ? "&input=true" : "")
@@ -273,10 +280,11 @@ struct TerminalBench: AsyncParsableCommand {
     /// A viewer: each frame to `onFrame` until it says stop (then the bench closes) or the
     /// server closes.
     private func watch(_ id: String, token: String, onFrame: @escaping @Sendable (TerminalFrame) -> Verdict) async throws {
-        var logger = Logger(label: "terminal-bench")
-        logger.logLevel = .error
-        try await WebSocketClient.connect(url: self.url(id, token: token, input: false), configuration: .init(maxFrameSize: 1 << 24), logger: logger)
-        {
+        try await WebSocketClient.connect(
+            url: self.url(id, token: token, input: false),
+            configuration: .init(maxFrameSize: 1 << 24),
+            logger: Self.quiet
+        ) {
             inbound,
             outbound,
             _ in
@@ -299,10 +307,11 @@ struct TerminalBench: AsyncParsableCommand {
                 _ send: @Sendable (String) async throws -> Void, _ next: (@Sendable (TerminalFrame) -> Bool) async throws -> TerminalFrame
             ) async throws -> Void
     ) async throws {
-        var logger = Logger(label: "terminal-bench")
-        logger.logLevel = .error
-        try await WebSocketClient.connect(url: self.url(id, token: token, input: input), configuration: .init(maxFrameSize: 1 << 24), logger: logger)
-        {
+        try await WebSocketClient.connect(
+            url: self.url(id, token: token, input: input),
+            configuration: .init(maxFrameSize: 1 << 24),
+            logger: Self.quiet
+        ) {
             inbound,
             outbound,
             _ in

@@ -55,10 +55,7 @@ extension TerminalHandler: APIProtocol {
     }
 
     func removeTerminalHost(_ input: Operations.RemoveTerminalHost.Input) async throws -> Operations.RemoveTerminalHost.Output {
-        let person = try Caller.person()
-        let hostID = input.path.hostId
-        guard try await self.store.remove(hostID, tenant: person.tenant, actor: person.subject) else { throw HostStore.noHost }
-        await self.pool.forget(hostID: hostID, tenant: person.tenant)
+        try await self.changeHost(input.path.hostId) { try await self.store.remove($0, tenant: $1.tenant, actor: $1.subject) }
         return .noContent(.init())
     }
 
@@ -70,10 +67,7 @@ extension TerminalHandler: APIProtocol {
     }
 
     func resetTerminalHostTrust(_ input: Operations.ResetTerminalHostTrust.Input) async throws -> Operations.ResetTerminalHostTrust.Output {
-        let person = try Caller.person()
-        let hostID = input.path.hostId
-        guard try await self.store.resetTrust(hostID, tenant: person.tenant, actor: person.subject) else { throw HostStore.noHost }
-        await self.pool.forget(hostID: hostID, tenant: person.tenant)
+        try await self.changeHost(input.path.hostId) { try await self.store.resetTrust($0, tenant: $1.tenant, actor: $1.subject) }
         return .noContent(.init())
     }
 
@@ -126,6 +120,14 @@ extension TerminalHandler: APIProtocol {
 }
 
 extension TerminalHandler {
+    /// Applies `change` (a removal, a trust reset) to the caller's host `hostID`, then drops the
+    /// host's connection so the next use sees the change; `NotFound` when `change` found no host.
+    private func changeHost(_ hostID: String, _ change: (String, AccessIdentity) async throws -> Bool) async throws {
+        let person = try Caller.person()
+        guard try await change(hostID, person) else { throw HostStore.noHost }
+        await self.pool.forget(hostID: hostID, tenant: person.tenant)
+    }
+
     /// Every host's sessions, listed in parallel; a host that fails is reported with its error
     /// and the others are listed all the same.
     func listSessions(tenant: String) async throws -> Components.Schemas.SessionList {
