@@ -16,7 +16,7 @@ public enum ApprovalsService: SwarmdeckService {
     public static let natsSendAsap = true
 
     /// The store, the outbox and its relay, the expiry sweep, the termination and ACP
-    /// permission watchers, and the operations of openapi/approvals.yaml.
+    /// permission watchers, the services' gate requests, and the operations of openapi/approvals.yaml.
     public static func assemble(_ assembly: ServiceAssembly<ApprovalsSettings>) async throws -> ServiceParts {
         let settings = assembly.settings
         let logger = assembly.logger
@@ -46,6 +46,15 @@ public enum ApprovalsService: SwarmdeckService {
             opens: opens,
             logger: logger
         )
+        let serviceGates = ServiceGateIntake(
+            store: store,
+            outbox: outbox,
+            connection: assembly.nats,
+            subjects: assembly.subjects,
+            settings: settings,
+            opens: opens,
+            logger: logger
+        )
         let handler = ApprovalsHandler(
             settings: settings,
             store: store,
@@ -61,6 +70,9 @@ public enum ApprovalsService: SwarmdeckService {
             authentication: OperationAuthenticationMiddleware(credentials: ApprovalsHandler.credentials, verifier: assembly.verifier)
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
-        return ServiceParts(services: [outbox, expiry, terminations, permissions], beforeServerStarts: [{ try await outbox.prepare() }])
+        return ServiceParts(
+            services: [outbox, expiry, terminations, permissions, serviceGates],
+            beforeServerStarts: [{ try await outbox.prepare() }]
+        )
     }
 }

@@ -32,6 +32,18 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case unsupportedMediaType = "UnsupportedMediaType"
     /// A dependency (Postgres, NATS) is unavailable; retry after the advertised delay.
     case serviceUnavailable = "ServiceUnavailable"
+    // Seed 001's error table (pipeline-runner's AI provider)
+    /// No provider API key is configured ("API key not set").
+    case providerKeyMissing = "ProviderKeyMissing"
+    /// The provider kept answering 429 ("Rate limit reached. Please wait.").
+    case providerRateLimited = "ProviderRateLimited"
+    /// The provider kept failing (5xx, 529 overloaded) or refused the request ("Server error").
+    case providerError = "ProviderError"
+    /// The provider could not be reached ("Network error").
+    case providerUnreachable = "ProviderUnreachable"
+    /// The planner answered in prose, not a stage list: no pipeline was made (the raw text is in
+    /// the details).
+    case noPipeline = "NoPipeline"
 
     /// The class the phone uses to pick an action (seed 004).
     public var errorClass: ErrorClass {
@@ -40,10 +52,12 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
         case .permissionDenied: .forbidden
         case .conflict, .sshHostKeyMismatch: .conflict
         case .invalidRequest, .notFound, .payloadTooLarge, .unsupportedMediaType, .protocolMismatch,
-            .tmuxSessionNotFound:
+            .tmuxSessionNotFound, .noPipeline:
             .invalid
-        case .networkUnavailable, .rateLimited, .serviceUnavailable, .sshHostUnreachable: .network
-        case .serverError, .terminalInitFailed: .unknown
+        case .networkUnavailable, .rateLimited, .serviceUnavailable, .sshHostUnreachable, .providerRateLimited, .providerError,
+            .providerUnreachable:
+            .network
+        case .serverError, .terminalInitFailed, .providerKeyMissing: .unknown
         }
     }
 
@@ -59,7 +73,10 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
         case .invalidRequest, .protocolMismatch: 400
         case .rateLimited: 429
         case .serviceUnavailable, .networkUnavailable: 503
-        case .sshAuthFailed, .sshHostUnreachable, .terminalInitFailed: 502
+        case .sshAuthFailed, .sshHostUnreachable, .terminalInitFailed, .providerError, .providerUnreachable: 502
+        case .providerRateLimited: 429
+        case .providerKeyMissing: 503
+        case .noPipeline: 422
         case .serverError: 500
         }
     }

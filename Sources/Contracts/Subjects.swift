@@ -120,6 +120,12 @@ public struct Subjects: Sendable, Hashable {
         "\(self.prefix).ctl.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(swarm)).\(SubjectToken.encode(agent))"
     }
 
+    /// The control commands of every agent of swarm `swarm`, in every tenant (the filter of
+    /// a service that is those agents, as pipeline-runner is the swarm of pipelines).
+    public func controlCommands(swarm: String) -> String {
+        "\(self.prefix).ctl.*.\(SubjectToken.encode(swarm)).*"
+    }
+
     /// The subjects the control JetStream stream captures.
     public var allControlCommands: String {
         "\(self.prefix).ctl.>"
@@ -154,6 +160,19 @@ public struct Subjects: Sendable, Hashable {
         "\(self.prefix).svc.events"
     }
 
+    /// The subject a service that is an agent (pipeline-runner) reports the outcome of a
+    /// control command on (request/reply; control-api's replicas share it as a queue group and
+    /// record it as an agent's acknowledgement).
+    public var serviceControlAcks: String {
+        "\(self.prefix).svc.ctl.acks"
+    }
+
+    /// The subject a service asks approvals to open a gate on (request/reply, queue group
+    /// `approvals`; outside `gates.>`, which the gates stream captures).
+    public var serviceGateRequests: String {
+        "\(self.prefix).svc.gates.open"
+    }
+
     // MARK: Approval gates
 
     /// The subject an approval gate opening of `tenant` is published on, for the notifier.
@@ -169,6 +188,14 @@ public struct Subjects: Sendable, Hashable {
     /// The JetStream stream that holds gate openings until the notifier has taken them.
     public var gateStreamName: String {
         "SD_GATES_" + self.prefix.replacingAll(".", with: "_").uppercased()
+    }
+
+    // MARK: Pipelines
+
+    /// The subject pipeline-runner's replicas hear that a pipeline was paused, resumed or
+    /// terminated on (the replica running it acts at once).
+    public var pipelineChanged: String {
+        "\(self.prefix).pipelines.changed"
     }
 
     // MARK: Health

@@ -16,7 +16,7 @@ public enum ControlAPIService: SwarmdeckService {
     public static let natsSendAsap = true
 
     /// The token signer, the fleet index and its feed, the command bus (its stream prepared
-    /// before the server starts) and dispatcher, and the operations of openapi/control-api.yaml.
+    /// before the server starts) and dispatcher, the services' acknowledgements, and the operations of openapi/control-api.yaml.
     public static func assemble(_ assembly: ServiceAssembly<ControlSettings>) async throws -> ServiceParts {
         let settings = assembly.settings
         let logger = assembly.logger
@@ -88,7 +88,7 @@ public enum ControlAPIService: SwarmdeckService {
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
         return ServiceParts(
-            services: [feed, dispatcher],
+            services: [feed, dispatcher, ServiceAckIntake(store: store, connection: assembly.nats, subjects: assembly.subjects, logger: logger)],
             readiness: [ReadinessCheck(name: "fleet") { feed.isLoaded }],
             beforeServerStarts: [{ try await bus.prepare() }, { try await revocations.prepare() }]
         )

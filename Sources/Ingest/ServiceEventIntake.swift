@@ -30,8 +30,9 @@ struct ServiceEventIntake: Service {
     /// Events in one batch; a larger batch is refused whole.
     static let maxBatchEvents = 100
     /// The kinds a service may originate (ACP: a message appended to a thread; metric: a swarm's
-    /// health metrics from health-monitor).
-    static let kinds: Set<BusEventKind> = [.approval, .incident, .acp, .metric]
+    /// health metrics from health-monitor; state, usage and log: a service that is an agent,
+    /// pipeline-runner's pipelines).
+    static let kinds: Set<BusEventKind> = [.approval, .incident, .acp, .metric, .state, .usage, .log]
 
     func run() async throws {
         let subscription = try self.connection.subscribe(
@@ -131,9 +132,19 @@ struct ServiceEventIntake: Service {
             }
             let tail = Array(event.frameTail)
             guard tail.count <= maxEventBytes, tail.first == UInt8(ascii: ","), tail.last == UInt8(ascii: "}"),
-                (try? JSONSerialization.jsonObject(with: Data(#"{"seq":0"#.utf8 + tail))) is [String: Any]
+                let frame = (try? JSONSerialization.jsonObject(with: Data(#"{"seq":0"#.utf8 + tail))) as? [String: Any]
             else {
                 throw APIError(.invalidRequest, "frame_tail must continue a JSON object (`,…}`) in at most \(maxEventBytes) bytes")
+            }
+            // The kinds agents post too are read by type (the fleet, the stream's filters); a
+            // log's message must be where readers find it (EventFrame.message).
+            if [.state, .usage, .log].contains(event.kind) {
+                guard frame["type"] as? String == event.kind.frameType else {
+                    throw APIError(.invalidRequest, "a \(event.kind.frameType) event's frame has type \(event.kind.frameType)")
+                }
+                if event.kind == .log, frame["message"] as? String == nil || frame.values.contains(where: { !($0 is String || $0 is NSNumber) }) {
+                    throw APIError(.invalidRequest, "a log event's frame has a message and only string or number fields")
+                }
             }
             return PreparedEvent(
                 msgID: event.msgID,

@@ -1,0 +1,75 @@
+import Contracts
+import ControlAPIContract
+import Foundation
+import Logging
+import ServiceKit
+import ServiceLifecycle
+
+/// Records the outcomes of commands sent to agents that are services (pipeline-runner's
+/// pipelines): a `ControlAck` arrives as a NATS request on ``Subjects/serviceControlAcks``
+/// (replicas share it as queue group `control-api`) and is recorded as an agent's
+/// acknowledgement is (once, with its audit entry). The service acknowledges the JetStream
+/// delivery itself, through its own consumer. Answered with an empty payload once recorded, or
+/// with the reason it was not. Only services hold credentials for the subject.
+struct ServiceAckIntake: Service {
+    let store: ControlStore
+    let connection: NATSConnection
+    let subjects: Subjects
+    let logger: Logger
+
+    func run() async throws {
+        let subscription = try self.connection.subscribe(
+            to: self.subjects.serviceControlAcks,
+            queue: "control-api",
+            buffering: .dropNewest(maxMessages: 1_000)
+        )
+        await withTaskCancellationOrGracefulShutdownHandler {
+            for await message in subscription {
+                guard let reply = message.reply else { continue }
+                let answer = await self.record(message.payload)
+                try? self.connection.publish(Array(answer.utf8), to: reply)
+            }
+        } onCancelOrGracefulShutdown: {
+            subscription.drain()
+        }
+    }
+
+    /// Records the acknowledgement in `payload`; returns "" or why it was not recorded.
+    private func record(_ payload: [UInt8]) async -> String {
+        guard let ack = try? BusControlAck(serializedBytes: payload) else { return "not a ControlAck" }
+        guard EntityID.problem(ack.tenantID, field: "tenant") == nil, EntityID.problem(ack.commandID, field: "commandId") == nil,
+            let outcome = Components.Schemas.CommandAck.OutcomePayload(ack.outcome), (1...64).contains(ack.state.utf8.count),
+            ack.message.utf8.count <= 1000
+        else { return "an invalid ControlAck" }
+        do {
+            guard let target = try await self.store.commandTarget(tenant: ack.tenantID, commandID: ack.commandID), target.agent == ack.agentID else {
+                return "no command \(ack.commandID) for agent \(ack.agentID)"
+            }
+            let body = Components.Schemas.CommandAck(
+                commandId: ack.commandID,
+                ackToken: "",
+                outcome: outcome,
+                state: ack.state,
+                message: ack.message.isEmpty ? nil : ack.message
+            )
+            _ = try await self.store.acknowledge(tenant: ack.tenantID, ack: body)
+            return ""
+        } catch {
+            self.logger.warning("service acknowledgement not recorded", metadata: ["error": "\(String(reflecting: error))"])
+            return "not recorded; retry"
+        }
+    }
+}
+
+extension Components.Schemas.CommandAck.OutcomePayload {
+    init?(_ outcome: BusControlOutcome) {
+        switch outcome {
+        case .applied: self = .applied
+        case .noop: self = .noop
+        case .rejected: self = .rejected
+        case .failed: self = .failed
+        case .expired: self = .expired
+        default: return nil
+        }
+    }
+}
