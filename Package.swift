@@ -32,6 +32,7 @@ let nioHTTP2 = Target.Dependency.product(name: "NIOHTTP2", package: "swift-nio-h
 let nioSSH = Target.Dependency.product(name: "NIOSSH", package: "swift-nio-ssh")
 let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
+let nioFoundationCompat = Target.Dependency.product(name: "NIOFoundationCompat", package: "swift-nio")
 let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
 let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
 let nioWebSocket = Target.Dependency.product(name: "NIOWebSocket", package: "swift-nio")
@@ -73,6 +74,14 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
         ],
         []
     ),
+    (
+        "pipeline-runner", "PipelineRunner",
+        [
+            "Anthropic", "PipelineRunnerContract", asyncHTTPClient, metrics, nioCore, nioFoundationCompat, openAPIHummingbird, openAPIRuntime,
+            serviceLifecycle, swiftProtobuf,
+        ],
+        []
+    ),
 ]
 
 /// A service's library target and its executable target.
@@ -95,6 +104,7 @@ let package = Package(
         .executable(name: "swarmdeck", targets: ["swarmdeck"]),
         .executable(name: "swarmdeck-bench", targets: ["SwarmdeckBench"]),
         .executable(name: "apns-local", targets: ["APNsLocalMain"]),
+        .executable(name: "anthropic-local", targets: ["AnthropicLocalMain"]),
         .library(name: "Contracts", targets: ["Contracts"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
     ] + services.map { .executable(name: $0.product, targets: [$0.target + "Main"]) },
@@ -151,6 +161,28 @@ let package = Package(
             name: "APNsLocal",
             dependencies: ["ServiceKit", asn1, crypto, logging, nioCore, nioHPACK, nioHTTP2, nioPosix, nioSSL, x509],
             swiftSettings: swiftSettings
+        ),
+        // The Anthropic Messages API client (JSON and streaming, the official SDKs' retries) the
+        // pipeline-runner calls its provider with.
+        .target(
+            name: "Anthropic",
+            dependencies: [asyncHTTPClient, logging, nioCore, nioFoundationCompat, nioHTTP1],
+            swiftSettings: swiftSettings
+        ),
+        // A local provider that speaks the real Messages API (deterministic answers, faults on
+        // request), for the tests and the local stack.
+        .target(name: "AnthropicLocal", dependencies: [hummingbird, logging, nioCore, nioFoundationCompat], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "AnthropicLocalMain",
+            dependencies: ["AnthropicLocal", argumentParser, hummingbird, logging],
+            swiftSettings: swiftSettings
+        ),
+        // pipeline-runner's contract, generated from openapi/pipeline-runner.yaml.
+        .target(
+            name: "PipelineRunnerContract",
+            dependencies: [openAPIRuntime],
+            exclude: ["Generated/README.md"],
+            swiftSettings: generatedSwiftSettings
         ),
         .executableTarget(name: "APNsLocalMain", dependencies: ["APNsLocal", argumentParser, crypto, logging], swiftSettings: swiftSettings),
         // control-api's contract: the types, server protocol and client generated from
@@ -214,7 +246,7 @@ let package = Package(
             name: "swarmdeck",
             dependencies: [
                 "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor", "Ingest",
-                "Notifier", "OTLP", "ServiceKit", "TerminalBroker",
+                "Notifier", "OTLP", "PipelineRunner", "ServiceKit", "TerminalBroker",
                 "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, mcp, nioCore, nioPosix, nioSSL, openAPIAsyncHTTPClient,
                 openAPIRuntime,
             ],
@@ -291,6 +323,15 @@ let package = Package(
                 hummingbirdWSClient, logging,
                 nioCore,
                 nioPosix, nioSSH, postgresNIO,
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PipelineRunnerTests",
+            dependencies: [
+                "Anthropic", "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "Ingest", "PipelineRunner", "ServiceKit", "StreamFanout",
+                "StreamTestSupport", "SwarmdeckTools", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore,
+                postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

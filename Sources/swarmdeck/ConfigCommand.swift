@@ -4,6 +4,7 @@ import ControlAPI
 import HealthMonitor
 import Ingest
 import Notifier
+import PipelineRunner
 import ServiceKit
 import StreamFanout
 import TerminalBroker
@@ -19,7 +20,7 @@ struct ConfigCommand: ParsableCommand {
     /// Every service the project builds, in the order of `deploy/local/services`.
     static let services: [any SwarmdeckService.Type] = [
         IngestService.self, StreamFanoutService.self, ControlAPIService.self, ApprovalsService.self, HealthMonitorService.self, NotifierService.self,
-        TerminalBrokerService.self,
+        TerminalBrokerService.self, PipelineRunnerService.self,
     ]
 
     struct Keys: ParsableCommand {

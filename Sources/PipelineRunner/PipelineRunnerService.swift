@@ -1,0 +1,91 @@
+import Anthropic
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import OpenAPIHummingbird
+import PipelineRunnerContract
+public import ServiceKit
+import ServiceLifecycle
+
+/// pipeline-runner: seed 001's multi-stage LLM pipelines (planner → researcher → producer → QA
+/// reviewer), run server-side as agents the phone watches, gates and steers
+/// (`docs/pipeline-runner.md`). It owns the schema `pipeline`; stages call the Anthropic
+/// Messages API (or the local provider); gates go through approvals, events through ingest's
+/// service lane, and control-api's commands reach it on the control stream.
+public enum PipelineRunnerService: SwarmdeckService {
+    public typealias Settings = PipelineSettings
+
+    public static let name = "pipeline-runner"
+    public static let defaultPort = 8088
+    public static var migrations: [Migration] { PipelineMigrations.all }
+
+    public static func assemble(_ assembly: ServiceAssembly<PipelineSettings>) async throws -> ServiceParts {
+        let settings = assembly.settings
+        let logger = assembly.logger
+        let store = PipelineStore(client: assembly.postgres, logger: logger)
+        let provider = AnthropicClient(
+            baseURL: settings.anthropicBaseURL,
+            apiKey: settings.anthropicKey,
+            httpClient: HTTPClient.shared,
+            maxRetries: settings.anthropicMaxRetries,
+            timeout: .seconds(settings.anthropicTimeoutSeconds),
+            logger: logger
+        )
+        let events = PipelineEvents(
+            sender: ServiceEventSender(connection: assembly.nats, subjects: assembly.subjects),
+            swarm: settings.swarm,
+            logger: logger
+        )
+        let worker = PipelineWorker(
+            store: store,
+            provider: provider,
+            fetcher: ResearchFetcher(
+                policy: ResearchAddressPolicy(allowPrivate: settings.researchAllowPrivate),
+                timeout: .seconds(settings.researchTimeoutSeconds),
+                maxCharacters: settings.researchMaxCharacters,
+                logger: logger
+            ),
+            events: events,
+            gates: GateRequests(connection: assembly.nats, subjects: assembly.subjects),
+            exporter: settings.exportDirectory.map { ArtifactExporter(directory: URL(fileURLWithPath: $0)) },
+            settings: settings,
+            owner: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-" + randomHex(bytes: 4),
+            logger: logger
+        )
+        let scheduler = PipelineScheduler(
+            store: store,
+            worker: worker,
+            connection: assembly.nats,
+            subjects: assembly.subjects,
+            settings: settings,
+            logger: logger
+        )
+        let commands = PipelineCommands(
+            store: store,
+            events: events,
+            jetStream: JetStream(connection: assembly.nats),
+            connection: assembly.nats,
+            subjects: assembly.subjects,
+            swarm: settings.swarm,
+            logger: logger
+        )
+        let handler = PipelineHandler(
+            store: store,
+            provider: provider,
+            events: events,
+            settings: settings,
+            creates: KeyedTokenBuckets(perMinute: settings.createsPerMinute),
+            started: { scheduler.wakeUps.kick() }
+        )
+        if settings.anthropicKey == nil {
+            logger.warning("no provider API key (pipeline.anthropic.api-key-file): every pipeline fails with ProviderKeyMissing")
+        }
+        logger.info("provider", metadata: ["base-url": "\(settings.anthropicBaseURL)", "key": "\(settings.anthropicKey == nil ? "none" : "set")"])
+        try assembly.router.addOpenAPIOperations(
+            document: openAPIDocument,
+            trustedProxies: settings.trustedProxies,
+            authentication: OperationAuthenticationMiddleware(credentials: PipelineHandler.credentials, verifier: assembly.verifier)
+        ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
+        return ServiceParts(services: [scheduler, commands])
+    }
+}

@@ -1,0 +1,104 @@
+import Contracts
+import Foundation
+import Logging
+import ServiceKit
+import ServiceLifecycle
+import Synchronization
+
+/// Runs pipelines on this replica: claims runnable ones (leases in Postgres, so replicas never
+/// run one twice) up to ``PipelineSettings/maxRunning`` at once, renews their leases, and
+/// hears the replicas' change notices (a terminate cancels the call in flight here; a resume or
+/// a decision makes work to claim). Each claimed pipeline runs in a ``PipelineWorker`` task; a
+/// lease that could not be renewed cancels its task (another replica may hold it now).
+final class PipelineScheduler: Service, Sendable {
+    let store: PipelineStore
+    let worker: PipelineWorker
+    let connection: NATSConnection
+    let subjects: Subjects
+    let settings: PipelineSettings
+    let logger: Logger
+    let wakeUps = WakeUps(every: .seconds(1))
+    private let running = Mutex<[PipelineStore.Claim: Task<Void, Never>]>([:])
+
+    init(store: PipelineStore, worker: PipelineWorker, connection: NATSConnection, subjects: Subjects, settings: PipelineSettings, logger: Logger) {
+        self.store = store
+        self.worker = worker
+        self.connection = connection
+        self.subjects = subjects
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Pipelines running on this replica now.
+    var runningCount: Int { self.running.withLock { $0.count } }
+
+    func run() async throws {
+        let changes = try self.connection.subscribe(to: self.subjects.pipelineChanged, buffering: .dropNewest(maxMessages: 10_000))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await cancelWhenGracefulShutdown {
+                    for await message in changes {
+                        guard let change = try? JSONDecoder().decode(PipelineChange.self, from: Data(message.payload)) else { continue }
+                        if change.change == "terminate" { self.cancel(PipelineStore.Claim(tenant: change.tenant, id: change.pipelineId)) }
+                        self.wakeUps.kick()
+                    }
+                }
+                changes.unsubscribe()
+            }
+            group.addTask {
+                await repeatUntilShutdown(every: .seconds(max(1, self.settings.leaseSeconds / 3))) { await self.renew() }
+            }
+            group.addTask {
+                await self.wakeUps.run { await self.claim() }
+                // Shutting down: the calls in flight are cancelled; their stages run again elsewhere.
+                let tasks = self.running.withLock { Array($0.values) }
+                for task in tasks { task.cancel() }
+                for task in tasks { await task.value }
+            }
+            await group.waitForAll()
+        }
+    }
+
+    /// Claims what fits; true when it filled every slot (more may wait).
+    private func claim() async -> Bool {
+        let free = self.settings.maxRunning - self.runningCount
+        guard free > 0 else { return false }
+        let claims: [PipelineStore.Claim]
+        do {
+            claims = try await self.store.claim(owner: self.worker.owner, limit: free, leaseSeconds: self.settings.leaseSeconds)
+        } catch {
+            self.logger.warning("cannot claim pipelines", metadata: ["error": "\(String(reflecting: error))"])
+            return false
+        }
+        for claim in claims { self.start(claim) }
+        return claims.count == free
+    }
+
+    private func start(_ claim: PipelineStore.Claim) {
+        self.running.withLock { running in
+            guard running[claim] == nil else { return }
+            running[claim] = Task {
+                await self.worker.run(claim)
+                try? await self.store.release(owner: self.worker.owner, claim)
+                self.running.withLock { _ = $0.removeValue(forKey: claim) }
+                // Its slot is free, and it may be runnable again (a resume came meanwhile).
+                self.wakeUps.kick()
+            }
+        }
+    }
+
+    private func cancel(_ claim: PipelineStore.Claim) {
+        self.running.withLock { $0[claim] }?.cancel()
+    }
+
+    private func renew() async {
+        guard self.runningCount > 0 else { return }
+        do {
+            let held = try await self.store.renew(owner: self.worker.owner, leaseSeconds: self.settings.leaseSeconds)
+            let lost = self.running.withLock { running in running.filter { !held.contains($0.key) }.map(\.value) }
+            for task in lost { task.cancel() }
+        } catch {
+            self.logger.warning("cannot renew pipeline leases", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+}

@@ -1,0 +1,325 @@
+import Anthropic
+import Contracts
+import Foundation
+import Logging
+import ServiceKit
+
+/// Runs one pipeline this replica holds, a stage at a time, as seed 001's orchestrator does:
+/// the stage's context (task, previous work, its job), a researcher's fetches, one provider call
+/// (streamed: the output's growth goes on the stream at a bounded rate), cost from the price
+/// table, an artifact; then the gate (attended) or the next stage (unattended). It returns when
+/// the pipeline waits (a gate, a pause), ends, or the lease is gone; everything it did is in
+/// Postgres, so another runner can take over at any point (an interrupted stage runs again as a
+/// new attempt, and an attempt's artifact is stored once).
+struct PipelineWorker: Sendable {
+    let store: PipelineStore
+    let provider: AnthropicClient
+    let fetcher: ResearchFetcher
+    let events: PipelineEvents
+    let gates: GateRequests
+    let exporter: ArtifactExporter?
+    let settings: PipelineSettings
+    let owner: String
+    let logger: Logger
+
+    func run(_ claim: PipelineStore.Claim) async {
+        do {
+            while !Task.isCancelled {
+                guard let pipeline = try await self.store.pipeline(tenant: claim.tenant, id: claim.id), pipeline.status == .running, !pipeline.paused
+                else {
+                    return
+                }
+                switch PipelineStep.next(pipeline.stages) {
+                case .complete:
+                    if try await self.store.complete(owner: self.owner, claim) {
+                        await self.events.record(
+                            tenant: claim.tenant,
+                            pipeline: claim.id,
+                            key: "done",
+                            [
+                                .log(
+                                    event: "completed",
+                                    message: "pipeline completed: \(pipeline.stages.count) stages, $\(Self.dollars(pipeline.costUSD))"
+                                ),
+                                .state("completed", summary: "completed \(pipeline.stages.count) stages", title: pipeline.title),
+                            ]
+                        )
+                    }
+                    return
+                case .awaitDecision, .ended:
+                    return
+                case .run(let position):
+                    guard try await self.runStage(position, of: pipeline, claim) else { return }
+                }
+            }
+        } catch is CancellationError {
+            return
+        } catch {
+            self.logger.warning(
+                "pipeline run interrupted; it resumes later",
+                metadata: ["pipeline": "\(claim.id)", "error": "\(String(reflecting: error))"]
+            )
+            // Not at once: what failed (Postgres, approvals) needs a moment.
+            try? await Task.sleep(for: .seconds(2))
+        }
+    }
+
+    /// Runs one stage; true when the pipeline goes straight on to its next stage.
+    private func runStage(_ position: Int, of pipeline: PipelineRecord, _ claim: PipelineStore.Claim) async throws -> Bool {
+        guard let stage = pipeline.stages.first(where: { $0.position == position }) else { return false }
+        let role = stage.role
+        let roleSettings = pipeline.settings(for: role)
+        guard let attempt = try await self.store.startStage(owner: self.owner, claim, position: position, model: roleSettings.model) else {
+            return false
+        }
+        let total = pipeline.stages.count
+        let key = "s\(position)-a\(attempt)"
+        await self.events.record(
+            tenant: claim.tenant,
+            pipeline: claim.id,
+            key: "\(key)-start",
+            [
+                .state("running", summary: "stage \(position)/\(total) \(role.rawValue): \(stage.task)", title: pipeline.title),
+                .log(
+                    event: "stageStarted",
+                    message: "stage \(position)/\(total) \(role.displayName) started: \(stage.task)",
+                    stage: position,
+                    role: role.rawValue,
+                    attempt: attempt
+                ),
+            ]
+        )
+        let previous = pipeline.stages.filter { $0.position < position }.map { StageContext.Previous(role: $0.role, output: $0.output ?? "") }
+        var context = StageContext.build(goal: pipeline.goal, previous: previous, job: stage.task)
+        if role == .researcher {
+            var fetches: [FetchRecord] = []
+            for url in StageContext.researchURLs(task: stage.task, listed: stage.researchURLs) {
+                let (record, text) = await self.fetcher.fetch(url)
+                fetches.append(record)
+                if let text { context += StageContext.fetched(url: url, text: text) }
+            }
+            if !fetches.isEmpty {
+                try await self.store.recordFetches(claim, position: position, attempt: attempt, fetches)
+                await self.events.record(
+                    tenant: claim.tenant,
+                    pipeline: claim.id,
+                    key: "\(key)-fetch",
+                    fetches.map {
+                        .log(
+                            event: "fetch",
+                            message: "\($0.status.rawValue) \($0.url)" + ($0.detail.map { ": \($0)" } ?? ""),
+                            severity: $0.status == .fetched ? .info : .warn,
+                            stage: position,
+                            role: role.rawValue,
+                            attempt: attempt
+                        )
+                    }
+                )
+            }
+        }
+
+        let request = AnthropicMessagesRequest(
+            model: roleSettings.model,
+            maxTokens: self.settings.maxTokens,
+            system: roleSettings.systemPrompt,
+            messages: [AnthropicMessage(role: "user", content: context)],
+            temperature: roleSettings.temperature
+        )
+        let growth = OutputGrowth(
+            events: self.events,
+            tenant: claim.tenant,
+            pipeline: claim.id,
+            key: key,
+            stage: position,
+            role: role.rawValue,
+            attempt: attempt,
+            perSecond: self.settings.outputEventsPerSecond
+        )
+        let response: AnthropicResponse
+        do {
+            response = try await self.provider.stream(request) { text in await growth.add(text) }
+        } catch {
+            if Task.isCancelled || error == .cancelled { throw CancellationError() }
+            let failure = ProviderFailure(error)
+            if try await self.store.fail(claim, position: position, code: failure.code.rawValue, message: failure.message) {
+                await self.events.record(
+                    tenant: claim.tenant,
+                    pipeline: claim.id,
+                    key: "\(key)-error",
+                    [
+                        .log(
+                            event: "error",
+                            message: "\(failure.message) (\(error))",
+                            severity: .error,
+                            stage: position,
+                            role: role.rawValue,
+                            attempt: attempt,
+                            code: failure.code.rawValue
+                        ),
+                        .state("failed", summary: failure.message, title: pipeline.title),
+                    ]
+                )
+            }
+            return false
+        }
+        await growth.flush()
+
+        let cost = self.settings.prices.cost(
+            model: roleSettings.model,
+            input: Int64(response.usage.inputTokens),
+            output: Int64(response.usage.outputTokens),
+            cacheCreation: Int64(response.usage.cacheCreationInputTokens),
+            cacheRead: Int64(response.usage.cacheReadInputTokens)
+        )
+        let usage = UsageRecord(
+            model: roleSettings.model,
+            input: Int64(response.usage.inputTokens),
+            output: Int64(response.usage.outputTokens),
+            cacheCreation: Int64(response.usage.cacheCreationInputTokens),
+            cacheRead: Int64(response.usage.cacheReadInputTokens),
+            costUSD: cost ?? 0
+        )
+        let title = "\(role.displayName) — \(pipeline.title)"
+        guard
+            let finished = try await self.store.finishStage(
+                owner: self.owner,
+                claim,
+                position: position,
+                attempt: attempt,
+                usage: usage,
+                output: response.text,
+                artifact: (id: "art_" + randomHex(bytes: 12), role: role, title: title),
+                unattended: pipeline.unattended,
+                lastStage: position == total
+            )
+        else { return false }
+        if pipeline.export, let exporter = self.exporter {
+            do {
+                let path = try exporter.export(
+                    tenant: claim.tenant,
+                    title: pipeline.title,
+                    role: role,
+                    createdAt: finished.createdAt,
+                    content: response.text
+                )
+                try await self.store.recordExport(claim, artifactID: finished.artifactID, path: path)
+            } catch {
+                self.logger.warning("artifact not exported", metadata: ["pipeline": "\(claim.id)", "error": "\(error)"])
+            }
+        }
+        var steps: [PipelineEvents.Step] = [
+            .usage(usage, stage: position, role: role.rawValue),
+            .log(
+                event: "artifact",
+                message: "\(title) (\(response.text.utf8.count) bytes)",
+                stage: position,
+                role: role.rawValue,
+                attempt: attempt,
+                artifactID: finished.artifactID
+            ),
+            .log(
+                event: "stageFinished",
+                message:
+                    "stage \(position)/\(total) \(role.displayName) finished: \(usage.input) in, \(usage.output) out, $\(Self.dollars(usage.costUSD))"
+                    + (pipeline.unattended ? "; approved (unattended)" : "; waiting for approval"),
+                stage: position,
+                role: role.rawValue,
+                attempt: attempt,
+                artifactID: finished.artifactID
+            ),
+        ]
+        if finished.status == .completed {
+            steps.append(.log(event: "completed", message: "pipeline completed: \(total) stages"))
+            steps.append(.state("completed", summary: "completed \(total) stages", title: pipeline.title))
+        }
+        await self.events.record(tenant: claim.tenant, pipeline: claim.id, key: "\(key)-done", steps)
+        guard !pipeline.unattended else { return finished.status == .running }
+
+        let gateKey = GateKey.make(pipeline: claim.id, position: position, attempt: attempt)
+        let gateID = try await self.gates.open(
+            ServiceGateRequest(
+                tenant: claim.tenant,
+                swarmId: self.settings.swarm,
+                agentId: claim.id,
+                idempotencyKey: gateKey,
+                summary: "Approve stage \(position)/\(total) (\(role.displayName)) of “\(pipeline.title)”?",
+                risk: "medium",
+                tool: "pipeline-stage",
+                expiresInSeconds: self.settings.gateExpirySeconds
+            )
+        )
+        try await self.store.recordGate(claim, position: position, gateID: gateID)
+        await self.events.record(
+            tenant: claim.tenant,
+            pipeline: claim.id,
+            key: "\(key)-gate",
+            [
+                .log(
+                    event: "gate",
+                    message: "stage \(position)/\(total) waits for approval",
+                    stage: position,
+                    role: role.rawValue,
+                    attempt: attempt,
+                    gateID: gateID
+                ),
+                .state("waiting_approval", summary: "stage \(position)/\(total) \(role.rawValue) waits for approval", title: pipeline.title),
+            ]
+        )
+        return false
+    }
+
+    static func dollars(_ value: Double) -> String {
+        String(format: "%.4f", value)
+    }
+}
+
+/// A running stage's output as it grows, sent as `output` log events at most `perSecond` a
+/// second (each carries the text since the previous one, at most 8000 characters a piece).
+actor OutputGrowth {
+    let events: PipelineEvents
+    let tenant: String
+    let pipeline: String
+    let key: String
+    let stage: Int
+    let role: String
+    let attempt: Int
+    let interval: Duration?
+    private var pending = ""
+    private var sent = 0
+    private var last = ContinuousClock.now
+
+    init(events: PipelineEvents, tenant: String, pipeline: String, key: String, stage: Int, role: String, attempt: Int, perSecond: Int) {
+        self.events = events
+        self.tenant = tenant
+        self.pipeline = pipeline
+        self.key = key
+        self.stage = stage
+        self.role = role
+        self.attempt = attempt
+        self.interval = perSecond > 0 ? .milliseconds(1000 / perSecond) : nil
+    }
+
+    func add(_ text: String) async {
+        guard let interval = self.interval else { return }
+        self.pending += text
+        if ContinuousClock.now - self.last >= interval { await self.flush() }
+    }
+
+    /// Sends what is pending.
+    func flush() async {
+        guard self.interval != nil, !self.pending.isEmpty else { return }
+        let text = self.pending
+        self.pending = ""
+        self.last = ContinuousClock.now
+        var steps: [PipelineEvents.Step] = []
+        var rest = Substring(text)
+        while !rest.isEmpty {
+            let piece = rest.prefix(8000)
+            rest = rest.dropFirst(piece.count)
+            steps.append(.log(event: "output", message: String(piece), stage: self.stage, role: self.role, attempt: self.attempt))
+        }
+        let index = self.sent
+        self.sent += 1
+        await self.events.record(tenant: self.tenant, pipeline: self.pipeline, key: "\(self.key)-o\(index)", steps)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import PostgresNIO
+import ServiceKit
+
+extension PipelineStore {
+    /// A pipeline a replica holds: who it is, and the lease it renews.
+    struct Claim: Sendable, Hashable {
+        var tenant: String
+        var id: String
+    }
+
+    /// Takes up to `limit` runnable pipelines (running, not paused, their lease free or
+    /// expired) for `owner`, oldest change first; replicas skip each other's rows.
+    func claim(owner: String, limit: Int, leaseSeconds: Int) async throws -> [Claim] {
+        var claims: [Claim] = []
+        for try await (tenant, id) in try await self.client.query(
+            """
+            UPDATE pipelines SET lease_owner = \(owner), lease_until = now() + make_interval(secs => \(Double(leaseSeconds)))
+            WHERE (tenant_id, pipeline_id) IN (
+                SELECT tenant_id, pipeline_id FROM pipelines
+                WHERE status = 'running' AND NOT paused AND (lease_until IS NULL OR lease_until < now())
+                ORDER BY updated_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            RETURNING tenant_id, pipeline_id
+            """,
+            logger: self.logger
+        ).decode((String, String).self) {
+            claims.append(Claim(tenant: tenant, id: id))
+        }
+        return claims
+    }
+
+    /// Extends the leases `owner` still holds; returns those (a lease lost is gone from it).
+    func renew(owner: String, leaseSeconds: Int) async throws -> Set<Claim> {
+        var held: Set<Claim> = []
+        for try await (tenant, id) in try await self.client.query(
+            """
+            UPDATE pipelines SET lease_until = now() + make_interval(secs => \(Double(leaseSeconds)))
+            WHERE lease_owner = \(owner) AND lease_until >= now() RETURNING tenant_id, pipeline_id
+            """,
+            logger: self.logger
+        ).decode((String, String).self) {
+            held.insert(Claim(tenant: tenant, id: id))
+        }
+        return held
+    }
+
+    /// Gives the pipeline's lease back (the runner stopped running it).
+    func release(owner: String, _ claim: Claim) async throws {
+        try await self.client.query(
+            """
+            UPDATE pipelines SET lease_owner = NULL, lease_until = NULL
+            WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND lease_owner = \(owner)
+            """,
+            logger: self.logger
+        )
+    }
+
+    /// Starts an attempt of the stage at `position` if `owner` holds the pipeline and it is
+    /// running and not paused; returns the attempt's number (nil: the lease or the state is gone).
+    func startStage(owner: String, _ claim: Claim, position: Int, model: String) async throws -> Int? {
+        for try await attempt in try await self.client.query(
+            """
+            UPDATE stages s SET status = 'running', attempt = s.attempt + 1, started_at = now(), finished_at = NULL, model = \(model),
+                fetches = '[]'
+            FROM pipelines p
+            WHERE s.tenant_id = \(claim.tenant) AND s.pipeline_id = \(claim.id) AND s.position = \(position)
+              AND s.status IN ('waiting', 'running')
+              AND p.tenant_id = s.tenant_id AND p.pipeline_id = s.pipeline_id AND p.lease_owner = \(owner) AND p.status = 'running'
+              AND NOT p.paused
+            RETURNING s.attempt
+            """,
+            logger: self.logger
+        ).decode(Int.self) {
+            return attempt
+        }
+        return nil
+    }
+
+    /// Records what became of the stage's research URLs.
+    func recordFetches(_ claim: Claim, position: Int, attempt: Int, _ fetches: [FetchRecord]) async throws {
+        let json = String(decoding: try JSONEncoder().encode(fetches), as: UTF8.self)
+        try await self.client.query(
+            """
+            UPDATE stages SET fetches = \(json)
+            WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND position = \(position) AND attempt = \(attempt)
+            """,
+            logger: self.logger
+        )
+    }
+
+    /// What finishing a stage made of its pipeline.
+    struct Finished: Sendable, Equatable {
+        /// The stage's artifact (new, or the one this attempt stored before).
+        var artifactID: String
+        var createdAt: Date
+        /// The pipeline's status after it.
+        var status: PipelineStatus
+    }
+
+    /// Stores the attempt's artifact (keyed by pipeline, stage and attempt: a repeat stores
+    /// nothing more) and its usage, and marks the stage completed, or approved for an unattended
+    /// pipeline, in one transaction, if `owner` still holds the pipeline and the attempt is the
+    /// stage's current one. Nil when not (the lease was lost, or a terminate stopped it).
+    func finishStage(
+        owner: String,
+        _ claim: Claim,
+        position: Int,
+        attempt: Int,
+        usage: UsageRecord,
+        output: String,
+        artifact: (id: String, role: PipelineRole, title: String),
+        unattended: Bool,
+        lastStage: Bool
+    ) async throws -> Finished? {
+        try await self.client.transaction(logger: self.logger) { connection in
+            var held = false
+            for try await status in try await connection.query(
+                """
+                SELECT p.status FROM pipelines p JOIN stages s USING (tenant_id, pipeline_id)
+                WHERE p.tenant_id = \(claim.tenant) AND p.pipeline_id = \(claim.id) AND p.lease_owner = \(owner)
+                  AND s.position = \(position) AND s.attempt = \(attempt) AND s.status = 'running'
+                FOR UPDATE OF p, s
+                """,
+                logger: self.logger
+            ).decode(String.self) where status == PipelineStatus.running.rawValue {
+                held = true
+            }
+            guard held else { return nil }
+            var stored: (String, Date)?
+            for try await row in try await connection.query(
+                """
+                INSERT INTO artifacts (tenant_id, pipeline_id, position, attempt, artifact_id, role, title, content, created_at)
+                VALUES (\(claim.tenant), \(claim.id), \(position), \(attempt), \(artifact.id), \(artifact.role.rawValue), \(artifact.title),
+                    \(output), now())
+                ON CONFLICT (tenant_id, pipeline_id, position, attempt) DO UPDATE SET artifact_id = artifacts.artifact_id
+                RETURNING artifact_id, created_at
+                """,
+                logger: self.logger
+            ).decode((String, Date).self) {
+                stored = row
+            }
+            guard let (artifactID, createdAt) = stored else { return nil }
+            let stageStatus: StageStatus = unattended ? .approved : .completed
+            try await connection.query(
+                """
+                UPDATE stages SET status = \(stageStatus.rawValue), finished_at = now(), model = \(usage.model), input_tokens = \(usage.input),
+                    output_tokens = \(usage.output), cache_creation_tokens = \(usage.cacheCreation), cache_read_tokens = \(usage.cacheRead),
+                    cost_usd = \(usage.costUSD), output = \(output), artifact_id = \(artifactID),
+                    decided_by = \(unattended ? "unattended" : nil)
+                WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND position = \(position)
+                """,
+                logger: self.logger
+            )
+            let status: PipelineStatus = unattended ? (lastStage ? .completed : .running) : .awaitingApproval
+            try await connection.query(
+                """
+                UPDATE pipelines SET status = \(status.rawValue), updated_at = now(),
+                    finished_at = CASE WHEN \(status == .completed) THEN now() ELSE finished_at END
+                WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id)
+                """,
+                logger: self.logger
+            )
+            return Finished(artifactID: artifactID, createdAt: createdAt, status: status)
+        }
+    }
+
+    /// Records where an artifact was exported.
+    func recordExport(_ claim: Claim, artifactID: String, path: String) async throws {
+        try await self.client.query(
+            "UPDATE artifacts SET exported_path = \(path) WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND artifact_id = \(artifactID)",
+            logger: self.logger
+        )
+    }
+
+    /// Records the gate a finished stage opened.
+    func recordGate(_ claim: Claim, position: Int, gateID: String) async throws {
+        try await self.client.query(
+            "UPDATE stages SET gate_id = \(gateID) WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND position = \(position)",
+            logger: self.logger
+        )
+    }
+
+    /// Marks a pipeline completed once every stage is approved (an unattended pipeline's last
+    /// stage does this itself; this is for a runner that resumes one whose last decision came
+    /// while nobody ran it).
+    func complete(owner: String, _ claim: Claim) async throws -> Bool {
+        let rows = try await self.client.query(
+            """
+            UPDATE pipelines SET status = 'completed', updated_at = now(), finished_at = now()
+            WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND lease_owner = \(owner) AND status = 'running'
+              AND NOT EXISTS (SELECT 1 FROM stages WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND status <> 'approved')
+            RETURNING 1
+            """,
+            logger: self.logger
+        ).decode(Int.self)
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Ends a running pipeline with an error (seed 001's table): its running stage failed.
+    func fail(_ claim: Claim, position: Int?, code: String, message: String) async throws -> Bool {
+        try await self.client.transaction(logger: self.logger) { connection in
+            var changed = false
+            for try await _ in try await connection.query(
+                """
+                UPDATE pipelines SET status = 'failed', error_code = \(code), error_message = \(message), updated_at = now(), finished_at = now()
+                WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND status IN ('running', 'awaitingApproval')
+                RETURNING 1
+                """,
+                logger: self.logger
+            ).decode(Int.self) {
+                changed = true
+            }
+            if changed, let position {
+                try await connection.query(
+                    """
+                    UPDATE stages SET status = 'failed', finished_at = now(), reason = \(message)
+                    WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND position = \(position) AND status = 'running'
+                    """,
+                    logger: self.logger
+                )
+            }
+            return changed
+        }
+    }
+}

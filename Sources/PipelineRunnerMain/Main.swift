@@ -1,0 +1,4 @@
+import PipelineRunner
+import ServiceKit
+
+@main struct Main: ServiceEntryPoint { typealias Service = PipelineRunnerService }

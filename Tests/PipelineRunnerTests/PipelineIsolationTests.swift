@@ -1,0 +1,119 @@
+import Contracts
+import Foundation
+import HummingbirdTesting
+import TestSupport
+import Testing
+
+private typealias H = PipelineHarness
+
+@Suite("pipeline-runner: tenant isolation and bad input")
+struct PipelineIsolationTests {
+    @Test("another tenant's pipelines and artifacts answer as if they did not exist")
+    func tenantIsolation() async throws {
+        let harness = try await PipelineHarness()
+        defer { Task { await harness.stop() } }
+        try await harness.run { _, _, _, pipelines in
+            let (status, created) = try await harness.create(pipelines, ["goal": "Mine", "unattended": true])
+            #expect(status == .created)
+            let id = try #require(created["pipelineId"] as? String)
+            let done = try await harness.waitFor(pipelines, id) { $0["status"] as? String == "completed" }
+            let artifact = try #require(H.stage(done, 1)["artifactId"] as? String)
+            let other = try await harness.token(tenant: "other-" + harness.tenant)
+            for path in ["/v1/pipelines/\(id)", "/v1/pipelines/\(id)/artifacts", "/v1/pipelines/\(id)/artifacts/\(artifact)"] {
+                let (status, answer) = try await LiveCall.call(pipelines, .get, path, token: other)
+                #expect(status == .notFound, "\(path): \(status)")
+                #expect(answer.errorCode == "NotFound")
+            }
+            let (_, list) = try await LiveCall.call(pipelines, .get, "/v1/pipelines", token: other)
+            #expect((list["pipelines"] as? [H.JSON])?.isEmpty == true)
+            // The same idempotency key in another tenant is another pipeline.
+            let key = "shared-key"
+            let (first, mine) = try await harness.create(pipelines, ["goal": "Keyed", "idempotencyKey": key])
+            let (again, repeated) = try await harness.create(pipelines, ["goal": "Keyed", "idempotencyKey": key])
+            #expect(first == .created && again == .ok)
+            #expect(mine["pipelineId"] as? String == repeated["pipelineId"] as? String)
+        }
+    }
+
+    @Test("bad input is a 4xx in the envelope; no credential 401, a missing scope 403")
+    func badInput() async throws {
+        let harness = try await PipelineHarness(["PIPELINE_MAX_ACTIVE_PER_TENANT": "2", "PIPELINE_CREATES_PER_MINUTE": "1000"])
+        defer { Task { await harness.stop() } }
+        try await harness.run { _, _, _, pipelines in
+            let token = try await harness.token()
+            let cases: [(String, String)] = [
+                (#"{}"#, "no goal"),
+                (#"{"goal": ""}"#, "empty goal"),
+                (#"{"goal": "\#(String(repeating: "x", count: 4001))"}"#, "goal too long"),
+                (#"{"goal": "g", "title": "\#(String(repeating: "t", count: 201))"}"#, "title too long"),
+                (#"{"goal": "g", "roles": {"producer": {"model": "gpt-4"}}}"#, "unknown model"),
+                (#"{"goal": "g", "roles": {"planner": {"temperature": 2}}}"#, "temperature"),
+                (#"{"goal": "g", "export": true}"#, "export off"),
+                (#"{"goal": "g", "idempotencyKey": "has space"}"#, "bad key"),
+                (#"{"goal": 3}"#, "goal not a string"),
+                (#"{"goal": "g""#, "broken JSON"),
+            ]
+            for (body, what) in cases {
+                let (status, answer) = try await LiveCall.call(pipelines, .post, "/v1/pipelines", token: token, body: body)
+                #expect(status == .badRequest, "\(what): \(status) \(answer)")
+                #expect(answer.errorCode == "InvalidRequest", "\(what): \(answer)")
+            }
+            for path in ["/v1/pipelines/nope", "/v1/pipelines/x%2Fy/artifacts", "/v1/pipelines/\(String(repeating: "a", count: 65))"] {
+                let (status, _) = try await LiveCall.call(pipelines, .get, path, token: token)
+                #expect(status == .notFound, "\(path)")
+            }
+            let (limit, _) = try await LiveCall.call(pipelines, .get, "/v1/pipelines?limit=0", token: token)
+            #expect(limit == .badRequest)
+            let (cursor, _) = try await LiveCall.call(pipelines, .get, "/v1/pipelines?before=garbage", token: token)
+            #expect(cursor == .badRequest)
+            let (anonymous, _) = try await LiveCall.call(pipelines, .post, "/v1/pipelines", json: ["goal": "g"])
+            #expect(anonymous == .unauthorized)
+            let reader = try await harness.token(scopes: [.streamRead])
+            let (forbidden, _) = try await LiveCall.call(pipelines, .post, "/v1/pipelines", token: reader, json: ["goal": "g"])
+            #expect(forbidden == .forbidden)
+
+            // The active cap: two attended pipelines wait on their gates; a third is refused.
+            for index in 0..<2 {
+                let (status, _) = try await harness.create(pipelines, ["goal": "Held \(index)"])
+                #expect(status == .created)
+            }
+            let (capped, answer) = try await harness.create(pipelines, ["goal": "One too many"])
+            #expect(capped == .tooManyRequests)
+            #expect(answer.errorCode == "RateLimited")
+        }
+    }
+
+    @Test("the creates-per-minute limit answers 429 with Retry-After")
+    func createRate() async throws {
+        let harness = try await PipelineHarness(["PIPELINE_CREATES_PER_MINUTE": "2"])
+        defer { Task { await harness.stop() } }
+        try await harness.run { _, _, _, pipelines in
+            var statuses: [Int] = []
+            for index in 0..<3 {
+                let (status, _) = try await harness.create(pipelines, ["goal": "Rate \(index)", "unattended": true])
+                statuses.append(status.code)
+            }
+            #expect(statuses == [201, 201, 429])
+        }
+    }
+}
+
+@Suite("pipeline-runner fuzzed from its OpenAPI document (schemathesis, live Postgres and NATS, the local provider)")
+struct PipelineFuzzTests {
+    @Test("no generated request gets a 5xx from any operation")
+    func noServerErrors() async throws {
+        let harness = try await PipelineHarness(["PIPELINE_CREATES_PER_MINUTE": "100000", "PIPELINE_MAX_ACTIVE_PER_TENANT": "100000"])
+        defer { Task { await harness.stop() } }
+        try await harness.run(.live) { _, _, _, pipelines in
+            let token = try await harness.live.token(subject: "fuzzer", scopes: Set(Scope.allCases))
+            let seed = Int.random(in: 1..<1_000_000)
+            let (status, report) = try await Schemathesis.run(
+                port: try #require(pipelines.port),
+                authorization: "Bearer \(token)",
+                pathRegex: "^/v1/",
+                seed: seed
+            )
+            #expect(status == 0, "schemathesis (seed \(seed)) found failures:\n\(report)")
+        }
+    }
+}
