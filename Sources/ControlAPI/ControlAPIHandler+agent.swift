@@ -9,6 +9,10 @@ extension ControlAPIHandler {
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.id(body.swarmId, "swarmId")
         try InputCheck.id(body.agentId, "agentId")
+        // A service's agents (pipelines) hear their commands through the service, never a session.
+        if body.swarmId == ReservedIDs.pipelineSwarm {
+            throw APIError(.invalidRequest, "swarm \(ReservedIDs.pipelineSwarm) is pipeline-runner's: no agent session opens in it")
+        }
         if let wait = self.sessionOpens.take(tenant) {
             throw APIError(
                 .rateLimited,

@@ -106,8 +106,10 @@ struct IngestController: Sendable {
                 slots.append(nil)
                 results.append(.init(msgId: rejection.msgId, status: "rejected", seq: nil, reason: rejection.reason))
             case .success(let event):
-                do {
-                    prepared.append(try event.prepare(now: now, maxEventBytes: self.settings.maxEventBytes))
+                do throws(Rejection) {
+                    let ready = try event.prepare(now: now, maxEventBytes: self.settings.maxEventBytes)
+                    if let problem = ReservedIDs.agentProblem(swarm: ready.swarmID, msgID: ready.msgID) { throw Rejection(reason: problem) }
+                    prepared.append(ready)
                     slots.append(prepared.count - 1)
                     results.append(.init(msgId: event.msgId, status: "accepted", seq: nil, reason: nil))
                 } catch {
@@ -179,6 +181,9 @@ struct IngestController: Sendable {
         // Services' messages (approvals' answers) own this key space: nobody may take their ids first.
         if msgID.hasPrefix(Self.serviceMsgIDPrefix) {
             throw APIError(.invalidRequest, "msgIds starting \(Self.serviceMsgIDPrefix) are reserved for services", details: ["msgId": "reserved"])
+        }
+        if let problem = ReservedIDs.agentProblem(swarm: try required("swarmId"), msgID: msgID) {
+            throw APIError(.invalidRequest, problem, details: ["msgId": "reserved"])
         }
         let body = try await request.jsonBody(upTo: self.settings.maxACPBodyBytes)
         let event: PreparedEvent

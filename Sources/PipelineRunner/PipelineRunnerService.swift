@@ -2,6 +2,7 @@ import Anthropic
 import AsyncHTTPClient
 import Foundation
 import Hummingbird
+import NIOPosix
 import OpenAPIHummingbird
 import PipelineRunnerContract
 public import ServiceKit
@@ -23,10 +24,17 @@ public enum PipelineRunnerService: SwarmdeckService {
         let settings = assembly.settings
         let logger = assembly.logger
         let store = PipelineStore(client: assembly.postgres, logger: logger)
+        // A client of its own: redirects refused (the key must never follow one to another
+        // origin), enough connections for every running stage and the planners, no read timeout
+        // shorter than a call's deadline.
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(Int64(settings.anthropicTimeoutSeconds)))
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: settings.maxRunning + 32)
+        let http = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
         let provider = AnthropicClient(
             baseURL: settings.anthropicBaseURL,
             apiKey: settings.anthropicKey,
-            httpClient: HTTPClient.shared,
+            httpClient: http,
             maxRetries: settings.anthropicMaxRetries,
             timeout: .seconds(settings.anthropicTimeoutSeconds),
             logger: logger
@@ -75,6 +83,7 @@ public enum PipelineRunnerService: SwarmdeckService {
             events: events,
             settings: settings,
             creates: KeyedTokenBuckets(perMinute: settings.createsPerMinute),
+            planning: PlannerCalls(perTenant: PlannerCalls.defaultPerTenant),
             started: { scheduler.wakeUps.kick() }
         )
         if settings.anthropicKey == nil {
@@ -86,6 +95,16 @@ public enum PipelineRunnerService: SwarmdeckService {
             trustedProxies: settings.trustedProxies,
             authentication: OperationAuthenticationMiddleware(credentials: PipelineHandler.credentials, verifier: assembly.verifier)
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
-        return ServiceParts(services: [scheduler, commands])
+        return ServiceParts(services: [scheduler, commands, ClientShutdown(client: http)])
+    }
+}
+
+/// Shuts the provider's HTTP client down once the service stops.
+struct ClientShutdown: Service {
+    let client: HTTPClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await self.client.shutdown()
     }
 }

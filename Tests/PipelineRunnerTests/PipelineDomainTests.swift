@@ -100,6 +100,29 @@ import Testing
         let html = "<html><head><style>p{}</style><script>alert(1)</script></head><body><p>Hello <b>world</b></p>\n\n<p>again</p></body></html>"
         #expect(HTMLText.strip(html) == "Hello world again")
         #expect(HTMLText.strip(String(repeating: "a", count: 9000)).count == 8000)
+        #expect(HTMLText.strip("a <SCRIPT type=x>x()</Script> b <scripted>c</scripted>") == "a b c")
+        // As the seed's expressions: a tag runs from a `<` to the next `>`; an unclosed script is a tag.
+        #expect(HTMLText.strip("a < b and <script>never closed") == "a never closed")
+        #expect(HTMLText.strip("x <style>p{}") == "x p{}")
+        #expect(HTMLText.strip("1 < 2") == "1 < 2")
+    }
+
+    /// Pages built to make a backtracking stripper quadratic pass in one sweep.
+    @Test func pathologicalPagesAreLinear() {
+        let lessThans = String(repeating: "<", count: 1 << 20)
+        #expect(HTMLText.strip(lessThans).count == 8000)
+        let scripts = String(repeating: "<script>", count: 100_000)
+        #expect(HTMLText.strip(scripts).isEmpty)
+        let tags = String(repeating: "<a <b ", count: 100_000)
+        #expect(HTMLText.strip(tags).count <= 8000)
+    }
+
+    @Test func outputPiecesAreBoundedInBytes() {
+        let text = String(repeating: "é", count: 10_000)
+        let pieces = OutputGrowth.pieces(text)
+        #expect(pieces.allSatisfy { $0.utf8.count <= OutputGrowth.maxPieceBytes })
+        #expect(pieces.joined() == text)
+        #expect(OutputGrowth.pieces("").isEmpty)
     }
 }
 

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HummingbirdTesting
+import NIOCore
 import TestSupport
 import Testing
 
@@ -12,7 +13,7 @@ struct PipelineIsolationTests {
     func tenantIsolation() async throws {
         let harness = try await PipelineHarness()
         defer { Task { await harness.stop() } }
-        try await harness.run { _, _, _, pipelines in
+        try await harness.run { ingest, control, _, pipelines in
             let (status, created) = try await harness.create(pipelines, ["goal": "Mine", "unattended": true])
             #expect(status == .created)
             let id = try #require(created["pipelineId"] as? String)
@@ -26,10 +27,30 @@ struct PipelineIsolationTests {
             }
             let (_, list) = try await LiveCall.call(pipelines, .get, "/v1/pipelines", token: other)
             #expect((list["pipelines"] as? [H.JSON])?.isEmpty == true)
+            // Agents cannot pose as the pipelines: ingest refuses their swarm and the services'
+            // msgIds, control-api a session in their swarm.
+            let key = try await harness.live.createKey(ingest)
+            let (_, posed) = try await harness.live.postEvents(
+                ingest,
+                key: key,
+                [
+                    ["msgId": "m1", "swarmId": "pipelines", "agentId": id, "kind": "state", "state": "completed"],
+                    ["msgId": "svc-\(id)-done-0", "swarmId": "s1", "agentId": "a1", "kind": "state", "state": "running"],
+                ]
+            )
+            let answer = try JSONSerialization.jsonObject(with: Data(buffer: posed)) as? H.JSON ?? [:]
+            #expect(answer["rejected"] as? Int == 2, "\(answer)")
+            let (session, refused) = try await LiveCall.call(
+                control,
+                .post,
+                "/v1/agent/sessions",
+                token: key,
+                json: ["swarmId": "pipelines", "agentId": id]
+            )
+            #expect(session == .badRequest, "\(refused)")
             // The same idempotency key in another tenant is another pipeline.
-            let key = "shared-key"
-            let (first, mine) = try await harness.create(pipelines, ["goal": "Keyed", "idempotencyKey": key])
-            let (again, repeated) = try await harness.create(pipelines, ["goal": "Keyed", "idempotencyKey": key])
+            let (first, mine) = try await harness.create(pipelines, ["goal": "Keyed", "idempotencyKey": "shared-key"])
+            let (again, repeated) = try await harness.create(pipelines, ["goal": "Keyed", "idempotencyKey": "shared-key"])
             #expect(first == .created && again == .ok)
             #expect(mine["pipelineId"] as? String == repeated["pipelineId"] as? String)
         }

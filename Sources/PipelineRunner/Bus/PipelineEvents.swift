@@ -82,7 +82,8 @@ struct PipelineEvents: Sendable {
         )
     }
 
-    /// Records `steps` of `pipeline` (message ids `<pipeline>-<key>-<index>`); retried a few
+    /// Records `steps` of `pipeline` (message ids `svc-<pipeline>-<key>-<index>`, a prefix no
+    /// agent may post, so none can take them first); retried a few
     /// times when ingest is busy; a failure past that is logged, not thrown: the pipeline's own
     /// record in Postgres is the truth, the stream a view of it.
     func record(tenant: String, pipeline: String, key: String, _ steps: [Step]) async {
@@ -91,7 +92,7 @@ struct PipelineEvents: Sendable {
         var events: [BusServiceEvent] = []
         do {
             for (index, step) in steps.enumerated() {
-                events.append(try self.event(step, pipeline: pipeline, msgID: "\(pipeline)-\(key)-\(index)", ts: ts))
+                events.append(try self.event(step, pipeline: pipeline, msgID: "\(ReservedIDs.serviceMsgIDPrefix)\(pipeline)-\(key)-\(index)", ts: ts))
             }
         } catch {
             self.logger.error("pipeline event not encoded", metadata: ["error": "\(error)"])

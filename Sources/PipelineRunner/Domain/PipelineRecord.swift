@@ -42,6 +42,8 @@ struct StageRecord: Sendable, Equatable {
     var status: StageStatus
     var attempt: Int
     var usage: UsageRecord?
+    /// How long the attempt's provider call took, in milliseconds.
+    var providerMilliseconds: Int64? = nil
     var startedAt: Date?
     var finishedAt: Date?
     var gateID: String?

@@ -13,6 +13,8 @@ struct PipelineHandler: Sendable {
     let events: PipelineEvents
     let settings: PipelineSettings
     let creates: KeyedTokenBuckets
+    /// Planner calls in flight per tenant.
+    let planning: PlannerCalls
     /// Called once a pipeline is stored: the scheduler looks for work at once.
     let started: @Sendable () -> Void
 
@@ -54,6 +56,14 @@ extension PipelineHandler: APIProtocol {
 
         // The planner (seed 001's CEO): one JSON call, in the request.
         let planner = request.roles[PipelineCaller.planner.name] ?? RoleSettings.defaults(for: .planner)
+        guard self.planning.enter(person.tenant) else {
+            throw APIError(
+                .rateLimited,
+                "this tenant has \(self.planning.perTenant) pipelines being planned at once; retry when one is done",
+                retryAfterSeconds: 5
+            )
+        }
+        defer { self.planning.leave(person.tenant) }
         let answer: AnthropicResponse
         do {
             answer = try await self.provider.complete(

@@ -44,6 +44,7 @@ extension PipelineHandler {
             startedAt: stage.startedAt,
             finishedAt: stage.finishedAt,
             durationMs: stage.startedAt.flatMap { start in stage.finishedAt.map { Int64($0.timeIntervalSince(start) * 1000) } },
+            providerMs: stage.providerMilliseconds,
             gateId: stage.gateID,
             decidedBy: stage.decidedBy,
             reason: stage.reason,

@@ -96,6 +96,14 @@ enum PipelineMigrations {
                     PRIMARY KEY (tenant_id, command_id)
                 );
                 """
-        )
+        ),
+        Migration(
+            version: 2,
+            name: "provider time of a stage",
+            sql: """
+                -- Milliseconds the stage's provider call took (the rest of the stage is orchestration).
+                ALTER TABLE stages ADD COLUMN provider_ms bigint;
+                """
+        ),
     ]
 }

@@ -19,6 +19,9 @@ final class PipelineScheduler: Service, Sendable {
     let logger: Logger
     let wakeUps = WakeUps(every: .seconds(1))
     private let running = Mutex<[PipelineStore.Claim: Task<Void, Never>]>([:])
+    /// When the leases were last renewed (or the first claim made): past a lease's length
+    /// without a renewal, the tasks stop, as another replica may hold their pipelines by then.
+    private let renewed = Mutex<ContinuousClock.Instant>(.now)
 
     init(store: PipelineStore, worker: PipelineWorker, connection: NATSConnection, subjects: Subjects, settings: PipelineSettings, logger: Logger) {
         self.store = store
@@ -79,8 +82,9 @@ final class PipelineScheduler: Service, Sendable {
             guard running[claim] == nil else { return }
             running[claim] = Task {
                 await self.worker.run(claim)
-                try? await self.store.release(owner: self.worker.owner, claim)
+                // Forgotten here first: a claim of the same pipeline after the release starts anew.
                 self.running.withLock { _ = $0.removeValue(forKey: claim) }
+                try? await self.store.release(owner: self.worker.owner, claim)
                 // Its slot is free, and it may be runnable again (a resume came meanwhile).
                 self.wakeUps.kick()
             }
@@ -92,13 +96,22 @@ final class PipelineScheduler: Service, Sendable {
     }
 
     private func renew() async {
-        guard self.runningCount > 0 else { return }
+        let claims = self.running.withLock { Array($0.keys) }
+        guard !claims.isEmpty else {
+            self.renewed.withLock { $0 = .now }
+            return
+        }
         do {
-            let held = try await self.store.renew(owner: self.worker.owner, leaseSeconds: self.settings.leaseSeconds)
-            let lost = self.running.withLock { running in running.filter { !held.contains($0.key) }.map(\.value) }
+            let held = try await self.store.renew(owner: self.worker.owner, claims, leaseSeconds: self.settings.leaseSeconds)
+            self.renewed.withLock { $0 = .now }
+            let lost = self.running.withLock { running in claims.filter { !held.contains($0) }.compactMap { running[$0] } }
             for task in lost { task.cancel() }
         } catch {
             self.logger.warning("cannot renew pipeline leases", metadata: ["error": "\(String(reflecting: error))"])
+            if ContinuousClock.now - self.renewed.withLock({ $0 }) >= .seconds(self.settings.leaseSeconds) {
+                // The leases have run out: another replica may run these pipelines now.
+                for task in self.running.withLock({ Array($0.values) }) { task.cancel() }
+            }
         }
     }
 }

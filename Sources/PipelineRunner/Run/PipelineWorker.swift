@@ -25,7 +25,8 @@ struct PipelineWorker: Sendable {
     func run(_ claim: PipelineStore.Claim) async {
         do {
             while !Task.isCancelled {
-                guard let pipeline = try await self.store.pipeline(tenant: claim.tenant, id: claim.id), pipeline.status == .running, !pipeline.paused
+                guard let pipeline = try await self.store.pipeline(tenant: claim.tenant, id: claim.id),
+                    pipeline.status == .running || pipeline.status == .awaitingApproval, !pipeline.paused
                 else {
                     return
                 }
@@ -46,7 +47,14 @@ struct PipelineWorker: Sendable {
                         )
                     }
                     return
-                case .awaitDecision, .ended:
+                case .awaitDecision(let position):
+                    // A finished stage whose gate was never opened (the runner stopped, or
+                    // approvals failed, between the two): open it now (its key finds the same gate).
+                    if let stage = pipeline.stages.first(where: { $0.position == position }), stage.gateID == nil {
+                        try await self.openGate(for: stage, of: pipeline, claim)
+                    }
+                    return
+                case .ended:
                     return
                 case .run(let position):
                     guard try await self.runStage(position, of: pipeline, claim) else { return }
@@ -74,6 +82,36 @@ struct PipelineWorker: Sendable {
         }
         let total = pipeline.stages.count
         let key = "s\(position)-a\(attempt)"
+        // A stage that keeps failing after its call (or keeps losing its runner) is not paid for forever.
+        guard attempt <= Self.maxAttempts else {
+            let message = "Pipeline stopped: stage \(position) was started \(Self.maxAttempts) times without finishing"
+            if try await self.store.fail(
+                owner: self.owner,
+                claim,
+                position: position,
+                attempt: attempt,
+                code: "StageAttemptsExhausted",
+                message: message
+            ) {
+                await self.events.record(
+                    tenant: claim.tenant,
+                    pipeline: claim.id,
+                    key: "\(key)-exhausted",
+                    [
+                        .log(
+                            event: "error",
+                            message: message,
+                            severity: .error,
+                            stage: position,
+                            role: role.rawValue,
+                            code: "StageAttemptsExhausted"
+                        ),
+                        .state("failed", summary: message, title: pipeline.title),
+                    ]
+                )
+            }
+            return false
+        }
         await self.events.record(
             tenant: claim.tenant,
             pipeline: claim.id,
@@ -136,12 +174,20 @@ struct PipelineWorker: Sendable {
             perSecond: self.settings.outputEventsPerSecond
         )
         let response: AnthropicResponse
+        let called = ContinuousClock.now
         do {
             response = try await self.provider.stream(request) { text in await growth.add(text) }
         } catch {
             if Task.isCancelled || error == .cancelled { throw CancellationError() }
             let failure = ProviderFailure(error)
-            if try await self.store.fail(claim, position: position, code: failure.code.rawValue, message: failure.message) {
+            if try await self.store.fail(
+                owner: self.owner,
+                claim,
+                position: position,
+                attempt: attempt,
+                code: failure.code.rawValue,
+                message: failure.message
+            ) {
                 await self.events.record(
                     tenant: claim.tenant,
                     pipeline: claim.id,
@@ -162,7 +208,10 @@ struct PipelineWorker: Sendable {
             }
             return false
         }
-        await growth.flush()
+        let providerTime = ContinuousClock.now - called
+        await growth.finish()
+        // Postgres text holds no NUL: a model that emits one must not fail the stage forever.
+        let output = response.text.contains("\u{0}") ? response.text.replacingOccurrences(of: "\u{0}", with: "") : response.text
 
         let cost = self.settings.prices.cost(
             model: roleSettings.model,
@@ -187,7 +236,8 @@ struct PipelineWorker: Sendable {
                 position: position,
                 attempt: attempt,
                 usage: usage,
-                output: response.text,
+                providerMilliseconds: providerTime.components.seconds * 1000 + providerTime.components.attoseconds / 1_000_000_000_000_000,
+                output: output,
                 artifact: (id: "art_" + randomHex(bytes: 12), role: role, title: title),
                 unattended: pipeline.unattended,
                 lastStage: position == total
@@ -200,7 +250,7 @@ struct PipelineWorker: Sendable {
                     title: pipeline.title,
                     role: role,
                     createdAt: finished.createdAt,
-                    content: response.text
+                    content: output
                 )
                 try await self.store.recordExport(claim, artifactID: finished.artifactID, path: path)
             } catch {
@@ -211,7 +261,7 @@ struct PipelineWorker: Sendable {
             .usage(usage, stage: position, role: role.rawValue),
             .log(
                 event: "artifact",
-                message: "\(title) (\(response.text.utf8.count) bytes)",
+                message: "\(title) (\(output.utf8.count) bytes)",
                 stage: position,
                 role: role.rawValue,
                 attempt: attempt,
@@ -234,20 +284,49 @@ struct PipelineWorker: Sendable {
         }
         await self.events.record(tenant: claim.tenant, pipeline: claim.id, key: "\(key)-done", steps)
         guard !pipeline.unattended else { return finished.status == .running }
+        var finishedStage = stage
+        finishedStage.attempt = attempt
+        try await self.openGate(for: finishedStage, of: pipeline, claim)
+        return false
+    }
 
-        let gateKey = GateKey.make(pipeline: claim.id, position: position, attempt: attempt)
-        let gateID = try await self.gates.open(
-            ServiceGateRequest(
-                tenant: claim.tenant,
-                swarmId: self.settings.swarm,
-                agentId: claim.id,
-                idempotencyKey: gateKey,
-                summary: "Approve stage \(position)/\(total) (\(role.displayName)) of “\(pipeline.title)”?",
-                risk: "medium",
-                tool: "pipeline-stage",
-                expiresInSeconds: self.settings.gateExpirySeconds
+    /// Opens the gate of a finished stage (approvals finds the same gate by its key); a
+    /// refusal that no retry changes stops the pipeline with approvals' reason.
+    private func openGate(for stage: StageRecord, of pipeline: PipelineRecord, _ claim: PipelineStore.Claim) async throws {
+        let position = stage.position
+        let attempt = stage.attempt
+        let role = stage.role
+        let total = pipeline.stages.count
+        let key = "s\(position)-a\(attempt)"
+        let gateID: String
+        do {
+            gateID = try await self.gates.open(
+                ServiceGateRequest(
+                    tenant: claim.tenant,
+                    swarmId: self.settings.swarm,
+                    agentId: claim.id,
+                    idempotencyKey: GateKey.make(pipeline: claim.id, position: position, attempt: attempt),
+                    summary: "Approve stage \(position)/\(total) (\(role.displayName)) of “\(pipeline.title)”?",
+                    risk: "medium",
+                    tool: "pipeline-stage",
+                    expiresInSeconds: self.settings.gateExpirySeconds
+                )
             )
-        )
+        } catch let refusal as APIError where refusal.code == .invalidRequest {
+            let message = "Pipeline stopped: \(refusal.message)"
+            if try await self.store.fail(owner: self.owner, claim, position: nil, attempt: nil, code: "GateRefused", message: message) {
+                await self.events.record(
+                    tenant: claim.tenant,
+                    pipeline: claim.id,
+                    key: "\(key)-gate-refused",
+                    [
+                        .log(event: "error", message: message, severity: .error, stage: position, code: "GateRefused"),
+                        .state("failed", summary: message, title: pipeline.title),
+                    ]
+                )
+            }
+            return
+        }
         try await self.store.recordGate(claim, position: position, gateID: gateID)
         await self.events.record(
             tenant: claim.tenant,
@@ -265,8 +344,10 @@ struct PipelineWorker: Sendable {
                 .state("waiting_approval", summary: "stage \(position)/\(total) \(role.rawValue) waits for approval", title: pipeline.title),
             ]
         )
-        return false
     }
+
+    /// Attempts a stage may start before the pipeline fails.
+    static let maxAttempts = 3
 
     static func dollars(_ value: Double) -> String {
         String(format: "%.4f", value)
@@ -274,7 +355,9 @@ struct PipelineWorker: Sendable {
 }
 
 /// A running stage's output as it grows, sent as `output` log events at most `perSecond` a
-/// second (each carries the text since the previous one, at most 8000 characters a piece).
+/// second, each carrying the text since the previous one (in pieces of at most 8000 bytes).
+/// Sending never holds up the provider's stream: one send is in flight at a time, and text that
+/// arrives meanwhile waits for the next.
 actor OutputGrowth {
     let events: PipelineEvents
     let tenant: String
@@ -287,6 +370,9 @@ actor OutputGrowth {
     private var pending = ""
     private var sent = 0
     private var last = ContinuousClock.now
+    private var inFlight: Task<Void, Never>?
+
+    static let maxPieceBytes = 8000
 
     init(events: PipelineEvents, tenant: String, pipeline: String, key: String, stage: Int, role: String, attempt: Int, perSecond: Int) {
         self.events = events
@@ -299,27 +385,49 @@ actor OutputGrowth {
         self.interval = perSecond > 0 ? .milliseconds(1000 / perSecond) : nil
     }
 
-    func add(_ text: String) async {
+    func add(_ text: String) {
         guard let interval = self.interval else { return }
         self.pending += text
-        if ContinuousClock.now - self.last >= interval { await self.flush() }
+        guard self.inFlight == nil, ContinuousClock.now - self.last >= interval else { return }
+        self.inFlight = Task { await self.send() }
     }
 
-    /// Sends what is pending.
-    func flush() async {
+    /// Waits for the send in flight, then sends what is left.
+    func finish() async {
+        await self.inFlight?.value
+        await self.send()
+    }
+
+    private func send() async {
+        defer { self.inFlight = nil }
         guard self.interval != nil, !self.pending.isEmpty else { return }
         let text = self.pending
         self.pending = ""
         self.last = ContinuousClock.now
-        var steps: [PipelineEvents.Step] = []
-        var rest = Substring(text)
-        while !rest.isEmpty {
-            let piece = rest.prefix(8000)
-            rest = rest.dropFirst(piece.count)
-            steps.append(.log(event: "output", message: String(piece), stage: self.stage, role: self.role, attempt: self.attempt))
+        let steps = Self.pieces(text).map {
+            PipelineEvents.Step.log(event: "output", message: $0, stage: self.stage, role: self.role, attempt: self.attempt)
         }
         let index = self.sent
         self.sent += 1
         await self.events.record(tenant: self.tenant, pipeline: self.pipeline, key: "\(self.key)-o\(index)", steps)
+    }
+
+    /// `text` cut into pieces of at most ``maxPieceBytes`` UTF-8 bytes, at character boundaries.
+    static func pieces(_ text: String) -> [String] {
+        var pieces: [String] = []
+        var piece = ""
+        var bytes = 0
+        for character in text {
+            let size = character.utf8.count
+            if bytes + size > Self.maxPieceBytes, !piece.isEmpty {
+                pieces.append(piece)
+                piece = ""
+                bytes = 0
+            }
+            piece.append(character)
+            bytes += size
+        }
+        if !piece.isEmpty { pieces.append(piece) }
+        return pieces
     }
 }

@@ -16,8 +16,8 @@ public struct PipelineSettings: ServiceSettings {
     var anthropicTimeoutSeconds: Int
     var maxTokens: Int
     var prices: ModelPrices
-    /// The swarm every pipeline is an agent of.
-    var swarm: String
+    /// The swarm every pipeline is an agent of (reserved: agents cannot use it).
+    var swarm: String { ReservedIDs.pipelineSwarm }
     var maxRunning: Int
     var maxActivePerTenant: Int
     var createsPerMinute: Int
@@ -35,7 +35,7 @@ public struct PipelineSettings: ServiceSettings {
 
     public static let keys: [SettingKey] = [
         .pipelineSchema, .pipelineAnthropicBaseURL, .pipelineAnthropicKeyFile, .pipelineAnthropicMaxRetries, .pipelineAnthropicTimeoutSeconds,
-        .pipelineMaxTokens, .pipelineModelsFile, .pipelineSwarm, .pipelineMaxRunning, .pipelineMaxActivePerTenant, .pipelineCreatesPerMinute,
+        .pipelineMaxTokens, .pipelineModelsFile, .pipelineMaxRunning, .pipelineMaxActivePerTenant, .pipelineCreatesPerMinute,
         .pipelineMaxStages, .pipelineLeaseSeconds, .pipelineGateExpirySeconds, .pipelineResearchAllowPrivate, .pipelineResearchTimeoutSeconds,
         .pipelineResearchMaxCharacters, .pipelineExportDirectory, .pipelineOutputEventsPerSecond, .pipelineTrustedProxies,
     ]
@@ -71,7 +71,6 @@ public struct PipelineSettings: ServiceSettings {
             }
             self.prices = prices
         }
-        self.swarm = try reader.setting(.pipelineSwarm, expected: "a swarm id") { EntityID.problem($0, field: "swarm") == nil ? $0 : nil }
         self.maxRunning = try reader.setting(.pipelineMaxRunning, in: 1...10_000)
         self.maxActivePerTenant = try reader.setting(.pipelineMaxActivePerTenant, in: 1...100_000)
         self.createsPerMinute = try reader.setting(.pipelineCreatesPerMinute, in: 1...100_000)
@@ -117,7 +116,6 @@ extension SettingKey {
         "a JSON price table {asOf, models: {name: {input, output}}} in USD per million tokens; empty: seed 001's table. A model not in it is refused",
         default: ""
     )
-    static let pipelineSwarm = SettingKey("pipeline.swarm", "the swarm every pipeline is an agent of, in the fleet", default: "pipelines")
     static let pipelineMaxRunning = SettingKey(
         "pipeline.max-running",
         "pipelines one replica runs at once; the rest wait for a free slot (on any replica)",
@@ -145,7 +143,7 @@ extension SettingKey {
     )
     static let pipelineGateExpirySeconds = SettingKey(
         "pipeline.gate-expiry-seconds",
-        "how long an attended stage's approval gate waits (at most approvals.max-expiry-seconds); expiry settles it as approvals.expiry-outcome says",
+        "how long an attended stage's approval gate waits (at most approvals.max-expiry-seconds, or approvals refuses it and the pipeline fails); expiry settles it as approvals.expiry-outcome says",
         default: "3600"
     )
     static let pipelineResearchAllowPrivate = SettingKey(

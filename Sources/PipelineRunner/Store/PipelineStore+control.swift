@@ -141,7 +141,8 @@ extension PipelineStore {
         decidedBy: String,
         reason: String
     ) async throws -> Decision? {
-        guard let (position, attempt) = GateKey.parse(idempotencyKey, pipeline: pipeline) else { return nil }
+        // A gate cancelled by the pipeline's own terminate changes nothing more.
+        guard gateStatus != "cancelled", let (position, attempt) = GateKey.parse(idempotencyKey, pipeline: pipeline) else { return nil }
         return try await self.client.transaction(logger: self.logger) { connection in
             var waiting = false
             for try await _ in try await connection.query(

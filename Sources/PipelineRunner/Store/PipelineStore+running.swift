@@ -9,8 +9,9 @@ extension PipelineStore {
         var id: String
     }
 
-    /// Takes up to `limit` runnable pipelines (running, not paused, their lease free or
-    /// expired) for `owner`, oldest change first; replicas skip each other's rows.
+    /// Takes up to `limit` runnable pipelines (not paused, their lease free or expired: running,
+    /// or awaiting a decision on a stage whose gate was never opened) for `owner`, oldest change
+    /// first; replicas skip each other's rows.
     func claim(owner: String, limit: Int, leaseSeconds: Int) async throws -> [Claim] {
         var claims: [Claim] = []
         for try await (tenant, id) in try await self.client.query(
@@ -18,7 +19,10 @@ extension PipelineStore {
             UPDATE pipelines SET lease_owner = \(owner), lease_until = now() + make_interval(secs => \(Double(leaseSeconds)))
             WHERE (tenant_id, pipeline_id) IN (
                 SELECT tenant_id, pipeline_id FROM pipelines
-                WHERE status = 'running' AND NOT paused AND (lease_until IS NULL OR lease_until < now())
+                WHERE NOT paused AND (lease_until IS NULL OR lease_until < now())
+                  AND (status = 'running' OR (status = 'awaitingApproval' AND EXISTS (
+                      SELECT 1 FROM stages s WHERE s.tenant_id = pipelines.tenant_id AND s.pipeline_id = pipelines.pipeline_id
+                        AND s.status = 'completed' AND s.gate_id IS NULL)))
                 ORDER BY updated_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
             RETURNING tenant_id, pipeline_id
             """,
@@ -29,13 +33,16 @@ extension PipelineStore {
         return claims
     }
 
-    /// Extends the leases `owner` still holds; returns those (a lease lost is gone from it).
-    func renew(owner: String, leaseSeconds: Int) async throws -> Set<Claim> {
+    /// Extends the leases `owner` still holds on `claims` while their pipelines are unfinished;
+    /// returns those (a lease lost, or a pipeline a terminate ended, is gone from it).
+    func renew(owner: String, _ claims: [Claim], leaseSeconds: Int) async throws -> Set<Claim> {
         var held: Set<Claim> = []
         for try await (tenant, id) in try await self.client.query(
             """
             UPDATE pipelines SET lease_until = now() + make_interval(secs => \(Double(leaseSeconds)))
-            WHERE lease_owner = \(owner) AND lease_until >= now() RETURNING tenant_id, pipeline_id
+            WHERE lease_owner = \(owner) AND lease_until >= now() AND status IN ('running', 'awaitingApproval')
+              AND (tenant_id, pipeline_id) IN (SELECT unnest(\(claims.map(\.tenant))::text[]), unnest(\(claims.map(\.id))::text[]))
+            RETURNING tenant_id, pipeline_id
             """,
             logger: self.logger
         ).decode((String, String).self) {
@@ -107,6 +114,7 @@ extension PipelineStore {
         position: Int,
         attempt: Int,
         usage: UsageRecord,
+        providerMilliseconds: Int64,
         output: String,
         artifact: (id: String, role: PipelineRole, title: String),
         unattended: Bool,
@@ -145,7 +153,7 @@ extension PipelineStore {
                 """
                 UPDATE stages SET status = \(stageStatus.rawValue), finished_at = now(), model = \(usage.model), input_tokens = \(usage.input),
                     output_tokens = \(usage.output), cache_creation_tokens = \(usage.cacheCreation), cache_read_tokens = \(usage.cacheRead),
-                    cost_usd = \(usage.costUSD), output = \(output), artifact_id = \(artifactID),
+                    cost_usd = \(usage.costUSD), output = \(output), artifact_id = \(artifactID), provider_ms = \(providerMilliseconds),
                     decided_by = \(unattended ? "unattended" : nil)
                 WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND position = \(position)
                 """,
@@ -197,14 +205,18 @@ extension PipelineStore {
         return false
     }
 
-    /// Ends a running pipeline with an error (seed 001's table): its running stage failed.
-    func fail(_ claim: Claim, position: Int?, code: String, message: String) async throws -> Bool {
+    /// Ends a pipeline `owner` holds with an error (seed 001's table); with a position and an
+    /// attempt, only while that attempt is the stage's current one, which then failed.
+    func fail(owner: String, _ claim: Claim, position: Int?, attempt: Int?, code: String, message: String) async throws -> Bool {
         try await self.client.transaction(logger: self.logger) { connection in
             var changed = false
             for try await _ in try await connection.query(
                 """
                 UPDATE pipelines SET status = 'failed', error_code = \(code), error_message = \(message), updated_at = now(), finished_at = now()
                 WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND status IN ('running', 'awaitingApproval')
+                  AND lease_owner = \(owner)
+                  AND (\(attempt == nil) OR EXISTS (SELECT 1 FROM stages WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id)
+                      AND position = \(position ?? 0) AND attempt = \(attempt ?? 0)))
                 RETURNING 1
                 """,
                 logger: self.logger

@@ -99,19 +99,19 @@ struct PipelineStore: Sendable {
         for try await row in try await connection.query(
             """
             SELECT position, role, task, research_urls, status, attempt, model, input_tokens, output_tokens, cache_creation_tokens,
-                cache_read_tokens, cost_usd, started_at, finished_at, gate_id, decided_by, reason, artifact_id, output, fetches
+                cache_read_tokens, cost_usd, started_at, finished_at, gate_id, decided_by, reason, artifact_id, output, fetches, provider_ms
             FROM stages WHERE tenant_id = \(tenant) AND pipeline_id = \(id) ORDER BY position
             """,
             logger: self.logger
         ) {
             let (
                 position, role, task, urls, status, attempt, model, input, output, cacheCreation, cacheRead, cost, startedAt, finishedAt, gateID,
-                decidedBy, reason, artifactID, text, fetches
+                decidedBy, reason, artifactID, text, fetches, providerMilliseconds
             ) =
                 try row.decode(
                     (
                         Int, String, String, String, String, Int, String?, Int64?, Int64?, Int64?, Int64?, Double?, Date?, Date?, String?, String?,
-                        String?, String?, String?, String
+                        String?, String?, String?, String, Int64?
                     ).self
                 )
             var usage: UsageRecord?
@@ -134,6 +134,7 @@ struct PipelineStore: Sendable {
                     status: StageStatus(rawValue: status) ?? .failed,
                     attempt: attempt,
                     usage: usage,
+                    providerMilliseconds: providerMilliseconds,
                     startedAt: startedAt,
                     finishedAt: finishedAt,
                     gateID: gateID,

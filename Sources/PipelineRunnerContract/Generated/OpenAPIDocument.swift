@@ -215,6 +215,7 @@ components:
         startedAt: { type: string, format: date-time }
         finishedAt: { type: string, format: date-time }
         durationMs: { type: integer, format: int64 }
+        providerMs: { type: integer, format: int64, description: "How long the stage's provider call took; the rest of durationMs is orchestration." }
         gateId: { type: string, description: 'The approval gate opened when the stage finished (attended).' }
         decidedBy: { type: string, description: 'Who approved or rejected it; `unattended` when the pipeline approved it itself.' }
         reason: { type: string }

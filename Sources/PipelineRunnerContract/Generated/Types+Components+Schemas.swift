@@ -376,6 +376,10 @@ extension Components {
             public var finishedAt: Foundation.Date?
             /// - Remark: Generated from `#/components/schemas/Stage/durationMs`.
             public var durationMs: Swift.Int64?
+            /// How long the stage's provider call took; the rest of durationMs is orchestration.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Stage/providerMs`.
+            public var providerMs: Swift.Int64?
             /// The approval gate opened when the stage finished (attended).
             ///
             /// - Remark: Generated from `#/components/schemas/Stage/gateId`.
@@ -403,6 +407,7 @@ extension Components {
             ///   - startedAt:
             ///   - finishedAt:
             ///   - durationMs:
+            ///   - providerMs: How long the stage's provider call took; the rest of durationMs is orchestration.
             ///   - gateId: The approval gate opened when the stage finished (attended).
             ///   - decidedBy: Who approved or rejected it; `unattended` when the pipeline approved it itself.
             ///   - reason:
@@ -419,6 +424,7 @@ extension Components {
                 startedAt: Foundation.Date? = nil,
                 finishedAt: Foundation.Date? = nil,
                 durationMs: Swift.Int64? = nil,
+                providerMs: Swift.Int64? = nil,
                 gateId: Swift.String? = nil,
                 decidedBy: Swift.String? = nil,
                 reason: Swift.String? = nil,
@@ -435,6 +441,7 @@ extension Components {
                 self.startedAt = startedAt
                 self.finishedAt = finishedAt
                 self.durationMs = durationMs
+                self.providerMs = providerMs
                 self.gateId = gateId
                 self.decidedBy = decidedBy
                 self.reason = reason
@@ -452,6 +459,7 @@ extension Components {
                 case startedAt
                 case finishedAt
                 case durationMs
+                case providerMs
                 case gateId
                 case decidedBy
                 case reason
