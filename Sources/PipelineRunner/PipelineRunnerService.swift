@@ -94,7 +94,10 @@ public enum PipelineRunnerService: SwarmdeckService {
             document: openAPIDocument,
             trustedProxies: settings.trustedProxies,
             authentication: OperationAuthenticationMiddleware(credentials: PipelineHandler.credentials, verifier: assembly.verifier)
-        ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
+        ) {
+            // Stage timings to the millisecond (the default date format drops fractions).
+            try handler.registerHandlers(on: assembly.router, configuration: .init(dateTranscoder: .iso8601WithFractionalSeconds), middlewares: $0)
+        }
         return ServiceParts(services: [scheduler, commands, ClientShutdown(client: http)])
     }
 }

@@ -23,6 +23,13 @@ struct PipelineWorker: Sendable {
     let logger: Logger
 
     func run(_ claim: PipelineStore.Claim) async {
+        let queue = PipelineEventQueue(events: self.events, tenant: claim.tenant, pipeline: claim.id)
+        await self.run(claim, queue: queue)
+        // The lease is held until the run's events are sent.
+        await queue.finish()
+    }
+
+    private func run(_ claim: PipelineStore.Claim, queue: PipelineEventQueue) async {
         do {
             while !Task.isCancelled {
                 guard let pipeline = try await self.store.pipeline(tenant: claim.tenant, id: claim.id),
@@ -33,9 +40,7 @@ struct PipelineWorker: Sendable {
                 switch PipelineStep.next(pipeline.stages) {
                 case .complete:
                     if try await self.store.complete(owner: self.owner, claim) {
-                        await self.events.record(
-                            tenant: claim.tenant,
-                            pipeline: claim.id,
+                        queue.record(
                             key: "done",
                             [
                                 .log(
@@ -51,13 +56,13 @@ struct PipelineWorker: Sendable {
                     // A finished stage whose gate was never opened (the runner stopped, or
                     // approvals failed, between the two): open it now (its key finds the same gate).
                     if let stage = pipeline.stages.first(where: { $0.position == position }), stage.gateID == nil {
-                        try await self.openGate(for: stage, of: pipeline, claim)
+                        try await self.openGate(for: stage, of: pipeline, claim, queue: queue)
                     }
                     return
                 case .ended:
                     return
                 case .run(let position):
-                    guard try await self.runStage(position, of: pipeline, claim) else { return }
+                    guard try await self.runStage(position, of: pipeline, claim, queue: queue) else { return }
                 }
             }
         } catch is CancellationError {
@@ -73,7 +78,8 @@ struct PipelineWorker: Sendable {
     }
 
     /// Runs one stage; true when the pipeline goes straight on to its next stage.
-    private func runStage(_ position: Int, of pipeline: PipelineRecord, _ claim: PipelineStore.Claim) async throws -> Bool {
+    private func runStage(_ position: Int, of pipeline: PipelineRecord, _ claim: PipelineStore.Claim, queue: PipelineEventQueue) async throws -> Bool
+    {
         guard let stage = pipeline.stages.first(where: { $0.position == position }) else { return false }
         let role = stage.role
         let roleSettings = pipeline.settings(for: role)
@@ -93,9 +99,7 @@ struct PipelineWorker: Sendable {
                 code: "StageAttemptsExhausted",
                 message: message
             ) {
-                await self.events.record(
-                    tenant: claim.tenant,
-                    pipeline: claim.id,
+                queue.record(
                     key: "\(key)-exhausted",
                     [
                         .log(
@@ -112,9 +116,7 @@ struct PipelineWorker: Sendable {
             }
             return false
         }
-        await self.events.record(
-            tenant: claim.tenant,
-            pipeline: claim.id,
+        queue.record(
             key: "\(key)-start",
             [
                 .state("running", summary: "stage \(position)/\(total) \(role.rawValue): \(stage.task)", title: pipeline.title),
@@ -138,9 +140,7 @@ struct PipelineWorker: Sendable {
             }
             if !fetches.isEmpty {
                 try await self.store.recordFetches(claim, position: position, attempt: attempt, fetches)
-                await self.events.record(
-                    tenant: claim.tenant,
-                    pipeline: claim.id,
+                queue.record(
                     key: "\(key)-fetch",
                     fetches.map {
                         .log(
@@ -164,9 +164,7 @@ struct PipelineWorker: Sendable {
             temperature: roleSettings.temperature
         )
         let growth = OutputGrowth(
-            events: self.events,
-            tenant: claim.tenant,
-            pipeline: claim.id,
+            queue: queue,
             key: key,
             stage: position,
             role: role.rawValue,
@@ -188,9 +186,7 @@ struct PipelineWorker: Sendable {
                 code: failure.code.rawValue,
                 message: failure.message
             ) {
-                await self.events.record(
-                    tenant: claim.tenant,
-                    pipeline: claim.id,
+                queue.record(
                     key: "\(key)-error",
                     [
                         .log(
@@ -282,17 +278,20 @@ struct PipelineWorker: Sendable {
             steps.append(.log(event: "completed", message: "pipeline completed: \(total) stages"))
             steps.append(.state("completed", summary: "completed \(total) stages", title: pipeline.title))
         }
-        await self.events.record(tenant: claim.tenant, pipeline: claim.id, key: "\(key)-done", steps)
+        queue.record(
+            key: "\(key)-done",
+            steps
+        )
         guard !pipeline.unattended else { return finished.status == .running }
         var finishedStage = stage
         finishedStage.attempt = attempt
-        try await self.openGate(for: finishedStage, of: pipeline, claim)
+        try await self.openGate(for: finishedStage, of: pipeline, claim, queue: queue)
         return false
     }
 
     /// Opens the gate of a finished stage (approvals finds the same gate by its key); a
     /// refusal that no retry changes stops the pipeline with approvals' reason.
-    private func openGate(for stage: StageRecord, of pipeline: PipelineRecord, _ claim: PipelineStore.Claim) async throws {
+    private func openGate(for stage: StageRecord, of pipeline: PipelineRecord, _ claim: PipelineStore.Claim, queue: PipelineEventQueue) async throws {
         let position = stage.position
         let attempt = stage.attempt
         let role = stage.role
@@ -315,9 +314,7 @@ struct PipelineWorker: Sendable {
         } catch let refusal as APIError where refusal.code == .invalidRequest {
             let message = "Pipeline stopped: \(refusal.message)"
             if try await self.store.fail(owner: self.owner, claim, position: nil, attempt: nil, code: "GateRefused", message: message) {
-                await self.events.record(
-                    tenant: claim.tenant,
-                    pipeline: claim.id,
+                queue.record(
                     key: "\(key)-gate-refused",
                     [
                         .log(event: "error", message: message, severity: .error, stage: position, code: "GateRefused"),
@@ -328,9 +325,7 @@ struct PipelineWorker: Sendable {
             return
         }
         try await self.store.recordGate(claim, position: position, gateID: gateID)
-        await self.events.record(
-            tenant: claim.tenant,
-            pipeline: claim.id,
+        queue.record(
             key: "\(key)-gate",
             [
                 .log(
@@ -354,14 +349,11 @@ struct PipelineWorker: Sendable {
     }
 }
 
-/// A running stage's output as it grows, sent as `output` log events at most `perSecond` a
+/// A running stage's output as it grows, queued as `output` log events at most `perSecond` a
 /// second, each carrying the text since the previous one (in pieces of at most 8000 bytes).
-/// Sending never holds up the provider's stream: one send is in flight at a time, and text that
-/// arrives meanwhile waits for the next.
+/// Queuing never holds up the provider's stream, and keeps the output before the stage's end.
 actor OutputGrowth {
-    let events: PipelineEvents
-    let tenant: String
-    let pipeline: String
+    let queue: PipelineEventQueue
     let key: String
     let stage: Int
     let role: String
@@ -370,14 +362,11 @@ actor OutputGrowth {
     private var pending = ""
     private var sent = 0
     private var last = ContinuousClock.now
-    private var inFlight: Task<Void, Never>?
 
     static let maxPieceBytes = 8000
 
-    init(events: PipelineEvents, tenant: String, pipeline: String, key: String, stage: Int, role: String, attempt: Int, perSecond: Int) {
-        self.events = events
-        self.tenant = tenant
-        self.pipeline = pipeline
+    init(queue: PipelineEventQueue, key: String, stage: Int, role: String, attempt: Int, perSecond: Int) {
+        self.queue = queue
         self.key = key
         self.stage = stage
         self.role = role
@@ -388,28 +377,23 @@ actor OutputGrowth {
     func add(_ text: String) {
         guard let interval = self.interval else { return }
         self.pending += text
-        guard self.inFlight == nil, ContinuousClock.now - self.last >= interval else { return }
-        self.inFlight = Task { await self.send() }
+        if ContinuousClock.now - self.last >= interval { self.send() }
     }
 
-    /// Waits for the send in flight, then sends what is left.
-    func finish() async {
-        await self.inFlight?.value
-        await self.send()
+    /// Queues what is left.
+    func finish() {
+        self.send()
     }
 
-    private func send() async {
-        defer { self.inFlight = nil }
+    private func send() {
         guard self.interval != nil, !self.pending.isEmpty else { return }
-        let text = self.pending
-        self.pending = ""
-        self.last = ContinuousClock.now
-        let steps = Self.pieces(text).map {
+        let steps = Self.pieces(self.pending).map {
             PipelineEvents.Step.log(event: "output", message: $0, stage: self.stage, role: self.role, attempt: self.attempt)
         }
-        let index = self.sent
+        self.pending = ""
+        self.last = ContinuousClock.now
+        self.queue.record(key: "\(self.key)-o\(self.sent)", steps)
         self.sent += 1
-        await self.events.record(tenant: self.tenant, pipeline: self.pipeline, key: "\(self.key)-o\(index)", steps)
     }
 
     /// `text` cut into pieces of at most ``maxPieceBytes`` UTF-8 bytes, at character boundaries.
