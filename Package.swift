@@ -237,8 +237,8 @@ let package = Package(
             name: "SwarmdeckBench",
             dependencies: [
                 "APNs", "APNsLocal", "ApprovalsContract", "CNATS", "Contracts", "ControlAPIContract", "EventLog", "ServiceKit", "SwarmdeckTools",
-                argumentParser, asyncHTTPClient, crypto, hummingbirdWSClient, logging, nioCore, nioSSL, openAPIAsyncHTTPClient, openAPIRuntime,
-                postgresNIO,
+                argumentParser, asyncHTTPClient, crypto, hummingbirdWSClient, logging, nioCore, nioHTTP1, nioSSL, openAPIAsyncHTTPClient,
+                openAPIRuntime, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
@@ -331,7 +331,7 @@ let package = Package(
             dependencies: [
                 "Anthropic", "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "Ingest", "PipelineRunner", "ServiceKit", "StreamFanout",
                 "StreamTestSupport", "SwarmdeckTools", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore,
-                postgresNIO,
+                nioHTTP1, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

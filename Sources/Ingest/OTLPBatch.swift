@@ -1,3 +1,4 @@
+import Contracts
 import Crypto
 import EventLog
 import Foundation
@@ -45,7 +46,13 @@ struct OTLPBatch {
     /// rejects the item; that of an event derived from it (`primary: false`) is only reported.
     mutating func add(_ event: NativeEvent, item: Int, primary: Bool = true) {
         do {
-            self.events.append(try event.prepare(now: self.now, maxEventBytes: self.maxEventBytes))
+            let prepared = try event.prepare(now: self.now, maxEventBytes: self.maxEventBytes)
+            // A service's swarm (pipelines) is not an agent's: that item is refused, the rest kept.
+            if let problem = ReservedIDs.agentProblem(swarm: prepared.swarmID, msgID: prepared.msgID) {
+                self.refuse(item, primary: primary, problem)
+                return
+            }
+            self.events.append(prepared)
             self.itemOfEvent.append(item)
             self.primary.append(primary)
         } catch {

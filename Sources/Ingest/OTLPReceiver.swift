@@ -155,9 +155,6 @@ struct OTLPReceiver: Sendable {
                 "\(batch.items) items (\(batch.events.count) events); at most \(self.settings.maxBatchEvents) items per export"
             )
         }
-        if let problem = batch.events.lazy.compactMap({ ReservedIDs.agentProblem(swarm: $0.swarmID, msgID: $0.msgID) }).first {
-            throw APIError(.invalidRequest, problem)
-        }
         batch.apply(try await self.writer.submit(tenant: tenant, events: batch.events, requestID: context.requestID))
         return try Self.response(.ok, answer(Int64(batch.rejectedItems.count), batch.errorMessage), encoding: encoding)
     }

@@ -98,7 +98,8 @@ public enum PipelineRunnerService: SwarmdeckService {
             // Stage timings to the millisecond (the default date format drops fractions).
             try handler.registerHandlers(on: assembly.router, configuration: .init(dateTranscoder: .iso8601WithFractionalSeconds), middlewares: $0)
         }
-        return ServiceParts(services: [scheduler, commands, ClientShutdown(client: http)])
+        // Services stop in reverse order: the client last, once no run can call it.
+        return ServiceParts(services: [ClientShutdown(client: http), scheduler, commands])
     }
 }
 

@@ -73,16 +73,18 @@ struct PipelineBench: AsyncParsableCommand {
         for index in 0..<self.sequential {
             alone += try await self.batch(http, tokens: [tokens[index % tokens.count]], count: 1, label: "alone \(index)").done
         }
-        let (aloneOverheads, aloneProviders) = Self.stageTimes(alone)
+        let (aloneOverheads, aloneProviders, aloneWithin, aloneGaps) = Self.stageTimes(alone)
         print("one pipeline at a time: \(alone.count) pipelines, \(aloneOverheads.count) stages")
         print(Self.line("  orchestration overhead per stage (provider time excluded)", aloneOverheads))
+        print(Self.line("    of which within the stage (start to finish without the call)", aloneWithin))
+        print(Self.line("    of which before the stage (since the previous one, or the plan)", aloneGaps))
         print(Self.line("  provider call per stage", aloneProviders))
 
         let before = Memory.rss(pid)
         let (done, createdIn, total, peak) = try await self.batch(http, tokens: tokens, count: self.pipelines, label: "concurrent", pid: pid)
         try await Task.sleep(for: .seconds(2))
         let after = Memory.rss(pid)
-        let (overheads, providers) = Self.stageTimes(done)
+        let (overheads, providers, _, _) = Self.stageTimes(done)
         print(
             "\(self.pipelines) at once: all \(done.count) completed in \(Self.seconds(total)) (created in \(Self.seconds(createdIn))); \(overheads.count) stages"
         )
@@ -153,7 +155,7 @@ struct PipelineBench: AsyncParsableCommand {
 
     /// Per stage: the orchestration overhead (the stage's time without its provider call, plus
     /// the gap since the previous stage finished or the pipeline was created) and the provider call.
-    static func stageTimes(_ pipelines: [JSON]) -> (overheads: [Double], providers: [Double]) {
+    static func stageTimes(_ pipelines: [JSON]) -> (overheads: [Double], providers: [Double], within: [Double], gaps: [Double]) {
         var overheads: [Double] = []
         var providers: [Double] = []
         var within: [Double] = []
@@ -172,9 +174,7 @@ struct PipelineBench: AsyncParsableCommand {
                 previous = end
             }
         }
-        print(Self.line("  (of which within the stage, start to finish without the call", within) + ")")
-        print(Self.line("  (of which before the stage, since the previous one or the plan", gaps) + ")")
-        return (overheads, providers)
+        return (overheads, providers, within, gaps)
     }
 
     private func call(_ http: HTTPClient, _ method: HTTPMethod, _ path: String, token: String, body: JSON? = nil, expect: Int) async throws -> JSON {

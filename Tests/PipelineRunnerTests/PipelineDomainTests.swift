@@ -105,6 +105,8 @@ import Testing
         #expect(HTMLText.strip("a < b and <script>never closed") == "a never closed")
         #expect(HTMLText.strip("x <style>p{}") == "x p{}")
         #expect(HTMLText.strip("1 < 2") == "1 < 2")
+        #expect(HTMLText.strip("a <> b") == "a <> b")
+        #expect(HTMLText.strip("<script>x=\"</scriptx>\";secret()</script>shown") == "shown")
     }
 
     /// Pages built to make a backtracking stripper quadratic pass in one sweep.
@@ -115,6 +117,8 @@ import Testing
         #expect(HTMLText.strip(scripts).isEmpty)
         let tags = String(repeating: "<a <b ", count: 100_000)
         #expect(HTMLText.strip(tags).count <= 8000)
+        let closers = "<script>" + String(repeating: "</script", count: 250_000)
+        #expect(HTMLText.strip(closers).count <= 8000)
     }
 
     @Test func outputPiecesAreBoundedInBytes() {
@@ -133,7 +137,8 @@ import Testing
         for address in [
             "127.0.0.1", "127.1.2.3", "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
             "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
-            "::ffff:169.254.169.254", "ff02::1", "64:ff9b::a00:1", "not-an-address",
+            "::ffff:169.254.169.254", "ff02::1", "64:ff9b::a00:1", "not-an-address", "2002:7f00:1::", "2001:0:4136:e378::1",
+            "::ffff:0:a00:1",
         ] {
             #expect(self.policy.refusal(address) != nil, "\(address) must be refused")
         }

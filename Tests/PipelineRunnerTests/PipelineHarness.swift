@@ -68,6 +68,19 @@ struct PipelineHarness {
         }
     }
 
+    /// Ingest, control-api and approvals only (the tenant's ingest key made): for a runner
+    /// started otherwise (an executable, or later in the test).
+    func runInfrastructure(_ body: @escaping @Sendable (Client, Client, Client) async throws -> Void) async throws {
+        try await self.live.application(IngestService.self).test(.router) { ingest in
+            try await self.live.application(ControlAPIService.self).test(.router) { control in
+                try await self.live.application(ApprovalsService.self).test(.router) { approvals in
+                    _ = try await self.live.createKey(ingest)
+                    try await body(ingest, control, approvals)
+                }
+            }
+        }
+    }
+
     /// The same with stream-fanout, every one live on a port of its own.
     func runWithStream(_ body: @escaping @Sendable (Client, Client, Client, Client, Client) async throws -> Void) async throws {
         try await self.run(.live) { ingest, control, approvals, pipelines in

@@ -122,8 +122,9 @@ struct PipelineLiveTests {
         defer { Task { await harness.stop() } }
         try await harness.run { _, control, _, pipelines in
             let token = try await harness.token()
-            // 40 words a delta of 5, 150 ms apart: a stage streams for about 1.2 s.
-            let (status, created) = try await harness.create(pipelines, ["goal": "Slow work [delay-ms:150]", "unattended": true])
+            // 40 words a delta of 5, 600 ms apart: a stage streams for about 5 s, time enough for a
+            // command to arrive on a loaded machine.
+            let (status, created) = try await harness.create(pipelines, ["goal": "Slow work [delay-ms:600]", "unattended": true])
             #expect(status == .created, "\(created)")
             let id = try #require(created["pipelineId"] as? String)
             _ = try await harness.waitFor(pipelines, id) { H.stage($0, 1)["status"] as? String == "running" }

@@ -1,4 +1,5 @@
 import ApprovalsContract
+import Contracts
 import Foundation
 import OpenAPIRuntime
 import ServiceKit
@@ -6,6 +7,10 @@ import ServiceKit
 extension ApprovalsHandler {
     func openGate(_ input: Operations.OpenGate.Input) async throws -> Operations.OpenGate.Output {
         let session = try Caller.agentSession()
+        // pipeline-runner's pipelines open their gates through the service lane only.
+        guard session.swarm != ReservedIDs.pipelineSwarm else {
+            throw APIError(.invalidRequest, "swarm \(ReservedIDs.pipelineSwarm) is pipeline-runner's: its gates open through the service")
+        }
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.key(body.idempotencyKey, "idempotencyKey")
         try InputCheck.text(body.summary, "summary", max: 500)

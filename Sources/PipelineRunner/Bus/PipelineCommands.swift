@@ -72,7 +72,7 @@ struct PipelineCommands: Service {
                     reason: outcome.reason
                 )
             else { return }
-            let verb = decision.approved ? "approved" : "rejected"
+            let verb = decision.approved ? "approved" : decision.status == .stopped ? "cancelled" : "rejected"
             var steps: [PipelineEvents.Step] = [
                 .log(
                     event: "decision",
@@ -84,8 +84,17 @@ struct PipelineCommands: Service {
                 )
             ]
             if let message = decision.message {
-                steps.append(.log(event: "error", message: message, severity: .error, stage: decision.position, code: "UserRejected"))
-                steps.append(.state("failed", summary: message, title: ""))
+                let stopped = decision.status == .stopped
+                steps.append(
+                    .log(
+                        event: "error",
+                        message: message,
+                        severity: .error,
+                        stage: decision.position,
+                        code: stopped ? "GateCancelled" : "UserRejected"
+                    )
+                )
+                steps.append(.state(stopped ? "terminated" : "failed", summary: message, title: ""))
             } else {
                 steps.append(.state("running", summary: "stage \(decision.position) approved", title: ""))
             }

@@ -86,8 +86,10 @@ struct PipelineEvents: Sendable {
     /// agent may post, so none can take them first); retried a few
     /// times when ingest is busy; a failure past that is logged, not thrown: the pipeline's own
     /// record in Postgres is the truth, the stream a view of it.
-    func record(tenant: String, pipeline: String, key: String, _ steps: [Step]) async {
-        let now = Date.nowMilliseconds
+    func record(tenant: String, pipeline: String, key: String, _ steps: [Step], at: Date = Date.nowMilliseconds) async {
+        // A queue past its deadline drops the rest.
+        if Task.isCancelled { return }
+        let now = at
         let ts = Int64(now.timeIntervalSince1970 * 1000)
         var events: [BusServiceEvent] = []
         do {

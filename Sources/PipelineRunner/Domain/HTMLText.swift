@@ -17,7 +17,8 @@ enum HTMLText {
         func emitSpace() { pendingSpace = !out.isEmpty }
         while index < bytes.count {
             let byte = bytes[index]
-            if byte == UInt8(ascii: "<"), !noMoreTagEnds {
+            // `<[^>]+>`: a tag holds at least one character (`<>` is text).
+            if byte == UInt8(ascii: "<"), !noMoreTagEnds, index + 1 < bytes.count, bytes[index + 1] != UInt8(ascii: ">") {
                 guard let close = Self.find(UInt8(ascii: ">"), in: bytes, from: index + 1) else {
                     noMoreTagEnds = true
                     continue
@@ -80,9 +81,12 @@ enum HTMLText {
     private static func findClosing(_ element: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
         var index = start
         while let open = Self.find(UInt8(ascii: "<"), in: bytes, from: index) {
-            if open + 1 < bytes.count, bytes[open + 1] == UInt8(ascii: "/"), Self.hasPrefix(bytes, at: open + 2, element),
-                let close = Self.find(UInt8(ascii: ">"), in: bytes, from: open + 2 + element.count)
+            let end = open + 2 + element.count
+            if open + 1 < bytes.count, bytes[open + 1] == UInt8(ascii: "/"), Self.hasPrefix(bytes, at: open + 2, element), end < bytes.count,
+                bytes[end] == UInt8(ascii: ">") || Self.isSpace(bytes[end])
             {
+                // No `>` after this one: none after a later one either.
+                guard let close = Self.find(UInt8(ascii: ">"), in: bytes, from: end) else { return nil }
                 return close + 1
             }
             index = open + 1

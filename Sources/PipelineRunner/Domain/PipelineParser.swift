@@ -23,7 +23,12 @@ enum PipelineParser {
             }
             // The seed keeps what `URL(string:)` accepts.
             let urls = (item["researchURLs"] as? [Any] ?? []).compactMap { $0 as? String }.filter { URL(string: $0) != nil }
-            return ParsedStage(role: role, task: task, researchURLs: urls)
+            // Postgres text holds no NUL.
+            return ParsedStage(
+                role: role,
+                task: task.replacingOccurrences(of: "\u{0}", with: ""),
+                researchURLs: urls.filter { !$0.contains("\u{0}") }
+            )
         }
         return stages.isEmpty ? nil : stages
     }

@@ -26,6 +26,13 @@ struct ResearchAddressPolicy: Sendable {
             if v6[0] == 0xff { return "\(address) is multicast" }
             if v6[0] == 0x20 && v6[1] == 0x01 && v6[2] == 0x0d && v6[3] == 0xb8 { return "\(address) is a documentation address" }
             if v6[0] == 0x00 && v6[1] == 0x64 && v6[2] == 0xff && v6[3] == 0x9b { return "\(address) is NAT64 (reaches IPv4 inside)" }
+            // 6to4 (2002::/16) carries an IPv4 address in its next four bytes.
+            if v6[0] == 0x20 && v6[1] == 0x02, let inner = Self.refusal(Array(v6[2..<6])) { return "\(address) is 6to4 of \(inner)" }
+            if v6[0] == 0x20 && v6[1] == 0x01 && v6[2] == 0 && v6[3] == 0 { return "\(address) is Teredo (reaches IPv4 inside)" }
+            // ::ffff:0:0/96 (IPv4-translated) is an IPv4 address too.
+            if v6[0..<8].allSatisfy({ $0 == 0 }) && v6[8] == 0xff && v6[9] == 0xff && v6[10] == 0 && v6[11] == 0 {
+                return Self.refusal(Array(v6[12..<16])).map { "\(address) is \($0)" }
+            }
             return nil
         }
         return "\(address) is not a numeric address"

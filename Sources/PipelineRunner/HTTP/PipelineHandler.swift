@@ -39,6 +39,14 @@ extension PipelineHandler: APIProtocol {
         if let key = request.idempotencyKey, let existing = try await self.store.pipeline(tenant: person.tenant, idempotencyKey: key) {
             return .ok(.init(body: .json(Self.contract(existing, swarm: self.settings.swarm))))
         }
+        guard self.planning.enter(person.tenant) else {
+            throw APIError(
+                .rateLimited,
+                "this tenant has \(self.planning.perTenant) pipelines being planned at once; retry when one is done",
+                retryAfterSeconds: 5
+            )
+        }
+        defer { self.planning.leave(person.tenant) }
         if let wait = self.creates.take(person.tenant) {
             throw APIError(
                 .rateLimited,
@@ -56,14 +64,6 @@ extension PipelineHandler: APIProtocol {
 
         // The planner (seed 001's CEO): one JSON call, in the request.
         let planner = request.roles[PipelineCaller.planner.name] ?? RoleSettings.defaults(for: .planner)
-        guard self.planning.enter(person.tenant) else {
-            throw APIError(
-                .rateLimited,
-                "this tenant has \(self.planning.perTenant) pipelines being planned at once; retry when one is done",
-                retryAfterSeconds: 5
-            )
-        }
-        defer { self.planning.leave(person.tenant) }
         let answer: AnthropicResponse
         do {
             answer = try await self.provider.complete(

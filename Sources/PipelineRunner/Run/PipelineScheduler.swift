@@ -102,13 +102,18 @@ final class PipelineScheduler: Service, Sendable {
             return
         }
         do {
-            let held = try await self.store.renew(owner: self.worker.owner, claims, leaseSeconds: self.settings.leaseSeconds)
-            self.renewed.withLock { $0 = .now }
+            let asked = ContinuousClock.now
+            let held = try await withDeadline(.seconds(max(1, self.settings.leaseSeconds / 3)), orThrow: CancellationError()) {
+                try await self.store.renew(owner: self.worker.owner, claims, leaseSeconds: self.settings.leaseSeconds)
+            }
+            self.renewed.withLock { $0 = asked }
             let lost = self.running.withLock { running in claims.filter { !held.contains($0) }.compactMap { running[$0] } }
             for task in lost { task.cancel() }
         } catch {
             self.logger.warning("cannot renew pipeline leases", metadata: ["error": "\(String(reflecting: error))"])
-            if ContinuousClock.now - self.renewed.withLock({ $0 }) >= .seconds(self.settings.leaseSeconds) {
+            // Two thirds of a lease since the last renewal that was asked for: stop before another
+            // replica may take the pipelines.
+            if ContinuousClock.now - self.renewed.withLock({ $0 }) >= .seconds(self.settings.leaseSeconds) * 2 / 3 {
                 // The leases have run out: another replica may run these pipelines now.
                 for task in self.running.withLock({ Array($0.values) }) { task.cancel() }
             }

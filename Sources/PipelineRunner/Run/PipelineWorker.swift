@@ -342,7 +342,9 @@ struct PipelineWorker: Sendable {
     }
 
     /// Attempts a stage may start before the pipeline fails.
-    static let maxAttempts = 3
+    /// (A graceful stop mid-call costs an attempt too: a rolling restart of three replicas must
+    /// not exhaust them.)
+    static let maxAttempts = 5
 
     static func dollars(_ value: Double) -> String {
         String(format: "%.4f", value)

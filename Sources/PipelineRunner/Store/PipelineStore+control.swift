@@ -141,8 +141,7 @@ extension PipelineStore {
         decidedBy: String,
         reason: String
     ) async throws -> Decision? {
-        // A gate cancelled by the pipeline's own terminate changes nothing more.
-        guard gateStatus != "cancelled", let (position, attempt) = GateKey.parse(idempotencyKey, pipeline: pipeline) else { return nil }
+        guard let (position, attempt) = GateKey.parse(idempotencyKey, pipeline: pipeline) else { return nil }
         return try await self.client.transaction(logger: self.logger) { connection in
             var waiting = false
             for try await _ in try await connection.query(
@@ -156,7 +155,29 @@ extension PipelineStore {
             ).decode(Int.self) {
                 waiting = true
             }
+            // A gate cancelled by the pipeline's own terminate finds it stopped (not waiting). One
+            // cancelled while the pipeline still waits on it (its terminate came while this runner
+            // was down and expired) can never be decided: the pipeline stops.
             guard waiting else { return nil }
+            if gateStatus == "cancelled" {
+                let message = "Pipeline stopped: its approval gate was cancelled"
+                try await connection.query(
+                    """
+                    UPDATE stages SET status = 'stopped', reason = \(message)
+                    WHERE tenant_id = \(tenant) AND pipeline_id = \(pipeline) AND position = \(position)
+                    """,
+                    logger: self.logger
+                )
+                try await connection.query(
+                    """
+                    UPDATE pipelines SET status = 'stopped', error_code = 'GateCancelled', error_message = \(message), updated_at = now(),
+                        finished_at = now()
+                    WHERE tenant_id = \(tenant) AND pipeline_id = \(pipeline)
+                    """,
+                    logger: self.logger
+                )
+                return Decision(position: position, approved: false, status: .stopped, message: message)
+            }
             let by = decidedBy.isEmpty ? "approvals" : decidedBy
             if allow {
                 try await connection.query(
