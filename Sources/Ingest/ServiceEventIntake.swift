@@ -40,22 +40,7 @@ struct ServiceEventIntake: Service {
             queue: "ingest",
             buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
         )
-        await withTaskCancellationOrGracefulShutdownHandler {
-            await withTaskGroup(of: Void.self) { group in
-                var running = 0
-                for await message in subscription {
-                    // Past the bound, the subscription's buffer (then NATS) holds the rest.
-                    if running == Self.maxConcurrent {
-                        await group.next()
-                        running -= 1
-                    }
-                    running += 1
-                    group.addTask { await self.handle(message) }
-                }
-            }
-        } onCancelOrGracefulShutdown: {
-            subscription.drain()
-        }
+        await subscription.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0) }
     }
 
     private func handle(_ message: NATSMessage) async {

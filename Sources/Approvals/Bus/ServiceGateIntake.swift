@@ -30,21 +30,7 @@ struct ServiceGateIntake: Service {
             queue: "approvals",
             buffering: .dropNewest(maxMessages: 1_000)
         )
-        await withTaskCancellationOrGracefulShutdownHandler {
-            await withTaskGroup(of: Void.self) { group in
-                var running = 0
-                for await message in subscription {
-                    if running == Self.maxConcurrent {
-                        await group.next()
-                        running -= 1
-                    }
-                    running += 1
-                    group.addTask { await self.handle(message) }
-                }
-            }
-        } onCancelOrGracefulShutdown: {
-            subscription.drain()
-        }
+        await subscription.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0) }
     }
 
     private func handle(_ message: NATSMessage) async {
