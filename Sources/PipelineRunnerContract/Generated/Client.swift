@@ -59,7 +59,7 @@ public struct Client: APIProtocol {
     private var converter: Converter {
         client.converter
     }
-    /// The tenant's pipelines, newest first (scope `stream:read`).
+    /// The tenant's pipelines, newest first (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/get(listPipelines)`.
@@ -158,7 +158,7 @@ public struct Client: APIProtocol {
             }
         )
     }
-    /// Plans a pipeline for a goal and starts it (scope `agents:control`). The planner's provider call happens in the request; its failures are seed 001's errors.
+    /// Plans a pipeline for a goal and starts it (scope `agents:control` or `admin`). The planner's provider call happens in the request; its failures are seed 001's errors.
     ///
     /// - Remark: HTTP `POST /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/post(createPipeline)`.
@@ -274,7 +274,7 @@ public struct Client: APIProtocol {
             }
         )
     }
-    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read`).
+    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/get(getPipeline)`.
@@ -361,7 +361,7 @@ public struct Client: APIProtocol {
             }
         )
     }
-    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read`).
+    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/get(listPipelineArtifacts)`.
@@ -448,7 +448,7 @@ public struct Client: APIProtocol {
             }
         )
     }
-    /// One artifact as Markdown (scope `stream:read`).
+    /// One artifact as Markdown (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts/{artifactId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/{artifactId}/get(getPipelineArtifact)`.

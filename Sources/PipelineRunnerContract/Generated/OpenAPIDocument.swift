@@ -34,7 +34,7 @@ paths:
     post:
       operationId: createPipeline
       tags: [pipelines]
-      summary: Plans a pipeline for a goal and starts it (scope `agents:control`). The planner's provider call happens in the request; its failures are seed 001's errors.
+      summary: Plans a pipeline for a goal and starts it (scope `agents:control` or `admin`). The planner's provider call happens in the request; its failures are seed 001's errors.
       requestBody:
         required: true
         content:
@@ -55,7 +55,7 @@ paths:
     get:
       operationId: listPipelines
       tags: [pipelines]
-      summary: The tenant's pipelines, newest first (scope `stream:read`).
+      summary: The tenant's pipelines, newest first (scope `stream:read` or `admin`).
       parameters:
         - name: limit
           in: query
@@ -76,7 +76,7 @@ paths:
     get:
       operationId: getPipeline
       tags: [pipelines]
-      summary: A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read`).
+      summary: A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read` or `admin`).
       parameters:
         - $ref: '#/components/parameters/PipelineID'
       responses:
@@ -90,7 +90,7 @@ paths:
     get:
       operationId: listPipelineArtifacts
       tags: [artifacts]
-      summary: The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read`).
+      summary: The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read` or `admin`).
       parameters:
         - $ref: '#/components/parameters/PipelineID'
       responses:
@@ -104,7 +104,7 @@ paths:
     get:
       operationId: getPipelineArtifact
       tags: [artifacts]
-      summary: One artifact as Markdown (scope `stream:read`).
+      summary: One artifact as Markdown (scope `stream:read` or `admin`).
       parameters:
         - $ref: '#/components/parameters/PipelineID'
         - name: artifactId

@@ -95,7 +95,7 @@ extension APIProtocol {
 }
 
 fileprivate extension UniversalServer where APIHandler: APIProtocol {
-    /// The tenant's pipelines, newest first (scope `stream:read`).
+    /// The tenant's pipelines, newest first (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/get(listPipelines)`.
@@ -182,7 +182,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// Plans a pipeline for a goal and starts it (scope `agents:control`). The planner's provider call happens in the request; its failures are seed 001's errors.
+    /// Plans a pipeline for a goal and starts it (scope `agents:control` or `admin`). The planner's provider call happens in the request; its failures are seed 001's errors.
     ///
     /// - Remark: HTTP `POST /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/post(createPipeline)`.
@@ -291,7 +291,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read`).
+    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/get(getPipeline)`.
@@ -367,7 +367,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read`).
+    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/get(listPipelineArtifacts)`.
@@ -443,7 +443,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// One artifact as Markdown (scope `stream:read`).
+    /// One artifact as Markdown (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts/{artifactId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/{artifactId}/get(getPipelineArtifact)`.

@@ -17,7 +17,7 @@ import struct Foundation.Data
 import struct Foundation.Date
 /// API operations, with input and output types, generated from `#/paths` in the OpenAPI document.
 public enum Operations {
-    /// The tenant's pipelines, newest first (scope `stream:read`).
+    /// The tenant's pipelines, newest first (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/get(listPipelines)`.
@@ -175,7 +175,7 @@ public enum Operations {
             }
         }
     }
-    /// Plans a pipeline for a goal and starts it (scope `agents:control`). The planner's provider call happens in the request; its failures are seed 001's errors.
+    /// Plans a pipeline for a goal and starts it (scope `agents:control` or `admin`). The planner's provider call happens in the request; its failures are seed 001's errors.
     ///
     /// - Remark: HTTP `POST /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/post(createPipeline)`.
@@ -366,7 +366,7 @@ public enum Operations {
             }
         }
     }
-    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read`).
+    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/get(getPipeline)`.
@@ -513,7 +513,7 @@ public enum Operations {
             }
         }
     }
-    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read`).
+    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/get(listPipelineArtifacts)`.
@@ -660,7 +660,7 @@ public enum Operations {
             }
         }
     }
-    /// One artifact as Markdown (scope `stream:read`).
+    /// One artifact as Markdown (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts/{artifactId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/{artifactId}/get(getPipelineArtifact)`.

@@ -17,27 +17,27 @@ import struct Foundation.Data
 import struct Foundation.Date
 /// A type that performs HTTP operations defined by the OpenAPI document.
 public protocol APIProtocol: Sendable {
-    /// The tenant's pipelines, newest first (scope `stream:read`).
+    /// The tenant's pipelines, newest first (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/get(listPipelines)`.
     func listPipelines(_ input: Operations.ListPipelines.Input) async throws -> Operations.ListPipelines.Output
-    /// Plans a pipeline for a goal and starts it (scope `agents:control`). The planner's provider call happens in the request; its failures are seed 001's errors.
+    /// Plans a pipeline for a goal and starts it (scope `agents:control` or `admin`). The planner's provider call happens in the request; its failures are seed 001's errors.
     ///
     /// - Remark: HTTP `POST /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/post(createPipeline)`.
     func createPipeline(_ input: Operations.CreatePipeline.Input) async throws -> Operations.CreatePipeline.Output
-    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read`).
+    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/get(getPipeline)`.
     func getPipeline(_ input: Operations.GetPipeline.Input) async throws -> Operations.GetPipeline.Output
-    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read`).
+    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/get(listPipelineArtifacts)`.
     func listPipelineArtifacts(_ input: Operations.ListPipelineArtifacts.Input) async throws -> Operations.ListPipelineArtifacts.Output
-    /// One artifact as Markdown (scope `stream:read`).
+    /// One artifact as Markdown (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts/{artifactId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/{artifactId}/get(getPipelineArtifact)`.
@@ -46,7 +46,7 @@ public protocol APIProtocol: Sendable {
 
 /// Convenience overloads for operation inputs.
 extension APIProtocol {
-    /// The tenant's pipelines, newest first (scope `stream:read`).
+    /// The tenant's pipelines, newest first (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/get(listPipelines)`.
@@ -59,7 +59,7 @@ extension APIProtocol {
             headers: headers
         ))
     }
-    /// Plans a pipeline for a goal and starts it (scope `agents:control`). The planner's provider call happens in the request; its failures are seed 001's errors.
+    /// Plans a pipeline for a goal and starts it (scope `agents:control` or `admin`). The planner's provider call happens in the request; its failures are seed 001's errors.
     ///
     /// - Remark: HTTP `POST /v1/pipelines`.
     /// - Remark: Generated from `#/paths//v1/pipelines/post(createPipeline)`.
@@ -72,7 +72,7 @@ extension APIProtocol {
             body: body
         ))
     }
-    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read`).
+    /// A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/get(getPipeline)`.
@@ -85,7 +85,7 @@ extension APIProtocol {
             headers: headers
         ))
     }
-    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read`).
+    /// The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/get(listPipelineArtifacts)`.
@@ -98,7 +98,7 @@ extension APIProtocol {
             headers: headers
         ))
     }
-    /// One artifact as Markdown (scope `stream:read`).
+    /// One artifact as Markdown (scope `stream:read` or `admin`).
     ///
     /// - Remark: HTTP `GET /v1/pipelines/{pipelineId}/artifacts/{artifactId}`.
     /// - Remark: Generated from `#/paths//v1/pipelines/{pipelineId}/artifacts/{artifactId}/get(getPipelineArtifact)`.
