@@ -78,20 +78,7 @@ extension PipelineHandler: APIProtocol {
         } catch {
             throw ProviderFailure(error).apiError
         }
-        let usage = UsageRecord(
-            model: planner.model,
-            input: Int64(answer.usage.inputTokens),
-            output: Int64(answer.usage.outputTokens),
-            cacheCreation: Int64(answer.usage.cacheCreationInputTokens),
-            cacheRead: Int64(answer.usage.cacheReadInputTokens),
-            costUSD: self.settings.prices.cost(
-                model: planner.model,
-                input: Int64(answer.usage.inputTokens),
-                output: Int64(answer.usage.outputTokens),
-                cacheCreation: Int64(answer.usage.cacheCreationInputTokens),
-                cacheRead: Int64(answer.usage.cacheReadInputTokens)
-            ) ?? 0
-        )
+        let usage = self.settings.prices.usage(model: planner.model, answer.usage)
         let raw = String(answer.text.prefix(16_000))
         guard let parsed = PipelineParser.parse(answer.text) else {
             throw APIError(

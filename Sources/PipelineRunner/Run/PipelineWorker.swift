@@ -90,30 +90,17 @@ struct PipelineWorker: Sendable {
         let key = "s\(position)-a\(attempt)"
         // A stage that keeps failing after its call (or keeps losing its runner) is not paid for forever.
         guard attempt <= Self.maxAttempts else {
-            let message = "Pipeline stopped: stage \(position) was started \(Self.maxAttempts) times without finishing"
-            if try await self.store.fail(
-                owner: self.owner,
+            try await self.stop(
                 claim,
-                position: position,
-                attempt: attempt,
+                pipeline,
                 code: "StageAttemptsExhausted",
-                message: message
-            ) {
-                queue.record(
-                    key: "\(key)-exhausted",
-                    [
-                        .log(
-                            event: "error",
-                            message: message,
-                            severity: .error,
-                            stage: position,
-                            role: role.rawValue,
-                            code: "StageAttemptsExhausted"
-                        ),
-                        .state("failed", summary: message, title: pipeline.title),
-                    ]
-                )
-            }
+                message: "Pipeline stopped: stage \(position) was started \(Self.maxAttempts) times without finishing",
+                stage: position,
+                role: role,
+                attempt: attempt,
+                key: "\(key)-exhausted",
+                queue: queue
+            )
             return false
         }
         queue.record(
@@ -178,30 +165,18 @@ struct PipelineWorker: Sendable {
         } catch {
             if Task.isCancelled || error == .cancelled { throw CancellationError() }
             let failure = ProviderFailure(error)
-            if try await self.store.fail(
-                owner: self.owner,
+            try await self.stop(
                 claim,
-                position: position,
-                attempt: attempt,
+                pipeline,
                 code: failure.code.rawValue,
-                message: failure.message
-            ) {
-                queue.record(
-                    key: "\(key)-error",
-                    [
-                        .log(
-                            event: "error",
-                            message: "\(failure.message) (\(error))",
-                            severity: .error,
-                            stage: position,
-                            role: role.rawValue,
-                            attempt: attempt,
-                            code: failure.code.rawValue
-                        ),
-                        .state("failed", summary: failure.message, title: pipeline.title),
-                    ]
-                )
-            }
+                message: failure.message,
+                logged: "\(failure.message) (\(error))",
+                stage: position,
+                role: role,
+                attempt: attempt,
+                key: "\(key)-error",
+                queue: queue
+            )
             return false
         }
         let providerTime = ContinuousClock.now - called
@@ -209,21 +184,7 @@ struct PipelineWorker: Sendable {
         // Postgres text holds no NUL: a model that emits one must not fail the stage forever.
         let output = response.text.contains("\u{0}") ? response.text.replacingOccurrences(of: "\u{0}", with: "") : response.text
 
-        let cost = self.settings.prices.cost(
-            model: roleSettings.model,
-            input: Int64(response.usage.inputTokens),
-            output: Int64(response.usage.outputTokens),
-            cacheCreation: Int64(response.usage.cacheCreationInputTokens),
-            cacheRead: Int64(response.usage.cacheReadInputTokens)
-        )
-        let usage = UsageRecord(
-            model: roleSettings.model,
-            input: Int64(response.usage.inputTokens),
-            output: Int64(response.usage.outputTokens),
-            cacheCreation: Int64(response.usage.cacheCreationInputTokens),
-            cacheRead: Int64(response.usage.cacheReadInputTokens),
-            costUSD: cost ?? 0
-        )
+        let usage = self.settings.prices.usage(model: roleSettings.model, response.usage)
         let title = "\(role.displayName) — \(pipeline.title)"
         guard
             let finished = try await self.store.finishStage(
@@ -312,16 +273,15 @@ struct PipelineWorker: Sendable {
                 )
             )
         } catch let refusal as APIError where refusal.code == .invalidRequest {
-            let message = "Pipeline stopped: \(refusal.message)"
-            if try await self.store.fail(owner: self.owner, claim, position: nil, attempt: nil, code: "GateRefused", message: message) {
-                queue.record(
-                    key: "\(key)-gate-refused",
-                    [
-                        .log(event: "error", message: message, severity: .error, stage: position, code: "GateRefused"),
-                        .state("failed", summary: message, title: pipeline.title),
-                    ]
-                )
-            }
+            try await self.stop(
+                claim,
+                pipeline,
+                code: "GateRefused",
+                message: "Pipeline stopped: \(refusal.message)",
+                stage: position,
+                key: "\(key)-gate-refused",
+                queue: queue
+            )
             return
         }
         try await self.store.recordGate(claim, position: position, gateID: gateID)
@@ -337,6 +297,39 @@ struct PipelineWorker: Sendable {
                     gateID: gateID
                 ),
                 .state("waiting_approval", summary: "stage \(position)/\(total) \(role.rawValue) waits for approval", title: pipeline.title),
+            ]
+        )
+    }
+
+    /// Ends the pipeline with an error (if this runner still holds it and, with `attempt`, that
+    /// attempt is the stage's current one), and records it on the stream.
+    private func stop(
+        _ claim: PipelineStore.Claim,
+        _ pipeline: PipelineRecord,
+        code: String,
+        message: String,
+        logged: String? = nil,
+        stage: Int,
+        role: PipelineRole? = nil,
+        attempt: Int? = nil,
+        key: String,
+        queue: PipelineEventQueue
+    ) async throws {
+        guard
+            try await self.store.fail(
+                owner: self.owner,
+                claim,
+                position: attempt == nil ? nil : stage,
+                attempt: attempt,
+                code: code,
+                message: message
+            )
+        else { return }
+        queue.record(
+            key: key,
+            [
+                .log(event: "error", message: logged ?? message, severity: .error, stage: stage, role: role?.rawValue, attempt: attempt, code: code),
+                .state("failed", summary: message, title: pipeline.title),
             ]
         )
     }
