@@ -5,8 +5,9 @@ public import HummingbirdWebSocket
 /// Authenticates a WebSocket upgrade with an access token before the upgrade, so a refused
 /// request gets the error envelope (401/403) instead of a socket.
 ///
-/// The token comes from `Authorization: Bearer …` or, for clients that cannot set headers on a
-/// WebSocket (browsers), from `?access_token=…` when there is no header. Use it only on
+/// The token comes from `Authorization: Bearer …`; for clients that cannot set headers on a
+/// WebSocket (browsers), from a `swarmdeck.bearer.<token>` subprotocol
+/// (``WebSocketBearerProtocol``), or else from `?access_token=…`. Use it only on
 /// WebSocket paths (the upgrade, and the same path's answer to a request that was not an
 /// upgrade). The identity reaches the handler as `context.requestContext.identity`.
 public struct WebSocketAuthentication: Sendable {
@@ -22,7 +23,11 @@ public struct WebSocketAuthentication: Sendable {
     /// - Throws: `AuthInvalid`, `AuthExpired` or `PermissionDenied`.
     public func authenticate(_ request: Request) async throws -> AccessIdentity {
         let token: String
-        if let query = request.uri.queryParameters["access_token"], request.headers[.authorization] == nil {
+        if request.headers[.authorization] != nil {
+            token = try request.bearerToken("access token")
+        } else if let offered = Self.offeredProtocol(request).token {
+            token = offered
+        } else if let query = request.uri.queryParameters["access_token"] {
             token = String(query)
         } else {
             token = try request.bearerToken("access token")
@@ -30,9 +35,15 @@ public struct WebSocketAuthentication: Sendable {
         return try await self.verifier.verify(token, requiring: self.scopes)
     }
 
-    /// The upgrade check of `router.ws(_:shouldUpgrade:onUpgrade:)`.
+    /// The upgrade check of `router.ws(_:shouldUpgrade:onUpgrade:)`. It selects
+    /// ``WebSocketBearerProtocol/application`` when the client offered it.
     @Sendable public func shouldUpgrade(_ request: Request, _ context: WebSocketServiceContext) async throws -> RouterShouldUpgrade {
         context.identity = try await self.authenticate(request)
-        return .upgrade([:])
+        guard Self.offeredProtocol(request).offersApplication else { return .upgrade([:]) }
+        return .upgrade([.secWebSocketProtocol: WebSocketBearerProtocol.application])
+    }
+
+    private static func offeredProtocol(_ request: Request) -> WebSocketBearerProtocol {
+        WebSocketBearerProtocol(headerValues: request.headers[values: .secWebSocketProtocol])
     }
 }
