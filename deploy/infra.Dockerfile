@@ -44,10 +44,12 @@ CMD ["postgres-entrypoint"]
 
 FROM debian:bookworm-slim AS edge
 RUN apt-get update \
- && apt-get install -y --no-install-recommends nginx-light \
+ && apt-get install -y --no-install-recommends nginx-light libjs-term.js \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && rm -f /etc/nginx/sites-enabled/* /etc/nginx/modules-enabled/*
 COPY deploy/edge/nginx.compose.conf /etc/nginx/nginx.conf
+# The web console: static files, served at the paths of the services' webUrl links.
+COPY web/console /srv/swarmdeck/console
 COPY deploy/staging/http-ok /usr/local/bin/http-ok
 # Debian's www-data; temporary files and the pid go to /tmp (see nginx.compose.conf).
 USER www-data

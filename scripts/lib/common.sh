@@ -7,12 +7,16 @@
 # (ssh-keygen and ssh, from openssh-client, make and try its keys), the -dev
 # packages are linked by the Swift targets, protoc regenerates the bus
 # contracts. python3 gives free_port a portable way to ask the kernel for a
-# port; curl probes /readyz.
+# port; curl probes /readyz. libjs-term.js draws the web console's terminal view (the edge serves
+# it from /usr/share/javascript; Debian bookworm's libjs-xterm ships an unbundled stub).
 SWARMDECK_PACKAGES=(
   nats-server postgresql libnats-dev libpq-dev zlib1g-dev nginx-light tmux
   openssh-server openssh-client protobuf-compiler libcurl4-openssl-dev libssh2-1-dev
-  python3 python3-venv curl
+  python3 python3-venv curl libjs-term.js
 )
+# The web console's browser tests (scripts/browser-test): Chromium's headless shell, driven
+# through the DevTools protocol.
+SWARMDECK_BROWSER_PACKAGES=(chromium-headless-shell)
 # Only needed to validate docker-compose.yml (scripts/test, CI).
 SWARMDECK_COMPOSE_PACKAGES=(docker-compose)
 
@@ -74,6 +78,7 @@ ensure_packages() {
 
 ensure_project_packages() { ensure_packages "${SWARMDECK_PACKAGES[@]}"; }
 ensure_compose_packages() { ensure_packages "${SWARMDECK_COMPOSE_PACKAGES[@]}"; }
+ensure_browser_packages() { ensure_packages "${SWARMDECK_BROWSER_PACKAGES[@]}"; }
 
 # Python tools from PyPI, pinned, in a venv under .build-venv: schemathesis (the fuzz of every
 # OpenAPI document) and the OpenTelemetry SDK with its OTLP/HTTP exporter (health-monitor's tests
