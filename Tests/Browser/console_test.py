@@ -284,6 +284,15 @@ def test_pipeline_stages_costs_and_artifacts(c):
 def test_every_web_url_opens_its_object(c):
     # After the gate and incident tests: a fresh stack has one of each by now.
     links = []  # (webUrl, text the page must show)
+    # An id with a slash, a space and a non-ASCII letter: its webUrl is percent-encoded.
+    odd = f"team/α {uuid.uuid4().hex[:6]}"
+    ingest([{"swarmId": "browser", "agentId": odd, "kind": "state", "state": "running", "taskSummary": "an odd id"}])
+    deadline = time.monotonic() + 20
+    while not (agent := next((a for a in ok("GET", "/v1/swarms/browser")["agents"] if a["id"] == odd), None)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert agent, f"control-api does not list {odd!r}"
+    assert "%2F" in agent["webUrl"], agent["webUrl"]
+    links.append((agent["webUrl"], f"Agent {odd}"))
     overview = ok("GET", "/v1/overview")
     links += [(s["webUrl"], f"Swarm {s['name']}") for s in overview["activeSwarms"]]
     links += [(i["webUrl"], i["summary"]) for i in overview.get("health", {}).get("activeIncidents", [])[:3]]
@@ -419,6 +428,43 @@ def test_content_security_policy_and_headers(c):
         raise AssertionError("/nothing-here answered 2xx")
     except urllib.error.HTTPError as error:
         assert error.code == 404 and json.loads(error.read())["error"]["code"] == "NotFound"
+
+
+def upgrade(path, protocols):
+    """A raw WebSocket upgrade through the edge: the status line and the answer's headers."""
+    import base64
+    import socket
+    host, port = EDGE.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        key = base64.b64encode(os.urandom(16)).decode()
+        sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {protocols}\r\n\r\n").encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    head = answer.split(b"\r\n\r\n")[0].decode(errors="replace").split("\r\n")
+    return head[0], {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in head[1:] if ":" in line)}
+
+
+def test_websocket_token_as_subprotocol(c):
+    status, headers = upgrade("/v1/stream?protocol=1", f"swarmdeck.v1, swarmdeck.bearer.{TOKEN}")
+    assert " 101 " in status, status
+    assert headers.get("sec-websocket-protocol") == "swarmdeck.v1", headers
+    assert TOKEN not in json.dumps(headers)
+    # Refused before the upgrade (Hummingbird's upgrader answers a refused upgrade with a bare 400).
+    status, _ = upgrade("/v1/stream?protocol=1", "swarmdeck.v1, swarmdeck.bearer.not-a-token")
+    assert status.split()[1].startswith("4"), status
+    # A scope is still a scope: an admin's token alone may not attach to a terminal.
+    sessions = ok("GET", "/v1/terminal/sessions")["sessions"]
+    assert sessions, "no terminal session to try"
+    attach = f"/v1/terminal/sessions/{sessions[0]['sessionId']}/attach?protocol=1"
+    status, _ = upgrade(attach, f"swarmdeck.v1, swarmdeck.bearer.{ADMIN}")
+    assert status.split()[1].startswith("4"), status
+    status, headers = upgrade(attach, f"swarmdeck.v1, swarmdeck.bearer.{READER}")
+    assert " 101 " in status and headers.get("sec-websocket-protocol") == "swarmdeck.v1", (status, headers)
 
 
 def test_no_token_in_any_url_and_no_policy_violation(c):
