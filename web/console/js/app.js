@@ -95,6 +95,17 @@ export function navigate(path) {
   render().then(() => main.focus());
 }
 
+/** Shows the current page again (after a change it made, e.g. an acknowledgement). */
+export function refresh() {
+  return render();
+}
+
+/** Replaces the address's query (a page's filters) without showing the page again. */
+export function replaceQuery(query) {
+  history.replaceState(null, '', `${location.pathname}${query ? `?${query}` : ''}`);
+  shownPath = location.pathname + location.search;
+}
+
 /** Tells screen readers something happened (a live region). */
 export function announce(text) {
   const region = document.getElementById('announce');
@@ -107,6 +118,8 @@ document.addEventListener('click', (event) => {
   if (!a || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
   const url = new URL(a.href, location.href);
   if (url.origin !== location.origin) return;
+  // Leaving the terminal view is a page load: its relaxed style policy stays with it.
+  if (location.pathname.startsWith('/terminal/')) return;
   event.preventDefault();
   navigate(url.pathname + url.search);
 });

@@ -44,9 +44,12 @@ function confirmControl(target, id, action, receiptBox) {
       h('button', { type: 'button', class: 'secondary', value: 'cancel', onclick: () => dialog.close('cancel') }, 'Cancel')));
   const dialog = h('dialog', { 'aria-labelledby': 'control-title' }, form);
   typed.addEventListener('input', () => (go.disabled = typed.value !== 'TERMINATE'));
+  // One key for this dialog: a retry after a lost answer gets the same receipt, not a second
+  // control.
+  let key = requestId();
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
-    const body = { action, reason: reason.value.trim(), requestId: requestId() };
+    const body = { action, reason: reason.value.trim(), requestId: key };
     if (action === 'terminate') body.confirm = typed.value;
     go.disabled = true;
     try {
@@ -57,6 +60,10 @@ function confirmControl(target, id, action, receiptBox) {
       error.hidden = false;
       error.textContent = e.describe?.() ?? e.message;
       go.disabled = action === 'terminate' && typed.value !== 'TERMINATE';
+      // Refused (4xx): nothing was stored, the next try is a new request. Otherwise the answer
+      // may have been lost: a retry keeps the key, so its body may not change.
+      if (e.status >= 400 && e.status < 500) key = requestId();
+      else reason.disabled = true;
     }
   });
   dialog.addEventListener('close', () => dialog.remove());

@@ -1,14 +1,19 @@
 // The signed-in session: kept in this tab's sessionStorage (never localStorage, never a URL or a
 // cookie), so it ends with the tab. A pasted access token has no refresh token and ends with its
-// expiry; a device sign-in (enrolment code) gets a token pair whose refresh rotates.
+// expiry; a device sign-in (enrolment code) gets a token pair whose refresh token rotates.
 
 const KEY = 'swarmdeck.session';
-// Tabs opened from this one start with a copy of its sessionStorage; a refresh token must be used
-// once, so tabs tell each other about a rotation and take turns refreshing (navigator.locks).
+// Tabs opened from this one start with a copy of its sessionStorage, and a refresh token is good
+// for one use (a reused one revokes the sign-in). So tabs refresh one at a time (navigator.locks)
+// and a tab that rotated a token answers the others' "rotated from X?" with the new pair.
 const channel = 'BroadcastChannel' in self ? new BroadcastChannel('swarmdeck.session') : null;
+const rotations = new Map(); // refresh token used → the session it became (this tab's, recent)
 const listeners = new Set();
 
 export class AuthError extends Error {}
+
+/** A failure to refresh that may pass (network, 5xx, 429): the session is kept. */
+export class RefreshUnavailable extends Error {}
 
 function read() {
   try {
@@ -18,17 +23,27 @@ function read() {
   }
 }
 
+/** Who is signed in: pages start again only when this changes, not at every refresh. */
+function identity(session) {
+  return session ? `${session.kind}/${session.tenantId}/${session.deviceId}` : '';
+}
+
 function write(session) {
+  const before = identity(read());
   if (session) sessionStorage.setItem(KEY, JSON.stringify(session));
   else sessionStorage.removeItem(KEY);
-  for (const listener of listeners) listener(session);
+  if (identity(session) !== before) for (const listener of listeners) listener(session);
 }
 
 channel?.addEventListener('message', (event) => {
-  const current = read();
-  const next = event.data;
-  // Only a rotation of this tab's own sign-in (same device) replaces it.
-  if (current && next?.deviceId && current.deviceId === next.deviceId && next.refreshedAt > (current.refreshedAt ?? 0)) write(next);
+  const message = event.data;
+  if (message?.type === 'ask') {
+    const next = rotations.get(message.refreshToken);
+    if (next) channel.postMessage({ type: 'rotated', from: message.refreshToken, session: next });
+  } else if (message?.type === 'rotated') {
+    const current = read();
+    if (current?.refreshToken === message.from) write(message.session);
+  }
 });
 
 /** The session, or null when signed out. */
@@ -36,6 +51,7 @@ export function current() {
   return read();
 }
 
+/** Calls `listener` when someone signs in or out (not when a token is refreshed). */
 export function onChange(listener) {
   listeners.add(listener);
 }
@@ -60,6 +76,7 @@ export function useToken(token) {
   write({
     accessToken: trimmed,
     expiresAt: c.exp * 1000,
+    lifetime: c.exp * 1000 - Date.now(),
     tenantId: c.tid ?? '',
     deviceId: c.sub ?? '',
     scopes: String(c.scope ?? '').split(' ').filter(Boolean),
@@ -72,31 +89,42 @@ function fromPair(pair) {
     accessToken: pair.accessToken,
     refreshToken: pair.refreshToken,
     expiresAt: Date.now() + pair.expiresIn * 1000,
+    lifetime: pair.expiresIn * 1000,
     tenantId: pair.tenantId,
     deviceId: pair.deviceId,
     scopes: pair.scopes,
     kind: 'device',
-    refreshedAt: Date.now(),
   };
 }
 
 async function post(path, body) {
-  const response = await fetch(path, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-    body: JSON.stringify(body),
-    credentials: 'omit',
-    cache: 'no-store',
-  });
+  let response;
+  try {
+    response = await fetch(path, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      body: JSON.stringify(body),
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch (error) {
+    throw new RefreshUnavailable(`The server cannot be reached: ${error.message}`);
+  }
   const json = await response.json().catch(() => null);
-  if (!response.ok) throw new AuthError(json?.error?.message ?? `HTTP ${response.status}`);
-  return json;
+  if (response.ok) return json;
+  const message = json?.error?.message ?? `HTTP ${response.status}`;
+  // Only an answer about the token itself ends the sign-in; the rest may pass.
+  if (response.status === 400 || response.status === 401) throw new AuthError(message);
+  throw new RefreshUnavailable(message);
 }
 
 /** Signs this browser in as a device with an enrolment code. */
 export async function enrol(code, deviceName) {
-  const pair = await post('/v1/auth/device/register', { code: code.trim(), deviceName, platform: 'web' });
-  write(fromPair(pair));
+  try {
+    write(fromPair(await post('/v1/auth/device/register', { code: code.trim(), deviceName, platform: 'web' })));
+  } catch (error) {
+    throw new AuthError(error.message);
+  }
 }
 
 export function signOut() {
@@ -105,11 +133,12 @@ export function signOut() {
 
 let refreshing = null;
 
-/** A usable access token: refreshed first when it expires within a minute (device sign-ins). */
+/** A usable access token; a device's is refreshed first when a quarter of its life is left. */
 export async function accessToken({ force = false } = {}) {
   const session = read();
   if (!session) throw new AuthError('Not signed in.');
-  if (!force && session.expiresAt - Date.now() > 60_000) return session.accessToken;
+  const margin = Math.min(60_000, (session.lifetime ?? 900_000) / 4);
+  if (!force && session.expiresAt - Date.now() > margin) return session.accessToken;
   if (!session.refreshToken) {
     if (session.expiresAt > Date.now() && !force) return session.accessToken;
     write(null);
@@ -119,19 +148,47 @@ export async function accessToken({ force = false } = {}) {
   return refreshing;
 }
 
+/** Asks the other tabs whether one of them rotated `refreshToken` already (answers within 300 ms). */
+function askOtherTabs(refreshToken) {
+  if (!channel) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const answer = (event) => {
+      if (event.data?.type !== 'rotated' || event.data.from !== refreshToken) return;
+      channel.removeEventListener('message', answer);
+      resolve(event.data.session);
+    };
+    channel.addEventListener('message', answer);
+    channel.postMessage({ type: 'ask', refreshToken });
+    setTimeout(() => {
+      channel.removeEventListener('message', answer);
+      resolve(null);
+    }, 300);
+  });
+}
+
 async function refresh(refreshToken) {
   const run = async () => {
-    // Another tab may have rotated it while this one waited for the lock.
+    // Inside the lock: another tab may have rotated this token while this one waited.
     const latest = read();
     if (latest?.refreshToken && latest.refreshToken !== refreshToken) return latest.accessToken;
+    const rotated = await askOtherTabs(refreshToken);
+    if (rotated) {
+      write(rotated);
+      return rotated.accessToken;
+    }
     try {
       const next = fromPair(await post('/v1/auth/token/refresh', { refreshToken }));
+      rotations.set(refreshToken, next);
+      if (rotations.size > 20) rotations.delete(rotations.keys().next().value);
       write(next);
-      channel?.postMessage(next);
+      channel?.postMessage({ type: 'rotated', from: refreshToken, session: next });
       return next.accessToken;
     } catch (error) {
-      write(null);
-      throw new AuthError(`Signed out: ${error.message}`);
+      if (error instanceof AuthError) {
+        write(null);
+        throw new AuthError(`Signed out: ${error.message}`);
+      }
+      throw error;
     }
   };
   return navigator.locks ? navigator.locks.request('swarmdeck.refresh', run) : run();

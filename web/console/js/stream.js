@@ -46,7 +46,12 @@ export class LiveStream {
     try {
       socket = await openSocket('/v1/stream?protocol=1');
     } catch (error) {
-      this.onStatus(`signed out: ${error.message}`);
+      this.onStatus(`not connected: ${error.message}`);
+      return;
+    }
+    if (this.closed) {
+      // Closed while the token was being fetched: this socket was never the page's.
+      socket.close(1000, 'page left');
       return;
     }
     this.socket = socket;
@@ -96,6 +101,8 @@ export class LiveStream {
             break;
           }
           this.priming = false;
+          // Resume from here even if no event arrives before a drop (a quiet filter).
+          this.lastEventId ??= Number(frame.fromSeq) - 1;
           this.onStatus(this.reconnects ? `live (resumed after event ${this.lastEventId ?? 'none'})` : 'live');
           break;
         case 'ping':

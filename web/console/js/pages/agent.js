@@ -7,9 +7,8 @@ import { current } from '../session.js';
 import { controlButtons } from '../controls.js';
 import { contextHealth, skillHealth } from '../health.js';
 import { lastEvents } from '../live.js';
+import { agentStatus } from '../status.js';
 
-// The stream's free-form states, as control-api maps them (docs/control-api.md).
-const STATUSES = ['running', 'paused', 'waiting', 'error', 'terminated'];
 
 export async function render(main, [id]) {
   const isWorker = location.pathname.startsWith('/workers/');
@@ -23,7 +22,7 @@ export async function render(main, [id]) {
   const { section, stream } = lastEvents({ agentIds: [id] }, {
     onEvent: (frame) => {
       if (frame.type !== 'state' || frame.agentId !== id) return;
-      const next = STATUSES.includes(frame.state) ? frame.state : frame.state === 'waiting_approval' ? 'waiting' : frame.state;
+      const next = agentStatus(frame.state);
       status.dataset.status = next;
       replace(status, badge(next));
     },
@@ -62,7 +61,9 @@ export async function render(main, [id]) {
 async function terminalLink(agentId, terminal) {
   try {
     const { sessions } = await api('/v1/terminal/sessions');
-    const session = sessions.find((s) => s.agentId === agentId) ?? sessions.find((s) => s.tmuxSessionName === terminal.tmuxSession);
+    // By agent id; else by tmux name, only when one session has it (names repeat across hosts).
+    const named = sessions.filter((s) => s.tmuxSessionName === terminal.tmuxSession);
+    const session = sessions.find((s) => s.agentId === agentId) ?? (named.length === 1 ? named[0] : null);
     // A page load of its own, not a route: the terminal view has its own Content-Security-Policy.
     return session ? h('a', { href: `/terminal/${encodeURIComponent(session.sessionId)}` }, `Watch ${session.displayName}`) : null;
   } catch {

@@ -45,13 +45,17 @@ function decideForm(id, detail, receiptBox) {
   const choice = options.length ? h('fieldset', {}, h('legend', {}, 'Option'),
     options.map((o, i) => h('label', { class: 'check' },
       h('input', { type: 'radio', name: 'option', value: o.optionId, 'data-kind': o.kind, checked: i === 0 }), ` ${o.name} (${o.kind}) `))) : null;
+  // One key per verdict on this form: a retry after a lost answer gets the same receipt.
+  const keys = { approve: requestId(), reject: requestId() };
   const decide = async (decision) => {
-    const body = { decision, decisionId: requestId() };
+    const body = { decision, decisionId: keys[decision] };
     if (reason.value.trim()) body.reason = reason.value.trim();
     const picked = [...(choice?.querySelectorAll('input[name=option]') ?? [])]
       .filter((o) => o.dataset.kind.startsWith(decision === 'approve' ? 'allow' : 'reject'));
     const chosen = picked.find((o) => o.checked) ?? picked[0];
     if (chosen) body.optionId = chosen.value;
+    const buttons = form.querySelectorAll('.actions button');
+    for (const b of buttons) b.disabled = true;
     try {
       const answer = await api(`/v1/approval-gates/${seg(id)}/decision`, { method: 'POST', body });
       form.remove();
@@ -66,6 +70,9 @@ function decideForm(id, detail, receiptBox) {
       }
       error.hidden = false;
       error.textContent = e.describe?.() ?? e.message;
+      for (const b of buttons) b.disabled = false;
+      // Refused (4xx): the next try is a new decision; a lost answer keeps its key.
+      if (e.status >= 400 && e.status < 500) keys[decision] = requestId();
     }
   };
   const form = h('form', { class: 'stacked', id: 'decide-form', 'aria-labelledby': 'decide-heading' },

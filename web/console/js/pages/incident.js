@@ -3,7 +3,7 @@
 import { api, seg } from '../api.js';
 import { h, replace, link, badge, table, when, facts } from '../dom.js';
 import { current } from '../session.js';
-import { announce } from '../app.js';
+import { announce, refresh } from '../app.js';
 
 export async function render(main, [id]) {
   const { incident, timeline } = await api(`/v1/incidents/${seg(id)}`);
@@ -20,7 +20,7 @@ export async function render(main, [id]) {
     try {
       await api(`/v1/incidents/${seg(id)}/acknowledge`, { method: 'POST', body: { reason: reason.value.trim() } });
       announce('Incident acknowledged');
-      await render(main, [id]);
+      await refresh();
     } catch (e) {
       error.hidden = false;
       error.textContent = e.describe?.() ?? e.message;

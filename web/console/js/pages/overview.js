@@ -4,11 +4,13 @@ import { api } from '../api.js';
 import { h, replace, link, badge, table, when, percent } from '../dom.js';
 
 export async function render(main) {
+  let stopped = false;
   const load = async () => {
     const [overview, gates] = await Promise.all([
       api('/v1/overview'),
       api('/v1/approval-gates?status=pending&limit=20').catch(() => null),
     ]);
+    if (stopped) return; // the reader has moved on while this was loading
     const cards = overview.summaryCards;
     const incidents = overview.health?.activeIncidents ?? [];
     replace(main,
@@ -60,7 +62,10 @@ export async function render(main) {
     if (main.contains(document.activeElement) && document.activeElement !== main) return;
     load().catch(() => {});
   }, 10_000);
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }
 
 function card(label, value) {

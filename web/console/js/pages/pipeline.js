@@ -13,10 +13,12 @@ export async function render(main, [id]) {
   ]);
   const viewer = h('section', { id: 'artifact-viewer', 'aria-live': 'polite' });
   const receipt = h('div', { class: 'receipt-box', 'aria-live': 'polite' });
+  let url = null; // the download link of the artifact shown, released when another replaces it
   const open = async (artifact) => {
     try {
       const text = await apiText(`/v1/pipelines/${seg(id)}/artifacts/${seg(artifact.artifactId)}`);
-      const url = URL.createObjectURL(new Blob([text], { type: 'text/markdown' }));
+      if (url) URL.revokeObjectURL(url);
+      url = URL.createObjectURL(new Blob([text], { type: 'text/markdown' }));
       replace(viewer,
         h('h2', {}, `Artifact: ${artifact.title}`),
         h('p', {}, h('a', { href: url, download: `${artifact.role}-${artifact.position}.md` }, 'Download as Markdown')),
@@ -62,4 +64,5 @@ export async function render(main, [id]) {
       ['Created', (a) => when(a.createdAt)],
     ], artifacts, 'No artifact yet.'),
     viewer);
+  return () => url && URL.revokeObjectURL(url);
 }

@@ -6,6 +6,7 @@ import { current } from '../session.js';
 import { controlButtons } from '../controls.js';
 import { skillHealth } from '../health.js';
 import { lastEvents } from '../live.js';
+import { agentStatus } from '../status.js';
 
 export async function render(main, [id]) {
   const { swarm, agents } = await api(`/v1/swarms/${seg(id)}`);
@@ -14,7 +15,7 @@ export async function render(main, [id]) {
   const receipt = h('div', { class: 'receipt-box', 'aria-live': 'polite' });
   const { section, stream } = lastEvents({ swarmIds: [id] }, {
     onEvent: (frame) => {
-      if (frame.type === 'state' && statusCells.has(frame.agentId)) replace(statusCells.get(frame.agentId), badge(frame.state));
+      if (frame.type === 'state' && statusCells.has(frame.agentId)) replace(statusCells.get(frame.agentId), badge(agentStatus(frame.state)));
     },
   });
   replace(main,

@@ -22,7 +22,7 @@ export async function render(main, [id]) {
   const [info, Terminal] = await Promise.all([api(`/v1/terminal/sessions/${seg(id)}`), loadTermJS()]);
   const canWrite = current().scopes.includes('terminal:write');
   const status = h('p', { class: 'stream-status', id: 'terminal-status', role: 'status' }, 'connecting');
-  const screen = h('div', { class: 'terminal-host', id: 'terminal-screen', role: 'region', 'aria-label': `Terminal ${info.displayName}` });
+  const screen = h('div', { class: 'terminal-host', id: 'terminal-screen', role: 'region', tabindex: '0', 'aria-label': `Terminal ${info.displayName}` });
   const inputToggle = h('input', { type: 'checkbox', id: 'terminal-input', disabled: !canWrite });
   replace(main,
     h('h1', {}, `Terminal: ${info.displayName}`),
@@ -34,21 +34,46 @@ export async function render(main, [id]) {
     ]),
     h('div', { class: 'field' },
       h('label', { for: 'terminal-input' }, inputToggle, ' Type into this session'),
-      h('p', { class: 'hint' }, canWrite ? 'Off: you watch. On: what you type goes to the session, and the attach is audited.' : 'Read-only: your token lacks the terminal:write scope.')),
+      h('p', { class: 'hint' }, canWrite ? 'Off: you watch. On: what you type goes to the session (Shift+Escape leaves the screen), and the attach is audited.' : 'Read-only: your token lacks the terminal:write scope.')),
     status,
     screen);
 
-  const term = new Terminal({ cols: info.cols || 80, rows: info.rows || 24, screenKeys: false, useStyle: false, cursorBlink: false });
-  term.open(screen);
-  // term.js takes the focus when it opens; a reader arrives at the page's top, not in the screen.
-  term.blur?.();
-  window.scrollTo(0, 0);
+  // Read-only: term.js gets neither the focus nor the document's keys (nothing is trapped; the
+  // screen is a scrollable region). With input on, it takes every key, Tab included, until
+  // Shift+Escape gives the focus back to the page.
+  let term = null;
+  const draw = (input) => {
+    if (term) {
+      term.blur();
+      term.destroy();
+      screen.replaceChildren();
+    }
+    term = new Terminal({
+      cols: info.cols || 80, rows: info.rows || 24, screenKeys: false, useStyle: false, cursorBlink: false,
+      useFocus: input, useEvents: input,
+    });
+    term.open(screen);
+    term.on('data', (data) => {
+      if (input && socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'input', data }));
+    });
+    // One tab stop: the region when watching (to scroll it), term.js's element when typing.
+    screen.tabIndex = input ? -1 : 0;
+    if (!input) term.element.removeAttribute('tabindex');
+  };
+  const release = (event) => {
+    if (event.key !== 'Escape' || !event.shiftKey || !input) return;
+    event.preventDefault();
+    event.stopPropagation();
+    term.blur();
+    inputToggle.focus();
+  };
+  window.addEventListener('keydown', release, true);
   let socket = null, closed = false, attachment = null, after = null, input = false, timer = null, attempt = 0;
-  term.on('data', (data) => {
-    if (input && socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'input', data }));
-  });
+  draw(false);
+  let generation = 0; // the latest connect() wins; an older one still fetching a token gives up
   const connect = async () => {
     if (closed) return;
+    const mine = ++generation;
     const query = new URLSearchParams({ protocol: '1' });
     if (input) query.set('input', 'true');
     if (attachment && after !== null) {
@@ -56,9 +81,21 @@ export async function render(main, [id]) {
       query.set('attachment', attachment);
     }
     status.textContent = 'Terminal: connecting';
-    const ws = await openSocket(`/v1/terminal/sessions/${seg(id)}/attach?${query}`);
+    let ws;
+    try {
+      ws = await openSocket(`/v1/terminal/sessions/${seg(id)}/attach?${query}`);
+    } catch (error) {
+      status.textContent = `Terminal: not connected: ${error.message}`;
+      return;
+    }
+    if (closed || mine !== generation) {
+      // The page was left, or input was switched, while the token was fetched.
+      ws.close(1000, 'superseded');
+      return;
+    }
     socket = ws;
     ws.addEventListener('message', (message) => {
+      if (socket !== ws) return;
       let frame;
       try {
         frame = JSON.parse(message.data);
@@ -69,7 +106,7 @@ export async function render(main, [id]) {
         case 'hello':
           attempt = 0;
           attachment = frame.attachment;
-          status.textContent = `Terminal: ${frame.input ? 'attached, input on' : 'attached, read-only'}`;
+          status.textContent = `Terminal: ${frame.input ? 'attached, input on (Shift+Escape leaves the screen)' : 'attached, read-only'}`;
           status.dataset.state = frame.input ? 'input' : 'read-only';
           break;
         case 'screen':
@@ -87,12 +124,15 @@ export async function render(main, [id]) {
         case 'end':
           status.textContent = `Terminal: ${frame.error?.code}: ${frame.error?.message}`;
           status.dataset.state = frame.type;
-          if (frame.type === 'end' && !frame.error?.retryable) closed = frame.error?.code !== 'RateLimited';
+          // An end that will not pass by itself (not found, permission) stops the reconnects.
+          if (frame.type === 'end' && !frame.error?.retryable && frame.error?.code !== 'RateLimited') closed = true;
           break;
       }
     });
     ws.addEventListener('close', (event) => {
-      if (socket !== ws || closed) return;
+      if (socket !== ws) return;
+      socket = null;
+      if (closed) return;
       attempt += 1;
       status.textContent = `Terminal: disconnected (${event.code}); reconnecting`;
       timer = setTimeout(connect, Math.min(15_000, 500 * 2 ** attempt));
@@ -102,16 +142,20 @@ export async function render(main, [id]) {
     input = inputToggle.checked;
     attachment = null;
     after = null;
+    clearTimeout(timer);
     const old = socket;
     socket = null;
     old?.close(1000, 'input changed');
+    draw(input);
     connect();
   });
   await connect();
   return () => {
     closed = true;
     clearTimeout(timer);
+    window.removeEventListener('keydown', release, true);
     socket?.close(1000, 'page left');
+    term.blur();
     term.destroy();
   };
 }

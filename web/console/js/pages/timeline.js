@@ -2,6 +2,7 @@
 // reconnect from the last event shown, with the stream's gap and suppressed notices in line.
 import { h, replace } from '../dom.js';
 import { LiveStream } from '../stream.js';
+import { replaceQuery } from '../app.js';
 import { eventItem, addNotice, prepend } from '../events.js';
 
 const KINDS = [['states', 'States'], ['logs', 'Logs'], ['toolCalls', 'Tool calls'], ['usage', 'Usage'], ['metrics', 'Metrics'],
@@ -44,7 +45,7 @@ export async function render(main, _params, query) {
     if (kinds.length) next.set('include', kinds.join(','));
     if (rate.value !== '200') next.set('rate', rate.value);
     if (collapse.checked) next.set('collapse', '1');
-    history.replaceState(null, '', `/timeline${next.size ? `?${next}` : ''}`);
+    replaceQuery(next.toString());
     start(next);
   });
   replace(main, h('h1', {}, 'Timeline'), form, status, counts, list);
