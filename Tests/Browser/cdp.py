@@ -99,18 +99,34 @@ class Browser:
             self.urls.append(params.get("url", ""))
         elif method == "Page.javascriptDialogOpening":
             self.dialogs.append(params.get("message"))
+        elif method == "Fetch.requestPaused":
+            # A request to a blocked address (block()): it fails as if the network were down.
+            # Sent without waiting for the answer: this is the thread that reads answers.
+            self._send("Fetch.failRequest", {"requestId": params["requestId"], "errorReason": "InternetDisconnected"},
+                       message.get("sessionId"))
         self.events.put(message)
 
-    def call(self, method, params=None, session=None, timeout=30):
+    def _send(self, method, params, session, waiter=None):
         with self._lock:
             self._next += 1
             ident = self._next
-            waiter = queue.Queue()
-            self._waiting[ident] = waiter
+            if waiter is not None:
+                self._waiting[ident] = waiter
             message = {"id": ident, "method": method, "params": params or {}}
             if session:
                 message["sessionId"] = session
             os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
+
+    def block(self, url_pattern):
+        """Requests whose URL matches `url_pattern` (CDP wildcards) fail as if offline."""
+        self.page("Fetch.enable", {"patterns": [{"urlPattern": url_pattern}]})
+
+    def unblock(self):
+        self.page("Fetch.disable")
+
+    def call(self, method, params=None, session=None, timeout=30):
+        waiter = queue.Queue()
+        self._send(method, params, session, waiter)
         try:
             answer = waiter.get(timeout=timeout)
         except queue.Empty:

@@ -60,12 +60,19 @@ async function render() {
   const params = pattern.exec(path).slice(1).map(decode);
   document.title = `${title}${params[0] ? ` ${params[0]}` : ''} · Swarmdeck`;
   replace(main, h('p', { class: 'empty' }, 'Loading…'));
+  // The page renders into a view of its own, shown only if the reader is still on it when it is
+  // ready: a slow page never paints over the one that followed it.
+  const view = h('div', { class: 'view' });
   try {
     const page = await load();
     if (run !== generation) return;
-    const cleanup = await page.render(main, params, new URLSearchParams(location.search), { title });
-    if (run !== generation) cleanup?.();
-    else stop = cleanup ?? null;
+    const cleanup = await page.render(view, params, new URLSearchParams(location.search), { title });
+    if (run !== generation) {
+      cleanup?.();
+      return;
+    }
+    replace(main, view);
+    stop = cleanup ?? null;
   } catch (error) {
     if (run !== generation) return;
     if (error instanceof session.AuthError) {

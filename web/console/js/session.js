@@ -38,7 +38,9 @@ function write(session) {
 channel?.addEventListener('message', (event) => {
   const message = event.data;
   if (message?.type === 'ask') {
-    const next = rotations.get(message.refreshToken);
+    // Follow the chain to the newest pair this tab made from that token.
+    let next = rotations.get(message.refreshToken);
+    while (next && rotations.has(next.refreshToken)) next = rotations.get(next.refreshToken);
     if (next) channel.postMessage({ type: 'rotated', from: message.refreshToken, session: next });
   } else if (message?.type === 'rotated') {
     const current = read();
@@ -106,6 +108,8 @@ async function post(path, body) {
       body: JSON.stringify(body),
       credentials: 'omit',
       cache: 'no-store',
+      // A refresh holds every tab's lock: a stalled one must not hold it for long.
+      signal: AbortSignal.timeout(15_000),
     });
   } catch (error) {
     throw new RefreshUnavailable(`The server cannot be reached: ${error.message}`);
@@ -168,11 +172,15 @@ function askOtherTabs(refreshToken) {
 
 async function refresh(refreshToken) {
   const run = async () => {
-    // Inside the lock: another tab may have rotated this token while this one waited.
+    // Inside the lock: another tab may have rotated this token while this one waited, and the
+    // reader may have signed out meanwhile (then nothing is written back).
     const latest = read();
-    if (latest?.refreshToken && latest.refreshToken !== refreshToken) return latest.accessToken;
+    if (!latest) throw new AuthError('Signed out.');
+    if (latest.refreshToken !== refreshToken) return latest.accessToken;
+    const stillOurs = () => read()?.refreshToken === refreshToken;
     const rotated = await askOtherTabs(refreshToken);
     if (rotated) {
+      if (!stillOurs()) throw new AuthError('Signed out.');
       write(rotated);
       return rotated.accessToken;
     }
@@ -180,12 +188,13 @@ async function refresh(refreshToken) {
       const next = fromPair(await post('/v1/auth/token/refresh', { refreshToken }));
       rotations.set(refreshToken, next);
       if (rotations.size > 20) rotations.delete(rotations.keys().next().value);
+      if (!stillOurs()) throw new AuthError('Signed out.');
       write(next);
       channel?.postMessage({ type: 'rotated', from: refreshToken, session: next });
       return next.accessToken;
     } catch (error) {
       if (error instanceof AuthError) {
-        write(null);
+        if (stillOurs()) write(null); // not a sign-in made since
         throw new AuthError(`Signed out: ${error.message}`);
       }
       throw error;

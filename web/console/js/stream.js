@@ -1,7 +1,7 @@
 // The live stream (/v1/stream, docs/stream-protocol.md) for pages: one WebSocket, one
 // subscription, resumed after every reconnect from the last event seen (lastEventId), so nothing
 // is missed or shown twice. The token rides in a subprotocol, never in the URL.
-import { accessToken } from './session.js';
+import { accessToken, AuthError } from './session.js';
 
 const APP_PROTOCOL = 'swarmdeck.v1';
 
@@ -46,7 +46,12 @@ export class LiveStream {
     try {
       socket = await openSocket('/v1/stream?protocol=1');
     } catch (error) {
-      this.onStatus(`not connected: ${error.message}`);
+      if (error instanceof AuthError) {
+        this.onStatus(`signed out: ${error.message}`);
+        return;
+      }
+      // The token could not be refreshed for now (offline, the server busy): try again later.
+      this.retry(`not connected (${error.message})`);
       return;
     }
     if (this.closed) {
@@ -59,12 +64,18 @@ export class LiveStream {
     socket.addEventListener('message', (message) => this.receive(socket, message.data));
     socket.addEventListener('close', (event) => {
       if (this.socket !== socket || this.closed) return;
-      this.attempt += 1;
-      this.reconnects += 1;
-      const delay = Math.min(30_000, 500 * 2 ** Math.min(this.attempt, 6)) * (0.5 + Math.random() / 2);
-      this.onStatus(`disconnected (${event.code || 'no code'}${event.reason ? `: ${event.reason}` : ''}); reconnecting`);
-      this.timer = setTimeout(() => this.connect(), event.code === 1013 ? 5000 : delay);
+      this.retry(`disconnected (${event.code || 'no code'}${event.reason ? `: ${event.reason}` : ''})`, event.code === 1013 ? 5000 : undefined);
     });
+  }
+
+  /** Connects again after a back-off (0.5 s doubling to 30 s, with jitter), or after `delay`. */
+  retry(why, delay) {
+    if (this.closed) return;
+    this.attempt += 1;
+    this.reconnects += 1;
+    const backoff = Math.min(30_000, 500 * 2 ** Math.min(this.attempt, 6)) * (0.5 + Math.random() / 2);
+    this.onStatus(`${why}; reconnecting`);
+    this.timer = setTimeout(() => this.connect(), delay ?? backoff);
   }
 
   subscribe(socket, lastEventId) {
@@ -97,6 +108,7 @@ export class LiveStream {
             const from = Math.max(0, Number(frame.headSeq) - this.history);
             this.history = 0;
             this.priming = true;
+            this.lastEventId ??= from; // a drop before the replay resumes from here
             this.subscribe(socket, from);
             break;
           }

@@ -71,8 +71,10 @@ function decideForm(id, detail, receiptBox) {
       error.hidden = false;
       error.textContent = e.describe?.() ?? e.message;
       for (const b of buttons) b.disabled = false;
-      // Refused (4xx): the next try is a new decision; a lost answer keeps its key.
+      // Refused (4xx): the next try is a new decision. A lost answer keeps its key, and so its
+      // reason and option, or a retry of a decision that went through would be a conflict.
       if (e.status >= 400 && e.status < 500) keys[decision] = requestId();
+      else for (const field of form.querySelectorAll('textarea, input')) field.disabled = true;
     }
   };
   const form = h('form', { class: 'stacked', id: 'decide-form', 'aria-labelledby': 'decide-heading' },

@@ -14,9 +14,11 @@ export async function render(main, [id]) {
   const viewer = h('section', { id: 'artifact-viewer', 'aria-live': 'polite' });
   const receipt = h('div', { class: 'receipt-box', 'aria-live': 'polite' });
   let url = null; // the download link of the artifact shown, released when another replaces it
+  let left = false;
   const open = async (artifact) => {
     try {
       const text = await apiText(`/v1/pipelines/${seg(id)}/artifacts/${seg(artifact.artifactId)}`);
+      if (left) return;
       if (url) URL.revokeObjectURL(url);
       url = URL.createObjectURL(new Blob([text], { type: 'text/markdown' }));
       replace(viewer,
@@ -64,5 +66,8 @@ export async function render(main, [id]) {
       ['Created', (a) => when(a.createdAt)],
     ], artifacts, 'No artifact yet.'),
     viewer);
-  return () => url && URL.revokeObjectURL(url);
+  return () => {
+    left = true;
+    if (url) URL.revokeObjectURL(url);
+  };
 }

@@ -4,7 +4,7 @@
 // terminal:write scope; every attach with input is audited by the broker.
 import { api, seg } from '../api.js';
 import { h, replace, facts, badge } from '../dom.js';
-import { current } from '../session.js';
+import { current, AuthError } from '../session.js';
 import { openSocket } from '../stream.js';
 
 let loading = null;
@@ -50,7 +50,8 @@ export async function render(main, [id]) {
     }
     term = new Terminal({
       cols: info.cols || 80, rows: info.rows || 24, screenKeys: false, useStyle: false, cursorBlink: false,
-      useFocus: input, useEvents: input,
+      // Watching: no focus, no document-wide keys, no mouse reporting (whose click takes focus).
+      useFocus: input, useEvents: input, useMouse: input,
     });
     term.open(screen);
     term.on('data', (data) => {
@@ -68,11 +69,13 @@ export async function render(main, [id]) {
     inputToggle.focus();
   };
   window.addEventListener('keydown', release, true);
-  let socket = null, closed = false, attachment = null, after = null, input = false, timer = null, attempt = 0;
+  // closed: the page was left; ended: the broker ended the attach for good (switching input
+  // tries again).
+  let socket = null, closed = false, ended = false, attachment = null, after = null, input = false, timer = null, attempt = 0;
   draw(false);
   let generation = 0; // the latest connect() wins; an older one still fetching a token gives up
   const connect = async () => {
-    if (closed) return;
+    if (closed || ended) return;
     const mine = ++generation;
     const query = new URLSearchParams({ protocol: '1' });
     if (input) query.set('input', 'true');
@@ -86,6 +89,8 @@ export async function render(main, [id]) {
       ws = await openSocket(`/v1/terminal/sessions/${seg(id)}/attach?${query}`);
     } catch (error) {
       status.textContent = `Terminal: not connected: ${error.message}`;
+      // Signed out: the router shows the sign-in. Otherwise (offline, the server busy) retry.
+      if (!(error instanceof AuthError) && mine === generation) timer = setTimeout(connect, Math.min(15_000, 500 * 2 ** ++attempt));
       return;
     }
     if (closed || mine !== generation) {
@@ -125,14 +130,14 @@ export async function render(main, [id]) {
           status.textContent = `Terminal: ${frame.error?.code}: ${frame.error?.message}`;
           status.dataset.state = frame.type;
           // An end that will not pass by itself (not found, permission) stops the reconnects.
-          if (frame.type === 'end' && !frame.error?.retryable && frame.error?.code !== 'RateLimited') closed = true;
+          if (frame.type === 'end' && !frame.error?.retryable && frame.error?.code !== 'RateLimited') ended = true;
           break;
       }
     });
     ws.addEventListener('close', (event) => {
       if (socket !== ws) return;
       socket = null;
-      if (closed) return;
+      if (closed || ended) return;
       attempt += 1;
       status.textContent = `Terminal: disconnected (${event.code}); reconnecting`;
       timer = setTimeout(connect, Math.min(15_000, 500 * 2 ** attempt));
@@ -140,6 +145,7 @@ export async function render(main, [id]) {
   };
   inputToggle.addEventListener('change', () => {
     input = inputToggle.checked;
+    ended = false;
     attachment = null;
     after = null;
     clearTimeout(timer);
