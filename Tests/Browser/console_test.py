@@ -5,9 +5,11 @@ stream's notices shown, the Content-Security-Policy and where tokens go. Run by
 scripts/browser-test, which starts the stack when it is not up and gives this the tokens."""
 
 import argparse
+import base64
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -489,8 +491,6 @@ def test_content_security_policy_and_headers(c):
 
 def upgrade(path, protocols):
     """A raw WebSocket upgrade through the edge: the status line and the answer's headers."""
-    import base64
-    import socket
     host, port = EDGE.split("//")[1].split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         key = base64.b64encode(os.urandom(16)).decode()

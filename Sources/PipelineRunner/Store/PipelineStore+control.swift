@@ -89,23 +89,29 @@ extension PipelineStore {
             return ControlResult(outcome: "applied", state: Self.agentState(status: status, paused: pause), changed: true)
         case .terminate:
             let message = "Pipeline stopped: terminated by \(actor)" + (reason.isEmpty ? "" : ": \(reason)")
-            try await connection.query(
-                """
-                UPDATE pipelines SET status = 'stopped', error_code = 'Terminated', error_message = \(message), updated_at = now(),
-                    finished_at = now()
-                WHERE tenant_id = \(tenant) AND pipeline_id = \(pipeline)
-                """,
-                logger: self.logger
-            )
-            try await connection.query(
-                """
-                UPDATE stages SET status = 'stopped', finished_at = COALESCE(finished_at, now()), reason = \(message)
-                WHERE tenant_id = \(tenant) AND pipeline_id = \(pipeline) AND status IN ('running', 'completed')
-                """,
-                logger: self.logger
-            )
+            try await self.stop(tenant: tenant, pipeline: pipeline, code: "Terminated", message: message, on: connection)
             return ControlResult(outcome: "applied", state: "terminated", changed: true)
         }
+    }
+
+    /// Stops a pipeline for good with `code` and `message`: it and its stage in flight (running,
+    /// or finished and waiting on its gate) end `stopped`.
+    private func stop(tenant: String, pipeline: String, code: String, message: String, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            UPDATE pipelines SET status = 'stopped', error_code = \(code), error_message = \(message), updated_at = now(),
+                finished_at = now()
+            WHERE tenant_id = \(tenant) AND pipeline_id = \(pipeline)
+            """,
+            logger: self.logger
+        )
+        try await connection.query(
+            """
+            UPDATE stages SET status = 'stopped', finished_at = COALESCE(finished_at, now()), reason = \(message)
+            WHERE tenant_id = \(tenant) AND pipeline_id = \(pipeline) AND status IN ('running', 'completed')
+            """,
+            logger: self.logger
+        )
     }
 
     /// The state the fleet shows for a pipeline.
@@ -161,21 +167,7 @@ extension PipelineStore {
             guard waiting else { return nil }
             if gateStatus == "cancelled" {
                 let message = "Pipeline stopped: its approval gate was cancelled"
-                try await connection.query(
-                    """
-                    UPDATE stages SET status = 'stopped', reason = \(message)
-                    WHERE tenant_id = \(tenant) AND pipeline_id = \(pipeline) AND position = \(position)
-                    """,
-                    logger: self.logger
-                )
-                try await connection.query(
-                    """
-                    UPDATE pipelines SET status = 'stopped', error_code = 'GateCancelled', error_message = \(message), updated_at = now(),
-                        finished_at = now()
-                    WHERE tenant_id = \(tenant) AND pipeline_id = \(pipeline)
-                    """,
-                    logger: self.logger
-                )
+                try await self.stop(tenant: tenant, pipeline: pipeline, code: "GateCancelled", message: message, on: connection)
                 return Decision(position: position, approved: false, status: .stopped, message: message)
             }
             let by = decidedBy.isEmpty ? "approvals" : decidedBy

@@ -2,14 +2,15 @@ public import Contracts
 public import Hummingbird
 public import HummingbirdWebSocket
 
-/// Authenticates a WebSocket upgrade with an access token before the upgrade, so a refused
-/// request gets the error envelope (401/403) instead of a socket.
+/// Authenticates a WebSocket upgrade with an access token before the upgrade: a refused upgrade
+/// gets no socket (Hummingbird answers it with a bare 400), and the same path's answer to a
+/// request that was not an upgrade gets the error envelope (401/403).
 ///
 /// The token comes from `Authorization: Bearer …`; for clients that cannot set headers on a
 /// WebSocket (browsers), from a `swarmdeck.bearer.<token>` subprotocol
-/// (``WebSocketBearerProtocol``), or else from `?access_token=…`. Use it only on
-/// WebSocket paths (the upgrade, and the same path's answer to a request that was not an
-/// upgrade). The identity reaches the handler as `context.requestContext.identity`.
+/// (``WebSocketBearerProtocol``), or else from `?access_token=…`. Use it only on WebSocket paths
+/// (the upgrade, and the same path's answer to a request that was not an upgrade). The identity
+/// reaches the handler as `context.requestContext.identity`.
 public struct WebSocketAuthentication: Sendable {
     let verifier: AccessTokenVerifier
     let scopes: [Scope]
@@ -22,25 +23,27 @@ public struct WebSocketAuthentication: Sendable {
     /// The identity of `request`'s token, with the required scopes.
     /// - Throws: `AuthInvalid`, `AuthExpired` or `PermissionDenied`.
     public func authenticate(_ request: Request) async throws -> AccessIdentity {
-        let token: String
-        if request.headers[.authorization] != nil {
-            token = try request.bearerToken("access token")
-        } else if let offered = Self.offeredProtocol(request).token {
-            token = offered
-        } else if let query = request.uri.queryParameters["access_token"] {
-            token = String(query)
-        } else {
-            token = try request.bearerToken("access token")
-        }
-        return try await self.verifier.verify(token, requiring: self.scopes)
+        try await self.authenticate(request, offered: Self.offeredProtocol(request))
     }
 
     /// The upgrade check of `router.ws(_:shouldUpgrade:onUpgrade:)`. It selects
     /// ``WebSocketBearerProtocol/application`` when the client offered it.
     @Sendable public func shouldUpgrade(_ request: Request, _ context: WebSocketServiceContext) async throws -> RouterShouldUpgrade {
-        context.identity = try await self.authenticate(request)
-        guard Self.offeredProtocol(request).offersApplication else { return .upgrade([:]) }
-        return .upgrade([.secWebSocketProtocol: WebSocketBearerProtocol.application])
+        let offered = Self.offeredProtocol(request)
+        context.identity = try await self.authenticate(request, offered: offered)
+        return .upgrade(offered.offersApplication ? [.secWebSocketProtocol: WebSocketBearerProtocol.application] : [:])
+    }
+
+    private func authenticate(_ request: Request, offered: WebSocketBearerProtocol) async throws -> AccessIdentity {
+        let token: String
+        if request.headers[.authorization] == nil,
+            let headless = offered.token ?? request.uri.queryParameters["access_token"].map(String.init)
+        {
+            token = headless
+        } else {
+            token = try request.bearerToken("access token")
+        }
+        return try await self.verifier.verify(token, requiring: self.scopes)
     }
 
     private static func offeredProtocol(_ request: Request) -> WebSocketBearerProtocol {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An access token carried in `Sec-WebSocket-Protocol`, for browsers: they cannot set
 /// `Authorization` on a WebSocket, and a token in the URL can end up in history, logs and
 /// referrers. The browser offers two subprotocols, the application's and the token:
@@ -25,7 +27,7 @@ public struct WebSocketBearerProtocol: Sendable, Equatable {
         self.offersApplication = false
         for value in headerValues {
             for entry in value.split(separator: ",") {
-                let name = entry.trimmingASCIIWhitespace()
+                let name = entry.trimmingCharacters(in: .whitespaces)
                 if name == Self.application {
                     self.offersApplication = true
                 } else if self.token == nil, name.hasPrefix(Self.bearerPrefix) {
@@ -34,14 +36,5 @@ public struct WebSocketBearerProtocol: Sendable, Equatable {
                 }
             }
         }
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingASCIIWhitespace() -> Substring {
-        var s = self
-        while let first = s.first, first == " " || first == "\t" { s.removeFirst() }
-        while let last = s.last, last == " " || last == "\t" { s.removeLast() }
-        return s
     }
 }

@@ -64,6 +64,29 @@ export async function apiText(path, accept = 'text/markdown') {
   return response.text();
 }
 
+/** The message a person reads for any error (an API error names its code and request id). */
+export function errorText(error) {
+  return error.describe?.() ?? error.message;
+}
+
+/** One idempotency key for a form, kept across retries while the first answer may have been
+ * lost (network, 5xx: a retry then gets the first outcome), renewed after a refusal (4xx:
+ * nothing was stored). */
+export class RetryKey {
+  constructor() {
+    this.value = crypto.randomUUID();
+  }
+
+  /** After a failed send: true when the key is kept, so the form's fields must not change. */
+  keptAfter(error) {
+    if (error.status >= 400 && error.status < 500) {
+      this.value = crypto.randomUUID();
+      return false;
+    }
+    return true;
+  }
+}
+
 /** `path` with `params` (undefined and empty values left out), each encoded. */
 export function withQuery(path, params) {
   const query = new URLSearchParams();

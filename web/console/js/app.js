@@ -4,6 +4,7 @@
 import { h, replace } from './dom.js';
 import * as session from './session.js';
 import { signIn } from './pages/signin.js';
+import { errorText } from './api.js';
 
 const routes = [
   [/^\/$/, () => import('./pages/overview.js'), 'Overview'],
@@ -79,7 +80,7 @@ async function render() {
       session.signOut();
       return;
     }
-    replace(main, h('h1', {}, title), h('div', { class: 'error-box', role: 'alert' }, error.describe?.() ?? error.message));
+    replace(main, h('h1', {}, title), h('div', { class: 'error-box', role: 'alert' }, errorText(error)));
   }
   main.dataset.ready = String(run);
 }

@@ -1,8 +1,8 @@
 // Pause, resume and terminate, with the phone's confirmations: each asks for a reason, and
 // terminate only goes once TERMINATE is typed (the API refuses it otherwise). The receipt is
 // shown and followed until every command is acknowledged.
-import { api, seg } from './api.js';
-import { h, replace, badge, when, requestId } from './dom.js';
+import { api, seg, errorText, RetryKey } from './api.js';
+import { h, replace, badge, when } from './dom.js';
 import { announce } from './app.js';
 
 const verbs = { pause: 'Pause', resume: 'Resume', terminate: 'Terminate' };
@@ -46,10 +46,10 @@ function confirmControl(target, id, action, receiptBox) {
   typed.addEventListener('input', () => (go.disabled = typed.value !== 'TERMINATE'));
   // One key for this dialog: a retry after a lost answer gets the same receipt, not a second
   // control.
-  let key = requestId();
+  const key = new RetryKey();
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
-    const body = { action, reason: reason.value.trim(), requestId: key };
+    const body = { action, reason: reason.value.trim(), requestId: key.value };
     if (action === 'terminate') body.confirm = typed.value;
     go.disabled = true;
     try {
@@ -58,12 +58,9 @@ function confirmControl(target, id, action, receiptBox) {
       follow(receipt, receiptBox);
     } catch (e) {
       error.hidden = false;
-      error.textContent = e.describe?.() ?? e.message;
+      error.textContent = errorText(e);
       go.disabled = action === 'terminate' && typed.value !== 'TERMINATE';
-      // Refused (4xx): nothing was stored, the next try is a new request. Otherwise the answer
-      // may have been lost: a retry keeps the key, so its body may not change.
-      if (e.status >= 400 && e.status < 500) key = requestId();
-      else reason.disabled = true;
+      reason.disabled = key.keptAfter(e);
     }
   });
   dialog.addEventListener('close', () => dialog.remove());
@@ -81,7 +78,7 @@ export async function follow(receipt, box) {
     try {
       status = await api(`/v1/controls/${seg(receipt.requestId)}`);
     } catch (e) {
-      replace(box, h('div', { class: 'error-box', role: 'alert' }, e.describe?.() ?? e.message));
+      replace(box, h('div', { class: 'error-box', role: 'alert' }, errorText(e)));
       return;
     }
     if (!box.isConnected) return;

@@ -100,8 +100,3 @@ export function sparkline(values, label) {
   }
   return svg;
 }
-
-/** A fresh idempotency key for a request. */
-export function requestId() {
-  return crypto.randomUUID();
-}

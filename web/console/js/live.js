@@ -4,10 +4,20 @@ import { h } from './dom.js';
 import { LiveStream } from './stream.js';
 import { eventItem, addNotice, prepend } from './events.js';
 
+/** A status line for a stream: its text, and its first word as `data-state` (for tests and styles). */
+export function streamStatus(id) {
+  const el = h('p', { class: 'stream-status', id, role: 'status' }, 'connecting');
+  const update = (text) => {
+    el.textContent = `Stream: ${text}`;
+    el.dataset.state = text.split(' ')[0];
+  };
+  return { el, update };
+}
+
 /** The section and its stream; `onEvent` also sees every event (e.g. to update a status). */
 export function lastEvents(filters, { onEvent = () => {}, history = 3000, max = 100 } = {}) {
   const list = h('ol', { class: 'events', 'aria-label': 'Events, newest first', reversed: true });
-  const status = h('p', { class: 'stream-status', role: 'status' }, 'connecting');
+  const status = streamStatus();
   const stream = new LiveStream(filters, {
     history,
     onEvent: (frame) => {
@@ -15,11 +25,8 @@ export function lastEvents(filters, { onEvent = () => {}, history = 3000, max = 
       onEvent(frame);
     },
     onNotice: (frame) => addNotice(list, frame, (from) => stream.resumeFrom(from), max),
-    onStatus: (text) => {
-      status.textContent = `Stream: ${text}`;
-      status.dataset.state = text.split(' ')[0];
-    },
+    onStatus: status.update,
   });
-  const section = h('section', { 'aria-labelledby': 'events-heading' }, h('h2', { id: 'events-heading' }, 'Last events'), status, list);
+  const section = h('section', { 'aria-labelledby': 'events-heading' }, h('h2', { id: 'events-heading' }, 'Last events'), status.el, list);
   return { section, stream };
 }

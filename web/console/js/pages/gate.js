@@ -1,7 +1,7 @@
 // One approval gate: what the agent asks, deciding it, and the receipt
 // (GET /v1/approval-gates/{id}, POST …/decision).
-import { api, seg } from '../api.js';
-import { h, replace, link, badge, table, when, facts, requestId } from '../dom.js';
+import { api, seg, errorText, RetryKey } from '../api.js';
+import { h, replace, link, badge, table, when, facts } from '../dom.js';
 import { current } from '../session.js';
 import { announce } from '../app.js';
 
@@ -46,9 +46,9 @@ function decideForm(id, detail, receiptBox) {
     options.map((o, i) => h('label', { class: 'check' },
       h('input', { type: 'radio', name: 'option', value: o.optionId, 'data-kind': o.kind, checked: i === 0 }), ` ${o.name} (${o.kind}) `))) : null;
   // One key per verdict on this form: a retry after a lost answer gets the same receipt.
-  const keys = { approve: requestId(), reject: requestId() };
+  const keys = { approve: new RetryKey(), reject: new RetryKey() };
   const decide = async (decision) => {
-    const body = { decision, decisionId: keys[decision] };
+    const body = { decision, decisionId: keys[decision].value };
     if (reason.value.trim()) body.reason = reason.value.trim();
     const picked = [...(choice?.querySelectorAll('input[name=option]') ?? [])]
       .filter((o) => o.dataset.kind.startsWith(decision === 'approve' ? 'allow' : 'reject'));
@@ -69,12 +69,11 @@ function decideForm(id, detail, receiptBox) {
         return;
       }
       error.hidden = false;
-      error.textContent = e.describe?.() ?? e.message;
+      error.textContent = errorText(e);
       for (const b of buttons) b.disabled = false;
-      // Refused (4xx): the next try is a new decision. A lost answer keeps its key, and so its
-      // reason and option, or a retry of a decision that went through would be a conflict.
-      if (e.status >= 400 && e.status < 500) keys[decision] = requestId();
-      else for (const field of form.querySelectorAll('textarea, input')) field.disabled = true;
+      // A lost answer keeps its key, and so its reason and option, or a retry of a decision
+      // that went through would be a conflict.
+      if (keys[decision].keptAfter(e)) for (const field of form.querySelectorAll('textarea, input')) field.disabled = true;
     }
   };
   const form = h('form', { class: 'stacked', id: 'decide-form', 'aria-labelledby': 'decide-heading' },

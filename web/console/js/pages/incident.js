@@ -1,6 +1,6 @@
 // One incident with its timeline, and acknowledging it (GET /v1/incidents/{id},
 // POST /v1/incidents/{id}/acknowledge).
-import { api, seg } from '../api.js';
+import { api, seg, errorText } from '../api.js';
 import { h, replace, link, badge, table, when, facts } from '../dom.js';
 import { current } from '../session.js';
 import { announce, refresh } from '../app.js';
@@ -23,7 +23,7 @@ export async function render(main, [id]) {
       await refresh();
     } catch (e) {
       error.hidden = false;
-      error.textContent = e.describe?.() ?? e.message;
+      error.textContent = errorText(e);
     }
   });
   replace(main,

@@ -1,7 +1,7 @@
 // A pipeline: its stages with status, tokens and cost, its gates, its artifacts to read or
 // download, and controls (GET /v1/pipelines/{id}, …/artifacts; a pipeline is an agent of swarm
 // `pipelines`, so pause, resume and terminate go through control-api).
-import { api, apiText, seg } from '../api.js';
+import { api, apiText, seg, errorText } from '../api.js';
 import { h, replace, link, badge, table, when, usd, facts } from '../dom.js';
 import { current } from '../session.js';
 import { controlButtons } from '../controls.js';
@@ -26,7 +26,7 @@ export async function render(main, [id]) {
         h('p', {}, h('a', { href: url, download: `${artifact.role}-${artifact.position}.md` }, 'Download as Markdown')),
         h('pre', { class: 'artifact', tabindex: '0', 'aria-label': `Text of ${artifact.title}` }, text));
     } catch (e) {
-      replace(viewer, h('div', { class: 'error-box', role: 'alert' }, e.describe?.() ?? e.message));
+      replace(viewer, h('div', { class: 'error-box', role: 'alert' }, errorText(e)));
     }
   };
   const active = ['running', 'awaitingApproval'].includes(pipeline.status);

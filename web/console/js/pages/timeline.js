@@ -3,6 +3,7 @@
 import { h, replace } from '../dom.js';
 import { LiveStream } from '../stream.js';
 import { replaceQuery } from '../app.js';
+import { streamStatus } from '../live.js';
 import { eventItem, addNotice, prepend } from '../events.js';
 
 const KINDS = [['states', 'States'], ['logs', 'Logs'], ['toolCalls', 'Tool calls'], ['usage', 'Usage'], ['metrics', 'Metrics'],
@@ -12,7 +13,7 @@ const RATES = ['1', '5', '20', '200', '1000'];
 
 export async function render(main, _params, query) {
   const list = h('ol', { class: 'events', id: 'timeline-events', 'aria-label': 'Events, newest first' });
-  const status = h('p', { class: 'stream-status', id: 'stream-status', role: 'status' }, 'connecting');
+  const status = streamStatus('stream-status');
   const counts = h('p', { class: 'hint', id: 'timeline-counts' });
   const ids = (name) => (query.get(name) ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const include = ids('include');
@@ -48,7 +49,7 @@ export async function render(main, _params, query) {
     replaceQuery(next.toString());
     start(next);
   });
-  replace(main, h('h1', {}, 'Timeline'), form, status, counts, list);
+  replace(main, h('h1', {}, 'Timeline'), form, status.el, counts, list);
 
   let stream = null;
   let shown = 0, notices = 0;
@@ -76,10 +77,7 @@ export async function render(main, _params, query) {
         addNotice(list, frame, (from) => stream.resumeFrom(from));
         count();
       },
-      onStatus: (text) => {
-        status.textContent = `Stream: ${text}`;
-        status.dataset.state = text.split(' ')[0];
-      },
+      onStatus: status.update,
     });
   };
   start(query);
