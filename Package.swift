@@ -260,7 +260,7 @@ let package = Package(
         ),
         .target(
             name: "StreamTestSupport",
-            dependencies: ["ServiceKit", hummingbirdWSClient, logging],
+            dependencies: ["ServiceKit", crypto, nioCore, nioPosix, nioWebSocket],
             path: "Tests/StreamTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -276,8 +276,8 @@ let package = Package(
         .testTarget(
             name: "FanoutTests",
             dependencies: [
-                "Contracts", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration, hummingbird,
-                hummingbirdTesting, hummingbirdWSClient, hummingbirdWebSocket, logging, nioCore, postgresNIO,
+                "Contracts", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration, crypto,
+                hummingbird, hummingbirdTesting, hummingbirdWebSocket, logging, nioCore, nioPosix, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
@@ -319,10 +319,8 @@ let package = Package(
         .testTarget(
             name: "TerminalBrokerTests",
             dependencies: [
-                "Contracts", "ServiceKit", "SwarmdeckTools", "TerminalBroker", "TestSupport", crypto, hummingbird, hummingbirdTesting,
-                hummingbirdWSClient, logging,
-                nioCore,
-                nioPosix, nioSSH, postgresNIO,
+                "Contracts", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TerminalBroker", "TestSupport", crypto, hummingbird,
+                hummingbirdTesting, logging, nioCore, nioPosix, nioSSH, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

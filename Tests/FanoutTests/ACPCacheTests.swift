@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import HummingbirdWSClient
 import NIOCore
 import NIOWebSocket
 import ServiceKit
@@ -169,11 +168,9 @@ struct ACPCacheTests {
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token(), path: "/v1/acp", protocolVersion: nil)
                 let piece = ByteBuffer(string: String(repeating: " ", count: frames == 1 ? 5000 : 2000))
                 let close = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no close")) {
-                    try await WebSocketClient.connect(url: client.url, configuration: .init(maxFrameSize: 1 << 16), logger: .init(label: "oversized"))
-                    { inbound, outbound, _ in
+                    try await TestWebSocket.connect(url: client.url) { inbound, outbound in
                         for index in 0..<frames {
-                            let frame = WebSocketFrame(fin: index == frames - 1, opcode: index == 0 ? .text : .continuation, data: piece)
-                            try await outbound.write(.custom(frame))
+                            try await outbound.write(opcode: index == 0 ? .text : .continuation, fin: index == frames - 1, data: piece)
                         }
                         for try await _ in inbound {}
                     }
@@ -215,12 +212,9 @@ extension StreamClient {
         let url = self.url
         let count = messages.count
         _ = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no answer")) {
-            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: .init(label: "raw")) {
-                inbound,
-                outbound,
-                _ in
-                for message in messages { try await outbound.write(.text(message)) }
-                for try await message in inbound.messages(maxSize: 1 << 24) {
+            try await TestWebSocket.connect(url: url) { inbound, outbound in
+                for message in messages { try await outbound.write(text: message) }
+                for try await message in inbound {
                     guard case .text(let text) = message else { continue }
                     if received.texts.withLock({
                         $0.append(text)

@@ -3,7 +3,6 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import HummingbirdWSClient
 import Ingest
 import Logging
 import NIOCore

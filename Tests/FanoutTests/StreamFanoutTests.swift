@@ -2,7 +2,6 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import HummingbirdWSClient
 import NIOCore
 import ServiceKit
 import StreamTestSupport

@@ -1,6 +1,4 @@
 import Foundation
-public import HummingbirdWSClient
-import Logging
 import ServiceKit
 public import Synchronization
 
@@ -60,7 +58,7 @@ public struct StreamClient: Sendable {
         timeout: Duration = .seconds(30),
         toleratingDrop: Bool = false,
         until: @escaping @Sendable (Frame) -> Bool
-    ) async throws -> (frames: [Frame], close: WebSocketCloseFrame?, messages: Int) {
+    ) async throws -> (frames: [Frame], close: TestWebSocket.Close?, messages: Int) {
         let received = Received()
         do {
             return try await self.run(sending: messages, timeout: timeout, received: received, until: until)
@@ -75,7 +73,7 @@ public struct StreamClient: Sendable {
         timeout: Duration,
         received: Received,
         until: @escaping @Sendable (Frame) -> Bool
-    ) async throws -> (frames: [Frame], close: WebSocketCloseFrame?, messages: Int) {
+    ) async throws -> (frames: [Frame], close: TestWebSocket.Close?, messages: Int) {
         let answerPings = self.answerPings
         let readDelay = self.readDelay
         let url = self.url
@@ -87,19 +85,16 @@ public struct StreamClient: Sendable {
                 "stream client timed out after \(timeout) (\(upgraded.withLock { $0 } ? "upgraded" : "never upgraded"), sent \(messages.count) messages, first \(messages.first?.prefix(60) ?? "none")); got \(received.texts.withLock { $0.prefix(8) })"
             )
         ) {
-            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: Logger(label: "stream-client")) {
-                inbound,
-                outbound,
-                _ in
+            try await TestWebSocket.connect(url: url) { inbound, outbound in
                 upgraded.withLock { $0 = true }
-                for message in messages { try await outbound.write(.text(message)) }
+                for message in messages { try await outbound.write(text: message) }
                 if let readDelay { try await Task.sleep(for: readDelay) }
-                for try await message in inbound.messages(maxSize: 1 << 24) {
+                for try await message in inbound {
                     guard case .text(let text) = message else { continue }
                     received.texts.withLock { $0.append(text) }
                     for frame in StreamClient.frames(text) {
                         if answerPings, frame["type"] as? String == "ping" {
-                            try await outbound.write(.text(#"{"type":"pong"}"#))
+                            try await outbound.write(text: #"{"type":"pong"}"#)
                         }
                         if until(frame) { return }
                     }

@@ -2,10 +2,10 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import HummingbirdWSClient
 import Logging
 import NIOConcurrencyHelpers
 import ServiceKit
+import StreamTestSupport
 import TestSupport
 import Testing
 
@@ -88,24 +88,21 @@ final class ViewerClient: Sendable {
 
     private let texts = NIOLockedValueBox<[String]>([])
     private let outgoing: AsyncStream<String>.Continuation
-    private let task: Task<WebSocketCloseFrame?, any Error>
+    private let task: Task<TestWebSocket.Close?, any Error>
 
     init(url: String) {
         let (stream, continuation) = AsyncStream<String>.makeStream()
         self.outgoing = continuation
         let texts = self.texts
         self.task = Task {
-            try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: Logger(label: "viewer")) {
-                inbound,
-                outbound,
-                _ in
+            try await TestWebSocket.connect(url: url) { inbound, outbound in
                 // The sender is a task of its own, not a child the handler would wait for: the
                 // handler returns as soon as the server's close ends the inbound stream.
                 let sender = Task {
-                    for await text in stream { try await outbound.write(.text(text)) }
+                    for await text in stream { try await outbound.write(text: text) }
                 }
                 defer { sender.cancel() }
-                for try await message in inbound.messages(maxSize: 1 << 24) {
+                for try await message in inbound {
                     guard case .text(let text) = message else { continue }
                     texts.withLockedValue { $0.append(text) }
                 }
@@ -143,9 +140,8 @@ final class ViewerClient: Sendable {
         return self.frames.first { $0["type"] as? String == "end" }.flatMap { ($0["error"] as? [String: Any])?["code"] as? String }
     }
 
-    /// The close frame, once the server closed. (HummingbirdWSClient lost frames that came with
-    /// the 101 response, so the broker sends a refusal a moment after the upgrade.)
-    func closed(timeout: Duration = .seconds(15)) async throws -> WebSocketCloseFrame? {
+    /// The close frame, once the server closed.
+    func closed(timeout: Duration = .seconds(15)) async throws -> TestWebSocket.Close? {
         let task = self.task
         return try await withDeadline(timeout, orThrow: HarnessError(message: "the server did not close the WebSocket")) {
             try await withTaskCancellationHandler {
