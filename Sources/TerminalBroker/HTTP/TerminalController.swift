@@ -41,9 +41,6 @@ struct TerminalController: Sendable {
             guard let identity = context.requestContext.identity else { return }
             let query = context.request.uri.queryParameters
             let refuse: @Sendable (APIError) async -> Void = { error in
-                // Not in the same breath as the upgrade: some clients (HummingbirdWSClient among
-                // them) lose frames that arrive together with the 101 response.
-                try? await Task.sleep(for: .milliseconds(100))
                 try? await outbound.write(.text(String(buffer: TerminalSession.encode(end: error))))
                 let code: WebSocketErrorCode =
                     switch error.code {
