@@ -7,11 +7,12 @@ import Synchronization
 import Testing
 
 /// The tests' WebSocket client (StreamTestSupport) against a server that speaks first and hangs
-/// up at once: its 101, a text frame and a close in one write, then the end of the connection.
+/// up at once: its 101, its frames and a close in one write or two, then the end of the
+/// connection.
 /// HummingbirdWSClient lost such frames (a fanout test timed out waiting for them in CI).
 @Suite("The tests' WebSocket client: what a server sends with its 101 and then closes is read")
 struct TestWebSocketTests {
-    /// Answers each upgrade with 101 + a text frame + a close frame (1002), optionally in two
+    /// Answers each upgrade with 101 + three messages + a close frame (1002), optionally in two
     /// writes, then closes.
     final class SpeakFirstHandler: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
@@ -39,6 +40,10 @@ struct TestWebSocketTests {
             let text = #"{"error":{"code":"ProtocolMismatch"}}"#
             frames.writeBytes([0x81, UInt8(text.utf8.count)])
             frames.writeString(text)
+            // A message in two fragments with a ping between them, then one of 200 bytes (a
+            // 16-bit length).
+            frames.writeBytes([0x01, 0x02] + Array("ab".utf8) + [0x89, 0x00] + [0x80, 0x02] + Array("cd".utf8))
+            frames.writeBytes([0x81, 126, 0x00, 200] + Array(repeating: UInt8(ascii: "x"), count: 200))
             frames.writeBytes([0x88, 0x02, 0x03, 0xEA])
             if self.split {
                 context.writeAndFlush(Self.wrapOutboundOut(response), promise: nil)
@@ -52,7 +57,10 @@ struct TestWebSocketTests {
         }
     }
 
-    @Test("100 connections, the 101 and the frames in one write or two: each gets the text and the close 1002", arguments: [false, true])
+    @Test(
+        "100 connections, the 101 and the frames in one write or two: each gets the three messages whole and the close 1002",
+        arguments: [false, true]
+    )
     func speakFirstThenClose(split: Bool) async throws {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
@@ -68,7 +76,7 @@ struct TestWebSocketTests {
                     if case .text(let text) = message { texts.withLock { $0.append(text) } }
                 }
             }
-            #expect(texts.withLock { $0 } == [#"{"error":{"code":"ProtocolMismatch"}}"#])
+            #expect(texts.withLock { $0 } == [#"{"error":{"code":"ProtocolMismatch"}}"#, "abcd", String(repeating: "x", count: 200)])
             #expect(close?.closeCode == .protocolError)
         }
     }

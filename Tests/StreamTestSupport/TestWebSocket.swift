@@ -3,6 +3,7 @@ import Foundation
 public import NIOCore
 import NIOPosix
 public import NIOWebSocket
+import Synchronization
 
 /// A WebSocket client for the tests (RFC 6455, `ws://` only): the handshake and the frames are
 /// read from one ordered stream of bytes, so what a server sends right after its 101 and its
@@ -62,7 +63,7 @@ public enum TestWebSocket {
                 }
             }
         return try await channel.executeThenClose { inbound, writer in
-            let outbound = Outbound(writer: writer)
+            let outbound = Outbound(writer: writer, closeSent: ClosingFlag())
             let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
             var request = "GET \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             request += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
@@ -73,12 +74,13 @@ public enum TestWebSocket {
             try await messages.readHandshake(key: key)
             try await handler(messages, outbound)
             if messages.close == nil, !messages.ended {
-                // Our close, then the server's answer (or the end of the connection).
-                try? await outbound.close(.normalClosure)
-                let giveUp = channel.channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(closeTimeout / .nanoseconds(1)))) {
+                // Our close, then the server's answer (or the end of the connection), for at
+                // most closeTimeout.
+                let giveUp = channel.channel.eventLoop.scheduleTask(in: TimeAmount(closeTimeout)) {
                     channel.channel.close(promise: nil)
                 }
                 defer { giveUp.cancel() }
+                try? await outbound.close(.normalClosure)
                 while (try? await messages.next()) != nil {}
             }
             return messages.close
@@ -96,11 +98,17 @@ public enum TestWebSocket {
         return (String(host), port, target)
     }
 
+    /// Whether this side sent its close frame: nothing is sent after it (RFC 6455 §5.5.1).
+    final class ClosingFlag: Sendable {
+        let sent = Mutex(false)
+    }
+
     /// What the client sends: masked frames, as RFC 6455 §5.3 requires of a client. A write to a
-    /// connection the server has already closed is dropped, as a browser's `send()` is: what the
-    /// server said before it closed is still read.
+    /// connection the server has already closed, or after this side's close frame, is dropped, as
+    /// a browser's `send()` is: what the server said before it closed is still read.
     public struct Outbound: Sendable {
         let writer: NIOAsyncChannelOutboundWriter<ByteBuffer>
+        let closeSent: ClosingFlag
 
         public func write(text: String) async throws {
             try await self.write(opcode: .text, data: ByteBuffer(string: text))
@@ -108,6 +116,11 @@ public enum TestWebSocket {
 
         /// One frame, as given: a fragment (`fin` false, then `.continuation`s) or a control frame.
         public func write(opcode: WebSocketOpcode, fin: Bool = true, data: ByteBuffer) async throws {
+            let closed = self.closeSent.sent.withLock { sent in
+                defer { sent = sent || opcode == .connectionClose }
+                return sent
+            }
+            guard !closed else { return }
             var frame = ByteBuffer()
             frame.writeInteger(UInt8(fin ? 0x80 : 0) | UInt8(webSocketOpcode: opcode))
             let length = data.readableBytes
@@ -126,8 +139,9 @@ public enum TestWebSocket {
             do {
                 try await self.writer.write(frame)
             } catch let error as ChannelError where [.ioOnClosedChannel, .outputClosed, .alreadyClosed].contains(error) {
-            } catch is IOError {
-                // The peer reset the connection under the write (EPIPE, ECONNRESET).
+                // The connection is gone; reading tells the caller so.
+            } catch let error as NIOAsyncWriterError where error == .alreadyFinished() {
+                // The connection has ended (another task still had something to send).
             }
         }
 
@@ -168,6 +182,8 @@ public enum TestWebSocket {
                 self.ended = true
                 return false
             }
+            // Frames are slices of the buffer: what they used is dropped here, once per read.
+            self.buffer.discardReadBytes()
             self.buffer.writeBuffer(&more)
             return true
         }
@@ -228,7 +244,6 @@ public enum TestWebSocket {
                 throw TestWebSocket.ClientError.badFrame("opcode \(first & 0x0F)")
             }
             self.buffer = peek
-            self.buffer.discardReadBytes()
             return (first & 0x80 != 0, opcode, data)
         }
 
@@ -242,9 +257,15 @@ public enum TestWebSocket {
                     continue
                 case .connectionClose:
                     var data = data
+                    guard data.readableBytes != 1, data.readableBytes <= 125, fin else {
+                        throw TestWebSocket.ClientError.badFrame("a close frame of \(data.readableBytes) bytes")
+                    }
+                    // 1005: the frame had no code (RFC 6455 §7.1.5).
                     let code = data.readWebSocketErrorCode() ?? .unknown(1005)
-                    self.close = Close(closeCode: code, reason: data.readString(length: data.readableBytes))
-                    // The answer echoes the code (RFC 6455 §5.5.1); the server may be gone already.
+                    let reason = data.readString(length: data.readableBytes) ?? ""
+                    self.close = Close(closeCode: code, reason: reason.isEmpty ? nil : reason)
+                    // The answer echoes the code (RFC 6455 §5.5.1), unless this side closed
+                    // first; the server may be gone already.
                     try? await self.outbound.close(code == .unknown(1005) ? .normalClosure : code)
                     return nil
                 case .text, .binary:
