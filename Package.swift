@@ -276,8 +276,8 @@ let package = Package(
         .testTarget(
             name: "FanoutTests",
             dependencies: [
-                "Contracts", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration, crypto,
-                hummingbird, hummingbirdTesting, hummingbirdWebSocket, logging, nioCore, nioPosix, postgresNIO,
+                "Contracts", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration, hummingbird,
+                hummingbirdTesting, hummingbirdWebSocket, logging, nioCore, nioPosix, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import NIOCore
 import NIOPosix
@@ -32,7 +31,7 @@ struct TestWebSocketTests {
             let key =
                 request.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
                 .map { $0.drop { $0 != ":" }.dropFirst().trimmingCharacters(in: .whitespaces) } ?? ""
-            let accept = Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
+            let accept = TestWebSocket.acceptValue(for: key)
             let response = ByteBuffer(
                 string: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n"
             )

@@ -50,7 +50,6 @@ public enum TestWebSocket {
     /// first, the client sends a normal close and waits (up to `closeTimeout`) for the server's.
     public static func connect(
         url: String,
-        headers: [(String, String)] = [],
         maxMessageBytes: Int = 1 << 24,
         closeTimeout: Duration = .seconds(15),
         _ handler: (Inbound, Outbound) async throws -> Void
@@ -66,9 +65,8 @@ public enum TestWebSocket {
             let outbound = Outbound(writer: writer, closeSent: ClosingFlag())
             let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
             var request = "GET \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            request += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
-            for (name, value) in headers { request += "\(name): \(value)\r\n" }
-            try await writer.write(ByteBuffer(string: request + "\r\n"))
+            request += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            try await writer.write(ByteBuffer(string: request))
 
             let messages = Inbound(bytes: inbound.makeAsyncIterator(), outbound: outbound, maxMessageBytes: maxMessageBytes)
             try await messages.readHandshake(key: key)
@@ -85,6 +83,11 @@ public enum TestWebSocket {
             }
             return messages.close
         }
+    }
+
+    /// The `Sec-WebSocket-Accept` a server answers to `key` (RFC 6455 §4.2.2).
+    public static func acceptValue(for key: some StringProtocol) -> String {
+        Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
     }
 
     private static func parse(_ url: String) throws -> (host: String, port: Int, target: String) {
@@ -198,8 +201,9 @@ public enum TestWebSocket {
                     guard status.split(separator: " ").dropFirst().first == "101" else { throw TestWebSocket.ClientError.notUpgraded(status: status) }
                     let accept = lines.dropFirst().first { $0.lowercased().hasPrefix("sec-websocket-accept:") }
                         .map { $0.drop { $0 != ":" }.dropFirst().trimmingCharacters(in: .whitespaces) }
-                    let expected = Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
-                    guard accept == expected else { throw TestWebSocket.ClientError.badHandshake("Sec-WebSocket-Accept \(accept ?? "missing")") }
+                    guard accept == TestWebSocket.acceptValue(for: key) else {
+                        throw TestWebSocket.ClientError.badHandshake("Sec-WebSocket-Accept \(accept ?? "missing")")
+                    }
                     return
                 }
                 guard self.buffer.readableBytes < 16384 else { throw TestWebSocket.ClientError.badHandshake("a response head of over 16 KB") }
