@@ -56,6 +56,14 @@ def ingest(events):
     assert answer["accepted"] == len(events), answer
 
 
+def poll(fetch, timeout=30):
+    """The first truthy answer of `fetch()` within `timeout` seconds, else its last answer."""
+    deadline = time.monotonic() + timeout
+    while not (answer := fetch()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return answer
+
+
 def process_state(pattern):
     """The `ps` state letters of the processes whose command line matches `pattern`."""
     pids = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
@@ -163,9 +171,7 @@ def test_pause_from_the_page_stops_the_process(c):
     assert process_state(pattern), "demo-2's process is not running"
     if ok("GET", "/v1/agents/demo-2")["status"] == "paused":  # left so by an earlier run that failed
         ok("POST", "/v1/agents/demo-2/control", body={"action": "resume", "reason": "browser test setup", "requestId": str(uuid.uuid4())})
-        deadline = time.monotonic() + 30
-        while any(s.startswith("T") for s in process_state(pattern)) and time.monotonic() < deadline:
-            time.sleep(0.5)
+        poll(lambda: not any(s.startswith("T") for s in process_state(pattern)))
     assert not any(s.startswith("T") for s in process_state(pattern)), "demo-2 is paused already"
     c.open("/agents/demo-2")
     c.browser.click("button[data-action=pause]")
@@ -286,11 +292,7 @@ def test_incident_page_and_acknowledge(c):
     agent = f"ctx-{uuid.uuid4().hex[:8]}"
     ingest([{"swarmId": "browser", "agentId": agent, "kind": "usage", "model": "claude-sonnet-4-5", "inputTokens": 190000,
              "outputTokens": 10, "attrs": {"session.id": agent}}])
-    incident = None
-    deadline = time.monotonic() + 30
-    while incident is None and time.monotonic() < deadline:
-        incident = next((i for i in ok("GET", "/v1/incidents?swarmId=browser")["incidents"] if i.get("agentId") == agent), None)
-        time.sleep(0.5)
+    incident = poll(lambda: next((i for i in ok("GET", "/v1/incidents?swarmId=browser")["incidents"] if i.get("agentId") == agent), None))
     assert incident, "health-monitor raised no incident"
     c.open(incident["webUrl"][len(EDGE):])
     assert incident["summary"] in c.h1()
@@ -329,18 +331,14 @@ def test_every_web_url_opens_its_object(c):
     # An id with a slash, a space and a non-ASCII letter: its webUrl is percent-encoded.
     odd = f"team/α {uuid.uuid4().hex[:6]}"
     ingest([{"swarmId": "browser", "agentId": odd, "kind": "state", "state": "running", "taskSummary": "an odd id"}])
-    deadline = time.monotonic() + 20
-    while not (agent := next((a for a in ok("GET", "/v1/swarms/browser")["agents"] if a["id"] == odd), None)) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    agent = poll(lambda: next((a for a in ok("GET", "/v1/swarms/browser")["agents"] if a["id"] == odd), None), timeout=20)
     assert agent, f"control-api does not list {odd!r}"
     assert "%2F" in agent["webUrl"], agent["webUrl"]
     links.append((agent["webUrl"], f"Agent {odd}"))
     # A worker (its state says it takes requests): its webUrl is /workers/{id}.
     worker = f"worker-{uuid.uuid4().hex[:6]}"
     ingest([{"swarmId": "browser", "agentId": worker, "kind": "state", "state": "running", "attrs": {"worker": True}}])
-    deadline = time.monotonic() + 20
-    while not any(w["id"] == worker for w in ok("GET", "/v1/workers")["workers"]) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    poll(lambda: any(w["id"] == worker for w in ok("GET", "/v1/workers")["workers"]), timeout=20)
     overview = ok("GET", "/v1/overview")
     links += [(s["webUrl"], f"Swarm {s['name']}") for s in overview["activeSwarms"]]
     links += [(i["webUrl"], i["summary"]) for i in overview.get("health", {}).get("activeIncidents", [])[:3]]

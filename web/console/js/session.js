@@ -178,20 +178,21 @@ async function refresh(refreshToken) {
     if (!latest) throw new AuthError('Signed out.');
     if (latest.refreshToken !== refreshToken) return latest.accessToken;
     const stillOurs = () => read()?.refreshToken === refreshToken;
-    const rotated = await askOtherTabs(refreshToken);
-    if (rotated) {
+    // Stores a rotated pair, unless the reader signed out (or in again) meanwhile.
+    const adopt = (session) => {
       if (!stillOurs()) throw new AuthError('Signed out.');
-      write(rotated);
-      return rotated.accessToken;
-    }
+      write(session);
+      return session.accessToken;
+    };
+    const rotated = await askOtherTabs(refreshToken);
+    if (rotated) return adopt(rotated);
     try {
       const next = fromPair(await post('/v1/auth/token/refresh', { refreshToken }));
       rotations.set(refreshToken, next);
       if (rotations.size > 20) rotations.delete(rotations.keys().next().value);
-      if (!stillOurs()) throw new AuthError('Signed out.');
-      write(next);
+      const token = adopt(next);
       channel?.postMessage({ type: 'rotated', from: refreshToken, session: next });
-      return next.accessToken;
+      return token;
     } catch (error) {
       if (error instanceof AuthError) {
         if (stillOurs()) write(null); // not a sign-in made since

@@ -74,6 +74,11 @@ export async function render(main, [id]) {
   let socket = null, closed = false, ended = false, attachment = null, after = null, input = false, timer = null, attempt = 0;
   draw(false);
   let generation = 0; // the latest connect() wins; an older one still fetching a token gives up
+  // Connects again after a back-off: 1 s doubling to 15 s.
+  const retryLater = () => {
+    attempt += 1;
+    timer = setTimeout(connect, Math.min(15_000, 500 * 2 ** attempt));
+  };
   const connect = async () => {
     if (closed || ended) return;
     const mine = ++generation;
@@ -90,7 +95,7 @@ export async function render(main, [id]) {
     } catch (error) {
       status.textContent = `Terminal: not connected: ${error.message}`;
       // Signed out: the router shows the sign-in. Otherwise (offline, the server busy) retry.
-      if (!(error instanceof AuthError) && mine === generation) timer = setTimeout(connect, Math.min(15_000, 500 * 2 ** ++attempt));
+      if (!(error instanceof AuthError) && mine === generation) retryLater();
       return;
     }
     if (closed || mine !== generation) {
@@ -138,9 +143,8 @@ export async function render(main, [id]) {
       if (socket !== ws) return;
       socket = null;
       if (closed || ended) return;
-      attempt += 1;
       status.textContent = `Terminal: disconnected (${event.code}); reconnecting`;
-      timer = setTimeout(connect, Math.min(15_000, 500 * 2 ** attempt));
+      retryLater();
     });
   };
   inputToggle.addEventListener('change', () => {
