@@ -149,7 +149,14 @@ let package = Package(
         // prctl for the agent connector (variadic in C, so not callable from Swift).
         .target(name: "CProcessControl"),
         .target(name: "Contracts", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
-        .target(name: "OTLP", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
+        .target(name: "OTLP", dependencies: [compressNIO, nioCore, swiftProtobuf], swiftSettings: swiftSettings),
+        // The connector's telemetry relay: a loopback OTLP/HTTP endpoint for the command under it,
+        // forwarding to ingest with the connector's key, every item stamped with its agent.
+        .target(
+            name: "TelemetryRelay",
+            dependencies: ["OTLP", "ServiceKit", asyncHTTPClient, httpTypes, hummingbird, logging, nioCore, swiftProtobuf],
+            swiftSettings: swiftSettings
+        ),
         // The APNs provider client (HTTP/2 over TLS, token auth) the notifier sends with.
         .target(
             name: "APNs",
@@ -236,7 +243,9 @@ let package = Package(
         .executableTarget(
             name: "SwarmdeckBench",
             dependencies: [
-                "APNs", "APNsLocal", "ApprovalsContract", "CNATS", "Contracts", "ControlAPIContract", "EventLog", "ServiceKit", "SwarmdeckTools",
+                "APNs", "APNsLocal", "ApprovalsContract", "CNATS", "Contracts", "ControlAPIContract", "EventLog", "OTLP", "ServiceKit",
+                "SwarmdeckTools",
+                "TelemetryRelay", swiftProtobuf,
                 argumentParser, asyncHTTPClient, crypto, hummingbirdWSClient, logging, nioCore, nioHTTP1, nioSSL, openAPIAsyncHTTPClient,
                 openAPIRuntime, postgresNIO,
             ],
@@ -246,7 +255,7 @@ let package = Package(
             name: "swarmdeck",
             dependencies: [
                 "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor", "Ingest",
-                "Notifier", "OTLP", "PipelineRunner", "ServiceKit", "TerminalBroker",
+                "Notifier", "OTLP", "PipelineRunner", "ServiceKit", "TelemetryRelay", "TerminalBroker",
                 "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, mcp, nioCore, nioPosix, nioSSL, openAPIAsyncHTTPClient,
                 openAPIRuntime,
             ],
@@ -305,6 +314,15 @@ let package = Package(
             ],
             // The OpenTelemetry SDK client the live tests run with Python.
             exclude: ["claude-code-otel.py"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AgentTests",
+            dependencies: [
+                "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "OTLP", "ServiceKit", "StreamTestSupport",
+                "TelemetryRelay", "TerminalBroker", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
+                swiftProtobuf,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"], swiftSettings: swiftSettings),

@@ -161,4 +161,13 @@ public enum AnthropicLocalAnswer {
         chunks.append(String(text[start...]))
         return chunks
     }
+
+    /// `text` in `count` pieces of about equal length (fewer when it is shorter), which
+    /// concatenate to `text`.
+    static func pieces(_ text: String, count: Int) -> [String] {
+        let characters = Array(text)
+        guard !characters.isEmpty else { return [] }
+        let size = max(1, (characters.count + count - 1) / max(count, 1))
+        return stride(from: 0, to: characters.count, by: size).map { String(characters[$0..<min($0 + size, characters.count)]) }
+    }
 }

@@ -20,6 +20,7 @@ enum AnthropicLocalHeader {
 
     static let apiKey = Name("x-api-key")!
     static let anthropicVersion = Name("anthropic-version")!
+    static let anthropicBeta = Name("anthropic-beta")!
     static let requestID = Name("request-id")!
     static let retryAfter = Name("retry-after")!
 }

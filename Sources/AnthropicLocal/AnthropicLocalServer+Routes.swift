@@ -17,6 +17,9 @@ extension AnthropicLocalServer {
         router.post("/v1/messages") { request, context in
             try await self.messages(request, context: context)
         }
+        router.post("/v1/messages/count_tokens") { request, _ in
+            try await self.countTokens(request)
+        }
         router.post("/_local/faults") { request, _ in
             try await self.addFaults(request)
         }
@@ -70,8 +73,11 @@ extension AnthropicLocalServer {
             return Self.error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.", requestID: requestID)
         }
         let validated: AnthropicLocalWire.Validated
-        switch AnthropicLocalWire.validate(Data(buffer: body)) {
-        case .failure(let error): return Self.error(400, "invalid_request_error", error.message, requestID: requestID)
+        let betas = request.headers[AnthropicLocalHeader.anthropicBeta] ?? ""
+        switch AnthropicLocalWire.validate(Data(buffer: body), systemMessages: betas.contains(AnthropicLocalWire.perTurnControlBeta)) {
+        case .failure(let error):
+            record.refusal = error.message
+            return Self.error(400, "invalid_request_error", error.message, requestID: requestID)
         case .success(let value): validated = value
         }
         let lastUserMessage = validated.lastUserMessage
@@ -106,16 +112,56 @@ extension AnthropicLocalServer {
             break
         }
 
+        // A conversation with a script (a coding agent's, say) is answered by its next step.
+        var step: AnthropicLocalScript.Step?
+        do throws(AnthropicLocalScript.ScriptError) {
+            for message in validated.messages where message.role == "user" {
+                if let script = try AnthropicLocalScript.find(in: message.content) {
+                    step = script.step(after: validated.assistantTurns)
+                    record.scriptStep = validated.assistantTurns
+                    break
+                }
+            }
+        } catch {
+            return Self.error(400, "invalid_request_error", "\(AnthropicLocalScript.openTag): \(error.message)", requestID: requestID)
+        }
+        record.toolResults = validated.lastToolResults
+
         var text = AnthropicLocalAnswer.text(system: validated.system, lastUserMessage: lastUserMessage)
+        var toolUse: AnthropicLocalWire.ToolUseBlock?
         var stopReason = "end_turn"
-        let cut = AnthropicLocalAnswer.truncated(text, words: validated.maxTokens)
-        if cut.cut {
-            text = cut.text
-            stopReason = "max_tokens"
+        switch step?.action {
+        case .tool(let name, let input)? where validated.toolNames.contains(name):
+            toolUse = .init(id: "toolu_local_\(record.index)", name: name, input: input)
+            stopReason = "tool_use"
+            record.toolUse = name
+        case .tool(let name, _)?:
+            text = "The script calls \(name), which this request does not offer."
+        case .text(let scripted)?:
+            text = scripted
+        case nil:
+            break
+        }
+        if toolUse == nil {
+            let cut = AnthropicLocalAnswer.truncated(text, words: validated.maxTokens)
+            if cut.cut {
+                text = cut.text
+                stopReason = "max_tokens"
+            }
         }
         let id = "msg_local_\(record.index)"
-        let inputTokens = AnthropicLocalAnswer.inputTokens(system: validated.system, messages: validated.messages.map(\.content))
-        let outputTokens = AnthropicLocalAnswer.outputTokens(text)
+        let inputText = toolUse?.input.text
+        var usage = AnthropicLocalWire.Usage(
+            inputTokens: AnthropicLocalAnswer.inputTokens(system: validated.system, messages: validated.messages.map(\.content)),
+            outputTokens: AnthropicLocalAnswer.outputTokens(inputText ?? text)
+        )
+        if let scripted = step?.usage {
+            usage.inputTokens = scripted.inputTokens ?? usage.inputTokens
+            usage.outputTokens = scripted.outputTokens ?? usage.outputTokens
+            usage.cacheReadInputTokens = scripted.cacheReadInputTokens ?? 0
+            usage.cacheCreationInputTokens = scripted.cacheCreationInputTokens ?? 0
+        }
+        let outputTokens = usage.outputTokens
 
         guard validated.stream else {
             let message = AnthropicLocalWire.AnswerMessage(
@@ -123,7 +169,8 @@ extension AnthropicLocalServer {
                 model: validated.model,
                 text: text,
                 stopReason: stopReason,
-                usage: .init(inputTokens: inputTokens, outputTokens: outputTokens)
+                usage: usage,
+                toolUse: toolUse
             )
             var json = Array(try AnthropicLocalWire.encoder.encode(message))
             if case .truncatedStream = fault { json.removeLast(json.count - json.count / 2) }
@@ -134,18 +181,23 @@ extension AnthropicLocalServer {
             )
         }
 
-        let start = AnthropicLocalWire.AnswerMessage(
-            id: id,
-            model: validated.model,
-            text: nil,
-            stopReason: nil,
-            usage: .init(inputTokens: inputTokens, outputTokens: 1)
-        )
+        var startUsage = usage
+        startUsage.outputTokens = 1
+        let start = AnthropicLocalWire.AnswerMessage(id: id, model: validated.model, text: nil, stopReason: nil, usage: startUsage)
         let delay =
             AnthropicLocalAnswer.marker("delay-ms", in: lastUserMessage).map {
                 Duration.milliseconds(min($0, Self.maximumDeltaDelayMilliseconds))
             } ?? self.deltaDelay
-        let chunks = AnthropicLocalAnswer.chunks(text, wordsPerChunk: Self.wordsPerDelta)
+        // A tool's input comes in three parts, as the API streams it; text five words a delta.
+        let blockStart: AnthropicLocalWire.StreamEvent
+        let deltas: [AnthropicLocalWire.StreamEvent]
+        if let toolUse, let inputText {
+            blockStart = .toolUseStart(id: toolUse.id, name: toolUse.name)
+            deltas = AnthropicLocalAnswer.pieces(inputText, count: 3).map { .inputJSONDelta($0) }
+        } else {
+            blockStart = .contentBlockStart
+            deltas = AnthropicLocalAnswer.chunks(text, wordsPerChunk: Self.wordsPerDelta).map { .textDelta($0) }
+        }
         var headers = Self.headers(contentType: "text/event-stream; charset=utf-8", requestID: requestID)
         headers[.cacheControl] = "no-cache"
         let ending: StreamEnding =
@@ -159,13 +211,13 @@ extension AnthropicLocalServer {
             headers: headers,
             body: ResponseBody { writer in
                 try await writer.write(ByteBuffer(bytes: try AnthropicLocalWire.StreamEvent.messageStart(start).frame()))
-                try await writer.write(ByteBuffer(bytes: try AnthropicLocalWire.StreamEvent.contentBlockStart.frame()))
+                try await writer.write(ByteBuffer(bytes: try blockStart.frame()))
                 try await writer.write(ByteBuffer(bytes: try AnthropicLocalWire.StreamEvent.ping.frame()))
                 // A failing stream stops halfway (after one delta at least).
-                let deltas = if case .complete = ending { chunks.count } else { max(1, chunks.count / 2) }
-                for chunk in chunks.prefix(deltas) {
+                let sent = if case .complete = ending { deltas.count } else { max(1, deltas.count / 2) }
+                for delta in deltas.prefix(sent) {
                     if delay > .zero { try await Task.sleep(for: delay) }
-                    try await writer.write(ByteBuffer(bytes: try AnthropicLocalWire.StreamEvent.textDelta(chunk).frame()))
+                    try await writer.write(ByteBuffer(bytes: try delta.frame()))
                 }
                 switch ending {
                 case .error:
@@ -182,6 +234,30 @@ extension AnthropicLocalServer {
                 try await writer.finish(nil)
             }
         )
+    }
+
+    /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, counted as answers count them.
+    private func countTokens(_ request: Request) async throws -> Response {
+        let key = request.headers[AnthropicLocalHeader.apiKey] ?? ""
+        guard !key.isEmpty, self.apiKeys.isEmpty || self.apiKeys.contains(key) else {
+            return Self.error(401, "authentication_error", "invalid x-api-key", requestID: nil)
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: Self.maximumRequestBytes)
+        } catch {
+            return Self.error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes.", requestID: nil)
+        }
+        // The same checks as a message, but for max_tokens, which counting does not take.
+        var object = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
+        object["max_tokens"] = object["max_tokens"] ?? 1
+        let completed = (try? JSONSerialization.data(withJSONObject: object)) ?? Data()
+        switch AnthropicLocalWire.validate(completed) {
+        case .failure(let error): return Self.error(400, "invalid_request_error", error.message, requestID: nil)
+        case .success(let validated):
+            let tokens = AnthropicLocalAnswer.inputTokens(system: validated.system, messages: validated.messages.map(\.content))
+            return Self.json(status: 200, ["input_tokens": tokens], requestID: nil)
+        }
     }
 
     /// How a stream ends.

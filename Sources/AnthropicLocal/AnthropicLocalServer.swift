@@ -48,6 +48,15 @@ public final class AnthropicLocalServer: Sendable {
         public var status: Int
         /// The fault applied, if one was.
         public var fault: AnthropicLocalFault?
+        /// Why its body was refused (400), if it was.
+        public var refusal: String?
+        /// The script step it was answered with (0 for the first), if its conversation had one.
+        public var scriptStep: Int?
+        /// The tool a script's step called in the answer, if it did.
+        public var toolUse: String?
+        /// The text of the `tool_result` blocks the request's last message carried (what the
+        /// agent's tools, or its hooks' refusals, answered).
+        public var toolResults: [String] = []
     }
 
     /// Why ``start(host:port:apiKeys:deltaDelay:logger:)`` failed without an error of its own.

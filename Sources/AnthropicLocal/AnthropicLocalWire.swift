@@ -12,6 +12,7 @@ enum AnthropicLocalWire {
         var messages: [RequestMessage]?
         var temperature: Double?
         var stream: Bool?
+        var tools: [ToolDefinition]?
 
         enum CodingKeys: String, CodingKey {
             case model
@@ -20,7 +21,13 @@ enum AnthropicLocalWire {
             case messages
             case temperature
             case stream
+            case tools
         }
+    }
+
+    /// A tool the request offers (only its name is read).
+    struct ToolDefinition: Decodable {
+        var name: String?
     }
 
     struct RequestMessage: Decodable {
@@ -28,13 +35,17 @@ enum AnthropicLocalWire {
         var content: Text?
     }
 
-    /// A string, or an array of content blocks whose `text` blocks are concatenated.
+    /// A string, or an array of content blocks whose `text` blocks are concatenated (and whose
+    /// `tool_result` blocks' text is kept apart).
     struct Text: Decodable {
         var text: String
+        var toolResults: [String] = []
 
         struct Block: Decodable {
             var type: String
             var text: String?
+            /// A `tool_result`'s content: a string or blocks.
+            var content: Text?
         }
 
         init(from decoder: any Decoder) throws {
@@ -42,7 +53,9 @@ enum AnthropicLocalWire {
             if let text = try? container.decode(String.self) {
                 self.text = text
             } else {
-                self.text = try container.decode([Block].self).filter { $0.type == "text" }.compactMap(\.text).joined()
+                let blocks = try container.decode([Block].self)
+                self.text = blocks.filter { $0.type == "text" }.compactMap(\.text).joined()
+                self.toolResults = blocks.filter { $0.type == "tool_result" }.map { $0.content?.text ?? "" }
             }
         }
     }
@@ -54,14 +67,25 @@ enum AnthropicLocalWire {
         var system: String?
         var messages: [(role: String, content: String)]
         var stream: Bool
+        /// The names of the tools offered.
+        var toolNames: [String] = []
+        /// The text of the `tool_result` blocks of the last message.
+        var lastToolResults: [String] = []
 
         /// The last user message's content ("" when there is none).
         var lastUserMessage: String { self.messages.last { $0.role == "user" }?.content ?? "" }
+
+        /// The assistant turns the conversation holds.
+        var assistantTurns: Int { self.messages.count { $0.role == "assistant" } }
     }
 
+    /// The beta under which a conversation may hold `system` messages (per-turn instructions,
+    /// as Claude Code sends them).
+    static let perTurnControlBeta = "per-turn-control-2026-07-01"
+
     /// Decodes and checks a request body as the API does; answers the API's message when it
-    /// is refused.
-    static func validate(_ body: Data) -> Result<Validated, RequestError> {
+    /// is refused. `system` messages pass only with `systemMessages` (the beta above).
+    static func validate(_ body: Data, systemMessages: Bool = false) -> Result<Validated, RequestError> {
         let request: MessagesRequest
         do {
             request = try JSONDecoder().decode(MessagesRequest.self, from: body)
@@ -77,7 +101,7 @@ enum AnthropicLocalWire {
         guard !messages.isEmpty else { return .failure(RequestError("messages: at least one message is required")) }
         var validated: [(role: String, content: String)] = []
         for (index, message) in messages.enumerated() {
-            guard let role = message.role, role == "user" || role == "assistant" else {
+            guard let role = message.role, role == "user" || role == "assistant" || (systemMessages && role == "system") else {
                 return .failure(RequestError("messages.\(index).role: Input should be 'user' or 'assistant'"))
             }
             guard let content = message.content else { return .failure(RequestError("messages.\(index).content: Field required")) }
@@ -87,7 +111,15 @@ enum AnthropicLocalWire {
             return .failure(RequestError("temperature: Input should be between 0 and 1"))
         }
         return .success(
-            Validated(model: model, maxTokens: maxTokens, system: request.system?.text, messages: validated, stream: request.stream ?? false)
+            Validated(
+                model: model,
+                maxTokens: maxTokens,
+                system: request.system?.text,
+                messages: validated,
+                stream: request.stream ?? false,
+                toolNames: request.tools?.compactMap(\.name) ?? [],
+                lastToolResults: messages.last?.content?.toolResults ?? []
+            )
         )
     }
 
@@ -121,6 +153,8 @@ enum AnthropicLocalWire {
     struct Usage: Encodable {
         var inputTokens: Int
         var outputTokens: Int
+        var cacheCreationInputTokens = 0
+        var cacheReadInputTokens = 0
 
         enum CodingKeys: String, CodingKey {
             case inputTokens = "input_tokens"
@@ -133,8 +167,8 @@ enum AnthropicLocalWire {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(self.inputTokens, forKey: .inputTokens)
             try container.encode(self.outputTokens, forKey: .outputTokens)
-            try container.encode(0, forKey: .cacheCreationInputTokens)
-            try container.encode(0, forKey: .cacheReadInputTokens)
+            try container.encode(self.cacheCreationInputTokens, forKey: .cacheCreationInputTokens)
+            try container.encode(self.cacheReadInputTokens, forKey: .cacheReadInputTokens)
         }
     }
 
@@ -145,6 +179,8 @@ enum AnthropicLocalWire {
         var text: String?
         var stopReason: String?
         var usage: Usage
+        /// A `tool_use` block instead of text.
+        var toolUse: ToolUseBlock?
 
         enum CodingKeys: String, CodingKey {
             case id
@@ -163,7 +199,11 @@ enum AnthropicLocalWire {
             try container.encode("message", forKey: .type)
             try container.encode("assistant", forKey: .role)
             try container.encode(self.model, forKey: .model)
-            try container.encode(self.text.map { [TextBlock(text: $0)] } ?? [], forKey: .content)
+            if let toolUse = self.toolUse {
+                try container.encode([toolUse], forKey: .content)
+            } else {
+                try container.encode(self.text.map { [TextBlock(text: $0)] } ?? [], forKey: .content)
+            }
             try container.encode(self.stopReason, forKey: .stopReason)
             try container.encodeNil(forKey: .stopSequence)
             try container.encode(self.usage, forKey: .usage)
@@ -173,6 +213,26 @@ enum AnthropicLocalWire {
     struct TextBlock: Encodable {
         var type = "text"
         var text: String
+    }
+
+    /// A `tool_use` block (in a stream's `content_block_start` its input is `{}`: the input
+    /// follows as `input_json_delta` parts).
+    struct ToolUseBlock: Encodable {
+        var id: String
+        var name: String
+        var input: AnthropicLocalJSON
+
+        enum CodingKeys: String, CodingKey {
+            case type, id, name, input
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode("tool_use", forKey: .type)
+            try container.encode(self.id, forKey: .id)
+            try container.encode(self.name, forKey: .name)
+            try container.encode(self.input, forKey: .input)
+        }
     }
 
     /// `{"type":"error","error":{"type","message"},"request_id"}`.
@@ -199,6 +259,9 @@ enum AnthropicLocalWire {
         case contentBlockStart
         case ping
         case textDelta(String)
+        /// A `tool_use` block's start (its input follows as ``inputJSONDelta(_:)``).
+        case toolUseStart(id: String, name: String)
+        case inputJSONDelta(String)
         case contentBlockStop
         case messageDelta(stopReason: String, outputTokens: Int)
         case messageStop
@@ -210,7 +273,8 @@ enum AnthropicLocalWire {
             case .messageStart: "message_start"
             case .contentBlockStart: "content_block_start"
             case .ping: "ping"
-            case .textDelta: "content_block_delta"
+            case .textDelta, .inputJSONDelta: "content_block_delta"
+            case .toolUseStart: "content_block_start"
             case .contentBlockStop: "content_block_stop"
             case .messageDelta: "message_delta"
             case .messageStop: "message_stop"
@@ -231,6 +295,7 @@ enum AnthropicLocalWire {
         enum DeltaKeys: String, CodingKey {
             case type
             case text
+            case partialJSON = "partial_json"
             case stopReason = "stop_reason"
             case stopSequence = "stop_sequence"
         }
@@ -255,6 +320,14 @@ enum AnthropicLocalWire {
                 var delta = container.nestedContainer(keyedBy: DeltaKeys.self, forKey: .delta)
                 try delta.encode("text_delta", forKey: .type)
                 try delta.encode(text, forKey: .text)
+            case .toolUseStart(let id, let name):
+                try container.encode(0, forKey: .index)
+                try container.encode(ToolUseBlock(id: id, name: name, input: .object([:])), forKey: .contentBlock)
+            case .inputJSONDelta(let json):
+                try container.encode(0, forKey: .index)
+                var delta = container.nestedContainer(keyedBy: DeltaKeys.self, forKey: .delta)
+                try delta.encode("input_json_delta", forKey: .type)
+                try delta.encode(json, forKey: .partialJSON)
             case .contentBlockStop:
                 try container.encode(0, forKey: .index)
             case .messageDelta(let stopReason, let outputTokens):

@@ -1,4 +1,3 @@
-import CompressNIO
 import Contracts
 import EventLog
 import Foundation
@@ -173,31 +172,15 @@ struct OTLPReceiver: Sendable {
     /// before and after decompression.
     private func body(of request: Request) async throws -> ByteBuffer {
         let limit = self.settings.maxBodyBytes
-        var body = try await request.body.collect(upTo: limit)
-        switch request.headers[.contentEncoding]?.trimmingCharacters(in: .whitespaces).lowercased() {
-        case nil, "", "identity":
-            return body
-        case "gzip", "x-gzip":
-            let compressed = body
-            let inflated: ByteBuffer
-            do {
-                inflated = try body.decompress(with: .gzip(), maxSize: limit)
-            } catch let error as CompressNIOError where error == .bufferOverflow {
-                throw APIError(.payloadTooLarge, "the body inflates past \(limit) bytes")
-            } catch {
-                throw APIError(.invalidRequest, "the body is not valid gzip (\(error))")
-            }
-            // zlib stops quietly at the end of its input: a cut-off body would pass as a
-            // shorter one. The gzip trailer's ISIZE (length mod 2^32) tells.
-            guard compressed.readableBytes >= 18,
-                let size = compressed.getInteger(at: compressed.readerIndex + compressed.readableBytes - 4, endianness: .little, as: UInt32.self),
-                size == UInt32(truncatingIfNeeded: inflated.readableBytes)
-            else {
-                throw APIError(.invalidRequest, "the gzip body is truncated (or has several members, which is not supported)")
-            }
-            return inflated
-        case let other?:
-            throw APIError(.unsupportedMediaType, "Content-Encoding \(other) is not supported; send gzip or none")
+        let body = try await request.body.collect(upTo: limit)
+        do throws(OTLPBody.Failure) {
+            return try OTLPBody.decode(body, contentEncoding: request.headers[.contentEncoding], limit: limit)
+        } catch .tooLarge {
+            throw APIError(.payloadTooLarge, "the body inflates past \(limit) bytes")
+        } catch .malformed(let reason) {
+            throw APIError(.invalidRequest, reason)
+        } catch .unsupportedEncoding(let reason) {
+            throw APIError(.unsupportedMediaType, reason)
         }
     }
 

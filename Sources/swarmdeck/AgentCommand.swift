@@ -5,6 +5,7 @@ import Contracts
 import Foundation
 import SwarmdeckTools
 import Synchronization
+import TelemetryRelay
 
 /// `swarmdeck agent run`: runs a command as a Swarmdeck agent (see ``AgentConnector``).
 struct AgentCommand: AsyncParsableCommand {
@@ -83,6 +84,14 @@ struct AgentCommand: AsyncParsableCommand {
         @Option(help: "With --tmux: the tmux server's socket name (tmux -L); default: the user's default server.")
         var tmuxSocket: String?
 
+        @Flag(
+            help: """
+                Serve the command no telemetry relay: its OTEL_* variables stay as they are (less any holding the key), \
+                so its OpenTelemetry export goes wherever they say, or nowhere.
+                """
+        )
+        var noTelemetryRelay = false
+
         /// Given by ``TmuxLauncher`` to the connector it starts in the session: where it takes
         /// its key and its command's environment.
         @Option(help: .hidden)
@@ -130,6 +139,7 @@ struct AgentCommand: AsyncParsableCommand {
                 String(self.graceSeconds), "--terminal", "--in-tmux", self.tmux ?? "",
             ]
             if self.publishCommand { arguments.append("--publish-command") }
+            if self.noTelemetryRelay { arguments.append("--no-telemetry-relay") }
             return arguments
         }
 
@@ -190,27 +200,42 @@ struct AgentCommand: AsyncParsableCommand {
             let relay = try await GateRelay.start(owner: user.map { ($0.uid, $0.gid) }) { request in
                 await connectorRef.connector().requestGate(request)
             }
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            // The command's OpenTelemetry export goes to a relay of ours on loopback, which
+            // forwards it to ingest with the key, stamped with this agent.
+            var telemetry: (relay: TelemetryRelay, environment: RelayEnvironment)?
+            if !self.noTelemetryRelay {
+                let stamp = RelayStamp(swarm: self.swarm, agent: self.name)
+                let relay = try await TelemetryRelay.start(ingestURL: options.ingestURL, key: options.key, stamp: stamp, client: client)
+                telemetry = (relay, RelayEnvironment(endpoint: relay.endpoint, secret: relay.secret, stamp: stamp))
+            }
             // The command never sees the key: it could otherwise post, poll or acknowledge as the
             // connector does.
             let child = try ChildProcess(
                 self.command,
                 acceptsInput: self.worker,
                 environment: handover?.environment,
-                hiding: ["SWARMDECK_INGEST_KEY"],
+                hiding: Set(["SWARMDECK_INGEST_KEY"]).union(telemetry?.environment.hiding ?? []),
                 secrets: [options.key],
-                adding: ["SWARMDECK_GATE_SOCKET=\(relay.path)", "SWARMDECK_SWARM=\(self.swarm)", "SWARMDECK_AGENT=\(self.name)"],
+                adding: ["SWARMDECK_GATE_SOCKET=\(relay.path)", "SWARMDECK_SWARM=\(self.swarm)", "SWARMDECK_AGENT=\(self.name)"]
+                    + (telemetry?.environment.adding ?? []),
                 user: user,
                 terminal: self.terminal
             )
             // Stopping the connector ends the command too.
             let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)
-            let client = HTTPClient(eventLoopGroupProvider: .singleton)
             // The command line only when it may be published (in --tmux it shows in the pane).
             AgentConnector.say(
                 "\(self.name) in swarm \(self.swarm): started pid \(child.pid)"
                     + (self.publishCommand ? ": \(self.command.joined(separator: " "))" : "")
             )
-            let connector = try AgentConnector(options: options, client: client, child: child, command: self.command.joined(separator: " "))
+            let connector = try AgentConnector(
+                options: options,
+                client: client,
+                child: child,
+                command: self.command.joined(separator: " "),
+                telemetryRelay: telemetry?.relay
+            )
             connectorRef.set(connector)
             let status = await connector.run()
             signals.cancel()

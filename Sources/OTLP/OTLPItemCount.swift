@@ -4,23 +4,23 @@
 ///
 /// Each export names where its items are: a path of fields, each a set of alternatives (a
 /// metric's points are under whichever of gauge, sum, histogram… it has).
-struct OTLPItemCount {
+public struct OTLPItemCount: Sendable {
     /// Protobuf field numbers, outermost first; the last level's occurrences are counted.
-    let fields: [Set<UInt64>]
+    public let fields: [Set<UInt64>]
     /// The same path in OTLP JSON (lowerCamelCase, or the proto names, as protobuf JSON allows).
-    let keys: [Set<String>]
+    public let keys: [Set<String>]
 
-    static let traces = OTLPItemCount(
+    public static let traces = OTLPItemCount(
         fields: [[1], [2], [2]],
         keys: [["resourceSpans", "resource_spans"], ["scopeSpans", "scope_spans"], ["spans"]]
     )
-    static let logs = OTLPItemCount(
+    public static let logs = OTLPItemCount(
         fields: [[1], [2], [2]],
         keys: [["resourceLogs", "resource_logs"], ["scopeLogs", "scope_logs"], ["logRecords", "log_records"]]
     )
     /// Metric: gauge 5, sum 7, histogram 9, exponential_histogram 10, summary 11; each holds
     /// data_points at 1.
-    static let metrics = OTLPItemCount(
+    public static let metrics = OTLPItemCount(
         fields: [[1], [2], [2], [5, 7, 9, 10, 11], [1]],
         keys: [
             ["resourceMetrics", "resource_metrics"], ["scopeMetrics", "scope_metrics"], ["metrics"],
@@ -29,19 +29,28 @@ struct OTLPItemCount {
     )
 
     /// Past a limit: counting stopped there.
-    struct TooMany: Error {
-        var reason: String
+    public struct TooMany: Error {
+        public var reason: String
+
+        public init(reason: String) { self.reason = reason }
     }
     /// Not the wire format or JSON it claims to be.
-    struct Malformed: Error {
-        var reason: String
+    public struct Malformed: Error {
+        public var reason: String
+
+        public init(reason: String) { self.reason = reason }
     }
 
     /// What an export holds: its items, and the values a decoder would build for it (every
     /// field and nested message, every JSON value), which is what decoding costs.
-    struct Count: Equatable {
-        var items: Int
-        var values: Int
+    public struct Count: Equatable, Sendable {
+        public var items: Int
+        public var values: Int
+
+        public init(items: Int, values: Int) {
+            self.items = items
+            self.values = values
+        }
     }
 
     /// Nesting deeper than this is not looked into (a field there counts as one value).
@@ -49,7 +58,7 @@ struct OTLPItemCount {
 
     /// Counts a protobuf export; throws ``TooMany`` as soon as there are more than `limit`
     /// items or `maxValues` values.
-    func count(protobuf bytes: [UInt8], limit: Int, maxValues: Int = .max) throws -> Count {
+    public func count(protobuf bytes: [UInt8], limit: Int, maxValues: Int = .max) throws -> Count {
         var items = 0
         try Self.walk(bytes[...], path: self.fields[...], limit: limit, total: &items)
         var values = 0
@@ -57,17 +66,6 @@ struct OTLPItemCount {
             throw Malformed(reason: "not a protobuf message")
         }
         return Count(items: items, values: values)
-    }
-
-    /// Counts an OTLP JSON export; throws ``TooMany`` past `limit` items or `maxValues` values.
-    func count(json bytes: [UInt8], limit: Int, maxValues: Int = .max) throws -> Count {
-        do {
-            let (items, values) = try NativeBatchParser.countElements(bytes, path: self.keys, limit: limit, maxValues: maxValues)
-            return Count(items: items, values: values)
-        } catch {
-            if error.tooLarge { throw TooMany(reason: error.reason) }
-            throw Malformed(reason: error.reason)
-        }
     }
 
     /// Counts the fields of `path` inside `message`, descending into each level's fields.

@@ -1,0 +1,234 @@
+import AnthropicLocal
+import Approvals
+import Contracts
+import ControlAPI
+import Foundation
+import HealthMonitor
+import Hummingbird
+import HummingbirdTesting
+import Ingest
+import Logging
+import ServiceKit
+import TestSupport
+import Testing
+
+/// Ingest, control-api, approvals and health-monitor live on ports of their own against the test
+/// NATS and Postgres (``LiveHarness``), with anthropic-local, for a real agent run by the real
+/// connector. Health samples every second and evaluates every 200 ms.
+struct AgentHarness {
+    typealias JSON = [String: Any]
+
+    var live: LiveHarness
+    var tenant: String { self.live.tenant }
+
+    /// The services' clients and ports.
+    struct Services: Sendable {
+        var ingest: any TestClientProtocol
+        var control: any TestClientProtocol
+        var approvals: any TestClientProtocol
+        var health: any TestClientProtocol
+        var provider: AnthropicLocalServer
+        var key: String
+
+        /// The connector's options that point it at these services.
+        var connectorOptions: [String] {
+            [
+                "--ingest-url", "http://127.0.0.1:\(self.ingest.port!)", "--control-url", "http://127.0.0.1:\(self.control.port!)",
+                "--approvals-url", "http://127.0.0.1:\(self.approvals.port!)", "--key", self.key,
+            ]
+        }
+    }
+
+    init(_ overrides: [String: String] = [:]) async throws {
+        let fast = [
+            "HEALTH_SAMPLE_SECONDS": "1", "HEALTH_ROLLUP_SECONDS": "1", "HEALTH_EVALUATE_MILLISECONDS": "200", "HEALTH_METRIC_SECONDS": "1",
+        ]
+        self.live = try await LiveHarness(overrides: fast.merging(overrides) { $1 })
+    }
+
+    func run(_ body: @escaping @Sendable (Services) async throws -> Void) async throws {
+        let provider = try await AnthropicLocalServer.start(logger: Logger(label: "anthropic-local", factory: { _ in SwiftLogNoOpLogHandler() }))
+        defer { Task { await provider.stop() } }
+        try await self.live.application(IngestService.self).test(.live) { ingest in
+            try await self.live.application(ControlAPIService.self).test(.live) { control in
+                try await self.live.application(ApprovalsService.self).test(.live) { approvals in
+                    try await self.live.application(HealthMonitorService.self).test(.live) { health in
+                        let key = try await self.live.createKey(ingest)
+                        try await body(
+                            Services(ingest: ingest, control: control, approvals: approvals, health: health, provider: provider, key: key)
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// An operator's token: decide gates, control agents, read health.
+    func operatorToken() async throws -> String {
+        try await self.live.token(subject: "operator", scopes: [.streamRead, .agentsControl, .approvalsDecide])
+    }
+
+    static func get(_ client: any TestClientProtocol, _ path: String, token: String) async throws -> JSON {
+        let (status, body) = try await LiveCall.call(client, .get, path, token: token)
+        #expect(status == .ok, "GET \(path): \(status) \(body)")
+        return body
+    }
+
+    /// Waits (up to `timeout`) until `probe` answers non-nil.
+    static func waitFor<T>(_ what: String, timeout: Duration = .seconds(60), _ probe: () async throws -> T?) async throws -> T {
+        var found: T?
+        _ = try await eventually(timeout: timeout) {
+            found = try await probe()
+            return found != nil
+        }
+        return try #require(found, "timed out waiting for \(what)")
+    }
+
+    /// The pending gate of `agent`.
+    static func pendingGate(_ approvals: any TestClientProtocol, token: String, agent: String) async throws -> JSON {
+        try await Self.waitFor("a pending gate of \(agent)") {
+            let page = try await Self.get(approvals, "/v1/approval-gates?status=pending", token: token)
+            return (page["gates"] as? [JSON])?.first { $0["agentId"] as? String == agent }
+        }
+    }
+
+    static func decide(_ approvals: any TestClientProtocol, token: String, gate: String, _ decision: JSON) async throws {
+        let (status, body) = try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(gate)/decision", token: token, json: decision)
+        #expect(status == .ok, "deciding \(gate): \(status) \(body)")
+    }
+
+    static func control(_ control: any TestClientProtocol, token: String, agent: String, action: String) async throws {
+        var body: JSON = ["action": action, "reason": "test", "requestId": "\(action)-\(UUID().uuidString)"]
+        if action == "terminate" { body["confirm"] = "TERMINATE" }
+        let (status, answer) = try await LiveCall.call(control, .post, "/v1/agents/\(agent)/control", token: token, json: body)
+        #expect(status == .accepted || status == .ok, "\(action) \(agent): \(status) \(answer)")
+    }
+}
+
+/// The real agents, installed by the test command (scripts/lib/common.sh `ensure_real_agents`).
+enum RealAgent {
+    /// The Claude Code CLI (`$SWARMDECK_CLAUDE_BIN`).
+    static func claude() throws -> String {
+        guard let path = ProcessInfo.processInfo.environment["SWARMDECK_CLAUDE_BIN"], FileManager.default.isExecutableFile(atPath: path) else {
+            throw HarnessError(message: "SWARMDECK_CLAUDE_BIN names no Claude Code CLI: run the tests through ./scripts/test, which installs it")
+        }
+        return path
+    }
+
+    /// The `swarmdeck` executable built beside the test bundle.
+    static var swarmdeck: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("swarmdeck").path
+    }
+
+    /// A scratch project for an agent: `work` (with `.claude/settings.json` holding the
+    /// PreToolUse hook of docs/agents.md when `gated`) and a `home` of its own.
+    static func project(gated: Bool, hookDeadline: Int = 590) throws -> (work: URL, home: URL) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("agent-\(UUID().uuidString)")
+        let work = root.appendingPathComponent("work")
+        let home = root.appendingPathComponent("home")
+        try FileManager.default.createDirectory(at: work.appendingPathComponent(".claude"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let settings: [String: Any] =
+            gated
+            ? [
+                "hooks": [
+                    "PreToolUse": [
+                        [
+                            "matcher": "Bash",
+                            "hooks": [
+                                [
+                                    "type": "command", "command": "\(Self.swarmdeck) approve hook --deadline-seconds \(hookDeadline)",
+                                    "timeout": hookDeadline + 10,
+                                ]
+                            ],
+                        ]
+                    ]
+                ],
+                "permissions": ["allow": ["Bash"]],
+            ] : ["permissions": ["allow": ["Bash"]]]
+        try JSONSerialization.data(withJSONObject: settings, options: [.prettyPrinted]).write(
+            to: work.appendingPathComponent(".claude/settings.json")
+        )
+        return (work, home)
+    }
+
+    /// A prompt holding `steps` as anthropic-local's script.
+    static func prompt(_ task: String, steps: [[String: Any]]) throws -> String {
+        let script = String(decoding: try JSONSerialization.data(withJSONObject: steps, options: [.sortedKeys]), as: UTF8.self)
+        return "\(task)\n\(AnthropicLocalScript.openTag)\(script)\(AnthropicLocalScript.closeTag)"
+    }
+
+    /// Starts `swarmdeck agent run … -- claude -p PROMPT` in `project` as docs/agents.md says:
+    /// the provider's URL and key, a home of its own, and nothing about telemetry.
+    static func startClaude(
+        _ services: AgentHarness.Services,
+        swarm: String,
+        agent: String,
+        project: (work: URL, home: URL),
+        prompt: String,
+        extra: [String] = []
+    ) throws -> (process: Process, output: URL) {
+        let output = project.work.deletingLastPathComponent().appendingPathComponent("claude.out")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.swarmdeck)
+        process.currentDirectoryURL = project.work
+        process.arguments =
+            ["agent", "run"] + services.connectorOptions + ["--swarm", swarm, "--name", agent, "--"]
+            + [try Self.claude(), "-p", prompt, "--model", "claude-sonnet-4-5", "--output-format", "json"] + extra
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OTEL_") && !$0.key.hasPrefix("SWARMDECK_") }
+        environment["HOME"] = project.home.path
+        environment["ANTHROPIC_BASE_URL"] = services.provider.baseURL
+        environment["ANTHROPIC_API_KEY"] = "sk-local-test"
+        environment["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+        process.environment = environment
+        let handle = try FileHandle(forWritingTo: output)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return (process, output)
+    }
+
+    /// Waits for `process` to exit (up to `timeout`); its status, or nil if it did not.
+    static func exit(of process: Process, timeout: Duration = .seconds(60)) async -> Int32? {
+        let ended = await eventually(timeout: timeout) { !process.isRunning }
+        return ended ? process.terminationStatus : nil
+    }
+}
+
+/// Processes, read from /proc.
+enum ProcessTree {
+    /// Each process's parent and state letter.
+    static func table() -> [Int32: (parent: Int32, state: Character)] {
+        var table: [Int32: (Int32, Character)] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(name), let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 2, let state = fields[0].first, let parent = Int32(fields[1]) else { continue }
+            table[pid] = (parent, state)
+        }
+        return table
+    }
+
+    /// The descendants of `root` with their states.
+    static func descendants(of root: Int32) -> [Int32: Character] {
+        let table = Self.table()
+        var found: [Int32: Character] = [:]
+        var frontier = [root]
+        while let next = frontier.popLast() {
+            for (pid, entry) in table where entry.parent == next && found[pid] == nil {
+                found[pid] = entry.state
+                frontier.append(pid)
+            }
+        }
+        return found
+    }
+
+    /// Whether `pid` still exists (a zombie counts as gone).
+    static func alive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
+    }
+}

@@ -1,0 +1,132 @@
+import AnthropicLocal
+import Foundation
+import TestSupport
+import Testing
+
+/// The real Claude Code CLI (from PyPI's claude-agent-sdk) under the real connector, set up only
+/// as docs/agents.md says, against anthropic-local scripted to call its tools.
+@Suite("Claude Code for real: watched, gated and steered under swarmdeck agent run (live)")
+struct ClaudeCodeTests {
+    typealias JSON = [String: Any]
+    typealias H = AgentHarness
+
+    @Test("its telemetry is the agent's context, skill health and cost; approve runs the tool, reject refuses it with the reason")
+    func telemetryAndGates() async throws {
+        let harness = try await AgentHarness()
+        try await harness.run { services in
+            let token = try await harness.operatorToken()
+            let swarm = "cc-\(UUID().uuidString.prefix(8))"
+            let agent = "claude-\(UUID().uuidString.prefix(8))"
+            let project = try RealAgent.project(gated: true)
+            let prompt = try RealAgent.prompt(
+                "Tidy the build.",
+                steps: [
+                    ["tool": "Bash", "input": ["command": "echo yes > approved.txt", "description": "note approval"]],
+                    ["tool": "Bash", "input": ["command": "echo no > rejected.txt", "description": "note rejection"]],
+                    // The last request reports a context near a 200K window: 150K + 30K cached.
+                    ["text": "Finished.", "usage": ["input_tokens": 150_000, "cache_read_input_tokens": 30_000, "output_tokens": 3]],
+                ]
+            )
+            let (claude, output) = try RealAgent.startClaude(services, swarm: swarm, agent: agent, project: project, prompt: prompt)
+            defer { if claude.isRunning { claude.terminate() } }
+
+            let first = try await H.pendingGate(services.approvals, token: token, agent: agent)
+            #expect(first["tool"] as? String == "Bash")
+            #expect((first["summary"] as? String)?.contains("echo yes > approved.txt") == true, "\(first)")
+            try await H.decide(services.approvals, token: token, gate: try #require(first["gateId"] as? String), ["decision": "approve"])
+
+            let firstID = first["gateId"] as? String
+            let second = try await H.waitFor("the second gate") {
+                let gate = try await H.pendingGate(services.approvals, token: token, agent: agent)
+                return gate["gateId"] as? String == firstID ? nil : gate
+            }
+            try await H.decide(
+                services.approvals,
+                token: token,
+                gate: try #require(second["gateId"] as? String),
+                ["decision": "reject", "reason": "not on a Friday"]
+            )
+            let status = await RealAgent.exit(of: claude, timeout: .seconds(90))
+            let log = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            #expect(status == 0, "the connector: \(String(describing: status))\n\(log)")
+            #expect(log.contains("telemetry relay: "), "\(log)")
+            #expect(FileManager.default.fileExists(atPath: project.work.appendingPathComponent("approved.txt").path))
+            #expect(!FileManager.default.fileExists(atPath: project.work.appendingPathComponent("rejected.txt").path))
+            // The refusal's reason reached Claude Code: it sent it back as the tool's result.
+            let requests = services.provider.requests().filter { $0.scriptStep != nil }
+            #expect(requests.compactMap(\.toolUse) == ["Bash", "Bash"])
+            let results = requests.flatMap(\.toolResults)
+            #expect(results.contains { $0.contains("not on a Friday") }, "\(results)")
+
+            // Its telemetry, through the relay: the session's context, the Bash skill, the cost.
+            let session = try await H.waitFor("the context health of \(agent)") {
+                let page = try await H.get(services.health, "/v1/context-health?agentId=\(agent)", token: token)
+                return (page["sessions"] as? [JSON])?.first { ($0["tokenUsage"] as? Int ?? 0) >= 180_000 }
+            }
+            #expect(session["swarmId"] as? String == swarm)
+            #expect(session["maxTokens"] as? Int == 200_000, "\(session)")
+            let skill = try await H.waitFor("the Bash skill of \(swarm)") {
+                let page = try await H.get(services.health, "/v1/skill-health?swarmId=\(swarm)", token: token)
+                return (page["skills"] as? [JSON])?.first { $0["name"] as? String == "Bash" && ($0["calls"] as? Int ?? 0) >= 1 }
+            }
+            #expect(skill["swarmId"] as? String == swarm)
+            let cost = try await H.waitFor("the cost of \(swarm)") {
+                let page = try await H.get(services.health, "/v1/swarm-health", token: token)
+                let entry = (page["swarms"] as? [JSON])?.first { $0["swarmId"] as? String == swarm }
+                return (entry?["costPerHourUsd"] as? Double).flatMap { $0 > 0 ? $0 : nil }
+            }
+            #expect(cost > 0)
+            let incident = try await H.waitFor("the context incident of \(agent)") {
+                let page = try await H.get(services.health, "/v1/incidents?status=all", token: token)
+                return (page["incidents"] as? [JSON])?.first { $0["rule"] as? String == "context_near_capacity" && $0["swarmId"] as? String == swarm }
+            }
+            #expect(incident["agentId"] as? String == agent, "\(incident)")
+        }
+    }
+}
+
+extension ClaudeCodeTests {
+    @Test("pause stops the whole process tree and its provider requests; resume goes on; terminate leaves no process of the tree")
+    func pauseResumeTerminate() async throws {
+        let harness = try await AgentHarness()
+        try await harness.run { services in
+            let token = try await harness.operatorToken()
+            let agent = "claude-\(UUID().uuidString.prefix(8))"
+            let project = try RealAgent.project(gated: false)
+            let steps: [[String: Any]] = (1...12).map { step in
+                ["tool": "Bash", "input": ["command": "sleep 1; echo step-\(step) >> steps.txt", "description": "step \(step)"]]
+            }
+            let (claude, output) = try RealAgent.startClaude(
+                services,
+                swarm: "cc-control",
+                agent: agent,
+                project: project,
+                prompt: try RealAgent.prompt("Count slowly.", steps: steps)
+            )
+            defer { if claude.isRunning { claude.terminate() } }
+            let scripted = { services.provider.requests().count { $0.scriptStep != nil } }
+            _ = try await H.waitFor("Claude Code's second request") { scripted() >= 2 ? true : nil }
+
+            try await H.control(services.control, token: token, agent: agent, action: "pause")
+            let stopped = await eventually(timeout: .seconds(15)) {
+                let tree = ProcessTree.descendants(of: claude.processIdentifier)
+                return !tree.isEmpty && tree.values.allSatisfy { $0 == "T" }
+            }
+            let tree = ProcessTree.descendants(of: claude.processIdentifier)
+            #expect(stopped, "paused, yet running: \(tree)")
+            let requestsWhenPaused = scripted()
+            try await Task.sleep(for: .seconds(4))
+            #expect(scripted() == requestsWhenPaused, "a provider request while paused")
+
+            try await H.control(services.control, token: token, agent: agent, action: "resume")
+            _ = try await H.waitFor("a provider request after resume", timeout: .seconds(30)) { scripted() > requestsWhenPaused ? true : nil }
+
+            let everyProcess = Set(ProcessTree.descendants(of: claude.processIdentifier).keys).union(tree.keys)
+            try await H.control(services.control, token: token, agent: agent, action: "terminate")
+            let status = await RealAgent.exit(of: claude, timeout: .seconds(30))
+            #expect(status != nil, "the connector did not exit: \((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
+            let left = await eventually(timeout: .seconds(10)) { !everyProcess.contains { ProcessTree.alive($0) } }
+            #expect(left, "still running after terminate: \(everyProcess.filter { ProcessTree.alive($0) })")
+        }
+    }
+}
