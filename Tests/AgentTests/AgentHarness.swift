@@ -121,14 +121,15 @@ enum RealAgent {
     }
 
     /// A scratch project for an agent: `work` (with `.claude/settings.json` holding the
-    /// PreToolUse hook of docs/agents.md when `gated`) and a `home` of its own.
-    static func project(gated: Bool, hookDeadline: Int = 590) throws -> (work: URL, home: URL) {
+    /// PreToolUse hook of docs/agents.md when `gated`, and Bash allowed unless `allowBash` is
+    /// false) and a `home` of its own.
+    static func project(gated: Bool, allowBash: Bool = true, hookDeadline: Int = 590) throws -> (work: URL, home: URL) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("agent-\(UUID().uuidString)")
         let work = root.appendingPathComponent("work")
         let home = root.appendingPathComponent("home")
         try FileManager.default.createDirectory(at: work.appendingPathComponent(".claude"), withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        let settings: [String: Any] =
+        var settings: [String: Any] =
             gated
             ? [
                 "hooks": [
@@ -146,6 +147,7 @@ enum RealAgent {
                 ],
                 "permissions": ["allow": ["Bash"]],
             ] : ["permissions": ["allow": ["Bash"]]]
+        if !allowBash { settings["permissions"] = nil }
         try JSONSerialization.data(withJSONObject: settings, options: [.prettyPrinted]).write(
             to: work.appendingPathComponent(".claude/settings.json")
         )

@@ -130,3 +130,82 @@ extension ClaudeCodeTests {
         }
     }
 }
+
+extension ClaudeCodeTests {
+    @Test("a gate nobody decides expires before the hook's deadline: Claude Code is refused the tool and goes on")
+    func expiry() async throws {
+        let harness = try await AgentHarness()
+        try await harness.run { services in
+            let token = try await harness.operatorToken()
+            let agent = "claude-\(UUID().uuidString.prefix(8))"
+            // The hook waits 8 s; its gate expires 5 s before that.
+            let project = try RealAgent.project(gated: true, hookDeadline: 8)
+            let prompt = try RealAgent.prompt(
+                "Clean up.",
+                steps: [["tool": "Bash", "input": ["command": "echo late > expired.txt"]], ["text": "Stopped."]]
+            )
+            let (claude, output) = try RealAgent.startClaude(services, swarm: "cc-expiry", agent: agent, project: project, prompt: prompt)
+            defer { if claude.isRunning { claude.terminate() } }
+            let gate = try await H.pendingGate(services.approvals, token: token, agent: agent)
+            let status = await RealAgent.exit(of: claude, timeout: .seconds(60))
+            #expect(status == 0, "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
+            #expect(!FileManager.default.fileExists(atPath: project.work.appendingPathComponent("expired.txt").path))
+            let requests = services.provider.requests().filter { $0.scriptStep != nil }
+            #expect(requests.last?.scriptStep == 1, "Claude Code did not go on after the refusal")
+            #expect(requests.last?.toolResults.isEmpty == false)
+            let detail = try await H.get(services.approvals, "/v1/approval-gates/\(try #require(gate["gateId"] as? String))", token: token)
+            #expect((detail["gate"] as? JSON)?["status"] as? String == "expired", "\(detail)")
+        }
+    }
+
+    @Test("headless: claude -p --permission-prompt-tool asks swarmdeck approve mcp, which waits on the phone's decision")
+    func permissionPromptTool() async throws {
+        let harness = try await AgentHarness()
+        try await harness.run { services in
+            let token = try await harness.operatorToken()
+            let agent = "claude-\(UUID().uuidString.prefix(8))"
+            let project = try RealAgent.project(gated: false, allowBash: false)
+            let config = project.work.appendingPathComponent("mcp.json")
+            let servers = ["mcpServers": ["swarmdeck": ["command": RealAgent.swarmdeck, "args": ["approve", "mcp", "--deadline-seconds", "120"]]]]
+            try JSONSerialization.data(withJSONObject: servers).write(to: config)
+            let prompt = try RealAgent.prompt(
+                "Record it.",
+                steps: [
+                    ["tool": "Bash", "input": ["command": "echo via-mcp > mcp.txt"]],
+                    ["tool": "Bash", "input": ["command": "echo refused > refused.txt"]],
+                    ["text": "Recorded."],
+                ]
+            )
+            let (claude, output) = try RealAgent.startClaude(
+                services,
+                swarm: "cc-mcp",
+                agent: agent,
+                project: project,
+                prompt: prompt,
+                extra: ["--mcp-config", config.path, "--permission-prompt-tool", "mcp__swarmdeck__approve"]
+            )
+            defer { if claude.isRunning { claude.terminate() } }
+            let first = try await H.pendingGate(services.approvals, token: token, agent: agent)
+            let firstID = try #require(first["gateId"] as? String)
+            let detail = try await H.get(services.approvals, "/v1/approval-gates/\(firstID)", token: token)
+            #expect(detail["source"] as? String == "mcp", "\(detail)")
+            try await H.decide(services.approvals, token: token, gate: firstID, ["decision": "approve"])
+            let second = try await H.waitFor("the second gate") {
+                let gate = try await H.pendingGate(services.approvals, token: token, agent: agent)
+                return gate["gateId"] as? String == firstID ? nil : gate
+            }
+            try await H.decide(
+                services.approvals,
+                token: token,
+                gate: try #require(second["gateId"] as? String),
+                ["decision": "reject", "reason": "no more files today"]
+            )
+            let status = await RealAgent.exit(of: claude, timeout: .seconds(60))
+            #expect(status == 0, "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
+            #expect(FileManager.default.fileExists(atPath: project.work.appendingPathComponent("mcp.txt").path))
+            #expect(!FileManager.default.fileExists(atPath: project.work.appendingPathComponent("refused.txt").path))
+            let results = services.provider.requests().filter { $0.scriptStep != nil }.flatMap(\.toolResults)
+            #expect(results.contains { $0.contains("no more files today") }, "\(results)")
+        }
+    }
+}
