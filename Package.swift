@@ -337,8 +337,8 @@ let package = Package(
         .testTarget(
             name: "TerminalBrokerTests",
             dependencies: [
-                "Contracts", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TerminalBroker", "TestSupport", crypto, hummingbird,
-                hummingbirdTesting, logging, nioCore, nioPosix, nioSSH, postgresNIO,
+                "AnthropicLocal", "Contracts", "ControlAPI", "Ingest", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TerminalBroker",
+                "TestSupport", crypto, hummingbird, hummingbirdTesting, logging, nioCore, nioPosix, nioSSH, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
