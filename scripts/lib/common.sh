@@ -141,7 +141,8 @@ is_running() { [[ -s $1 ]] && alive "$(<"$1")"; }
 # Postgres refuses to run as root; as root, run its tools as the postgres
 # user, otherwise as ourselves (a developer's own account works fine).
 as_pg() {
-  if ((EUID == 0)); then runuser -u postgres -- "$@"; else "$@"; fi
+  # From /: the caller's folder may be one the postgres user cannot enter (paths are absolute).
+  if ((EUID == 0)); then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 # Give the postgres user a directory it must write (no-op when not root).
 chown_pg() { ((EUID != 0)) || chown -R postgres:postgres "$@"; }
