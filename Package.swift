@@ -178,7 +178,11 @@ let package = Package(
         ),
         // A local provider that speaks the real Messages API (deterministic answers, faults on
         // request), for the tests and the local stack.
-        .target(name: "AnthropicLocal", dependencies: [hummingbird, logging, nioCore, nioFoundationCompat], swiftSettings: swiftSettings),
+        .target(
+            name: "AnthropicLocal",
+            dependencies: ["Contracts", hummingbird, logging, nioCore, nioFoundationCompat],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "AnthropicLocalMain",
             dependencies: ["AnthropicLocal", argumentParser, hummingbird, logging],

@@ -1,3 +1,4 @@
+public import Contracts
 import Foundation
 
 /// A conversation's script: what a coding agent (Claude Code) is to be told to do, turn by turn,
@@ -32,7 +33,7 @@ public struct AnthropicLocalScript: Sendable, Equatable {
 
     public enum Action: Sendable, Equatable {
         /// Call `name` with `input`, a JSON object.
-        case tool(name: String, input: AnthropicLocalJSON)
+        case tool(name: String, input: AttributeValue)
         case text(String)
     }
 
@@ -48,6 +49,11 @@ public struct AnthropicLocalScript: Sendable, Equatable {
     /// The most steps a script may have.
     public static let maximumSteps = 1000
 
+    /// A tool input's JSON text, keys sorted.
+    public static func text(of input: AttributeValue) -> String {
+        (try? AnthropicLocalWire.encoder.encode(input)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+
     /// The script in `text` (a user message), if it holds one.
     public static func find(in text: String) throws(ScriptError) -> AnthropicLocalScript? {
         guard let open = text.range(of: Self.openTag) else { return nil }
@@ -59,7 +65,7 @@ public struct AnthropicLocalScript: Sendable, Equatable {
 
     private struct StepWire: Decodable {
         var tool: String?
-        var input: AnthropicLocalJSON?
+        var input: AttributeValue?
         var text: String?
         var usage: Usage?
     }

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import Hummingbird
 import NIOCore
@@ -16,6 +17,9 @@ extension AnthropicLocalServer {
         let router = Router(context: AnthropicLocalRequestContext.self)
         router.post("/v1/messages") { request, context in
             try await self.messages(request, context: context)
+        }
+        router.post("/v1/responses") { request, context in
+            try await self.responses(request, context: context)
         }
         router.post("/v1/messages/count_tokens") { request, _ in
             try await self.countTokens(request)
@@ -150,7 +154,7 @@ extension AnthropicLocalServer {
             }
         }
         let id = "msg_local_\(record.index)"
-        let inputText = toolUse?.input.text
+        let inputText = toolUse.map { AnthropicLocalScript.text(of: $0.input) }
         var usage = AnthropicLocalWire.Usage(
             inputTokens: AnthropicLocalAnswer.inputTokens(system: validated.system, messages: validated.messages.map(\.content)),
             outputTokens: AnthropicLocalAnswer.outputTokens(inputText ?? text)

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 
 /// The Messages API's shapes as the local provider reads and writes them.
@@ -220,7 +221,7 @@ enum AnthropicLocalWire {
     struct ToolUseBlock: Encodable {
         var id: String
         var name: String
-        var input: AnthropicLocalJSON
+        var input: AttributeValue
 
         enum CodingKeys: String, CodingKey {
             case type, id, name, input

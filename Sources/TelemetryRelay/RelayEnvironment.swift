@@ -12,7 +12,15 @@ public struct RelayEnvironment: Sendable, Equatable {
     public static let metricIntervalMilliseconds = 5000
     public static let batchDelayMilliseconds = 1000
 
+    /// What Codex is given on its command line: it reads no `OTEL_*` variable, only its config
+    /// (`-c` overrides it), and posts its logs to the endpoint as written.
+    public var codexArguments: [String]
+
     public init(endpoint: String, secret: String, stamp: RelayStamp) {
+        self.codexArguments = [
+            "-c",
+            #"otel.exporter={otlp-http={endpoint="\#(endpoint)/v1/logs", protocol="binary", headers={"\#(TelemetryRelay.secretHeader)"="\#(secret)"}}}"#,
+        ]
         let resource = [(RelayStamp.swarmKey, stamp.swarm), (RelayStamp.agentKey, stamp.agent)].map { "\($0)=\(Self.percentEncoded($1))" }
         self.adding = [
             "CLAUDE_CODE_ENABLE_TELEMETRY=1",
@@ -33,6 +41,13 @@ public struct RelayEnvironment: Sendable, Equatable {
             for part in ["ENDPOINT", "HEADERS", "PROTOCOL", "COMPRESSION"] { hiding.insert("OTEL_EXPORTER_OTLP_\(signal)_\(part)") }
         }
         self.hiding = hiding
+    }
+
+    /// `command` as the connector runs it: a command whose program is named `codex` gets
+    /// ``codexArguments`` after its program; any other is left as it is.
+    public func command(_ command: [String]) -> [String] {
+        guard let program = command.first, program.split(separator: "/").last == "codex" else { return command }
+        return [program] + self.codexArguments + command.dropFirst()
     }
 
     /// `value` with everything but RFC 3986's unreserved characters percent-encoded, as

@@ -212,7 +212,7 @@ struct AgentCommand: AsyncParsableCommand {
             // The command never sees the key: it could otherwise post, poll or acknowledge as the
             // connector does.
             let child = try ChildProcess(
-                self.command,
+                telemetry?.environment.command(self.command) ?? self.command,
                 acceptsInput: self.worker,
                 environment: handover?.environment,
                 hiding: Set(["SWARMDECK_INGEST_KEY"]).union(telemetry?.environment.hiding ?? []),

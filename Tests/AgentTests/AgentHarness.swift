@@ -92,6 +92,14 @@ struct AgentHarness {
         }
     }
 
+    /// The pending gate of `agent` other than `previous`, once it is opened.
+    static func nextPendingGate(_ approvals: any TestClientProtocol, token: String, agent: String, after previous: String) async throws -> JSON {
+        try await Self.waitFor("a gate of \(agent) after \(previous)") {
+            let gate = try await Self.pendingGate(approvals, token: token, agent: agent)
+            return gate["gateId"] as? String == previous ? nil : gate
+        }
+    }
+
     static func decide(_ approvals: any TestClientProtocol, token: String, gate: String, _ decision: JSON) async throws {
         let (status, body) = try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(gate)/decision", token: token, json: decision)
         #expect(status == .ok, "deciding \(gate): \(status) \(body)")
@@ -113,6 +121,76 @@ enum RealAgent {
             throw HarnessError(message: "SWARMDECK_CLAUDE_BIN names no Claude Code CLI: run the tests through ./scripts/test, which installs it")
         }
         return path
+    }
+
+    /// The Codex CLI (`$SWARMDECK_CODEX_BIN`).
+    static func codex() throws -> String {
+        guard let path = ProcessInfo.processInfo.environment["SWARMDECK_CODEX_BIN"], FileManager.default.isExecutableFile(atPath: path) else {
+            throw HarnessError(message: "SWARMDECK_CODEX_BIN names no Codex CLI: run the tests through ./scripts/test, which installs it")
+        }
+        return path
+    }
+
+    /// A scratch project for Codex: `work` with `.codex/hooks.json` holding the PreToolUse hook
+    /// of docs/agents.md, and a `CODEX_HOME` whose config.toml points Codex at `provider`'s
+    /// Responses API.
+    static func codexProject(provider: String) throws -> (work: URL, home: URL) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("codex-\(UUID().uuidString)")
+        let work = root.appendingPathComponent("work")
+        let home = root.appendingPathComponent("codex-home")
+        try FileManager.default.createDirectory(at: work.appendingPathComponent(".codex"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let hooks: [String: Any] = [
+            "hooks": [
+                "PreToolUse": [
+                    [
+                        "matcher": "Bash",
+                        "hooks": [["type": "command", "command": "\(Self.swarmdeck) approve hook --deadline-seconds 590", "timeout": 600]],
+                    ]
+                ]
+            ]
+        ]
+        try JSONSerialization.data(withJSONObject: hooks).write(to: work.appendingPathComponent(".codex/hooks.json"))
+        let config = """
+            model = "local-model"
+            model_provider = "local"
+
+            [model_providers.local]
+            name = "anthropic-local"
+            base_url = "\(provider)/v1"
+            wire_api = "responses"
+            env_key = "LOCAL_PROVIDER_KEY"
+            stream_max_retries = 1
+            """
+        try Data(config.utf8).write(to: home.appendingPathComponent("config.toml"))
+        return (work, home)
+    }
+
+    /// Starts `swarmdeck agent run … -- codex exec PROMPT` in `project` as docs/agents.md says.
+    static func startCodex(
+        _ services: AgentHarness.Services,
+        swarm: String,
+        agent: String,
+        project: (work: URL, home: URL),
+        prompt: String
+    ) throws -> (process: Process, output: URL) {
+        let output = project.work.deletingLastPathComponent().appendingPathComponent("codex.out")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.swarmdeck)
+        process.currentDirectoryURL = project.work
+        process.arguments =
+            ["agent", "run"] + services.connectorOptions + ["--swarm", swarm, "--name", agent, "--"]
+            + [try Self.codex(), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--dangerously-bypass-hook-trust", prompt]
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OTEL_") && !$0.key.hasPrefix("SWARMDECK_") }
+        environment["CODEX_HOME"] = project.home.path
+        environment["LOCAL_PROVIDER_KEY"] = "sk-local-codex"
+        process.environment = environment
+        let handle = try FileHandle(forWritingTo: output)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return (process, output)
     }
 
     /// The `swarmdeck` executable built beside the test bundle.

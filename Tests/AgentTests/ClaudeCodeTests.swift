@@ -35,11 +35,7 @@ struct ClaudeCodeTests {
             #expect((first["summary"] as? String)?.contains("echo yes > approved.txt") == true, "\(first)")
             try await H.decide(services.approvals, token: token, gate: try #require(first["gateId"] as? String), ["decision": "approve"])
 
-            let firstID = first["gateId"] as? String
-            let second = try await H.waitFor("the second gate") {
-                let gate = try await H.pendingGate(services.approvals, token: token, agent: agent)
-                return gate["gateId"] as? String == firstID ? nil : gate
-            }
+            let second = try await H.nextPendingGate(services.approvals, token: token, agent: agent, after: try #require(first["gateId"] as? String))
             try await H.decide(
                 services.approvals,
                 token: token,
@@ -190,10 +186,7 @@ extension ClaudeCodeTests {
             let detail = try await H.get(services.approvals, "/v1/approval-gates/\(firstID)", token: token)
             #expect(detail["source"] as? String == "mcp", "\(detail)")
             try await H.decide(services.approvals, token: token, gate: firstID, ["decision": "approve"])
-            let second = try await H.waitFor("the second gate") {
-                let gate = try await H.pendingGate(services.approvals, token: token, agent: agent)
-                return gate["gateId"] as? String == firstID ? nil : gate
-            }
+            let second = try await H.nextPendingGate(services.approvals, token: token, agent: agent, after: firstID)
             try await H.decide(
                 services.approvals,
                 token: token,

@@ -172,4 +172,15 @@ struct RelayEnvironmentTests {
         #expect(environment.hiding.contains("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"))
         #expect(environment.hiding.contains("OTEL_EXPORTER_OTLP_HEADERS"))
     }
+
+    @Test("Codex, which reads no OTEL variable, gets its exporter as a -c override after its program; other commands are left alone")
+    func codex() {
+        let environment = RelayEnvironment(endpoint: "http://127.0.0.1:4318", secret: "abc", stamp: RelayStamp(swarm: "s", agent: "a"))
+        let exporter =
+            #"otel.exporter={otlp-http={endpoint="http://127.0.0.1:4318/v1/logs", protocol="binary", headers={"x-swarmdeck-relay"="abc"}}}"#
+        #expect(environment.command(["/opt/bin/codex", "exec", "fix it"]) == ["/opt/bin/codex", "-c", exporter, "exec", "fix it"])
+        #expect(environment.command(["codex"]) == ["codex", "-c", exporter])
+        #expect(environment.command(["claude", "-p", "codex"]) == ["claude", "-p", "codex"])
+        #expect(environment.command(["/usr/bin/codex-helper"]) == ["/usr/bin/codex-helper"])
+    }
 }

