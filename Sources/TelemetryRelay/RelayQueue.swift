@@ -2,19 +2,26 @@
 /// batch to forward joins consecutive exports of one signal (an OTLP export's only field is
 /// repeated, so their bytes concatenated are one export holding all of them). Pure.
 struct RelayQueue: Sendable {
-    /// One stamped export, protobuf-encoded.
+    /// One stamped export: protobuf, or OTLP JSON (`json`; sent on as it came, since ingest
+    /// reads JSON's hex ids only from JSON).
     struct Entry: Sendable, Equatable {
         var signal: RelaySignal
         var bytes: [UInt8]
         var items: Int
+        /// Its fields, nested messages and values (what decoding it builds).
+        var values = 0
+        var json = false
     }
 
-    /// What the forwarder sends at once: `count` entries of one signal, joined.
+    /// What the forwarder sends at once: `count` entries of one signal and encoding, joined
+    /// (JSON exports one at a time: their bytes do not join).
     struct Batch: Sendable, Equatable {
         var signal: RelaySignal
         var bytes: [UInt8]
         var items: Int
         var count: Int
+        var values = 0
+        var json = false
     }
 
     /// The most bytes held.
@@ -40,20 +47,24 @@ struct RelayQueue: Sendable {
         return true
     }
 
-    /// The oldest exports of the oldest one's signal, joined, within `maxBytes` and `maxItems`
-    /// (the first one always, whatever its size), left in the queue until ``remove(_:)``.
-    func peek(maxBytes: Int, maxItems: Int) -> Batch? {
+    /// The oldest exports of the oldest one's signal, joined, within `maxBytes`, `maxItems` and
+    /// `maxValues` (the first one always, whatever its size), left in the queue until
+    /// ``remove(_:)``.
+    func peek(maxBytes: Int, maxItems: Int, maxValues: Int = .max) -> Batch? {
         guard !self.isEmpty else { return nil }
         let first = self.entries[self.head]
-        var batch = Batch(signal: first.signal, bytes: first.bytes, items: first.items, count: 1)
+        var batch = Batch(signal: first.signal, bytes: first.bytes, items: first.items, count: 1, values: first.values, json: first.json)
         var index = self.head + 1
-        while index < self.entries.count {
+        while !batch.json, index < self.entries.count {
             let next = self.entries[index]
-            guard next.signal == batch.signal, batch.bytes.count + next.bytes.count <= maxBytes, batch.items + next.items <= maxItems else {
+            guard next.signal == batch.signal, !next.json, batch.bytes.count + next.bytes.count <= maxBytes, batch.items + next.items <= maxItems,
+                batch.values + next.values <= maxValues
+            else {
                 break
             }
             batch.bytes += next.bytes
             batch.items += next.items
+            batch.values += next.values
             batch.count += 1
             index += 1
         }

@@ -20,23 +20,31 @@ public struct RelayStamp: Sendable, Equatable {
         self.agent = agent
     }
 
-    /// The body of an export of `signal` (protobuf, or OTLP JSON when `json`), stamped and
-    /// encoded as protobuf, with its item count. Throws when it is not such an export.
-    public func stamp(_ signal: RelaySignal, body: [UInt8], json: Bool) throws -> [UInt8] {
+    /// The body of an export of `signal` (protobuf, or OTLP JSON when `json`), stamped, in the
+    /// same encoding unless `output` names another (OTLP JSON's hex ids survive the round trip as the same text, which ingest
+    /// reads as hex only in JSON). Throws when it is not such an export.
+    public func stamp(_ signal: RelaySignal, body: [UInt8], json: Bool, as output: Encoding? = nil) throws -> [UInt8] {
+        let jsonOut = (output ?? (json ? .json : .protobuf)) == .json
         switch signal {
         case .traces:
             var export: OTLPExportTraceRequest = try Self.decode(body, json: json)
             self.stamp(&export)
-            return try export.serializedBytes()
+            return jsonOut ? try export.jsonUTF8Bytes() : try export.serializedBytes()
         case .logs:
             var export: OTLPExportLogsRequest = try Self.decode(body, json: json)
             self.stamp(&export)
-            return try export.serializedBytes()
+            return jsonOut ? try export.jsonUTF8Bytes() : try export.serializedBytes()
         case .metrics:
             var export: OTLPExportMetricsRequest = try Self.decode(body, json: json)
             self.stamp(&export)
-            return try export.serializedBytes()
+            return jsonOut ? try export.jsonUTF8Bytes() : try export.serializedBytes()
         }
+    }
+
+    /// An export's encoding.
+    public enum Encoding: Sendable {
+        case protobuf
+        case json
     }
 
     private static let jsonOptions: JSONDecodingOptions = {

@@ -30,6 +30,7 @@ extension TelemetryRelay {
             return Self.failure(401, "this relay takes only its own run's secret (\(Self.secretHeader))", json: json)
         }
         guard self.beginRequest() else {
+            self.countBusy()
             return Self.failure(503, "\(Self.maxConcurrentRequests) exports are being read; retry shortly", json: json, retryAfter: 1)
         }
         defer { self.endRequest() }
@@ -44,9 +45,13 @@ extension TelemetryRelay {
             case .malformed(let reason): return Self.failure(400, reason, json: json)
             case .unsupportedEncoding(let reason): return Self.failure(415, reason, json: json)
             }
-        } catch {
+        } catch let error as NIOTooManyBytesError {
+            _ = error
             self.countBadRequest()
             return Self.failure(413, "the body is over \(self.limits.maxBodyBytes) bytes", json: json)
+        } catch {
+            self.countBadRequest()
+            return Self.failure(400, "the body could not be read (\(error))", json: json)
         }
         // Protobuf is counted before it is decoded (millions of empty records are a few
         // megabytes on the wire, gigabytes decoded); JSON, rarer and smaller, is decoded first.
@@ -55,28 +60,35 @@ extension TelemetryRelay {
             return Self.failure(413, "a JSON export may be \(self.limits.maxJSONBodyBytes) bytes; send protobuf", json: json)
         }
         let stamped: [UInt8]
-        let items: Int
+        let count: OTLPItemCount.Count
         do {
-            let limit = self.limits.maxItemsPerExport
+            let (limit, values) = (self.limits.maxItemsPerExport, self.limits.maxValuesPerExport)
             if json {
                 stamped = try self.stamp.stamp(signal, body: bytes, json: true)
-                items = try signal.itemCount.count(protobuf: stamped, limit: limit).items
+                // Counted in its protobuf form (the same message).
+                let protobuf = try self.stamp.stamp(signal, body: stamped, json: true, as: .protobuf)
+                count = try signal.itemCount.count(protobuf: protobuf, limit: limit, maxValues: values)
             } else {
-                items = try signal.itemCount.count(protobuf: bytes, limit: limit).items
+                count = try signal.itemCount.count(protobuf: bytes, limit: limit, maxValues: values)
                 stamped = try self.stamp.stamp(signal, body: bytes, json: false)
             }
         } catch let error as OTLPItemCount.TooMany {
             self.countBadRequest()
-            return Self.failure(413, "\(error.reason) in one export; at most \(self.limits.maxItemsPerExport) items", json: json)
+            return Self.failure(
+                413,
+                "\(error.reason) in one export; at most \(self.limits.maxItemsPerExport) items and \(self.limits.maxValuesPerExport) values",
+                json: json
+            )
         } catch {
             self.countBadRequest()
             return Self.failure(400, "the body is not an OTLP \(signal.rawValue) export (\(error))", json: json)
         }
+        let items = count.items
         if let wait = self.admit(items: items) {
             let seconds = Int((wait.secondsDouble).rounded(.up))
             return Self.failure(429, "over \(Int(self.limits.itemsPerSecond)) items a second", json: json, retryAfter: max(1, min(seconds, 60)))
         }
-        guard self.enqueue(RelayQueue.Entry(signal: signal, bytes: stamped, items: items)) else {
+        guard self.enqueue(RelayQueue.Entry(signal: signal, bytes: stamped, items: items, values: count.values, json: json)) else {
             return Self.failure(503, "the relay's queue for ingest is full; retry shortly", json: json, retryAfter: 2)
         }
         // An empty Export*ServiceResponse: no bytes in protobuf, `{}` in JSON.
@@ -105,14 +117,17 @@ extension TelemetryRelay {
     }
 
     /// The items an ingest answer's `partial_success` says it refused (0 if it says none).
-    static func rejectedItems(_ signal: RelaySignal, in body: ByteBuffer) -> Int {
+    static func rejectedItems(_ signal: RelaySignal, in body: ByteBuffer, json: Bool) -> Int {
         let bytes = Array(buffer: body)
         guard !bytes.isEmpty else { return 0 }
+        func decode<Answer: SwiftProtobuf.Message>(_: Answer.Type) -> Answer? {
+            json ? try? Answer(jsonUTF8Bytes: bytes) : try? Answer(serializedBytes: bytes)
+        }
         let rejected: Int64? =
             switch signal {
-            case .traces: (try? OTLPExportTraceResponse(serializedBytes: bytes))?.partialSuccess.rejectedSpans
-            case .logs: (try? OTLPExportLogsResponse(serializedBytes: bytes))?.partialSuccess.rejectedLogRecords
-            case .metrics: (try? OTLPExportMetricsResponse(serializedBytes: bytes))?.partialSuccess.rejectedDataPoints
+            case .traces: decode(OTLPExportTraceResponse.self)?.partialSuccess.rejectedSpans
+            case .logs: decode(OTLPExportLogsResponse.self)?.partialSuccess.rejectedLogRecords
+            case .metrics: decode(OTLPExportMetricsResponse.self)?.partialSuccess.rejectedDataPoints
             }
         return Int(clamping: max(0, rejected ?? 0))
     }

@@ -31,7 +31,7 @@ public final class TelemetryRelay: Sendable {
         public var forwardedItems = 0
         /// Items of exports refused over the rate (429).
         public var rateRefusedItems = 0
-        /// Exports refused because the queue was full (503).
+        /// Exports refused because the queue was full, or as many were being read as may be (503).
         public var fullRefusedExports = 0
         /// Items ingest refused for good, or still queued when the relay closed.
         public var droppedItems = 0
@@ -100,6 +100,7 @@ public final class TelemetryRelay: Sendable {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             router: relay.router(),
+            server: .http1(configuration: .init(idleTimeout: TimeAmount(limits.idleTimeout))),
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0), serverName: "swarmdeck-relay"),
             onServerRunning: { channel in
                 relay.listener.withLock { $0 = channel }
@@ -150,7 +151,7 @@ public final class TelemetryRelay: Sendable {
         _ = await server?.result
         self.doorbell.finish()
         if let forwarder {
-            let drained = await withTaskGroup(of: Bool.self) { group in
+            await withTaskGroup(of: Bool.self) { group in
                 group.addTask {
                     await forwarder.value
                     return true
@@ -159,12 +160,9 @@ public final class TelemetryRelay: Sendable {
                     try? await Task.sleep(for: drainTime)
                     return false
                 }
-                let first = await group.next() ?? false
-                if !first { forwarder.cancel() }
+                if await group.next() == false { forwarder.cancel() }
                 group.cancelAll()
-                return first
             }
-            if !drained { await forwarder.value }
         }
         self.state.withLock { state in
             state.statistics.droppedItems += state.queue.removeAll()
@@ -205,6 +203,10 @@ public final class TelemetryRelay: Sendable {
 
     func endRequest() {
         self.state.withLock { $0.inFlight -= 1 }
+    }
+
+    func countBusy() {
+        self.state.withLock { $0.statistics.fullRefusedExports += 1 }
     }
 
     func countBadRequest() {
@@ -255,7 +257,9 @@ public final class TelemetryRelay: Sendable {
         while true {
             let rang = await rings.next() != nil
             while !Task.isCancelled {
-                let next = self.state.withLock { $0.queue.peek(maxBytes: self.limits.forwardBytes, maxItems: self.limits.forwardItems) }
+                let next = self.state.withLock {
+                    $0.queue.peek(maxBytes: self.limits.forwardBytes, maxItems: self.limits.forwardItems, maxValues: self.limits.maxValuesPerExport)
+                }
                 guard let batch = next else { break }
                 switch await self.forward(batch) {
                 case .delivered(let rejected):
@@ -268,6 +272,13 @@ public final class TelemetryRelay: Sendable {
                 case .refused(let reason):
                     failures = 0
                     self.logger.warning("ingest refused \(batch.items) items for good: \(reason)")
+                    self.state.withLock { state in
+                        state.queue.remove(batch)
+                        state.statistics.droppedItems += batch.items
+                    }
+                case .retry(_, let reason) where failures + 1 >= self.limits.maxForwardAttempts:
+                    failures = 0
+                    self.logger.warning("ingest did not take \(batch.items) items in \(self.limits.maxForwardAttempts) attempts (\(reason)): dropped")
                     self.state.withLock { state in
                         state.queue.remove(batch)
                         state.statistics.droppedItems += batch.items
@@ -291,16 +302,17 @@ public final class TelemetryRelay: Sendable {
         var request = HTTPClientRequest(url: self.ingestURL + batch.signal.path)
         request.method = .POST
         request.headers.add(name: "Authorization", value: "Bearer \(self.key)")
-        request.headers.add(name: "Content-Type", value: "application/x-protobuf")
+        request.headers.add(name: "Content-Type", value: batch.json ? "application/json" : "application/x-protobuf")
         request.body = .bytes(ByteBuffer(bytes: batch.bytes))
         do {
             let response = try await self.client.execute(request, timeout: .init(self.limits.forwardTimeout))
-            let body = try await response.body.collect(upTo: 1 << 20)
             let status = Int(response.status.code)
+            // The status decides; a body too long to read is read as none.
+            let body = (try? await response.body.collect(upTo: 1 << 20)) ?? ByteBuffer()
             let retryAfter = response.headers.first(name: "Retry-After").flatMap(Int.init).map { Duration.seconds(min(max($0, 0), 60)) }
             switch status {
             case 200..<300:
-                return .delivered(rejected: min(batch.items, Self.rejectedItems(batch.signal, in: body)))
+                return .delivered(rejected: min(batch.items, Self.rejectedItems(batch.signal, in: body, json: batch.json)))
             case 408, 429, 500...:
                 return .retry(after: retryAfter, "ingest answered \(status)")
             default:

