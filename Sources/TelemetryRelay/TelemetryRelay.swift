@@ -13,7 +13,7 @@ import Synchronization
 /// - It listens on `127.0.0.1` on a port of its own and takes `POST /v1/traces`, `/v1/logs` and
 ///   `/v1/metrics` (protobuf or OTLP JSON, gzip or not) that carry this run's ``secret`` in
 ///   `x-swarmdeck-relay` (or as `Authorization: Bearer`); the secret is worth nothing anywhere
-///   else. Anything else: 401, 404, 413, 415, 400.
+///   else. Anything else: 415, 401, 503 (busy), 413, 400, or Hummingbird's 404.
 /// - It stamps every export with the connector's swarm and agent (``RelayStamp``), counts it
 ///   against a rate, queues it and answers 200 at once: the command's exporter never waits on
 ///   ingest. A forwarder posts what is queued to ingest with the connector's key, joining
