@@ -256,7 +256,8 @@ extension AnthropicLocalServer {
         var object = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
         object["max_tokens"] = object["max_tokens"] ?? 1
         let completed = (try? JSONSerialization.data(withJSONObject: object)) ?? Data()
-        switch AnthropicLocalWire.validate(completed) {
+        let betas = request.headers[AnthropicLocalHeader.anthropicBeta] ?? ""
+        switch AnthropicLocalWire.validate(completed, systemMessages: betas.contains(AnthropicLocalWire.perTurnControlBeta)) {
         case .failure(let error): return Self.error(400, "invalid_request_error", error.message, requestID: nil)
         case .success(let validated):
             let tokens = AnthropicLocalAnswer.inputTokens(system: validated.system, messages: validated.messages.map(\.content))

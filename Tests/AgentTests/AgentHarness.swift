@@ -30,12 +30,21 @@ struct AgentHarness {
         var provider: AnthropicLocalServer
         var key: String
 
-        /// The connector's options that point it at these services.
+        /// The connector's options that point it at these services (the key goes in its
+        /// environment, as docs/agents.md says: ``connectorEnvironment``).
         var connectorOptions: [String] {
             [
                 "--ingest-url", "http://127.0.0.1:\(self.ingest.port!)", "--control-url", "http://127.0.0.1:\(self.control.port!)",
-                "--approvals-url", "http://127.0.0.1:\(self.approvals.port!)", "--key", self.key,
+                "--approvals-url", "http://127.0.0.1:\(self.approvals.port!)",
             ]
+        }
+
+        /// The test process's environment without OTEL or Swarmdeck variables, with the ingest
+        /// key for the connector.
+        var connectorEnvironment: [String: String] {
+            var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OTEL_") && !$0.key.hasPrefix("SWARMDECK_") }
+            environment["SWARMDECK_INGEST_KEY"] = self.key
+            return environment
         }
     }
 
@@ -105,6 +114,36 @@ struct AgentHarness {
         #expect(status == .ok, "deciding \(gate): \(status) \(body)")
     }
 
+    /// Pauses `agent` once its process has made two scripted provider requests: its whole tree
+    /// must stop (state T) and make no request for 4 s; resumes it: it must go on; terminates
+    /// it: the connector must exit and no process of the tree be left.
+    static func pauseResumeTerminate(_ services: Services, token: String, agent: String, process: Process, output: URL) async throws {
+        let scripted = { services.provider.requests().count { $0.scriptStep != nil } }
+        _ = try await Self.waitFor("the agent's second request") { scripted() >= 2 ? true : nil }
+
+        try await Self.control(services.control, token: token, agent: agent, action: "pause")
+        let stopped = await eventually(timeout: .seconds(15)) {
+            let tree = ProcessTree.descendants(of: process.processIdentifier)
+            // Stopped, or already exited (a zombie its stopped parent has not reaped yet).
+            return !tree.isEmpty && tree.values.allSatisfy { $0 == "T" || $0 == "Z" }
+        }
+        let tree = ProcessTree.descendants(of: process.processIdentifier)
+        #expect(stopped, "paused, yet running: \(tree)")
+        let requestsWhenPaused = scripted()
+        try await Task.sleep(for: .seconds(4))
+        #expect(scripted() == requestsWhenPaused, "a provider request while paused")
+
+        try await Self.control(services.control, token: token, agent: agent, action: "resume")
+        _ = try await Self.waitFor("a provider request after resume", timeout: .seconds(30)) { scripted() > requestsWhenPaused ? true : nil }
+
+        let everyProcess = Set(ProcessTree.descendants(of: process.processIdentifier).keys).union(tree.keys)
+        try await Self.control(services.control, token: token, agent: agent, action: "terminate")
+        let status = await RealAgent.exit(of: process, timeout: .seconds(30))
+        #expect(status != nil, "the connector did not exit: \((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
+        let left = await eventually(timeout: .seconds(10)) { !everyProcess.contains { ProcessTree.alive($0) } }
+        #expect(left, "still running after terminate: \(everyProcess.filter { ProcessTree.alive($0) })")
+    }
+
     static func control(_ control: any TestClientProtocol, token: String, agent: String, action: String) async throws {
         var body: JSON = ["action": action, "reason": "test", "requestId": "\(action)-\(UUID().uuidString)"]
         if action == "terminate" { body["confirm"] = "TERMINATE" }
@@ -134,7 +173,7 @@ enum RealAgent {
     /// A scratch project for Codex: `work` with `.codex/hooks.json` holding the PreToolUse hook
     /// of docs/agents.md, and a `CODEX_HOME` whose config.toml points Codex at `provider`'s
     /// Responses API.
-    static func codexProject(provider: String) throws -> (work: URL, home: URL) {
+    static func codexProject(provider: String, gated: Bool = true) throws -> (work: URL, home: URL) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("codex-\(UUID().uuidString)")
         let work = root.appendingPathComponent("work")
         let home = root.appendingPathComponent("codex-home")
@@ -150,7 +189,7 @@ enum RealAgent {
                 ]
             ]
         ]
-        try JSONSerialization.data(withJSONObject: hooks).write(to: work.appendingPathComponent(".codex/hooks.json"))
+        if gated { try JSONSerialization.data(withJSONObject: hooks).write(to: work.appendingPathComponent(".codex/hooks.json")) }
         let config = """
             model = "local-model"
             model_provider = "local"
@@ -182,7 +221,7 @@ enum RealAgent {
         process.arguments =
             ["agent", "run"] + services.connectorOptions + ["--swarm", swarm, "--name", agent, "--"]
             + [try Self.codex(), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--dangerously-bypass-hook-trust", prompt]
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OTEL_") && !$0.key.hasPrefix("SWARMDECK_") }
+        var environment = services.connectorEnvironment
         environment["CODEX_HOME"] = project.home.path
         environment["LOCAL_PROVIDER_KEY"] = "sk-local-codex"
         process.environment = environment
@@ -256,7 +295,7 @@ enum RealAgent {
         process.arguments =
             ["agent", "run"] + services.connectorOptions + ["--swarm", swarm, "--name", agent, "--"]
             + [try Self.claude(), "-p", prompt, "--model", "claude-sonnet-4-5", "--output-format", "json"] + extra
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OTEL_") && !$0.key.hasPrefix("SWARMDECK_") }
+        var environment = services.connectorEnvironment
         environment["HOME"] = project.home.path
         environment["ANTHROPIC_BASE_URL"] = services.provider.baseURL
         environment["ANTHROPIC_API_KEY"] = "sk-local-test"

@@ -100,29 +100,7 @@ extension ClaudeCodeTests {
                 prompt: try RealAgent.prompt("Count slowly.", steps: steps)
             )
             defer { if claude.isRunning { claude.terminate() } }
-            let scripted = { services.provider.requests().count { $0.scriptStep != nil } }
-            _ = try await H.waitFor("Claude Code's second request") { scripted() >= 2 ? true : nil }
-
-            try await H.control(services.control, token: token, agent: agent, action: "pause")
-            let stopped = await eventually(timeout: .seconds(15)) {
-                let tree = ProcessTree.descendants(of: claude.processIdentifier)
-                return !tree.isEmpty && tree.values.allSatisfy { $0 == "T" }
-            }
-            let tree = ProcessTree.descendants(of: claude.processIdentifier)
-            #expect(stopped, "paused, yet running: \(tree)")
-            let requestsWhenPaused = scripted()
-            try await Task.sleep(for: .seconds(4))
-            #expect(scripted() == requestsWhenPaused, "a provider request while paused")
-
-            try await H.control(services.control, token: token, agent: agent, action: "resume")
-            _ = try await H.waitFor("a provider request after resume", timeout: .seconds(30)) { scripted() > requestsWhenPaused ? true : nil }
-
-            let everyProcess = Set(ProcessTree.descendants(of: claude.processIdentifier).keys).union(tree.keys)
-            try await H.control(services.control, token: token, agent: agent, action: "terminate")
-            let status = await RealAgent.exit(of: claude, timeout: .seconds(30))
-            #expect(status != nil, "the connector did not exit: \((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
-            let left = await eventually(timeout: .seconds(10)) { !everyProcess.contains { ProcessTree.alive($0) } }
-            #expect(left, "still running after terminate: \(everyProcess.filter { ProcessTree.alive($0) })")
+            try await H.pauseResumeTerminate(services, token: token, agent: agent, process: claude, output: output)
         }
     }
 }

@@ -69,3 +69,26 @@ struct CodexTests {
         }
     }
 }
+
+extension CodexTests {
+    @Test("pause stops Codex's whole process tree and its provider requests; resume goes on; terminate leaves no process of the tree")
+    func pauseResumeTerminate() async throws {
+        let harness = try await AgentHarness()
+        try await harness.run { services in
+            let token = try await harness.operatorToken()
+            let agent = "codex-\(UUID().uuidString.prefix(8))"
+            let project = try RealAgent.codexProject(provider: services.provider.baseURL, gated: false)
+            let steps: [[String: Any]] = (1...12).map { step in ["tool": "exec_command", "input": ["cmd": "sleep 1; echo step-\(step) >> steps.txt"]]
+            }
+            let (codex, output) = try RealAgent.startCodex(
+                services,
+                swarm: "cx-control",
+                agent: agent,
+                project: project,
+                prompt: try RealAgent.prompt("Count slowly.", steps: steps)
+            )
+            defer { if codex.isRunning { codex.terminate() } }
+            try await H.pauseResumeTerminate(services, token: token, agent: agent, process: codex, output: output)
+        }
+    }
+}

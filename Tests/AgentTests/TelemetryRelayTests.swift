@@ -56,12 +56,10 @@ struct TelemetryRelayTests {
             let connector = Process()
             connector.executableURL = URL(fileURLWithPath: RealAgent.swarmdeck)
             // The key as the docs say: in the environment, never on the command line.
-            var options = services.connectorOptions
-            options.removeLast(2)
             connector.arguments =
-                ["agent", "run"] + options + ["--swarm", "relays", "--name", agent]
+                ["agent", "run"] + services.connectorOptions + ["--swarm", "relays", "--name", agent]
                 + (geteuid() == 0 ? ["--user", "nobody"] : []) + ["--", "/bin/sh", "-c", script]
-            connector.environment = ProcessInfo.processInfo.environment.merging(["SWARMDECK_INGEST_KEY": services.key]) { $1 }
+            connector.environment = services.connectorEnvironment
             connector.standardOutput = FileHandle.nullDevice
             connector.standardError = FileHandle.nullDevice
             try connector.run()
