@@ -56,20 +56,9 @@ extension AnthropicLocalServer {
     }
 
     func responses(_ request: Request, context: AnthropicLocalRequestContext) async throws -> Response {
-        let index = self.state.nextIndex()
-        let requestID = "req_local_\(index)"
-        var record = RecordedRequest(
-            index: index,
-            requestID: requestID,
-            headers: Self.recordedHeaders(request.headers),
-            messageCount: 0,
-            stream: false,
-            status: 200
-        )
-        let response = try await self.answerResponses(request, context: context, requestID: requestID, record: &record)
-        record.status = response.status.code
-        self.state.record(record)
-        return response
+        try await self.recorded(request) { requestID, record in
+            try await self.answerResponses(request, context: context, requestID: requestID, record: &record)
+        }
     }
 
     private func answerResponses(

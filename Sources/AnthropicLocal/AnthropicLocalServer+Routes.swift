@@ -40,6 +40,17 @@ extension AnthropicLocalServer {
     // MARK: /v1/messages
 
     private func messages(_ request: Request, context: AnthropicLocalRequestContext) async throws -> Response {
+        try await self.recorded(request) { requestID, record in
+            try await self.answer(request, context: context, requestID: requestID, record: &record)
+        }
+    }
+
+    /// Numbers a request, answers it with `answer` (given its request id and its record to
+    /// fill in), and records it with the status answered.
+    func recorded(
+        _ request: Request,
+        answer: (String, inout RecordedRequest) async throws -> Response
+    ) async throws -> Response {
         let index = self.state.nextIndex()
         let requestID = "req_local_\(index)"
         var record = RecordedRequest(
@@ -50,7 +61,7 @@ extension AnthropicLocalServer {
             stream: false,
             status: 200
         )
-        let response = try await self.answer(request, context: context, requestID: requestID, record: &record)
+        let response = try await answer(requestID, &record)
         record.status = response.status.code
         self.state.record(record)
         return response

@@ -114,6 +114,36 @@ struct AgentHarness {
         #expect(status == .ok, "deciding \(gate): \(status) \(body)")
     }
 
+    /// Waits for what `agent`'s telemetry makes of it in health-monitor: a session of at least
+    /// `contextTokens` in `swarm`, a skill named `skill` (any, when nil) with a call, and a
+    /// `context_near_capacity` incident of the agent; answers the session.
+    @discardableResult
+    static func expectHealth(
+        _ services: Services,
+        token: String,
+        swarm: String,
+        agent: String,
+        contextTokens: Int,
+        skill: String?
+    ) async throws -> JSON {
+        let session = try await Self.waitFor("the context health of \(agent)") {
+            let page = try await Self.get(services.health, "/v1/context-health?agentId=\(agent)", token: token)
+            return (page["sessions"] as? [JSON])?.first { ($0["tokenUsage"] as? Int ?? 0) >= contextTokens }
+        }
+        #expect(session["swarmId"] as? String == swarm)
+        let found = try await Self.waitFor("the \(skill ?? "first") skill of \(swarm)") {
+            let page = try await Self.get(services.health, "/v1/skill-health?swarmId=\(swarm)", token: token)
+            return (page["skills"] as? [JSON])?.first { (skill == nil || $0["name"] as? String == skill) && ($0["calls"] as? Int ?? 0) >= 1 }
+        }
+        #expect(found["swarmId"] as? String == swarm, "\(found)")
+        let incident = try await Self.waitFor("the context incident of \(agent)") {
+            let page = try await Self.get(services.health, "/v1/incidents?status=all", token: token)
+            return (page["incidents"] as? [JSON])?.first { $0["rule"] as? String == "context_near_capacity" && $0["swarmId"] as? String == swarm }
+        }
+        #expect(incident["agentId"] as? String == agent, "\(incident)")
+        return session
+    }
+
     /// Pauses `agent` once its process has made two scripted provider requests: its whole tree
     /// must stop (state T) and make no request for 4 s; resumes it: it must go on; terminates
     /// it: the connector must exit and no process of the tree be left.
@@ -213,23 +243,19 @@ enum RealAgent {
         project: (work: URL, home: URL),
         prompt: String
     ) throws -> (process: Process, output: URL) {
-        let output = project.work.deletingLastPathComponent().appendingPathComponent("codex.out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.swarmdeck)
-        process.currentDirectoryURL = project.work
-        process.arguments =
-            ["agent", "run"] + services.connectorOptions + ["--swarm", swarm, "--name", agent, "--"]
-            + [try Self.codex(), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--dangerously-bypass-hook-trust", prompt]
         var environment = services.connectorEnvironment
         environment["CODEX_HOME"] = project.home.path
         environment["LOCAL_PROVIDER_KEY"] = "sk-local-codex"
-        process.environment = environment
-        let handle = try FileHandle(forWritingTo: output)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        return (process, output)
+        return try Self.launch(
+            services,
+            swarm: swarm,
+            agent: agent,
+            in: project.work,
+            command: [
+                try Self.codex(), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--dangerously-bypass-hook-trust", prompt,
+            ],
+            environment: environment
+        )
     }
 
     /// The `swarmdeck` executable built beside the test bundle.
@@ -268,6 +294,10 @@ enum RealAgent {
         try JSONSerialization.data(withJSONObject: settings, options: [.prettyPrinted]).write(
             to: work.appendingPathComponent(".claude/settings.json")
         )
+        // Claude Code ignores a project's permissions until its folder is trusted (once, by a
+        // person, in its home).
+        let state = ["projects": [work.path: ["hasTrustDialogAccepted": true]]]
+        try JSONSerialization.data(withJSONObject: state).write(to: home.appendingPathComponent(".claude.json"))
         return (work, home)
     }
 
@@ -287,19 +317,36 @@ enum RealAgent {
         prompt: String,
         extra: [String] = []
     ) throws -> (process: Process, output: URL) {
-        let output = project.work.deletingLastPathComponent().appendingPathComponent("claude.out")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.swarmdeck)
-        process.currentDirectoryURL = project.work
-        process.arguments =
-            ["agent", "run"] + services.connectorOptions + ["--swarm", swarm, "--name", agent, "--"]
-            + [try Self.claude(), "-p", prompt, "--model", "claude-sonnet-4-5", "--output-format", "json"] + extra
         var environment = services.connectorEnvironment
         environment["HOME"] = project.home.path
         environment["ANTHROPIC_BASE_URL"] = services.provider.baseURL
         environment["ANTHROPIC_API_KEY"] = "sk-local-test"
         environment["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+        return try Self.launch(
+            services,
+            swarm: swarm,
+            agent: agent,
+            in: project.work,
+            command: [try Self.claude(), "-p", prompt, "--model", "claude-sonnet-4-5", "--output-format", "json"] + extra,
+            environment: environment
+        )
+    }
+
+    /// Starts `swarmdeck agent run … -- COMMAND` in `folder`, its output in `agent.out` beside it.
+    static func launch(
+        _ services: AgentHarness.Services,
+        swarm: String,
+        agent: String,
+        in folder: URL,
+        command: [String],
+        environment: [String: String]
+    ) throws -> (process: Process, output: URL) {
+        let output = folder.deletingLastPathComponent().appendingPathComponent("agent.out")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.swarmdeck)
+        process.currentDirectoryURL = folder
+        process.arguments = ["agent", "run"] + services.connectorOptions + ["--swarm", swarm, "--name", agent, "--"] + command
         process.environment = environment
         let handle = try FileHandle(forWritingTo: output)
         process.standardOutput = handle

@@ -55,28 +55,14 @@ struct ClaudeCodeTests {
             #expect(results.contains { $0.contains("not on a Friday") }, "\(results)")
 
             // Its telemetry, through the relay: the session's context, the Bash skill, the cost.
-            let session = try await H.waitFor("the context health of \(agent)") {
-                let page = try await H.get(services.health, "/v1/context-health?agentId=\(agent)", token: token)
-                return (page["sessions"] as? [JSON])?.first { ($0["tokenUsage"] as? Int ?? 0) >= 180_000 }
-            }
-            #expect(session["swarmId"] as? String == swarm)
+            let session = try await H.expectHealth(services, token: token, swarm: swarm, agent: agent, contextTokens: 180_000, skill: "Bash")
             #expect(session["maxTokens"] as? Int == 200_000, "\(session)")
-            let skill = try await H.waitFor("the Bash skill of \(swarm)") {
-                let page = try await H.get(services.health, "/v1/skill-health?swarmId=\(swarm)", token: token)
-                return (page["skills"] as? [JSON])?.first { $0["name"] as? String == "Bash" && ($0["calls"] as? Int ?? 0) >= 1 }
-            }
-            #expect(skill["swarmId"] as? String == swarm)
             let cost = try await H.waitFor("the cost of \(swarm)") {
                 let page = try await H.get(services.health, "/v1/swarm-health", token: token)
                 let entry = (page["swarms"] as? [JSON])?.first { $0["swarmId"] as? String == swarm }
                 return (entry?["costPerHourUsd"] as? Double).flatMap { $0 > 0 ? $0 : nil }
             }
             #expect(cost > 0)
-            let incident = try await H.waitFor("the context incident of \(agent)") {
-                let page = try await H.get(services.health, "/v1/incidents?status=all", token: token)
-                return (page["incidents"] as? [JSON])?.first { $0["rule"] as? String == "context_near_capacity" && $0["swarmId"] as? String == swarm }
-            }
-            #expect(incident["agentId"] as? String == agent, "\(incident)")
         }
     }
 }
