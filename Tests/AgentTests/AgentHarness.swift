@@ -109,6 +109,22 @@ struct AgentHarness {
         }
     }
 
+    /// Approves `agent`'s first gate, then rejects its next with `reason`; answers the two gates.
+    @discardableResult
+    static func approveThenReject(_ services: Services, token: String, agent: String, reason: String) async throws -> (first: JSON, second: JSON) {
+        let first = try await Self.pendingGate(services.approvals, token: token, agent: agent)
+        let firstID = try #require(first["gateId"] as? String)
+        try await Self.decide(services.approvals, token: token, gate: firstID, ["decision": "approve"])
+        let second = try await Self.nextPendingGate(services.approvals, token: token, agent: agent, after: firstID)
+        try await Self.decide(
+            services.approvals,
+            token: token,
+            gate: try #require(second["gateId"] as? String),
+            ["decision": "reject", "reason": reason]
+        )
+        return (first, second)
+    }
+
     static func decide(_ approvals: any TestClientProtocol, token: String, gate: String, _ decision: JSON) async throws {
         let (status, body) = try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(gate)/decision", token: token, json: decision)
         #expect(status == .ok, "deciding \(gate): \(status) \(body)")

@@ -30,18 +30,9 @@ struct ClaudeCodeTests {
             let (claude, output) = try RealAgent.startClaude(services, swarm: swarm, agent: agent, project: project, prompt: prompt)
             defer { if claude.isRunning { claude.terminate() } }
 
-            let first = try await H.pendingGate(services.approvals, token: token, agent: agent)
+            let (first, _) = try await H.approveThenReject(services, token: token, agent: agent, reason: "not on a Friday")
             #expect(first["tool"] as? String == "Bash")
             #expect((first["summary"] as? String)?.contains("echo yes > approved.txt") == true, "\(first)")
-            try await H.decide(services.approvals, token: token, gate: try #require(first["gateId"] as? String), ["decision": "approve"])
-
-            let second = try await H.nextPendingGate(services.approvals, token: token, agent: agent, after: try #require(first["gateId"] as? String))
-            try await H.decide(
-                services.approvals,
-                token: token,
-                gate: try #require(second["gateId"] as? String),
-                ["decision": "reject", "reason": "not on a Friday"]
-            )
             let status = await RealAgent.exit(of: claude, timeout: .seconds(90))
             let log = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             #expect(status == 0, "the connector: \(String(describing: status))\n\(log)")
@@ -145,18 +136,9 @@ extension ClaudeCodeTests {
                 extra: ["--mcp-config", config.path, "--permission-prompt-tool", "mcp__swarmdeck__approve"]
             )
             defer { if claude.isRunning { claude.terminate() } }
-            let first = try await H.pendingGate(services.approvals, token: token, agent: agent)
-            let firstID = try #require(first["gateId"] as? String)
-            let detail = try await H.get(services.approvals, "/v1/approval-gates/\(firstID)", token: token)
+            let (first, _) = try await H.approveThenReject(services, token: token, agent: agent, reason: "no more files today")
+            let detail = try await H.get(services.approvals, "/v1/approval-gates/\(try #require(first["gateId"] as? String))", token: token)
             #expect(detail["source"] as? String == "mcp", "\(detail)")
-            try await H.decide(services.approvals, token: token, gate: firstID, ["decision": "approve"])
-            let second = try await H.nextPendingGate(services.approvals, token: token, agent: agent, after: firstID)
-            try await H.decide(
-                services.approvals,
-                token: token,
-                gate: try #require(second["gateId"] as? String),
-                ["decision": "reject", "reason": "no more files today"]
-            )
             let status = await RealAgent.exit(of: claude, timeout: .seconds(60))
             #expect(status == 0, "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
             #expect(FileManager.default.fileExists(atPath: project.work.appendingPathComponent("mcp.txt").path))

@@ -30,17 +30,8 @@ struct CodexTests {
             let (codex, output) = try RealAgent.startCodex(services, swarm: swarm, agent: agent, project: project, prompt: prompt)
             defer { if codex.isRunning { codex.terminate() } }
 
-            let first = try await H.pendingGate(services.approvals, token: token, agent: agent)
+            let (first, _) = try await H.approveThenReject(services, token: token, agent: agent, reason: "not on a Friday")
             #expect((first["summary"] as? String)?.contains("echo yes > approved.txt") == true, "\(first)")
-            let firstID = try #require(first["gateId"] as? String)
-            try await H.decide(services.approvals, token: token, gate: firstID, ["decision": "approve"])
-            let second = try await H.nextPendingGate(services.approvals, token: token, agent: agent, after: firstID)
-            try await H.decide(
-                services.approvals,
-                token: token,
-                gate: try #require(second["gateId"] as? String),
-                ["decision": "reject", "reason": "not on a Friday"]
-            )
             let status = await RealAgent.exit(of: codex, timeout: .seconds(90))
             let log = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             #expect(status == 0, "the connector: \(String(describing: status))\n\(log)")
