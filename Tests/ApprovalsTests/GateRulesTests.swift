@@ -65,6 +65,7 @@ struct GateRulesTests {
             summary: "s",
             risk: "low",
             toolInputTruncated: false,
+            maskedValues: 0,
             options: [],
             status: .rejected,
             requestedAt: Date(),
@@ -90,7 +91,7 @@ struct GateRulesTests {
     func redaction() throws {
         let redactor = ToolInputRedactor(maxBytes: 16_384)
         let input: [String: Any] = [
-            "command": "curl -H 'Authorization: Bearer abc.def' https://api.example.com && export GH=ghp_0123456789abcdefghij",
+            "command": "curl -H 'Authorization: Bearer abc.def.ghi' https://api.example.com && export GH=ghp_0123456789abcdefghij",
             "env": ["API_TOKEN": "hunter2", "HOME": "/root"],
             "password": "p",
             "jwt": "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl",
@@ -98,12 +99,16 @@ struct GateRulesTests {
             "note": "password=letmein please",
             "count": 3,
         ]
-        let (json, truncated) = redactor.redact(input)
-        #expect(!truncated)
+        let redacted = redactor.redact(input)
+        let json = redacted.json
+        #expect(!redacted.truncated)
+        // The bearer token, the GitHub token, the API token, the password, the JWT, the key's
+        // body and the password in the note.
+        #expect(redacted.masked == 7, "\(redacted.masked) masked: \(json)")
         for secret in ["hunter2", "abc.def", "ghp_0123456789", "eyJhbGciOiJFUzI1NiJ9", "AAAA", "letmein", "\"p\""] {
             #expect(!json.contains(secret), "\(secret) leaked: \(json)")
         }
-        for kept in ["curl", "https://api.example.com", "/root", "\"count\":3", "please"] {
+        for kept in ["curl", "https://api.example.com", "/root", "\"count\":3", "please", "&& export GH=", "-----BEGIN OPENSSH PRIVATE KEY-----"] {
             #expect(json.contains(kept), "\(kept) lost: \(json)")
         }
         let big = ToolInputRedactor(maxBytes: 1024).redact(["content": String(repeating: "x", count: 100_000)])

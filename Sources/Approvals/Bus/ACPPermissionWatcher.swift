@@ -80,8 +80,8 @@ struct ACPPermissionWatcher: Service {
         guard acp["direction"] as? String == "agent_to_client", acp["kind"] as? String == "request",
             let request = ACPPermission.request(from: body)
         else { return nil }
-        var toolInput: (json: String, truncated: Bool)?
-        if let input = request.rawInput { toolInput = ToolInputRedactor(maxBytes: self.settings.maxInputBytes).redact(input) }
+        let toolInput = request.rawInput.map { ToolInputRedactor(maxBytes: self.settings.maxInputBytes).redact($0) }
+        let summary = CredentialMask(request.title)
         // Ids restart with each connection: the session and the tool call count too.
         let identity = [envelope.threadID, sessionID ?? "", request.id, request.toolCallID ?? ""].joined(separator: "\u{0}")
         let key = SHA256.hash(data: Array(identity.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
@@ -92,11 +92,12 @@ struct ACPPermissionWatcher: Service {
             agent: envelope.agentID,
             idempotencyKey: "acp-" + key,
             source: "acp",
-            summary: ToolInputRedactor.redactWords(in: request.title),
+            summary: summary.text,
             risk: "medium",
             tool: request.kind,
             toolInput: toolInput?.json,
             toolInputTruncated: toolInput?.truncated ?? false,
+            maskedValues: summary.count + (toolInput?.masked ?? 0),
             options: request.options,
             status: .pending,
             requestedAt: now,

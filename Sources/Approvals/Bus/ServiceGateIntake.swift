@@ -80,6 +80,7 @@ struct ServiceGateIntake: Service {
         try InputCheck.range(request.expiresInSeconds, "expiresInSeconds", 1...self.settings.maxExpirySeconds)
         guard Self.risks.contains(request.risk) else { throw APIError(.invalidRequest, "risk must be low, medium, high or critical") }
         let lifetime = request.expiresInSeconds ?? self.settings.defaultExpirySeconds
+        let summary = CredentialMask(request.summary)
         return Gate(
             tenant: request.tenant,
             id: "g_" + randomHex(bytes: 12),
@@ -87,11 +88,12 @@ struct ServiceGateIntake: Service {
             agent: request.agentId,
             idempotencyKey: request.idempotencyKey,
             source: "api",
-            summary: ToolInputRedactor.redactWords(in: request.summary),
+            summary: summary.text,
             risk: request.risk,
             tool: request.tool,
             toolInput: nil,
             toolInputTruncated: false,
+            maskedValues: summary.count,
             options: [],
             status: .pending,
             requestedAt: now,

@@ -38,6 +38,8 @@ struct Gate: Sendable, Equatable {
     /// The tool's input, redacted and bounded, as JSON text.
     var toolInput: String?
     var toolInputTruncated: Bool
+    /// How many values in the summary and the tool's input were masked as credentials.
+    var maskedValues: Int
     var options: [GateOption]
     var status: GateStatus
     var requestedAt: Date

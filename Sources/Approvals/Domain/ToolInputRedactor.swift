@@ -1,14 +1,12 @@
 import Foundation
 
-/// What of a tool's input a gate keeps to show the person deciding: secrets replaced by
-/// `[redacted]`, and the whole cut to a size a phone can show.
+/// What of a tool's input a gate keeps to show the person deciding: credentials masked in place
+/// by ``CredentialMask``, and the whole cut to a size a phone can show.
 ///
-/// A value is a secret when its key names one (password, secret, token, API key,
-/// authorization, credential, private key, cookie, session) or when the string itself looks like
-/// one: a known key prefix (`sk-`, `sk-ant-`, `ghp_`, `gho_`, `github_pat_`, `xoxb-`, `xoxp-`,
-/// `AKIA`, `sdi_`, `glpat-`), a `Bearer` credential, a JWT, or a PEM private key block. Inside
-/// a longer string (a shell command) such a word is replaced alone, so `curl -H "Authorization:
-/// Bearer abc…" …` keeps its shape.
+/// A string is masked where it holds a credential's format; a value under a key that names a
+/// secret (password, secret, token, API key, authorization, credential, private key, cookie,
+/// session) has every run of its characters masked, but never its whitespace or shell syntax.
+/// How many values were masked is counted, for the client to show next to Approve.
 ///
 /// Bounds: strings over ``maxString`` characters are cut, objects and arrays past ``maxItems``
 /// entries or ``maxDepth`` levels are cut, and if the result is still over `maxBytes` it is
@@ -18,25 +16,36 @@ struct ToolInputRedactor {
     static let maxString = 4000
     static let maxItems = 100
     static let maxDepth = 8
-    static let redacted = "[redacted]"
 
-    /// The redacted input as JSON text (keys sorted), and whether anything was cut.
-    func redact(_ object: [String: Any]) -> (json: String, truncated: Bool) {
+    /// A tool's input as a gate keeps it.
+    struct Redacted: Sendable, Equatable {
+        /// The input as JSON text, keys sorted.
+        var json: String
+        /// Whether anything was cut.
+        var truncated: Bool
+        /// How many values were masked.
+        var masked: Int
+    }
+
+    /// The redacted input.
+    func redact(_ object: [String: Any]) -> Redacted {
         var truncated = false
-        let clean = Self.redact(object, depth: 0, truncated: &truncated)
+        var masked = 0
+        let clean = Self.redact(object, depth: 0, secret: false, truncated: &truncated, masked: &masked)
         guard let data = try? JSONSerialization.data(withJSONObject: clean, options: [.sortedKeys, .withoutEscapingSlashes]) else {
-            return ("{}", true)
+            return Redacted(json: "{}", truncated: true, masked: masked)
         }
         if data.count <= self.maxBytes {
-            return (String(decoding: data, as: UTF8.self), truncated)
+            return Redacted(json: String(decoding: data, as: UTF8.self), truncated: truncated, masked: masked)
         }
         // Still too large: a prefix of it, as a string (cut on a character boundary).
         let prefix = String(decoding: data.prefix(max(0, self.maxBytes - 64)), as: UTF8.self).filter { $0 != "\u{FFFD}" }
         let fallback = (try? JSONSerialization.data(withJSONObject: ["truncated": prefix], options: [.sortedKeys])) ?? Data("{}".utf8)
-        return (String(decoding: fallback, as: UTF8.self), true)
+        return Redacted(json: String(decoding: fallback, as: UTF8.self), truncated: true, masked: masked)
     }
 
-    private static func redact(_ value: Any, depth: Int, truncated: inout Bool) -> Any {
+    /// `secret`: the value is under a key that names a secret.
+    private static func redact(_ value: Any, depth: Int, secret: Bool, truncated: inout Bool, masked: inout Int) -> Any {
         if depth >= Self.maxDepth, value is [String: Any] || value is [Any] {
             truncated = true
             return "[cut: nested too deep]"
@@ -46,88 +55,37 @@ struct ToolInputRedactor {
             var result: [String: Any] = [:]
             for key in object.keys.sorted().prefix(Self.maxItems) {
                 let cleanKey = key.unicodeScalars.count > 200 ? String(String.UnicodeScalarView(key.unicodeScalars.prefix(200))) : key
-                result[cleanKey] = Self.isSecretKey(key) ? Self.redacted : Self.redact(object[key]!, depth: depth + 1, truncated: &truncated)
+                result[cleanKey] = Self.redact(
+                    object[key]!,
+                    depth: depth + 1,
+                    secret: secret || CredentialMask.isSecretName(key),
+                    truncated: &truncated,
+                    masked: &masked
+                )
             }
             if object.count > Self.maxItems { truncated = true }
             return result
         case let array as [Any]:
             if array.count > Self.maxItems { truncated = true }
-            return array.prefix(Self.maxItems).map { Self.redact($0, depth: depth + 1, truncated: &truncated) }
+            return array.prefix(Self.maxItems).map {
+                Self.redact($0, depth: depth + 1, secret: secret, truncated: &truncated, masked: &masked)
+            }
         case let string as String:
-            var clean = Self.redactWords(in: string)
+            let mask = secret ? CredentialMask.maskingEveryValue(string) : CredentialMask(string)
+            masked += mask.count
+            var clean = mask.text
             if clean.unicodeScalars.count > Self.maxString {
                 clean = String(String.UnicodeScalarView(clean.unicodeScalars.prefix(Self.maxString))) + "…"
                 truncated = true
             }
             return clean
-        default:
+        case is NSNull:
             return value
+        default:
+            // A number or a boolean under a secret's key is a secret too.
+            guard secret else { return value }
+            masked += 1
+            return CredentialMask.placeholder
         }
-    }
-
-    private static let secretKeyWords = [
-        "password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "authorization", "credential", "privatekey",
-        "private_key", "private-key", "cookie", "session",
-    ]
-
-    static func isSecretKey(_ key: String) -> Bool {
-        let lower = key.lowercased()
-        return Self.secretKeyWords.contains { lower.contains($0) }
-    }
-
-    private static let secretPrefixes = ["sk-", "ghp_", "gho_", "ghs_", "github_pat_", "xoxb-", "xoxp-", "AKIA", "sdi_", "glpat-"]
-
-    /// Whether one whitespace-delimited word is a credential.
-    static func isSecretWord(_ word: Substring) -> Bool {
-        let trimmed = word.trimmingCharacters(in: CharacterSet(charactersIn: "\"'`,;()[]{}<>"))
-        guard trimmed.count >= 12 else { return false }
-        // `NAME=ghp_…` or `header:sk-…`: the value after the last `=` or `:` counts too.
-        let value = trimmed.split(whereSeparator: { $0 == "=" || $0 == ":" }).last.map(String.init) ?? trimmed
-        if Self.secretPrefixes.contains(where: { trimmed.hasPrefix($0) || value.hasPrefix($0) }) { return true }
-        // A JWT: three base64url parts, the first a JSON header.
-        let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false)
-        if parts.count == 3, trimmed.hasPrefix("eyJ"), parts.allSatisfy({ !$0.isEmpty }) { return true }
-        // A long run of key-like characters after a `key=` or `key:`.
-        if let equals = trimmed.firstIndex(where: { $0 == "=" || $0 == ":" }) {
-            let name = trimmed[..<equals]
-            if Self.isSecretKey(String(name)) && trimmed.index(after: equals) < trimmed.endIndex { return true }
-        }
-        return false
-    }
-
-    /// The string with credential words replaced, a `Bearer`/`Basic` credential and a PEM
-    /// private key block included.
-    static func redactWords(in string: String) -> String {
-        var text = string
-        if let begin = text.range(of: "-----BEGIN"), text.range(of: "PRIVATE KEY-----", range: begin.upperBound..<text.endIndex) != nil {
-            let end = text.range(of: "-----END", range: begin.upperBound..<text.endIndex)
-            let close = end.flatMap { text.range(of: "-----", range: $0.upperBound..<text.endIndex) }
-            text.replaceSubrange(begin.lowerBound..<(close?.upperBound ?? text.endIndex), with: Self.redacted)
-        }
-        var output = ""
-        output.reserveCapacity(text.utf8.count)
-        var redactNext = false
-        var word = Substring()
-        func emit() {
-            if word.isEmpty { return }
-            if redactNext || Self.isSecretWord(word) {
-                output += Self.redacted
-                redactNext = false
-            } else {
-                output += word
-                let bare = word.trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
-                redactNext = bare.caseInsensitiveCompare("Bearer") == .orderedSame || bare.caseInsensitiveCompare("Basic") == .orderedSame
-            }
-        }
-        var start = text.startIndex
-        for index in text.indices where text[index].isWhitespace {
-            word = text[start..<index]
-            emit()
-            output.append(text[index])
-            start = text.index(after: index)
-        }
-        word = text[start..<text.endIndex]
-        emit()
-        return output
     }
 }

@@ -17,7 +17,7 @@ extension ApprovalsHandler {
         if let tool = body.tool { try InputCheck.text(tool, "tool", max: 200) }
         try InputCheck.range(body.expiresInSeconds, "expiresInSeconds", 1...self.settings.maxExpirySeconds)
         let options = try Self.checkOptions(body.options ?? [])
-        var toolInput: (json: String, truncated: Bool)?
+        var toolInput: ToolInputRedactor.Redacted?
         if let object = body.toolInput {
             let data = try JSONEncoder().encode(object.additionalProperties)
             guard let parsed = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
@@ -33,6 +33,7 @@ extension ApprovalsHandler {
                 retryAfterSeconds: wait.retryAfterSeconds
             )
         }
+        let summary = CredentialMask(body.summary)
         let now = Date.nowMilliseconds
         let lifetime = body.expiresInSeconds ?? self.settings.defaultExpirySeconds
         let gate = Gate(
@@ -43,12 +44,13 @@ extension ApprovalsHandler {
             idempotencyKey: body.idempotencyKey,
             source: body.source?.rawValue ?? "api",
             // Credentials in a command line stay out of the gate, its events and its audit.
-            summary: ToolInputRedactor.redactWords(in: body.summary),
+            summary: summary.text,
             risk: body.risk?.rawValue ?? "medium",
             recommendedAction: body.recommendedAction?.rawValue,
             tool: body.tool,
             toolInput: toolInput?.json,
             toolInputTruncated: toolInput?.truncated ?? false,
+            maskedValues: summary.count + (toolInput?.masked ?? 0),
             options: options,
             status: .pending,
             requestedAt: now,

@@ -40,6 +40,7 @@ extension ApprovalsHandler {
                         source: gate.source,
                         toolInput: gate.toolInputObject,
                         toolInputTruncated: gate.toolInputTruncated,
+                        maskedValues: gate.maskedValues,
                         options: gate.options.map(\.contract),
                         receipt: gate.receipt,
                         audit: audit.map { .init(at: $0.at, actor: $0.actor, action: $0.action, detail: $0.detail) }

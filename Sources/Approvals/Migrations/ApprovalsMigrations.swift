@@ -71,5 +71,13 @@ enum ApprovalsMigrations {
                 ALTER TABLE gates ADD COLUMN acp_thread_id text, ADD COLUMN acp_session_id text, ADD COLUMN acp_request_id text;
                 """
         ),
+        Migration(
+            version: 3,
+            name: "how many values a gate masked",
+            sql: """
+                -- Credentials masked in a gate's summary and tool input (shown next to Approve).
+                ALTER TABLE gates ADD COLUMN masked_values integer NOT NULL DEFAULT 0;
+                """
+        ),
     ]
 }

@@ -13,7 +13,7 @@ struct GateStore: Sendable {
 
     private static let columns = """
         tenant_id, gate_id, swarm_id, agent_id, idempotency_key, source, summary, risk, recommended_action, tool, tool_input,
-        tool_input_truncated, options, status, requested_at, expires_at, receipt_id, decided_at, decided_by, reason, option_id, allow,
+        tool_input_truncated, masked_values, options, status, requested_at, expires_at, receipt_id, decided_at, decided_by, reason, option_id, allow,
         decision_id, acp_thread_id, acp_session_id, acp_request_id
         """
 
@@ -62,10 +62,11 @@ struct GateStore: Sendable {
             try await connection.query(
                 """
                 INSERT INTO gates (tenant_id, gate_id, swarm_id, agent_id, idempotency_key, source, summary, risk, recommended_action,
-                    tool, tool_input, tool_input_truncated, options, status, requested_at, expires_at, acp_thread_id, acp_session_id,
+                    tool, tool_input, tool_input_truncated, masked_values, options, status, requested_at, expires_at, acp_thread_id, acp_session_id,
                     acp_request_id)
                 VALUES (\(gate.tenant), \(gate.id), \(gate.swarm), \(gate.agent), \(gate.idempotencyKey), \(gate.source), \(gate.summary),
-                    \(gate.risk), \(gate.recommendedAction), \(gate.tool), \(gate.toolInput), \(gate.toolInputTruncated), \(options),
+                    \(gate.risk), \(gate.recommendedAction), \(gate.tool), \(gate.toolInput), \(gate.toolInputTruncated), \(gate.maskedValues),
+                    \(options),
                     'pending', \(gate.requestedAt), \(gate.expiresAt), \(gate.acp?.threadID), \(gate.acp?.sessionID), \(gate.acp?.requestID))
                 """,
                 logger: self.logger
@@ -311,6 +312,7 @@ extension Gate {
             tool: try cells["tool"].decode(String?.self),
             toolInput: try cells["tool_input"].decode(String?.self),
             toolInputTruncated: try cells["tool_input_truncated"].decode(Bool.self),
+            maskedValues: try cells["masked_values"].decode(Int.self),
             options: try JSONDecoder().decode([GateOption].self, from: Data(options.utf8)),
             status: GateStatus(rawValue: try cells["status"].decode(String.self)) ?? .pending,
             requestedAt: try cells["requested_at"].decode(Date.self),

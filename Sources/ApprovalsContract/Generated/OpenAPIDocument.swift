@@ -280,7 +280,7 @@ components:
         detail: { type: string }
     GateDetail:
       type: object
-      required: [gate, source, options, toolInputTruncated, audit]
+      required: [gate, source, options, toolInputTruncated, maskedValues, audit]
       properties:
         gate: { $ref: '#/components/schemas/GateSummary' }
         source: { type: string }
@@ -289,6 +289,12 @@ components:
           additionalProperties: true
           description: The tool's input as stored (secrets redacted, size-bounded).
         toolInputTruncated: { type: boolean }
+        maskedValues:
+          type: integer
+          minimum: 0
+          description: >-
+            How many values in the summary and the tool's input were masked as credentials
+            (`[redacted]`, in place; shell syntax is never masked). Show it next to Approve.
         options:
           type: array
           items: { $ref: '#/components/schemas/Option' }

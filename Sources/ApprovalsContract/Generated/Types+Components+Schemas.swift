@@ -547,6 +547,10 @@ extension Components {
             public var toolInput: Components.Schemas.GateDetail.ToolInputPayload?
             /// - Remark: Generated from `#/components/schemas/GateDetail/toolInputTruncated`.
             public var toolInputTruncated: Swift.Bool
+            /// How many values in the summary and the tool's input were masked as credentials (`[redacted]`, in place; shell syntax is never masked). Show it next to Approve.
+            ///
+            /// - Remark: Generated from `#/components/schemas/GateDetail/maskedValues`.
+            public var maskedValues: Swift.Int
             /// - Remark: Generated from `#/components/schemas/GateDetail/options`.
             public var options: [Components.Schemas.Option]
             /// - Remark: Generated from `#/components/schemas/GateDetail/receipt`.
@@ -560,6 +564,7 @@ extension Components {
             ///   - source:
             ///   - toolInput: The tool's input as stored (secrets redacted, size-bounded).
             ///   - toolInputTruncated:
+            ///   - maskedValues: How many values in the summary and the tool's input were masked as credentials (`[redacted]`, in place; shell syntax is never masked). Show it next to Approve.
             ///   - options:
             ///   - receipt:
             ///   - audit:
@@ -568,6 +573,7 @@ extension Components {
                 source: Swift.String,
                 toolInput: Components.Schemas.GateDetail.ToolInputPayload? = nil,
                 toolInputTruncated: Swift.Bool,
+                maskedValues: Swift.Int,
                 options: [Components.Schemas.Option],
                 receipt: Components.Schemas.Receipt? = nil,
                 audit: [Components.Schemas.AuditEntry]
@@ -576,6 +582,7 @@ extension Components {
                 self.source = source
                 self.toolInput = toolInput
                 self.toolInputTruncated = toolInputTruncated
+                self.maskedValues = maskedValues
                 self.options = options
                 self.receipt = receipt
                 self.audit = audit
@@ -585,6 +592,7 @@ extension Components {
                 case source
                 case toolInput
                 case toolInputTruncated
+                case maskedValues
                 case options
                 case receipt
                 case audit

@@ -85,6 +85,8 @@ function decideForm(id, detail, receiptBox) {
     error,
     h('div', { class: 'actions' },
       h('button', { type: 'button', id: 'approve', onclick: () => decide('approve') }, 'Approve'),
+      detail.maskedValues ? h('span', { class: 'hint', id: 'masked-values' },
+        `${detail.maskedValues} value${detail.maskedValues === 1 ? '' : 's'} masked as credentials`) : null,
       h('button', { type: 'button', id: 'reject', class: 'danger', onclick: () => decide('reject') }, 'Reject')));
   form.addEventListener('submit', (event) => event.preventDefault());
   return form;
