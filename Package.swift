@@ -238,7 +238,7 @@ let package = Package(
             dependencies: [
                 "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, hummingbirdWebSocket, jwtKit, logging, metrics,
                 openAPIRuntime,
-                nioCore,
+                nioCore, nioPosix,
                 nioWebSocket, postgresNIO,
                 prometheus, serviceLifecycle, swiftProtobuf, systemPackage,
             ],

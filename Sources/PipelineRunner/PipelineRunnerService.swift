@@ -48,7 +48,7 @@ public enum PipelineRunnerService: SwarmdeckService {
             store: store,
             provider: provider,
             fetcher: ResearchFetcher(
-                policy: ResearchAddressPolicy(allowPrivate: settings.researchAllowPrivate),
+                policy: AddressPolicy(allowPrivate: settings.researchAllowPrivate),
                 timeout: .seconds(settings.researchTimeoutSeconds),
                 maxCharacters: settings.researchMaxCharacters,
                 logger: logger

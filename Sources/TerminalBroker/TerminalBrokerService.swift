@@ -23,8 +23,10 @@ public enum TerminalBrokerService: SwarmdeckService {
         let logger = assembly.logger
         let key = try OpenSSHPrivateKey(openSSH: settings.keyText)
         let store = HostStore(client: assembly.postgres, logger: logger)
+        let keys = TenantSSHKeys(brokerKey: key)
         let pool = SSHHostPool(
-            key: try Curve25519.Signing.PrivateKey(rawRepresentation: key.seed),
+            keys: keys,
+            policy: settings.addressPolicy,
             store: store,
             group: MultiThreadedEventLoopGroup.singleton,
             timeout: .seconds(settings.connectTimeoutSeconds),
@@ -45,7 +47,7 @@ public enum TerminalBrokerService: SwarmdeckService {
             logger: logger
         )
         let heartbeats = WebSocketHeartbeats(revocations: assembly.revocations)
-        let handler = TerminalHandler(store: store, pool: pool, recordings: recordings, settings: settings)
+        let handler = TerminalHandler(store: store, pool: pool, recordings: recordings, settings: settings, keys: keys)
         try assembly.router.addOpenAPIOperations(
             document: openAPIDocument,
             trustedProxies: settings.trustedProxies,

@@ -88,7 +88,7 @@ struct TerminalErrorTests {
             #expect(status.code == 502 && body.errorCode == "SSHHostUnreachable", "\(status) \(body)")
             #expect(body["error"].flatMap { ($0 as? [String: Any])?["retryable"] as? Bool } == true)
 
-            try harness.sshd.authorize(harness.sshd.brokerKeyFile)
+            try harness.authorizeTenant()
             let good = try await harness.register(client, name: "good")
             let missing = harness.viewer(client, session: harness.sessionID(host: good, name: "absent"), token: phone)
             #expect(try await missing.closed()?.reason == "TmuxSessionNotFound")

@@ -27,8 +27,23 @@ struct TerminalHarness {
         overrides["TERMINAL_SCHEMA"] = overrides["TERMINAL_SCHEMA"] ?? TestEnvironment.uniqueName("term")
         overrides["TERMINAL_SSH_KEY_FILE"] = overrides["TERMINAL_SSH_KEY_FILE"] ?? self.sshd.brokerKeyFile.path
         overrides["TERMINAL_CONNECT_TIMEOUT_SECONDS"] = overrides["TERMINAL_CONNECT_TIMEOUT_SECONDS"] ?? "5"
+        // The test's sshd is on loopback, which the broker refuses unless an operator allows it.
+        overrides["TERMINAL_ALLOWED_NETWORKS"] = overrides["TERMINAL_ALLOWED_NETWORKS"] ?? "127.0.0.1/32"
         overrides["TERMINAL_RECORDINGS_DIR"] = overrides["TERMINAL_RECORDINGS_DIR"] ?? self.sshd.directory.appendingPathComponent("recordings").path
         self.live = try await LiveHarness(overrides: overrides)
+        try self.authorizeTenant()
+    }
+
+    /// The tenant's SSH key, as the broker derives it from its key file.
+    func tenantKey(_ tenant: String? = nil) throws -> String {
+        let file = self.live.overrides["TERMINAL_SSH_KEY_FILE"] ?? self.sshd.brokerKeyFile.path
+        let key = try OpenSSHPrivateKey(openSSH: try String(contentsOfFile: file, encoding: .utf8))
+        return TenantSSHKeys(brokerKey: key).publicKeyLine(tenant: tenant ?? self.tenant)
+    }
+
+    /// Makes the test tenant's key (and `others`' keys) the only ones the sshd lets in.
+    func authorizeTenant(also others: [String] = []) throws {
+        try self.sshd.authorize(lines: try ([self.tenant] + others).map { try self.tenantKey($0) })
     }
 
     /// The broker, live on a port of its own (WebSockets need one).

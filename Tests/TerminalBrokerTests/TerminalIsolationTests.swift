@@ -47,6 +47,74 @@ struct TerminalIsolationTests {
         }
     }
 
+    @Test("each tenant logs in with its own key: A registering B's host (its address and user) cannot list or type into B's sessions")
+    func hostTakeover() async throws {
+        let harness = try await H()
+        let victim = "victim-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+        // The sshd lets in the victim's key only.
+        try harness.sshd.authorize(lines: [try harness.tenantKey(victim)])
+        try await harness.sshd.newSession("theirs")
+        try await harness.run { client in
+            // Each admin reads its own tenant's key; they differ, and each is the one the broker uses.
+            let (_, mine) = try await LiveCall.call(client, .get, "/v1/terminal/ssh-key", token: try await harness.admin())
+            let (_, theirs) = try await LiveCall.call(client, .get, "/v1/terminal/ssh-key", token: try await harness.admin(tenant: victim))
+            #expect(mine["publicKey"] as? String == (try harness.tenantKey()))
+            #expect(theirs["publicKey"] as? String == (try harness.tenantKey(victim)))
+            #expect(
+                (mine["fingerprint"] as? String)?.hasPrefix("SHA256:") == true && mine["fingerprint"] as? String != theirs["fingerprint"] as? String
+            )
+
+            let victimHost = try await harness.register(client, name: "theirs", tenant: victim)
+            let victimPhone = try await harness.token(tenant: victim)
+            let (victimSessions, _) = try await harness.sessions(client, token: victimPhone)
+            #expect(victimSessions.contains { $0["tmuxSessionName"] as? String == "theirs" }, "the victim lists its own session: \(victimSessions)")
+
+            // The attacker registers the same address, port and user.
+            let stolen = try await harness.register(client, name: "stolen")
+            let phone = try await harness.token(scopes: [.terminalAttach, .terminalWrite])
+            let (sessions, hosts) = try await harness.sessions(client, token: phone)
+            #expect(sessions.isEmpty, "\(sessions)")
+            let error = hosts.first { $0["hostId"] as? String == stolen }?["error"] as? [String: Any]
+            #expect(error?["code"] as? String == "SSHAuthFailed", "\(hosts)")
+            let viewer = harness.viewer(client, session: harness.sessionID(host: stolen, name: "theirs"), token: phone, query: "input=true")
+            #expect(try await viewer.closed()?.reason == "SSHAuthFailed")
+            viewer.close()
+            // The victim's host still works for the victim.
+            let (stillTheirs, _) = try await harness.sessions(client, token: victimPhone)
+            #expect(stillTheirs.contains { $0["sessionId"] as? String == harness.sessionID(host: victimHost, name: "theirs") })
+        }
+    }
+
+    @Test(
+        "the broker reaches only public addresses and terminal.allowed-networks: loopback, the service network and metadata are refused, and no error tells an open port from a closed one"
+    )
+    func addressPolicy() async throws {
+        // Only the test's own sshd address is allowed; 127.0.0.2 (another loopback) is not.
+        let harness = try await H(["TERMINAL_ALLOWED_NETWORKS": "127.0.0.1/32"])
+        try await harness.run { client in
+            let admin = try await harness.admin()
+            for address in ["127.0.0.2", "169.254.169.254", "10.0.0.5", "::1", "fe80::1", "::ffff:127.0.0.2", "0.0.0.0"] {
+                let body: [String: Any] = ["name": "probe", "address": address, "port": 5432, "username": "u"]
+                let (status, answer) = try await LiveCall.call(client, .post, "/v1/terminal/hosts", token: admin, json: body)
+                #expect(status == .badRequest && answer.errorCode == "InvalidRequest", "\(address): \(status) \(answer)")
+            }
+            let phone = try await harness.token()
+            // Open ports that are not SSH (Postgres, NATS) and a closed port: one error, one message.
+            let postgres = try #require(URL(string: try TestEnvironment.databaseURL)?.port)
+            let nats = try #require(URL(string: try TestEnvironment.natsURL)?.port)
+            let closed = try freeLoopbackPort()
+            var messages: Set<String> = []
+            for (name, port) in [("pg", postgres), ("nats", nats), ("closed", closed)] {
+                let host = try await harness.register(client, name: name, port: port)
+                let (_, hosts) = try await harness.sessions(client, token: phone)
+                let error = try #require(hosts.first { $0["hostId"] as? String == host }?["error"] as? [String: Any])
+                #expect(error["code"] as? String == "SSHHostUnreachable", "\(name): \(error)")
+                messages.insert((error["message"] as? String ?? "").replacingOccurrences(of: ":\(port)", with: ":PORT"))
+            }
+            #expect(messages.count == 1, "\(messages)")
+        }
+    }
+
     @Test("bad input: 4xx in the envelope, never 5xx; scopes are checked")
     func badInput() async throws {
         let harness = try await H()

@@ -8,7 +8,8 @@ import TestSupport
 final class TestSSHD: @unchecked Sendable {
     let directory: URL
     let port: Int
-    /// The broker's private key file (OpenSSH format), authorized on start.
+    /// The broker's private key file (OpenSSH format); the harness authorizes a tenant's key
+    /// derived from it.
     let brokerKeyFile: URL
     /// The tmux server's socket name (`tmux -L`).
     let tmuxSocket = "sdt-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
@@ -23,7 +24,6 @@ final class TestSSHD: @unchecked Sendable {
         self.username = try Spawn.output("/usr/bin/id", ["-un"]).trimmingCharacters(in: .whitespacesAndNewlines)
         try Spawn.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "broker", "-f", self.brokerKeyFile.path])
         try self.newHostKey()
-        try self.authorize(self.brokerKeyFile)
         // sshd's privilege separation directory.
         try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
     }
@@ -38,8 +38,13 @@ final class TestSSHD: @unchecked Sendable {
 
     /// Makes `keyFile`'s public key the only authorized one.
     func authorize(_ keyFile: URL) throws {
-        let line = try String(contentsOfFile: keyFile.path + ".pub", encoding: .utf8)
-        try Data(line.utf8).write(to: self.directory.appendingPathComponent("authorized_keys"))
+        try self.authorize(lines: [try String(contentsOfFile: keyFile.path + ".pub", encoding: .utf8)])
+    }
+
+    /// Makes these `authorized_keys` lines the only authorized keys.
+    func authorize(lines: [String]) throws {
+        let text = lines.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: "\n") + "\n"
+        try Data(text.utf8).write(to: self.directory.appendingPathComponent("authorized_keys"))
     }
 
     /// A key pair nobody authorized.

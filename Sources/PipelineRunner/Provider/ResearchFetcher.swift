@@ -4,15 +4,16 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOPosix
+import ServiceKit
 
 /// A researcher's page fetches (seed 001's `WebFetchService`): GET with a deadline, HTML
 /// stripped to text, cut to a number of characters. Every hop (the URL, then each redirect, at
-/// most 3) is resolved first and refused unless ``ResearchAddressPolicy`` allows every address
+/// most 3) is resolved first and refused unless ``AddressPolicy`` allows every address
 /// it resolves to; the request then goes to the address that was checked (the client's DNS is
 /// pinned to it), so a name that resolves differently the second time cannot reach an internal
 /// service. Bodies are read up to 2 MiB.
 struct ResearchFetcher: Sendable {
-    let policy: ResearchAddressPolicy
+    let policy: AddressPolicy
     let timeout: Duration
     let maxCharacters: Int
     let logger: Logger
@@ -33,7 +34,7 @@ struct ResearchFetcher: Sendable {
             if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
             let addresses: [String]
             do {
-                addresses = try await Self.resolve(host)
+                addresses = try await AddressPolicy.resolve(host)
             } catch {
                 return (FetchRecord(url: url, status: .failed, detail: "\(host) did not resolve"), nil)
             }
@@ -96,28 +97,4 @@ struct ResearchFetcher: Sendable {
         }
     }
 
-    /// Every address `host` resolves to (numeric), off the event loops.
-    static func resolve(_ host: String) async throws -> [String] {
-        try await NIOThreadPool.singleton.runIfActive {
-            var hints = addrinfo()
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            var result: UnsafeMutablePointer<addrinfo>?
-            guard getaddrinfo(host, nil, &hints, &result) == 0, let first = result else { throw ResolveError() }
-            defer { freeaddrinfo(first) }
-            var addresses: [String] = []
-            var cursor: UnsafeMutablePointer<addrinfo>? = first
-            while let info = cursor {
-                var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-                if getnameinfo(info.pointee.ai_addr, info.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
-                    let address = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                    // A scoped IPv6 address (fe80::1%eth0) is judged without its scope.
-                    addresses.append(address.split(separator: "%").first.map(String.init) ?? address)
-                }
-                cursor = info.pointee.ai_next
-            }
-            return addresses
-        }
-    }
-
-    struct ResolveError: Error {}
 }

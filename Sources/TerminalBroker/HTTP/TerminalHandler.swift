@@ -12,10 +12,12 @@ struct TerminalHandler: Sendable {
     let pool: SSHHostPool
     let recordings: TerminalRecordings
     let settings: TerminalSettings
+    let keys: TenantSSHKeys
 
     /// What each operation asks of its caller (checked by ``OperationAuthenticationMiddleware``).
     /// Recordings hold what was typed: writers and administrators only.
     static let credentials: [String: OperationCredential] = [
+        Operations.GetTerminalSSHKey.id: .accessToken(anyOf: [.admin]),
         Operations.RegisterTerminalHost.id: .accessToken(anyOf: [.admin]),
         Operations.ListTerminalHosts.id: .accessToken(anyOf: [.admin]),
         Operations.RemoveTerminalHost.id: .accessToken(anyOf: [.admin]),
@@ -30,6 +32,17 @@ struct TerminalHandler: Sendable {
 }
 
 extension TerminalHandler: APIProtocol {
+    func getTerminalSSHKey(_ input: Operations.GetTerminalSSHKey.Input) async throws -> Operations.GetTerminalSSHKey.Output {
+        let person = try Caller.person()
+        return .ok(
+            .init(
+                body: .json(
+                    .init(publicKey: self.keys.publicKeyLine(tenant: person.tenant), fingerprint: self.keys.fingerprint(tenant: person.tenant))
+                )
+            )
+        )
+    }
+
     func registerTerminalHost(_ input: Operations.RegisterTerminalHost.Input) async throws -> Operations.RegisterTerminalHost.Output {
         let person = try Caller.person()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
@@ -40,6 +53,16 @@ extension TerminalHandler: APIProtocol {
             username: body.username,
             tmuxSocket: body.tmuxSocket
         ).validated()
+        // A numeric address is judged now; a name, each time it is resolved.
+        if AddressPolicy.ipv4(registration.address) ?? AddressPolicy.ipv6(registration.address) != nil,
+            let refusal = self.settings.addressPolicy.refusal(registration.address)
+        {
+            throw APIError(
+                .invalidRequest,
+                "the broker may not reach \(refusal); an operator allows networks with terminal.allowed-networks",
+                details: ["address": "a public address, or one in terminal.allowed-networks"]
+            )
+        }
         let host = try await self.store.register(
             registration,
             tenant: person.tenant,

@@ -43,6 +43,7 @@ final class SSHConnection: Sendable {
     /// host refused the broker's key).
     static func connect(
         to endpoint: SSHEndpoint,
+        at address: String,
         key: Curve25519.Signing.PrivateKey,
         checkHostKey: @escaping @Sendable (String) async -> HostKeyVerdict,
         group: any EventLoopGroup,
@@ -72,7 +73,7 @@ final class SSHConnection: Sendable {
             }
         let channel: any Channel
         do {
-            channel = try await bootstrap.connect(host: endpoint.host, port: endpoint.port).get()
+            channel = try await bootstrap.connect(host: address, port: endpoint.port).get()
         } catch {
             handshake.fail(error)
             throw APIError(.sshHostUnreachable, "cannot reach \(where_): \(Self.describe(error))", retryAfterSeconds: 5)

@@ -4,9 +4,13 @@ import Logging
 import NIOCore
 import ServiceKit
 
-/// One SSH connection per host, opened on demand and shared by every command and attach on it.
-/// A host that failed is not tried again before its backoff (1 s, doubling up to
-/// `terminal.max-backoff-seconds`): until then requests get its last error at once.
+/// One SSH connection per host and tenant, opened on demand and shared by every command and
+/// attach on it, logged in with that tenant's key (``TenantSSHKeys``). The host's name is
+/// resolved first and the connection goes to an address ``AddressPolicy`` allows (public, or in
+/// `terminal.allowed-networks`). A host that failed is not tried again before its backoff (1 s,
+/// doubling up to `terminal.max-backoff-seconds`): until then requests get its last error at
+/// once. Every failure to reach an SSH server (refused, timed out, not SSH) is the same
+/// `SSHHostUnreachable`, so the broker cannot be used to tell open ports from closed ones.
 actor SSHHostPool {
     struct Key: Hashable, Sendable {
         var tenant: String
@@ -20,7 +24,8 @@ actor SSHHostPool {
         var backoff: Duration
     }
 
-    private let key: Curve25519.Signing.PrivateKey
+    private let keys: TenantSSHKeys
+    private let policy: AddressPolicy
     private let store: HostStore
     private let group: any EventLoopGroup
     private let timeout: Duration
@@ -30,8 +35,17 @@ actor SSHHostPool {
     private var connecting: [Key: Task<SSHConnection, any Error>] = [:]
     private var failures: [Key: Failure] = [:]
 
-    init(key: Curve25519.Signing.PrivateKey, store: HostStore, group: any EventLoopGroup, timeout: Duration, maxBackoff: Duration, logger: Logger) {
-        self.key = key
+    init(
+        keys: TenantSSHKeys,
+        policy: AddressPolicy,
+        store: HostStore,
+        group: any EventLoopGroup,
+        timeout: Duration,
+        maxBackoff: Duration,
+        logger: Logger
+    ) {
+        self.keys = keys
+        self.policy = policy
         self.store = store
         self.group = group
         self.timeout = timeout
@@ -55,10 +69,12 @@ actor SSHHostPool {
             task = running
         } else {
             let store = self.store
-            task = Task { [privateKey = self.key, group = self.group, timeout = self.timeout] in
-                try await SSHConnection.connect(
+            task = Task { [keys = self.keys, policy = self.policy, group = self.group, timeout = self.timeout] in
+                let address = try await Self.address(of: host, policy: policy)
+                return try await SSHConnection.connect(
                     to: host.endpoint,
-                    key: privateKey,
+                    at: address,
+                    key: keys.privateKey(tenant: tenant),
                     checkHostKey: { presented in
                         do {
                             return try await store.check(hostKey: presented, host: host, tenant: tenant)
@@ -80,15 +96,48 @@ actor SSHHostPool {
             return connection
         } catch {
             self.connecting[key] = nil
-            let failure = error as? APIError ?? APIError(.sshHostUnreachable, "\(error)")
+            // The detail stays in the log; callers learn only that no SSH server answered.
+            let failure: APIError
+            switch error {
+            case let refused as AddressRefused:
+                failure = APIError(
+                    .sshHostUnreachable,
+                    "\(host.address) is not an address the broker may reach: \(refused.reason) (an operator allows networks with terminal.allowed-networks)",
+                    retryAfterSeconds: 5
+                )
+            case let error as APIError where error.code != .sshHostUnreachable:
+                failure = error
+            default:
+                failure = APIError(.sshHostUnreachable, "no SSH server answered at \(host.address):\(host.port)", retryAfterSeconds: 5)
+            }
             let backoff = min(self.maxBackoff, (self.failures[key]?.backoff ?? .milliseconds(500)) * 2)
             self.failures[key] = Failure(error: failure, until: .now + backoff, backoff: backoff)
             self.logger.notice(
                 "ssh connection failed",
-                metadata: ["host": "\(host.hostId)", "error": "\(failure.code.rawValue)", "backoff": "\(backoff)"]
+                metadata: [
+                    "host": "\(host.hostId)", "error": "\(failure.code.rawValue)", "detail": "\(SSHConnection.describe(error))",
+                    "backoff": "\(backoff)",
+                ]
             )
             throw failure
         }
+    }
+
+    /// The first address the host's name resolves to that the policy allows.
+    static func address(of host: TerminalHost, policy: AddressPolicy) async throws -> String {
+        let addresses: [String]
+        do {
+            addresses = try await AddressPolicy.resolve(host.address)
+        } catch {
+            throw APIError(.sshHostUnreachable, "\(host.address) did not resolve", retryAfterSeconds: 5)
+        }
+        if let allowed = addresses.first(where: { policy.refusal($0) == nil }) { return allowed }
+        throw AddressRefused(reason: addresses.first.flatMap { policy.refusal($0) } ?? "\(host.address) has no address")
+    }
+
+    /// Every address a host's name resolves to is one the policy refuses.
+    struct AddressRefused: Error {
+        var reason: String
     }
 
     /// Closes the host's connections and forgets its failures (after its trust was reset or it

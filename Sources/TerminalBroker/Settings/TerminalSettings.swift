@@ -31,11 +31,14 @@ public struct TerminalSettings: ServiceSettings {
     var maxRecordingBytes: Int
     /// Peers whose `X-Forwarded-For` names the client.
     var trustedProxies: Set<String>
+    /// Which addresses hosts may have: public ones, and those in `terminal.allowed-networks`.
+    var addressPolicy: AddressPolicy
 
     public static let keys: [SettingKey] = [
         .terminalSchema, .terminalKeyFile, .terminalMaxHostsPerTenant, .terminalConnectTimeoutSeconds, .terminalMaxBackoffSeconds,
         .terminalReplayBytes, .terminalViewerBufferBytes, .terminalMaxViewersPerSession, .terminalMaxAttachesPerTenant, .terminalMaxInputBytes,
         .terminalRecordingsDirectory, .terminalRecordingRetentionDays, .terminalMaxRecordingBytes, .terminalTrustedProxies,
+        .terminalAllowedNetworks,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -60,6 +63,8 @@ public struct TerminalSettings: ServiceSettings {
         self.recordingRetentionDays = try reader.setting(.terminalRecordingRetentionDays, in: 1...3650)
         self.maxRecordingBytes = try reader.setting(.terminalMaxRecordingBytes, in: 4096...(1 << 30))
         self.trustedProxies = Set(try reader.setting(.terminalTrustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        let networks = try reader.setting(.terminalAllowedNetworks, expected: "comma-separated networks in CIDR notation") { IPNetwork.list($0) }
+        self.addressPolicy = AddressPolicy(allowedNetworks: networks)
     }
 }
 
@@ -124,6 +129,11 @@ extension SettingKey {
         "terminal.max-recording-bytes",
         "the largest recording; past it a marker says the rest of that attach was not kept",
         default: "67108864"
+    )
+    static let terminalAllowedNetworks = SettingKey(
+        "terminal.allowed-networks",
+        "networks (CIDR, comma-separated) hosts may be in besides public addresses; loopback, private, link-local (cloud metadata) and other internal addresses are refused unless listed",
+        default: ""
     )
     static let terminalTrustedProxies = SettingKey(
         "terminal.trusted-proxies",

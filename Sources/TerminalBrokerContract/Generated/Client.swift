@@ -26,9 +26,10 @@ import HTTPTypes
 /// Recordings hold what was typed, so they need `terminal:write` or `admin`.
 ///
 /// Every error is the shared error envelope (docs/errors.md) with the status its code implies,
-/// and every response echoes `x-request-id`. Constraints given here (lengths, patterns, ranges)
-/// are checked by the service and answered with 400 `InvalidRequest`. Everything is scoped to
-/// the credential's tenant: another tenant's host or session is 404.
+/// and every response echoes `x-request-id`. Constraints on bodies and queries (lengths,
+/// patterns, ranges) are checked by the service and answered with 400 `InvalidRequest`; an id in
+/// a path that is too long or malformed names nothing and is 404. Everything is scoped to the
+/// credential's tenant: another tenant's host or session is 404.
 ///
 public struct Client: APIProtocol {
     /// The underlying HTTP client.
@@ -56,6 +57,91 @@ public struct Client: APIProtocol {
     }
     private var converter: Converter {
         client.converter
+    }
+    /// The public half of this tenant's own SSH key (scope `admin`), for the `authorized_keys` of the user a host is registered with. Each tenant has its own key; a host that lists it lets in this tenant's broker and no other tenant's.
+    ///
+    /// - Remark: HTTP `GET /v1/terminal/ssh-key`.
+    /// - Remark: Generated from `#/paths//v1/terminal/ssh-key/get(getTerminalSSHKey)`.
+    public func getTerminalSSHKey(_ input: Operations.GetTerminalSSHKey.Input) async throws -> Operations.GetTerminalSSHKey.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.GetTerminalSSHKey.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/terminal/ssh-key",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.GetTerminalSSHKey.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.TenantSSHKey.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
     }
     /// The tenant's hosts (scope `admin`).
     ///
@@ -142,7 +228,7 @@ public struct Client: APIProtocol {
             }
         )
     }
-    /// Registers a host the broker may reach over SSH (scope `admin`; audited). 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
+    /// Registers a host the broker may reach over SSH (scope `admin`; audited). 400 for a numeric address the broker may not reach (loopback, private, link-local and other internal addresses, unless in `terminal.allowed-networks`); 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
     ///
     /// - Remark: HTTP `POST /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/post(registerTerminalHost)`.

@@ -17,9 +17,10 @@ info:
     Recordings hold what was typed, so they need `terminal:write` or `admin`.
 
     Every error is the shared error envelope (docs/errors.md) with the status its code implies,
-    and every response echoes `x-request-id`. Constraints given here (lengths, patterns, ranges)
-    are checked by the service and answered with 400 `InvalidRequest`. Everything is scoped to
-    the credential's tenant: another tenant's host or session is 404.
+    and every response echoes `x-request-id`. Constraints on bodies and queries (lengths,
+    patterns, ranges) are checked by the service and answered with 400 `InvalidRequest`; an id in
+    a path that is too long or malformed names nothing and is 404. Everything is scoped to the
+    credential's tenant: another tenant's host or session is 404.
 servers:
   - url: /
 security:
@@ -29,11 +30,23 @@ tags:
   - name: sessions
   - name: recordings
 paths:
+  /v1/terminal/ssh-key:
+    get:
+      operationId: getTerminalSSHKey
+      tags: [hosts]
+      summary: The public half of this tenant's own SSH key (scope `admin`), for the `authorized_keys` of the user a host is registered with. Each tenant has its own key; a host that lists it lets in this tenant's broker and no other tenant's.
+      responses:
+        '200':
+          description: The tenant's public key.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/TenantSSHKey' }
+        default: { $ref: '#/components/responses/Error' }
   /v1/terminal/hosts:
     post:
       operationId: registerTerminalHost
       tags: [hosts]
-      summary: Registers a host the broker may reach over SSH (scope `admin`; audited). 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
+      summary: Registers a host the broker may reach over SSH (scope `admin`; audited). 400 for a numeric address the broker may not reach (loopback, private, link-local and other internal addresses, unless in `terminal.allowed-networks`); 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
       requestBody:
         required: true
         content:
@@ -243,6 +256,16 @@ components:
         hosts:
           type: array
           items: { $ref: '#/components/schemas/TerminalHost' }
+    TenantSSHKey:
+      type: object
+      required: [publicKey, fingerprint]
+      properties:
+        publicKey:
+          type: string
+          description: An `authorized_keys` line, `ssh-ed25519 AAAA… swarmdeck-<tenant>`.
+        fingerprint:
+          type: string
+          description: As `ssh-keygen -l` shows it, `SHA256:…`.
     HostKeyInfo:
       type: object
       required: [hostId]

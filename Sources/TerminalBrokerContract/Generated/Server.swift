@@ -38,6 +38,17 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.getTerminalSSHKey(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .get,
+            path: server.apiPathComponentsWithServerPrefix("/v1/terminal/ssh-key")
+        )
+        try transport.register(
+            {
                 try await server.listTerminalHosts(
                     request: $0,
                     body: $1,
@@ -150,6 +161,74 @@ extension APIProtocol {
 }
 
 fileprivate extension UniversalServer where APIHandler: APIProtocol {
+    /// The public half of this tenant's own SSH key (scope `admin`), for the `authorized_keys` of the user a host is registered with. Each tenant has its own key; a host that lists it lets in this tenant's broker and no other tenant's.
+    ///
+    /// - Remark: HTTP `GET /v1/terminal/ssh-key`.
+    /// - Remark: Generated from `#/paths//v1/terminal/ssh-key/get(getTerminalSSHKey)`.
+    func getTerminalSSHKey(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.GetTerminalSSHKey.id,
+            using: {
+                APIHandler.getTerminalSSHKey($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let headers: Operations.GetTerminalSSHKey.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.GetTerminalSSHKey.Input(headers: headers)
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
     /// The tenant's hosts (scope `admin`).
     ///
     /// - Remark: HTTP `GET /v1/terminal/hosts`.
@@ -218,7 +297,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// Registers a host the broker may reach over SSH (scope `admin`; audited). 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
+    /// Registers a host the broker may reach over SSH (scope `admin`; audited). 400 for a numeric address the broker may not reach (loopback, private, link-local and other internal addresses, unless in `terminal.allowed-networks`); 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
     ///
     /// - Remark: HTTP `POST /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/post(registerTerminalHost)`.

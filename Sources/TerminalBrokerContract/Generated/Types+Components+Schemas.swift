@@ -234,6 +234,33 @@ extension Components {
                 case hosts
             }
         }
+        /// - Remark: Generated from `#/components/schemas/TenantSSHKey`.
+        public struct TenantSSHKey: Codable, Hashable, Sendable {
+            /// An `authorized_keys` line, `ssh-ed25519 AAAA… swarmdeck-<tenant>`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TenantSSHKey/publicKey`.
+            public var publicKey: Swift.String
+            /// As `ssh-keygen -l` shows it, `SHA256:…`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/TenantSSHKey/fingerprint`.
+            public var fingerprint: Swift.String
+            /// Creates a new `TenantSSHKey`.
+            ///
+            /// - Parameters:
+            ///   - publicKey: An `authorized_keys` line, `ssh-ed25519 AAAA… swarmdeck-<tenant>`.
+            ///   - fingerprint: As `ssh-keygen -l` shows it, `SHA256:…`.
+            public init(
+                publicKey: Swift.String,
+                fingerprint: Swift.String
+            ) {
+                self.publicKey = publicKey
+                self.fingerprint = fingerprint
+            }
+            public enum CodingKeys: String, CodingKey {
+                case publicKey
+                case fingerprint
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/HostKeyInfo`.
         public struct HostKeyInfo: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/HostKeyInfo/hostId`.

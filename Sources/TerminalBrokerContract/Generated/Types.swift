@@ -17,12 +17,17 @@ import struct Foundation.Data
 import struct Foundation.Date
 /// A type that performs HTTP operations defined by the OpenAPI document.
 public protocol APIProtocol: Sendable {
+    /// The public half of this tenant's own SSH key (scope `admin`), for the `authorized_keys` of the user a host is registered with. Each tenant has its own key; a host that lists it lets in this tenant's broker and no other tenant's.
+    ///
+    /// - Remark: HTTP `GET /v1/terminal/ssh-key`.
+    /// - Remark: Generated from `#/paths//v1/terminal/ssh-key/get(getTerminalSSHKey)`.
+    func getTerminalSSHKey(_ input: Operations.GetTerminalSSHKey.Input) async throws -> Operations.GetTerminalSSHKey.Output
     /// The tenant's hosts (scope `admin`).
     ///
     /// - Remark: HTTP `GET /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/get(listTerminalHosts)`.
     func listTerminalHosts(_ input: Operations.ListTerminalHosts.Input) async throws -> Operations.ListTerminalHosts.Output
-    /// Registers a host the broker may reach over SSH (scope `admin`; audited). 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
+    /// Registers a host the broker may reach over SSH (scope `admin`; audited). 400 for a numeric address the broker may not reach (loopback, private, link-local and other internal addresses, unless in `terminal.allowed-networks`); 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
     ///
     /// - Remark: HTTP `POST /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/post(registerTerminalHost)`.
@@ -71,6 +76,13 @@ public protocol APIProtocol: Sendable {
 
 /// Convenience overloads for operation inputs.
 extension APIProtocol {
+    /// The public half of this tenant's own SSH key (scope `admin`), for the `authorized_keys` of the user a host is registered with. Each tenant has its own key; a host that lists it lets in this tenant's broker and no other tenant's.
+    ///
+    /// - Remark: HTTP `GET /v1/terminal/ssh-key`.
+    /// - Remark: Generated from `#/paths//v1/terminal/ssh-key/get(getTerminalSSHKey)`.
+    public func getTerminalSSHKey(headers: Operations.GetTerminalSSHKey.Input.Headers = .init()) async throws -> Operations.GetTerminalSSHKey.Output {
+        try await getTerminalSSHKey(Operations.GetTerminalSSHKey.Input(headers: headers))
+    }
     /// The tenant's hosts (scope `admin`).
     ///
     /// - Remark: HTTP `GET /v1/terminal/hosts`.
@@ -78,7 +90,7 @@ extension APIProtocol {
     public func listTerminalHosts(headers: Operations.ListTerminalHosts.Input.Headers = .init()) async throws -> Operations.ListTerminalHosts.Output {
         try await listTerminalHosts(Operations.ListTerminalHosts.Input(headers: headers))
     }
-    /// Registers a host the broker may reach over SSH (scope `admin`; audited). 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
+    /// Registers a host the broker may reach over SSH (scope `admin`; audited). 400 for a numeric address the broker may not reach (loopback, private, link-local and other internal addresses, unless in `terminal.allowed-networks`); 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
     ///
     /// - Remark: HTTP `POST /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/post(registerTerminalHost)`.
