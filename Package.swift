@@ -249,7 +249,7 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsLocal", "ApprovalsContract", "CNATS", "Contracts", "ControlAPIContract", "EventLog", "OTLP", "ServiceKit",
                 "SwarmdeckTools",
-                "TelemetryRelay", hummingbird, swiftProtobuf,
+                "TelemetryRelay", "TerminalBroker", hummingbird, swiftProtobuf,
                 argumentParser, asyncHTTPClient, crypto, hummingbirdWSClient, logging, nioCore, nioHTTP1, nioSSL, openAPIAsyncHTTPClient,
                 openAPIRuntime, postgresNIO,
             ],

@@ -7,6 +7,7 @@ import NIOCore
 import ServiceKit
 import SwarmdeckTools
 import Synchronization
+import TerminalBroker
 
 /// `swarmdeck-bench terminal`: terminal-broker's three targets on the running local stack (its
 /// sshd on this machine is the broker's host `local`, and the bench makes its own tmux sessions
@@ -33,8 +34,8 @@ struct TerminalBench: AsyncParsableCommand {
     @Option(help: "That sshd's port, for the plain ssh baseline.")
     var sshPort = 2222
 
-    @Option(help: "The SSH key the baseline logs in with (the broker's, which that sshd authorizes).")
-    var sshKey = ".swarmdeck/keys/terminal-ssh"
+    @Option(help: "The broker's SSH key file: the baseline logs in with the tenant's key derived from it, which that sshd authorizes.")
+    var brokerKey = ".swarmdeck/keys/terminal-ssh"
 
     @Option(help: "The tmux server (tmux -L) the host's sessions are on.")
     var tmuxSocket = "swarmdeck-demo"
@@ -138,9 +139,17 @@ struct TerminalBench: AsyncParsableCommand {
     // MARK: Echo
 
     private func echo(_ id: String, plainSession: String, token: String) async throws -> (broker: [Double], plain: [Double]) {
+        // The tenant's key, as the broker derives it, in a file of this run's own.
+        let keys = try TenantSSHKeys(brokerKeyText: try String(contentsOfFile: self.brokerKey, encoding: .utf8))
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("terminal-bench-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: keyFile.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw ValidationError("cannot create \(keyFile.path)")
+        }
+        defer { try? FileManager.default.removeItem(at: keyFile) }
+        try Data(keys.privateKeyText(tenant: self.stack.tenant).utf8).write(to: keyFile)
         let plain = try PlainControlClient(
             arguments: [
-                "ssh", "-q", "-F", "/dev/null", "-i", self.sshKey, "-p", String(self.sshPort), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+                "ssh", "-q", "-F", "/dev/null", "-i", keyFile.path, "-p", String(self.sshPort), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
                 "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "127.0.0.1",
                 "tmux -u -L \(self.tmuxSocket) -C attach-session -f ignore-size -t =\(plainSession)",
             ]

@@ -1,4 +1,5 @@
 import Foundation
+import SwarmdeckTools
 import TestSupport
 import Testing
 
@@ -122,6 +123,22 @@ struct OpenSSHPrivateKeyTests {
         #expect(noComment.publicKey == Fixtures.publicKey(ofPubLine: Fixtures.ed25519NoCommentPublic))
         #expect(noComment.comment == "")
         #expect(noComment != key)
+    }
+
+    @Test("a tenant's key written as a key file reads back, and OpenSSH's ssh-keygen derives from it the public line the broker shows")
+    func tenantKeyFileIsOpenSSHs() throws {
+        let keys = try TenantSSHKeys(brokerKeyText: Fixtures.ed25519)
+        let text = keys.privateKeyText(tenant: "t1")
+        let parsed = try OpenSSHPrivateKey(openSSH: text)
+        #expect(parsed.comment == "swarmdeck-t1")
+        #expect(try OpenSSHPrivateKey(openSSH: parsed.openSSHText) == parsed)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tenant-key-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(text.utf8).write(to: file)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+        let derived = try Spawn.output("/usr/bin/ssh-keygen", ["-y", "-f", file.path]).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(derived.split(separator: " ").prefix(2) == keys.publicKeyLine(tenant: "t1").split(separator: " ").prefix(2))
+        #expect(keys.publicKeyLine(tenant: "t1") != keys.publicKeyLine(tenant: "t2"))
     }
 
     @Test func whitespaceAroundAndWindowsLineEndsAreAccepted() throws {

@@ -78,6 +78,38 @@ struct OpenSSHPrivateKey: Sendable, Equatable, CustomStringConvertible, CustomDe
         self.comment = comment
     }
 
+    /// A key from its seed and public key (which the caller derived from it).
+    init(seed: [UInt8], publicKey: [UInt8], comment: String) {
+        self.seed = seed
+        self.publicKey = publicKey
+        self.comment = comment
+    }
+
+    /// The key file's text, as `ssh-keygen` writes it (no passphrase): what ``init(openSSH:)``
+    /// reads back.
+    var openSSHText: String {
+        func string(_ bytes: [UInt8]) -> [UInt8] {
+            withUnsafeBytes(of: UInt32(bytes.count).bigEndian, Array.init) + bytes
+        }
+        let publicBlob = string(Array(Self.keyType.utf8)) + string(self.publicKey)
+        let check = withUnsafeBytes(of: UInt32.random(in: 0...UInt32.max), Array.init)
+        var section = check + check + string(Array(Self.keyType.utf8)) + string(self.publicKey)
+        section += string(self.seed + self.publicKey) + string(Array(self.comment.utf8))
+        var pad: UInt8 = 1
+        while section.count % 8 != 0 {
+            section.append(pad)
+            pad += 1
+        }
+        let blob =
+            Self.magic + string(Array("none".utf8)) + string(Array("none".utf8)) + string([]) + [0, 0, 0, 1] + string(publicBlob) + string(section)
+        let base64 = Data(blob).base64EncodedString()
+        let lines = stride(from: 0, to: base64.count, by: 70).map { start in
+            let from = base64.index(base64.startIndex, offsetBy: start)
+            return String(base64[from..<(base64.index(from, offsetBy: 70, limitedBy: base64.endIndex) ?? base64.endIndex)])
+        }
+        return ([Self.beginMarker] + lines + [Self.endMarker]).joined(separator: "\n") + "\n"
+    }
+
     var description: String {
         let hex = self.publicKey.map { String($0, radix: 16) }.map { $0.count == 1 ? "0" + $0 : $0 }.joined()
         return "OpenSSHPrivateKey(ssh-ed25519 \(hex), comment: \(self.comment.debugDescription), seed: <redacted>)"

@@ -9,13 +9,29 @@ import NIOSSH
 /// Derived, not stored: every replica computes the same key, nothing secret is kept in
 /// Postgres, and a new broker key changes every tenant's key at once. A tenant's administrator
 /// reads the public half (`GET /v1/terminal/ssh-key`) and lists it in `authorized_keys`.
-struct TenantSSHKeys: Sendable {
+public struct TenantSSHKeys: Sendable {
     private let masterSeed: SymmetricKey
 
     static let label = Array("swarmdeck terminal-broker tenant key v1".utf8) + [0]
 
     init(brokerKey: OpenSSHPrivateKey) {
         self.masterSeed = SymmetricKey(data: brokerKey.seed)
+    }
+
+    /// The keys derived from the broker's key file (its text).
+    public init(brokerKeyText: String) throws {
+        self.init(brokerKey: try OpenSSHPrivateKey(openSSH: brokerKeyText))
+    }
+
+    /// The tenant's private key as an OpenSSH key file, for a tool that logs in as the broker
+    /// would for that tenant (`swarmdeck-bench terminal`'s plain-ssh baseline).
+    public func privateKeyText(tenant: String) -> String {
+        let key = self.privateKey(tenant: tenant)
+        return OpenSSHPrivateKey(
+            seed: Array(key.rawRepresentation),
+            publicKey: Array(key.publicKey.rawRepresentation),
+            comment: "swarmdeck-\(tenant)"
+        ).openSSHText
     }
 
     /// The tenant's private key.
@@ -26,7 +42,7 @@ struct TenantSSHKeys: Sendable {
     }
 
     /// The tenant's public key as an `authorized_keys` line (`ssh-ed25519 AAAA… swarmdeck-<tenant>`).
-    func publicKeyLine(tenant: String) -> String {
+    public func publicKeyLine(tenant: String) -> String {
         String(openSSHPublicKey: NIOSSHPrivateKey(ed25519Key: self.privateKey(tenant: tenant)).publicKey) + " swarmdeck-\(tenant)"
     }
 
