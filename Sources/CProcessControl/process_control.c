@@ -15,7 +15,16 @@
 int swarmdeck_forbid_inspection(void) {
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
+
+int swarmdeck_become_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
 #else
+int swarmdeck_become_subreaper(void) {
+    errno = ENOSYS;
+    return -1;
+}
+
 int swarmdeck_forbid_inspection(void) {
     errno = ENOSYS;
     return -1;

@@ -147,7 +147,7 @@ actor AgentConnector {
         }
         await self.inFlight?.value
         // What the command started ends with it.
-        self.child.signal(SIGKILL)
+        _ = await self.child.killEveryProcess(within: .seconds(5))
         // Its last exports (an SDK flushes at exit) go to ingest before the agent is gone.
         if let relay = self.telemetryRelay {
             await relay.close()
@@ -256,6 +256,8 @@ actor AgentConnector {
         while !Task.isCancelled {
             try? await Task.sleep(for: self.options.heartbeat)
             self.reportRelayLosses()
+            // Orphans the command left that have exited (the connector is their subreaper).
+            self.child.reapAdopted()
             guard !Task.isCancelled, self.state != .terminated else { continue }
             // One attempt: a retried heartbeat could land after a newer state change.
             _ = await self.post([self.stateEvent(state: self.state, msgID: self.nextID())])
@@ -503,9 +505,14 @@ actor AgentConnector {
             if !ended {
                 message = "SIGTERM, then SIGKILL after \(self.options.grace)"
             }
-            // The rest of the group (a script's children) ends with its leader.
+            // The rest (a script's children, what left its group) ends with its leader; the
+            // command is terminated only once none of its processes is left.
             self.child.signal(SIGKILL)
             _ = await exit.value
+            let left = await self.child.killEveryProcess()
+            guard left.isEmpty else {
+                return (.failed, self.state.rawValue, "\(message); processes \(left.map(String.init).joined(separator: " ")) outlived SIGKILL")
+            }
             self.state = .terminated
             self.taskSummary = "terminated" + (self.options.publishCommand ? ": \(self.command)" : "")
             return (.applied, self.state.rawValue, message)

@@ -10,8 +10,10 @@ import Darwin
 #endif
 
 /// A command started in its own process group, with its stdout and stderr read line by line:
-/// what the agent connector runs and signals. Signals go to the whole group, so a script's
-/// children pause, resume and end with it.
+/// what the agent connector runs and signals. Signals go to the whole group and to every other
+/// descendant of the connector, which is their subreaper (`PR_SET_CHILD_SUBREAPER`): a child
+/// that moved to a group or session of its own (`setsid`) or double-forked away from its parent
+/// is still found, so a script's children pause, resume and end with it.
 ///
 /// With a terminal (``init(_:acceptsInput:inputLimit:hiding:secrets:adding:user:terminal:)``),
 /// the command runs in a session of its own on a pseudo-terminal, as under `script(1)`: what it
@@ -118,6 +120,10 @@ final class ChildProcess: Sendable {
         if let user { wrapper += ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups"] }
         let argv = wrapper + ["--", executable] + arguments.dropFirst()
         let environment = Self.environment(hiding: hiding, secrets: secrets, from: base) + adding
+        // Orphans of the command come back to this process, not init: they stay findable.
+        guard swarmdeck_become_subreaper() == 0 else {
+            throw ChildProcessError("cannot become the command's subreaper: \(String(cString: strerror(errno)))")
+        }
 
         if terminal {
             try self.init(terminal: argv, environment: environment, acceptsLines: acceptsInput, inputLimit: inputLimit)
@@ -336,12 +342,54 @@ final class ChildProcess: Sendable {
         }
     }
 
-    /// Sends `signal` to the process group, and on a terminal to its foreground group too (a
-    /// shell's job runs in a group of its own).
+    /// Sends `signal` to the process group, on a terminal to its foreground group too (a shell's
+    /// job runs in a group of its own), then to every other descendant of this process, in
+    /// passes until one finds no process it has not signalled (one forked meanwhile is caught
+    /// by the next), at most 8. Answers whether the group could be signalled (errno says why
+    /// not).
     @discardableResult
     func signal(_ signal: Int32) -> Bool {
         if let foreground = self.terminal?.foregroundGroup(), foreground != self.pid { kill(-foreground, signal) }
-        return kill(-self.pid, signal) == 0
+        let sent = kill(-self.pid, signal) == 0
+        let error = errno
+        var signalled: Set<Int32> = []
+        for _ in 0..<8 {
+            let fresh = self.processes().keys.filter { !signalled.contains($0) }
+            if fresh.isEmpty { break }
+            for pid in fresh {
+                kill(pid, signal)
+                signalled.insert(pid)
+            }
+        }
+        errno = error
+        return sent
+    }
+
+    /// Every live process the command started (zombies left out), wherever it went.
+    func processes() -> [Int32: Character] {
+        ProcessTree.descendants(of: getpid()).filter { $0.value != "Z" }
+    }
+
+    /// Reaps the adopted orphans that have exited (the command itself is reaped by its thread).
+    func reapAdopted() {
+        let me = getpid()
+        for (pid, entry) in ProcessTree.table() where entry.parent == me && entry.state == "Z" && pid != self.pid {
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, WNOHANG)
+        }
+    }
+
+    /// SIGKILL to every process of the command until none is left, at most `timeout`; answers
+    /// the pids still alive then (a process in uninterruptible sleep can outlive SIGKILL a while).
+    func killEveryProcess(within timeout: Duration = .seconds(10)) async -> [Int32] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            self.signal(SIGKILL)
+            self.reapAdopted()
+            let left = self.processes().keys.sorted()
+            if left.isEmpty || ContinuousClock.now >= deadline { return left }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     /// Waits until the command's output has been read to its end (its last lines after it

@@ -9,6 +9,7 @@ import HummingbirdTesting
 import Ingest
 import Logging
 import ServiceKit
+import SwarmdeckTools
 import TestSupport
 import Testing
 
@@ -375,42 +376,5 @@ enum RealAgent {
     static func exit(of process: Process, timeout: Duration = .seconds(60)) async -> Int32? {
         let ended = await eventually(timeout: timeout) { !process.isRunning }
         return ended ? process.terminationStatus : nil
-    }
-}
-
-/// Processes, read from /proc.
-enum ProcessTree {
-    /// Each process's parent and state letter.
-    static func table() -> [Int32: (parent: Int32, state: Character)] {
-        var table: [Int32: (Int32, Character)] = [:]
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-            guard let pid = Int32(name), let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { continue }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 2, let state = fields[0].first, let parent = Int32(fields[1]) else { continue }
-            table[pid] = (parent, state)
-        }
-        return table
-    }
-
-    /// The descendants of `root` with their states.
-    static func descendants(of root: Int32) -> [Int32: Character] {
-        let table = Self.table()
-        var found: [Int32: Character] = [:]
-        var frontier = [root]
-        while let next = frontier.popLast() {
-            for (pid, entry) in table where entry.parent == next && found[pid] == nil {
-                found[pid] = entry.state
-                frontier.append(pid)
-            }
-        }
-        return found
-    }
-
-    /// Whether `pid` still exists (a zombie counts as gone).
-    static func alive(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
-        return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
     }
 }

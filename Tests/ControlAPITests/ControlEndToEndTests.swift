@@ -165,6 +165,67 @@ struct ControlEndToEndTests {
         }
     }
 
+    /// The pids of the processes whose command line is `sleep <argument>`.
+    static func sleeping(_ argument: String) -> [Int32] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { name in
+            guard let pid = Int32(name), let line = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(name)/cmdline")) else { return nil }
+            let arguments = line.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            return arguments.count == 2 && arguments[0].hasSuffix("sleep") && arguments[1] == argument ? pid : nil
+        }
+    }
+
+    @Test("what escapes the command's group is still paused and terminated: a setsid child, a double-forked orphan, a daemon that ignores SIGTERM")
+    func escapedDescendants() async throws {
+        let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
+        let agent = "e2e-escape-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        let tag = String(UInt32.random(in: 100_000..<999_999))
+        // Each sleep's argument names it: <tag>1 setsid, <tag>2 a setsid daemon ignoring SIGTERM,
+        // <tag>3 an orphan (its parent exits at once), <tag>0 the command itself.
+        let script = """
+            setsid sleep \(tag)1 &
+            setsid sh -c 'trap "" TERM; exec sleep \(tag)2' &
+            sh -c 'sleep \(tag)3 & exit 0'
+            exec sleep \(tag)0
+            """
+        try await harness.runWithStream { ingest, controlAPI, _ in
+            let key = try await harness.createKey(ingest)
+            let token = try await harness.token()
+            let connector = try Self.connector(
+                ingestPort: try #require(ingest.port),
+                controlPort: try #require(controlAPI.port),
+                key: key,
+                agent: agent,
+                ["sh", "-c", script]
+            )
+            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            _ = try await Self.runningAgent(controlAPI, agent, token: token)
+            var pids: [Int32] = []
+            let started = await eventually(timeout: .seconds(10)) {
+                pids = (0...3).flatMap { Self.sleeping("\(tag)\($0)") }
+                return pids.count == 4
+            }
+            try #require(started, "found \(pids)")
+            // None of them is in the command's process group but the command itself.
+            func steer(_ action: String) async throws {
+                var body: [String: Any] = ["action": action, "reason": "escape \(action)", "requestId": "escape-\(action)-\(tag)"]
+                if action == "terminate" { body["confirm"] = "TERMINATE" }
+                #expect(try await H.call(controlAPI, .post, "/v1/agents/\(agent)/control", token: token, json: body).0 == .accepted)
+            }
+            try await steer("pause")
+            #expect(await eventually { pids.allSatisfy { Self.processState($0) == "T" } }, "\(pids.map { Self.processState($0) })")
+            try await steer("resume")
+            #expect(await eventually { pids.allSatisfy { Self.processState($0) == "S" } }, "\(pids.map { Self.processState($0) })")
+            try await steer("terminate")
+            // Terminated means none left (a zombie counts as gone).
+            #expect(
+                await eventually(timeout: .seconds(20)) { pids.allSatisfy { Self.processState($0) == nil || Self.processState($0) == "Z" } },
+                "\(pids.map { Self.processState($0) })"
+            )
+            try await Self.waitForExit(connector)
+            #expect(pids.allSatisfy { Self.processState($0) == nil }, "left: \(pids.map { Self.processState($0) })")
+        }
+    }
+
     @Test(
         "the kill switch holds against the command: it cannot read the key (its environment, the connector's), poll its commands, report a forged state or kill its connector, and is still paused and terminated"
     )

@@ -9,6 +9,12 @@
 /// Returns 0, or -1 with errno set (always -1 with ENOSYS where prctl does not exist).
 int swarmdeck_forbid_inspection(void);
 
+/// prctl(PR_SET_CHILD_SUBREAPER, 1): an orphan among this process's descendants (a daemon that
+/// double-forked, a `setsid` child whose parent exited) is re-parented to this process instead
+/// of init, so it stays a descendant that can be found and signalled.
+/// Returns 0, or -1 with errno set.
+int swarmdeck_become_subreaper(void);
+
 /// Gives terminal `to` the window size of terminal `from` (TIOCGWINSZ, TIOCSWINSZ; ioctl is
 /// variadic). Returns 0, or -1 with errno set.
 int swarmdeck_copy_window_size(int from, int to);
