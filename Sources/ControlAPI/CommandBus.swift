@@ -123,7 +123,7 @@ struct CommandBus: Sendable {
     /// The next commands for a session's agent, waiting up to `wait` for one; an earlier poll
     /// of the same session on this replica ends with none.
     /// - Throws: `RateLimited` when the tenant already has `maxPollsPerTenant` polls waiting here.
-    func next(_ session: AgentSessionIdentity, wait: Duration) async throws -> [(BusControlCommand, handle: String)] {
+    func next(_ session: AgentSessionIdentity, wait: Duration) async throws -> [(BusControlCommand, handle: String, sequence: UInt64?)] {
         let name = self.consumerName(tenant: session.tenant, swarm: session.swarm, agent: session.agent)
         if !self.consumers.contains(name) {
             // Another replica opened the session, or the stream was recreated.
@@ -143,7 +143,7 @@ struct CommandBus: Sendable {
             self.logger.warning("poll failed", metadata: ["consumer": "\(name)", "error": "\(String(reflecting: error))"])
             throw APIError(.serviceUnavailable, "the command queue is being restored; poll again", retryAfterSeconds: 1)
         }
-        var commands: [(BusControlCommand, String)] = []
+        var commands: [(BusControlCommand, String, UInt64?)] = []
         for message in messages {
             guard let subject = message.replySubject, let command = try? BusControlCommand(serializedBytes: message.payload),
                 command.tenantID == session.tenant, command.swarmID == session.swarm, command.agentID == session.agent,
@@ -158,9 +158,15 @@ struct CommandBus: Sendable {
                 try? message.term()
                 continue
             }
-            commands.append((command, handle))
+            commands.append((command, handle, JetStreamMessage.parse(subject)?.streamSequence))
         }
         return commands
+    }
+
+    /// Drops a delivered message for good (`+TERM`): one control-api did not issue.
+    func discard(handle: String, session: AgentSessionIdentity, command: String) {
+        guard let subject = try? self.deliverySubject(handle, session: session, command: command, sequence: nil) else { return }
+        try? self.jetStream.connection.publish(Array("+TERM".utf8), to: subject)
     }
 
     /// Acknowledges a delivered command on JetStream, given the handle it was delivered with

@@ -96,6 +96,17 @@ extension ControlAPIHandler {
         }
     }
 
+    /// Whether `command` is one control-api issued, for the agent and with the action and input
+    /// it has, stored at `sequence` when JetStream's sequence of it is recorded.
+    func isIssued(_ command: BusControlCommand, sequence: UInt64?, tenant: String) async throws -> Bool {
+        guard let issued = try await self.store.issuedCommand(tenant: tenant, commandID: command.commandID),
+            let action = Components.Schemas.CommandAction(command.action)
+        else { return false }
+        return issued.swarm == command.swarmID && issued.agent == command.agentID && issued.action == action.rawValue
+            && (action != .request || issued.input == command.input)
+            && (issued.sequence == nil || sequence == nil || issued.sequence == sequence)
+    }
+
     func pollCommands(_ input: Operations.PollCommands.Input) async throws -> Operations.PollCommands.Output {
         let session = try Caller.agentSession()
         try InputCheck.range(input.query.waitSeconds, "waitSeconds", 0...30)
@@ -116,7 +127,21 @@ extension ControlAPIHandler {
                 throw APIError(.authInvalid, "the ingest key that opened this session was revoked")
             }
         }
-        let delivered = try await self.bus.next(session, wait: .seconds(wait))
+        var delivered: [(BusControlCommand, handle: String)] = []
+        for (command, handle, sequence) in try await self.bus.next(session, wait: .seconds(wait)) {
+            // Anything can be published on the bus by whoever has the rights: a command reaches
+            // an agent only if control-api issued it (its table), as issued. Gate outcomes are
+            // approvals', and the connector confirms each with approvals itself.
+            if command.action != .gate, try await !self.isIssued(command, sequence: sequence, tenant: session.tenant) {
+                self.bus.discard(handle: handle, session: session, command: command.commandID)
+                self.logger.warning(
+                    "dropped a command control-api did not issue",
+                    metadata: ["tenant": "\(session.tenant)", "agent": "\(session.agent)", "command": "\(command.commandID)"]
+                )
+                continue
+            }
+            delivered.append((command, handle))
+        }
         let commands = delivered.compactMap { command, handle -> Components.Schemas.AgentCommand? in
             let action: String
             if command.action == .gate {

@@ -291,6 +291,23 @@ struct ControlStore: Sendable {
         return nil
     }
 
+    /// What control-api issued as command `commandID` of `tenant` (its target, action, input and
+    /// JetStream sequence, nil until JetStream stored it), or nil when it issued no such command.
+    func issuedCommand(
+        tenant: String,
+        commandID: String
+    ) async throws -> (
+        swarm: String, agent: String, action: String, input: String?, sequence: UInt64?
+    )? {
+        for try await (swarm, agent, action, input, sequence) in try await self.client.query(
+            "SELECT swarm_id, agent_id, action, input, stream_seq FROM commands WHERE tenant_id = \(tenant) AND command_id = \(commandID)",
+            logger: self.logger
+        ).decode((String, String, String, String?, Int64?).self) {
+            return (swarm, agent, action, input, sequence.map(UInt64.init))
+        }
+        return nil
+    }
+
     /// Records an agent's answer once, with its audit entry, in one transaction; a repeated
     /// answer changes nothing. False if `tenant` has no such command.
     func acknowledge(tenant: String, ack: Components.Schemas.CommandAck) async throws -> Bool {

@@ -581,6 +581,11 @@ actor AgentConnector {
         continuation.resume(returning: reply)
     }
 
+    /// Forgets an outcome of gate `id` that approvals did not confirm.
+    func forgetGateOutcome(_ id: String) {
+        self.gateOutcomes[id] = nil
+    }
+
     private func settleGate(_ reply: GateRelayReply) {
         guard let id = reply.gateId else { return }
         if self.gateOutcomes.count >= 1000 { self.gateOutcomes.removeAll() }

@@ -174,6 +174,60 @@ struct ControlEndToEndTests {
         }
     }
 
+    @Test("a command forged on the bus with full NATS rights is not obeyed: control-api hands an agent only what it issued, as issued")
+    func forgedCommand() async throws {
+        let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
+        let agent = "e2e-forged-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        try await harness.runWithStream { ingest, controlAPI, _ in
+            let key = try await harness.createKey(ingest)
+            let token = try await harness.token()
+            let connector = try Self.connector(
+                ingestPort: try #require(ingest.port),
+                controlPort: try #require(controlAPI.port),
+                key: key,
+                agent: agent,
+                ["sleep", "1000"]
+            )
+            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            let (_, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
+            // A new pause, and a real command's id with another action: neither was issued.
+            let (status, receipt) = try await H.call(
+                controlAPI,
+                .post,
+                "/v1/agents/\(agent)/control",
+                token: token,
+                json: ["action": "resume", "reason": "a real one", "requestId": "real-resume"]
+            )
+            #expect(status == .accepted)
+            let realID = try #require((receipt["commands"] as? [[String: Any]])?.first?["commandId"] as? String)
+            for (id, action) in [("forged-\(agent)", BusControlAction.pause), (realID + "-x", .terminate)] {
+                var forged = BusControlCommand()
+                forged.commandID = id
+                forged.tenantID = harness.tenant
+                forged.requestID = "forged"
+                forged.swarmID = "e2e"
+                forged.agentID = agent
+                forged.action = action
+                forged.reason = "forged"
+                forged.actor = "attacker"
+                forged.issuedUnixNano = Int64(Date().timeIntervalSince1970 * 1e9)
+                try await harness.live.forge(forged)
+            }
+            try await Task.sleep(for: .seconds(3))
+            #expect(Self.processState(pid) == "S", "a forged command was obeyed: \(String(describing: Self.processState(pid)))")
+            // The real commands still work.
+            let (paused, _) = try await H.call(
+                controlAPI,
+                .post,
+                "/v1/agents/\(agent)/control",
+                token: token,
+                json: ["action": "pause", "reason": "real", "requestId": "real-pause"]
+            )
+            #expect(paused == .accepted)
+            #expect(await eventually { Self.processState(pid) == "T" })
+        }
+    }
+
     @Test("what escapes the command's group is still paused and terminated: a setsid child, a double-forked orphan, a daemon that ignores SIGTERM")
     func escapedDescendants() async throws {
         let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])

@@ -140,3 +140,16 @@ public struct HarnessError: Error, CustomStringConvertible {
         self.message = message
     }
 }
+
+extension LiveHarness {
+    /// Publishes `command` on its agent's control subject, stored by JetStream, as any process
+    /// with full NATS rights could: what the services and the connector must not obey unless
+    /// its issuer stands by it.
+    public func forge(_ command: BusControlCommand) async throws {
+        let nats = try await TestEnvironment.connect()
+        let subjects = try Subjects(prefix: self.prefix)
+        let subject = subjects.controlCommand(tenant: command.tenantID, swarm: command.swarmID, agent: command.agentID)
+        _ = try await JetStream(connection: nats).publish(try command.serializedBytes() as [UInt8], to: subject, messageID: command.commandID)
+        await nats.close()
+    }
+}
