@@ -58,10 +58,10 @@ struct ControlBench: AsyncParsableCommand {
 
         let arrivals = Arrivals()
         let streamURL =
-            self.stack.url.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/stream?protocol=1&access_token=" + reader
+            self.stack.url.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/stream?protocol=1"
         let subscribe = StreamClientMessage(type: "subscribe", requestId: "bench", filters: .init(agentIds: [agent], include: ["states"])).json
         let stream = Task {
-            try await WebSocketClient.connect(url: streamURL, configuration: .init(), logger: Logger(label: "control-bench")) {
+            try await WebSocketClient.connect(url: streamURL, configuration: .bearer(reader), logger: Logger(label: "control-bench")) {
                 inbound,
                 outbound,
                 _ in

@@ -86,7 +86,8 @@ struct FanoutBench: AsyncParsableCommand {
                 let subscribe = StreamClientMessage(type: "subscribe", filters: .init(swarmIds: ["bench"]), maxEventsPerSecond: 10_000).json
                 let slow = try await Connector.open(self.slowClients, board: Board(expected: 0)) {
                     Connection(
-                        url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token,
+                        url: self.fanoutURL + "/v1/stream?protocol=1",
+                        token: token,
                         hello: [subscribe],
                         ready: #""type":"subscribed""#,
                         reads: false
@@ -113,8 +114,8 @@ struct FanoutBench: AsyncParsableCommand {
                 batchEvents: self.batchEvents
             ).json
             try await WebSocketClient.connect(
-                url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token,
-                configuration: WebSocketClientConfiguration(maxFrameSize: 1 << 20),
+                url: self.fanoutURL + "/v1/stream?protocol=1",
+                configuration: .bearer(token, maxFrameSize: 1 << 20),
                 logger: Logger(label: "bench")
             ) { inbound, outbound, _ in
                 try await outbound.write(.text(message))
@@ -148,7 +149,7 @@ struct FanoutBench: AsyncParsableCommand {
             batchEvents: self.batchEvents
         ).json
         let sessions = try await Connector.open(clients, board: board) {
-            Connection(url: self.fanoutURL + "/v1/stream?protocol=1&access_token=" + token, hello: [subscribe], ready: #""type":"subscribed""#)
+            Connection(url: self.fanoutURL + "/v1/stream?protocol=1", token: token, hello: [subscribe], ready: #""type":"subscribed""#)
         }
         let rssAfter = Memory.rss(pid)
         // Drive the events through ingest, stamped with the time they are sent.
@@ -197,6 +198,7 @@ struct FanoutBench: AsyncParsableCommand {
         let sessions = try await Connector.open(clients, board: board) {
             Connection(
                 url: "ws://127.0.0.1:\(server.webSocketPort)",
+                token: "",
                 hello: ["CONNECT {\"verbose\":false,\"pedantic\":false,\"protocol\":1}\r\nSUB \(subject) 1\r\nPING\r\n"],
                 ready: "PONG"
             )
@@ -332,6 +334,8 @@ final class Board: Sendable {
 /// How to open one client: its URL, what it sends first, and the text that says it is ready.
 struct Connection: Sendable {
     var url: String
+    /// Sent as `Authorization: Bearer` on the upgrade.
+    var token: String
     var hello: [String]
     var ready: String
     /// false: once ready, read nothing more (a slow client).
@@ -349,7 +353,7 @@ struct Connector {
             let connection = make()
             tasks.append(
                 Task {
-                    var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20)
+                    var configuration = WebSocketClientConfiguration.bearer(connection.token, maxFrameSize: 1 << 20)
                     configuration.closeTimeout = .seconds(1)
                     try await WebSocketClient.connect(url: connection.url, configuration: configuration, logger: Logger(label: "bench")) {
                         inbound,

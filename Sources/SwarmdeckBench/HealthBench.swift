@@ -62,10 +62,13 @@ struct HealthBench: AsyncParsableCommand {
         let reader = try await signer.sign(tenant: self.stack.tenant, subject: "health-bench", scopes: [.streamRead])
         let arrivals = Arrivals()
         let streamURL =
-            self.stack.url.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/stream?protocol=1&access_token=" + reader
+            self.stack.url.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/stream?protocol=1"
         let subscribe = StreamClientMessage(type: "subscribe", requestId: "bench", filters: .init(swarmIds: [swarm], include: ["incidents"])).json
         let stream = Task {
-            try await WebSocketClient.connect(url: streamURL, configuration: .init(), logger: Logger(label: "health-bench")) { inbound, outbound, _ in
+            try await WebSocketClient.connect(url: streamURL, configuration: .bearer(reader), logger: Logger(label: "health-bench")) {
+                inbound,
+                outbound,
+                _ in
                 try await outbound.write(.text(subscribe))
                 for try await frame in inbound.messages(maxSize: 1 << 20) {
                     guard case .text(let text) = frame else { continue }

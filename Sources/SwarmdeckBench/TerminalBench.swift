@@ -283,7 +283,7 @@ struct TerminalBench: AsyncParsableCommand {
 
     private func url(_ id: String, token: String, input: Bool) -> String {
         let base = self.stack.url.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(of: "https://", with: "wss://")
-        return base + "/v1/terminal/sessions/\(id)/attach?protocol=1&access_token=\(token)" + (input ? "&input=true" : "")
+        return base + "/v1/terminal/sessions/\(id)/attach?protocol=1" + (input ? "&input=true" : "")
     }
 
     /// A viewer: each frame to `onFrame` until it says stop (then the bench closes) or the
@@ -291,7 +291,7 @@ struct TerminalBench: AsyncParsableCommand {
     private func watch(_ id: String, token: String, onFrame: @escaping @Sendable (TerminalFrame) -> Verdict) async throws {
         try await WebSocketClient.connect(
             url: self.url(id, token: token, input: false),
-            configuration: .init(maxFrameSize: 1 << 24),
+            configuration: .bearer(token, maxFrameSize: 1 << 24),
             logger: Self.quiet
         ) {
             inbound,
@@ -318,7 +318,7 @@ struct TerminalBench: AsyncParsableCommand {
     ) async throws {
         try await WebSocketClient.connect(
             url: self.url(id, token: token, input: input),
-            configuration: .init(maxFrameSize: 1 << 24),
+            configuration: .bearer(token, maxFrameSize: 1 << 24),
             logger: Self.quiet
         ) {
             inbound,

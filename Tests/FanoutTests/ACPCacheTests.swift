@@ -168,7 +168,7 @@ struct ACPCacheTests {
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token(), path: "/v1/acp", protocolVersion: nil)
                 let piece = ByteBuffer(string: String(repeating: " ", count: frames == 1 ? 5000 : 2000))
                 let close = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no close")) {
-                    try await TestWebSocket.connect(url: client.url) { inbound, outbound in
+                    try await TestWebSocket.connect(url: client.url, bearer: client.token) { inbound, outbound in
                         for index in 0..<frames {
                             try await outbound.write(opcode: index == 0 ? .text : .continuation, fin: index == frames - 1, data: piece)
                         }
@@ -210,9 +210,10 @@ extension StreamClient {
     func runRaw(sending messages: [String]) async throws -> [String] {
         let received = StreamClient.Received()
         let url = self.url
+        let token = self.token
         let count = messages.count
         _ = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no answer")) {
-            try await TestWebSocket.connect(url: url) { inbound, outbound in
+            try await TestWebSocket.connect(url: url, bearer: token) { inbound, outbound in
                 for message in messages { try await outbound.write(text: message) }
                 for try await message in inbound {
                     guard case .text(let text) = message else { continue }

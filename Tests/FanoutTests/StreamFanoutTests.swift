@@ -177,6 +177,13 @@ struct StreamFanoutTests {
                 try await fanout.execute(uri: "/v1/stream?protocol=1", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
                     #expect(response.status == .badRequest)
                 }
+                // A token in the URL is not read (it would be logged): 401, as with none.
+                try await fanout.execute(uri: "/v1/stream?protocol=1&access_token=\(token)", method: .get) { response in
+                    #expect(response.status == .unauthorized)
+                }
+                await #expect(throws: (any Error).self) {
+                    _ = try await TestWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/stream?protocol=1&access_token=\(token)") { _, _ in }
+                }
 
                 let client = StreamClient(port: port, token: token)
                 let bad = try await client.run(sending: [

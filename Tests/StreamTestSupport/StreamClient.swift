@@ -47,7 +47,6 @@ public struct StreamClient: Sendable {
     public var url: String {
         var query: [String] = []
         if let protocolVersion { query.append("protocol=\(protocolVersion)") }
-        if let token { query.append("access_token=\(token)") }
         return "ws://127.0.0.1:\(self.port)\(self.path)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
     }
 
@@ -77,6 +76,7 @@ public struct StreamClient: Sendable {
         let answerPings = self.answerPings
         let readDelay = self.readDelay
         let url = self.url
+        let token = self.token
         let upgraded = Mutex(false)
         let close = try await withHardDeadline(
             timeout,
@@ -85,7 +85,7 @@ public struct StreamClient: Sendable {
                 "stream client timed out after \(timeout) (\(upgraded.withLock { $0 } ? "upgraded" : "never upgraded"), sent \(messages.count) messages, first \(messages.first?.prefix(60) ?? "none")); got \(received.texts.withLock { $0.prefix(8) })"
             )
         ) {
-            try await TestWebSocket.connect(url: url) { inbound, outbound in
+            try await TestWebSocket.connect(url: url, bearer: token) { inbound, outbound in
                 upgraded.withLock { $0 = true }
                 for message in messages { try await outbound.write(text: message) }
                 if let readDelay { try await Task.sleep(for: readDelay) }

@@ -50,6 +50,7 @@ public enum TestWebSocket {
     /// first, the client sends a normal close and waits (up to `closeTimeout`) for the server's.
     public static func connect(
         url: String,
+        bearer token: String? = nil,
         maxMessageBytes: Int = 1 << 24,
         closeTimeout: Duration = .seconds(15),
         _ handler: (Inbound, Outbound) async throws -> Void
@@ -65,6 +66,7 @@ public enum TestWebSocket {
             let outbound = Outbound(writer: writer, closeSent: ClosingFlag())
             let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
             var request = "GET \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            if let token { request += "Authorization: Bearer \(token)\r\n" }
             request += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n"
             try await writer.write(ByteBuffer(string: request))
 

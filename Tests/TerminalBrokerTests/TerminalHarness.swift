@@ -92,7 +92,8 @@ struct TerminalHarness {
     func viewer(_ client: any TestClientProtocol, session: String, token: String, query: String = "") -> ViewerClient {
         let port = client.port ?? 0
         return ViewerClient(
-            url: "ws://127.0.0.1:\(port)/v1/terminal/sessions/\(session)/attach?access_token=\(token)\(query.isEmpty ? "" : "&" + query)"
+            url: "ws://127.0.0.1:\(port)/v1/terminal/sessions/\(session)/attach\(query.isEmpty ? "" : "?" + query)",
+            token: token
         )
     }
 }
@@ -105,12 +106,12 @@ final class ViewerClient: Sendable {
     private let outgoing: AsyncStream<String>.Continuation
     private let task: Task<TestWebSocket.Close?, any Error>
 
-    init(url: String) {
+    init(url: String, token: String? = nil) {
         let (stream, continuation) = AsyncStream<String>.makeStream()
         self.outgoing = continuation
         let texts = self.texts
         self.task = Task {
-            try await TestWebSocket.connect(url: url) { inbound, outbound in
+            try await TestWebSocket.connect(url: url, bearer: token) { inbound, outbound in
                 // The sender is a task of its own, not a child the handler would wait for: the
                 // handler returns as soon as the server's close ends the inbound stream.
                 let sender = Task {

@@ -6,9 +6,11 @@ public import HummingbirdWebSocket
 /// gets no socket (Hummingbird answers it with a bare 400), and the same path's answer to a
 /// request that was not an upgrade gets the error envelope (401/403).
 ///
-/// The token comes from `Authorization: Bearer …`; for clients that cannot set headers on a
+/// The token comes from `Authorization: Bearer …`, or for clients that cannot set headers on a
 /// WebSocket (browsers), from a `swarmdeck.bearer.<token>` subprotocol
-/// (``WebSocketBearerProtocol``), or else from `?access_token=…`. Use it only on WebSocket paths
+/// (``WebSocketBearerProtocol``). Never from the URL: a query string ends up in access and
+/// error logs, proxies' included (`?access_token=` is refused as it was not there: 401).
+/// Use it only on WebSocket paths
 /// (the upgrade, and the same path's answer to a request that was not an upgrade). The identity
 /// reaches the handler as `context.requestContext.identity`.
 public struct WebSocketAuthentication: Sendable {
@@ -36,9 +38,7 @@ public struct WebSocketAuthentication: Sendable {
 
     private func authenticate(_ request: Request, offered: WebSocketBearerProtocol) async throws -> AccessIdentity {
         let token: String
-        if request.headers[.authorization] == nil,
-            let headless = offered.token ?? request.uri.queryParameters["access_token"].map(String.init)
-        {
+        if request.headers[.authorization] == nil, let headless = offered.token {
             token = headless
         } else {
             token = try request.bearerToken("access token")
