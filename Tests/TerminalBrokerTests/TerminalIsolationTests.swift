@@ -115,6 +115,23 @@ struct TerminalIsolationTests {
         }
     }
 
+    @Test("a session name a client chose that could end the shell's quote is never sent to the host: the attach is refused, nothing runs")
+    func hostileSessionName() async throws {
+        let harness = try await H()
+        let marker = harness.sshd.directory.appendingPathComponent("pwned")
+        try await harness.run { client in
+            let host = try await harness.register(client)
+            let phone = try await harness.token(scopes: [.terminalAttach, .terminalWrite])
+            for name in [#"\';touch \#(marker.path);#"#, "x'; touch \(marker.path); '", "a!b"] {
+                let viewer = harness.viewer(client, session: harness.sessionID(host: host, name: name), token: phone, query: "input=true")
+                #expect(try await viewer.closed()?.reason == "InvalidRequest", "\(name)")
+                viewer.close()
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!FileManager.default.fileExists(atPath: marker.path))
+        }
+    }
+
     @Test("bad input: 4xx in the envelope, never 5xx; scopes are checked")
     func badInput() async throws {
         let harness = try await H()

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 import Testing
 
 @testable import TerminalBroker
@@ -27,5 +28,17 @@ struct TmuxCommandLineTests {
         #expect(command.hasPrefix("LC_ALL=C.UTF-8 'tmux' '-u' '-L' 'swarmdeck-demo' 'list-sessions' '-F' "))
         #expect(command.contains("#{@swarmdeck-agent}\t#{@swarmdeck-swarm}'"))
         #expect(TmuxCommandLine.shellQuote("it's") == #"'it'\''s'"#)
+    }
+
+    @Test("a session name reaches a shell only if it means the same in single quotes to sh, fish and csh")
+    func passableNames() throws {
+        for name in ["demo-1", "my session", "é café", "a;b|c$(d)`e`", "x/y:z=1,2"] {
+            #expect(TmuxCommandLine.isPassable(name), "\(name)")
+            #expect(try TmuxCommandLine.controlAttach(socket: nil, session: name).hasSuffix("'=\(name)'"))
+        }
+        for name in [#"\';touch /tmp/pwned;#"#, "it's", "a\\b", "bang!", "line\nbreak", "tab\tx", "", String(repeating: "a", count: 257)] {
+            #expect(!TmuxCommandLine.isPassable(name), "\(name)")
+            #expect(throws: APIError.self) { try TmuxCommandLine.controlAttach(socket: nil, session: name) }
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import ServiceKit
 
 /// The shell command lines the broker runs on a host, and the parsing of what they print.
 /// Every argument is single-quoted for the remote shell; names were validated on the way in.
@@ -26,8 +27,25 @@ enum TmuxCommandLine {
     }
 
     /// A control-mode client of session `name` that never resizes its windows.
-    static func controlAttach(socket: String?, session name: String) -> String {
-        Self.tmux(socket: socket, ["-C", "attach-session", "-f", "ignore-size", "-t", "=" + name])
+    /// - Throws: `InvalidRequest` for a name ``isPassable(_:)`` refuses: it never reaches a shell.
+    static func controlAttach(socket: String?, session name: String) throws(APIError) -> String {
+        guard Self.isPassable(name) else {
+            throw APIError(
+                .invalidRequest,
+                "the broker does not pass a session name holding a quote, a backslash, ! or a control character to a host's shell; rename the session (tmux rename-session)"
+            )
+        }
+        return Self.tmux(socket: socket, ["-C", "attach-session", "-f", "ignore-size", "-t", "=" + name])
+    }
+
+    /// Whether `name` means the same inside single quotes to every login shell a host may have:
+    /// sh, bash, zsh, fish (where `\'` inside quotes is a quote) and csh/tcsh (where `!`
+    /// expands and a newline ends the line): 1 to 256 bytes, no `'`, `\`, `!` or control
+    /// character. A client chooses the name it attaches to (it is in the session id), so a
+    /// name outside this set could end the quote on some shell and run what follows.
+    static func isPassable(_ name: String) -> Bool {
+        (1...256).contains(name.utf8.count)
+            && name.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "'") && $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "!") }
     }
 
     /// One tmux session as `list-sessions` reports it.

@@ -46,7 +46,7 @@ final class TmuxControlClient: Sendable {
         onEvent: @escaping @Sendable (Event) -> Void,
         onEnd: @escaping @Sendable (APIError) -> Void
     ) async throws -> TmuxControlClient {
-        let stream = try await connection.open(TmuxCommandLine.controlAttach(socket: socket, session: session))
+        let stream = try await connection.open(try TmuxCommandLine.controlAttach(socket: socket, session: session))
         let client = TmuxControlClient(stream: stream, session: session)
         let attached = AsyncStream<Result<Void, APIError>>.makeStream()
         Task {
