@@ -355,7 +355,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsLocal", crypto, logging], swiftSettings: swiftSettings),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsLocal", asyncHTTPClient, crypto, logging, nioSSL], swiftSettings: swiftSettings),
         .testTarget(
             name: "ServiceKitTests",
             dependencies: [

@@ -16,8 +16,9 @@ import Synchronization
 /// - `POST /_local/rules` with an ``APNsLocalRule``: 201, or 429 past 1000 rules;
 /// - `DELETE /_local/rules`: 204.
 ///
-/// The control paths have no authentication: the server binds to loopback and exists for tests
-/// and the local stack.
+/// The control paths answer only a request with `Authorization: Bearer <controlToken>` (403
+/// otherwise, or always when the server has no control token): they show every push's device
+/// token and payload, and can make the server fail pushes.
 public final class APNsLocalServer: Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -28,13 +29,23 @@ public final class APNsLocalServer: Sendable {
         /// The topics (bundle ids) accepted; any when empty.
         public var topics: Set<String>
         public var authority: LocalCertificateAuthority
+        /// The bearer token the control paths ask for; nil: they are closed.
+        public var controlToken: String?
 
-        public init(host: String = "127.0.0.1", port: Int = 0, keys: [APNsLocalKey], topics: Set<String> = [], authority: LocalCertificateAuthority) {
+        public init(
+            host: String = "127.0.0.1",
+            port: Int = 0,
+            keys: [APNsLocalKey],
+            topics: Set<String> = [],
+            authority: LocalCertificateAuthority,
+            controlToken: String? = nil
+        ) {
             self.host = host
             self.port = port
             self.keys = keys
             self.topics = topics
             self.authority = authority
+            self.controlToken = controlToken
         }
     }
 
@@ -122,6 +133,11 @@ public final class APNsLocalServer: Sendable {
 
     // MARK: Requests
 
+    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
     func handle(_ request: APNsLocalRequest) -> Answer {
         if request.path.hasPrefix("/_local/") { return self.control(request) }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -182,6 +198,10 @@ public final class APNsLocalServer: Sendable {
     }
 
     private func control(_ request: APNsLocalRequest) -> Answer {
+        guard let token = self.configuration.controlToken,
+            let presented = request.value("authorization"),
+            Self.constantTimeEqual(Array(presented.utf8), Array("Bearer \(token)".utf8))
+        else { return Answer(status: 403, reason: "ControlTokenRequired") }
         let url = URLComponents(string: request.path)
         let query = Dictionary((url?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { first, _ in first })
         switch (request.method, url?.path ?? "") {

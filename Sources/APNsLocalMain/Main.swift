@@ -30,6 +30,11 @@ struct Main: AsyncParsableCommand {
     @Option(help: "Another DNS name its certificate holds besides localhost and 127.0.0.1 (its compose service name); repeatable.")
     var name: [String] = []
 
+    @Option(
+        help: "A file holding the bearer token its control paths (/_local/…) ask for; default: a new one written to DIR/control-token (mode 0600)."
+    )
+    var controlTokenFile: String?
+
     func run() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let logger = Logger(label: "apns-local")
@@ -50,8 +55,27 @@ struct Main: AsyncParsableCommand {
         let authority = try LocalCertificateAuthority(hosts: ["localhost", "127.0.0.1"] + self.name)
         try FileManager.default.createDirectory(atPath: self.dir, withIntermediateDirectories: true)
         try authority.certificateAuthorityPEM.write(toFile: self.dir + "/ca.pem", atomically: true, encoding: .utf8)
+        let controlToken: String
+        if let file = self.controlTokenFile {
+            controlToken = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard controlToken.utf8.count >= 16 else { throw ValidationError("\(file) holds no token of 16 characters or more") }
+        } else {
+            controlToken = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let path = self.dir + "/control-token"
+            try? FileManager.default.removeItem(atPath: path)
+            guard FileManager.default.createFile(atPath: path, contents: Data(controlToken.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw ValidationError("cannot write \(path)")
+            }
+        }
         let server = APNsLocalServer(
-            configuration: .init(host: self.host, port: self.port, keys: keys, topics: Set(self.topic), authority: authority),
+            configuration: .init(
+                host: self.host,
+                port: self.port,
+                keys: keys,
+                topics: Set(self.topic),
+                authority: authority,
+                controlToken: controlToken
+            ),
             logger: logger
         )
         _ = try await server.start()

@@ -168,7 +168,11 @@ struct PushBench: AsyncParsableCommand {
             ["swarmId": "push-bench-\(run)", "agentId": "bench"]
         )
         guard let sessionToken = session["token"] as? String else { throw ValidationError("no agent session: \(session)") }
-        var after = try await Self.pushes(http, apnsURL, after: 0).last?["index"] as? Int ?? 0
+        let controlFile =
+            environment["SWARMDECK_APNS_CONTROL_TOKEN_FILE"]
+            ?? URL(fileURLWithPath: caFile).deletingLastPathComponent().appendingPathComponent("control-token").path
+        let control = try String(contentsOfFile: controlFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        var after = try await Self.pushes(http, apnsURL, control: control, after: 0).last?["index"] as? Int ?? 0
         var gates: [Duration] = []
         var incidents: [Duration] = []
         print("push-bench: \(self.iterations) gates and \(self.iterations) incidents on \(base), pushes seen at \(apnsURL)")
@@ -220,7 +224,7 @@ struct PushBench: AsyncParsableCommand {
                 var received: Date?
                 let deadline = ContinuousClock.now + .seconds(10)
                 while received == nil, ContinuousClock.now < deadline {
-                    for push in try await Self.pushes(http, apnsURL, after: after) {
+                    for push in try await Self.pushes(http, apnsURL, control: control, after: after) {
                         after = max(after, push["index"] as? Int ?? after)
                         if push["deviceToken"] as? String == apnsToken, let at = push["receivedAt"] as? Int64 {
                             received = Date(timeIntervalSince1970: Double(at) / 1000)
@@ -258,8 +262,9 @@ struct PushBench: AsyncParsableCommand {
         return (try? JSONSerialization.jsonObject(with: Data(buffer: data))) as? [String: Any] ?? [:]
     }
 
-    static func pushes(_ http: HTTPClient, _ url: String, after: Int) async throws -> [[String: Any]] {
-        let request = HTTPClientRequest(url: url + "/_local/pushes?after=\(after)&limit=10000")
+    static func pushes(_ http: HTTPClient, _ url: String, control: String, after: Int) async throws -> [[String: Any]] {
+        var request = HTTPClientRequest(url: url + "/_local/pushes?after=\(after)&limit=10000")
+        request.headers.add(name: "authorization", value: "Bearer " + control)
         let response = try await http.execute(request, timeout: .seconds(10))
         let data = try await response.body.collect(upTo: 64 << 20)
         return ((try? JSONSerialization.jsonObject(with: Data(buffer: data))) as? [String: Any])?["pushes"] as? [[String: Any]] ?? []

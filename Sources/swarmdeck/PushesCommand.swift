@@ -17,6 +17,9 @@ struct PushesCommand: AsyncParsableCommand {
     @Option(help: "Its CA certificate (default: $SWARMDECK_APNS_CA_FILE; the local stack's .swarmdeck/local.env sets both).")
     var caFile: String?
 
+    @Option(help: "The file holding its control token (default: $SWARMDECK_APNS_CONTROL_TOKEN_FILE, else control-token beside the CA file).")
+    var controlTokenFile: String?
+
     @Option(help: "Only pushes after this index.")
     var after = 0
 
@@ -43,11 +46,20 @@ struct PushesCommand: AsyncParsableCommand {
         guard let caFile = self.caFile ?? environment["SWARMDECK_APNS_CA_FILE"], !caFile.isEmpty else {
             throw ValidationError("give --ca-file or set SWARMDECK_APNS_CA_FILE (source .swarmdeck/local.env)")
         }
+        let tokenFile =
+            self.controlTokenFile ?? environment["SWARMDECK_APNS_CONTROL_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? URL(fileURLWithPath: caFile).deletingLastPathComponent().appendingPathComponent("control-token").path
+        let token: String
+        do {
+            token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        } catch {
+            throw ValidationError("cannot read apns-local's control token from \(tokenFile): \(error)")
+        }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.additionalTrustRoots = [.file(caFile)]
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
         do {
-            try await self.list(http, url: url)
+            try await self.list(http, url: url, token: token)
             try await http.shutdown()
         } catch {
             try? await http.shutdown()
@@ -55,11 +67,12 @@ struct PushesCommand: AsyncParsableCommand {
         }
     }
 
-    private func list(_ http: HTTPClient, url: String) async throws {
+    private func list(_ http: HTTPClient, url: String, token: String) async throws {
         var after = self.after
         repeat {
             var request = HTTPClientRequest(url: url + "/_local/pushes?after=\(after)&limit=\(min(max(self.limit, 1), 10_000))")
             request.method = .GET
+            request.headers.add(name: "authorization", value: "Bearer " + token)
             let response = try await http.execute(request, timeout: .seconds(10))
             let body = try await response.body.collect(upTo: 64 << 20)
             guard response.status == .ok else { throw ValidationError("\(url) answered \(response.status)") }
