@@ -116,6 +116,15 @@ final class TenantFeed: Sendable {
                 self.logger.warning("undecodable envelope on the live feed", metadata: ["subject": "\(message.subject)"])
                 continue
             }
+            // The subject is the tenant's; an envelope naming another tenant was not published
+            // by ingest for this one.
+            guard envelope.tenantID == self.tenant else {
+                self.logger.warning(
+                    "an envelope of another tenant on this tenant's subject, dropped",
+                    metadata: ["subject": "\(message.subject)", "tenant": "\(envelope.tenantID)"]
+                )
+                continue
+            }
             let event = FeedEvent(envelope)
             await self.serializer.run {
                 switch FeedContiguity.step(head: self.head, seq: event.seq) {

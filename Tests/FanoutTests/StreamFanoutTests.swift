@@ -248,6 +248,39 @@ struct StreamFanoutTests {
         }
     }
 
+    @Test("an envelope naming another tenant, published on this tenant's subject, is dropped: the real event of that seq is delivered")
+    func otherTenantsEnvelopeDropped() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            try await harness.post(ingest, key: key, [log("first")])
+            try await harness.fanout().test(.live) { fanout in
+                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                async let received = client.run(sending: [subscribe(lastEventId: 1)]) { ($0["seq"] as? Int) == 2 }
+                try await Task.sleep(for: .milliseconds(500))
+                var forged = BusEventEnvelope()
+                forged.tenantID = "someone-else"
+                forged.seq = 2
+                forged.swarmID = "s1"
+                forged.agentID = "a1"
+                forged.kind = .log
+                forged.frame = Data(#"{"seq":2,"swarmId":"s1","agentId":"a1","kind":"log","message":"forged"}"#.utf8)
+                let nats = try await TestEnvironment.connect()
+                let subjects = try Subjects(prefix: harness.prefix)
+                try nats.publish(
+                    try forged.serializedBytes() as [UInt8],
+                    to: subjects.event(tenant: harness.tenant, swarm: "s1", agent: "a1", kind: .log)
+                )
+                try await nats.flush(timeout: .seconds(5))
+                await nats.close()
+                try await Task.sleep(for: .milliseconds(300))
+                try await harness.post(ingest, key: key, [log("real", message: "real")])
+                let frames = try await received.frames
+                #expect(frames.events.map { $0["message"] as? String } == ["real"], "\(frames.events)")
+            }
+        }
+    }
+
     @Test("a publish lost after commit is back-filled from the log, in order")
     func lostPublishBackfilled() async throws {
         let harness = try await FanoutHarness()
