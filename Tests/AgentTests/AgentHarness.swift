@@ -283,6 +283,10 @@ enum RealAgent {
     /// A scratch project for an agent: `work` (with `.claude/settings.json` holding the
     /// PreToolUse hook of docs/agents.md when `gated`, and Bash allowed unless `allowBash` is
     /// false) and a `home` of its own.
+    /// The hook's `timeout` docs/agents.md gives Claude Code: a day, so its timer (which runs on
+    /// while the agent is paused) never ends the hook, which answers by its own deadline.
+    static let hookTimeout = 86_400
+
     static func project(gated: Bool, allowBash: Bool = true, hookDeadline: Int = 590) throws -> (work: URL, home: URL) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("agent-\(UUID().uuidString)")
         let work = root.appendingPathComponent("work")
@@ -299,7 +303,7 @@ enum RealAgent {
                             "hooks": [
                                 [
                                     "type": "command", "command": "\(Self.swarmdeck) approve hook --deadline-seconds \(hookDeadline)",
-                                    "timeout": hookDeadline + 10,
+                                    "timeout": Self.hookTimeout,
                                 ]
                             ],
                         ]

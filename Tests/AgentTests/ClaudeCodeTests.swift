@@ -109,6 +109,34 @@ extension ClaudeCodeTests {
         }
     }
 
+    @Test("a gate pending while the agent is paused past the hook's deadline still ends in a refusal once it is resumed")
+    func pausedPastTheHooksDeadline() async throws {
+        let harness = try await AgentHarness()
+        try await harness.run { services in
+            let token = try await harness.operatorToken()
+            let agent = "claude-\(UUID().uuidString.prefix(8))"
+            // The documented configuration, the hook's deadline shortened to 8 s. Paused 20 s: past
+            // the deadline, and past the hook timeout docs/agents.md used to give (deadline + 10),
+            // which Claude Code's timer, running on while paused, fired at resume: the tool ran.
+            let project = try RealAgent.project(gated: true, hookDeadline: 8)
+            let prompt = try RealAgent.prompt(
+                "Clean up.",
+                steps: [["tool": "Bash", "input": ["command": "echo ran > paused.txt"]], ["text": "Stopped."]]
+            )
+            let (claude, output) = try RealAgent.startClaude(services, swarm: "cc-paused", agent: agent, project: project, prompt: prompt)
+            defer { if claude.isRunning { claude.terminate() } }
+            _ = try await H.pendingGate(services.approvals, token: token, agent: agent)
+            try await H.control(services.control, token: token, agent: agent, action: "pause")
+            try await Task.sleep(for: .seconds(20))
+            try await H.control(services.control, token: token, agent: agent, action: "resume")
+            let status = await RealAgent.exit(of: claude, timeout: .seconds(60))
+            #expect(status == 0, "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
+            #expect(!FileManager.default.fileExists(atPath: project.work.appendingPathComponent("paused.txt").path), "the tool ran")
+            let requests = services.provider.requests().filter { $0.scriptStep != nil }
+            #expect(requests.last?.scriptStep == 1, "Claude Code did not go on after the refusal")
+        }
+    }
+
     @Test("headless: claude -p --permission-prompt-tool asks swarmdeck approve mcp, which waits on the phone's decision")
     func permissionPromptTool() async throws {
         let harness = try await AgentHarness()
