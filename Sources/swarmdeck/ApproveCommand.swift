@@ -31,7 +31,10 @@ struct ApproveCommand: AsyncParsableCommand {
         )
         var tools: String?
 
-        @Option(help: "Seconds to wait for a decision; keep it far below the hook's timeout (give that a day: Claude Code's timer runs on while the agent is paused). The gate expires then too.")
+        @Option(
+            help:
+                "Seconds to wait for a decision; keep it far below the hook's timeout (give that a day: Claude Code's timer runs on while the agent is paused). The gate expires then too."
+        )
         var deadlineSeconds = 590
 
         @Option(help: "The gate's risk shown on the phone: low, medium, high or critical.")

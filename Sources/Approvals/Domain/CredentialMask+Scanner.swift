@@ -5,11 +5,12 @@ extension CredentialMask {
     struct Scanner {
         let scalars: [Unicode.Scalar]
         /// Ends of runs of token characters, of name characters, of value characters (neither
-        /// whitespace nor syntax) and of base64url characters.
+        /// whitespace nor syntax, nor `@`), of base64url characters and of base64 characters.
         private let tokenEnd: [Int]
         private let nameEnd: [Int]
         private let valueEnd: [Int]
         private let base64End: [Int]
+        private let pemEnd: [Int]
 
         var count: Int { self.scalars.count }
 
@@ -25,8 +26,10 @@ extension CredentialMask {
             }
             self.tokenEnd = ends(CredentialMask.isTokenCharacter)
             self.nameEnd = ends(CredentialMask.isNameCharacter)
-            self.valueEnd = ends { !CredentialMask.isSyntaxOrSpace($0) }
+            // A value ends at `@` too: in `https://user:secret@host/…` the host stays in view.
+            self.valueEnd = ends { !CredentialMask.isSyntaxOrSpace($0) && $0 != "@" }
             self.base64End = ends(CredentialMask.isBase64URL)
+            self.pemEnd = ends(CredentialMask.isBase64)
         }
 
         private func text(_ range: Range<Int>) -> String { String(String.UnicodeScalarView(self.scalars[range])) }
@@ -46,10 +49,17 @@ extension CredentialMask {
             // `-` or `.`.
             guard index == 0 || !CredentialMask.isNameCharacter(self.scalars[index - 1]) else { return nil }
             let runEnd = self.tokenEnd[index]
-            if runEnd - index >= 12, CredentialMask.keyPrefixes.contains(where: { self.starts(with: $0, at: index) }) {
-                return index..<runEnd
+            // Right after `://` comes a host (or `user:password@`), never a bare key.
+            let afterScheme = index >= 3 && self.scalars[index - 3] == ":" && self.scalars[index - 2] == "/" && self.scalars[index - 1] == "/"
+            // A key is a whole word of base64url characters: one followed by `.` or `/` is a
+            // host or a path.
+            let keyEnd = self.base64End[index]
+            if !afterScheme, keyEnd - index >= 12, keyEnd == runEnd,
+                CredentialMask.keyPrefixes.contains(where: { self.starts(with: $0, at: index) })
+            {
+                return index..<keyEnd
             }
-            if let jwt = self.jwt(at: index) { return jwt }
+            if !afterScheme, let jwt = self.jwt(at: index) { return jwt }
             if runEnd - index <= 6, CredentialMask.schemes.contains(self.text(index..<runEnd)) {
                 var value = runEnd
                 while value < self.count, self.scalars[value] == " " || self.scalars[value] == "\t" { value += 1 }
@@ -65,7 +75,8 @@ extension CredentialMask {
             var position = index
             for part in 0..<3 {
                 let end = self.base64End[position]
-                guard end > position else { return nil }
+                // A header and a signature are long; `eyJa.evil.example` is a host.
+                guard end - position >= (part == 1 ? 1 : 10) else { return nil }
                 if part < 2 {
                     guard end < self.count, self.scalars[end] == "." else { return nil }
                     position = end + 1
@@ -86,9 +97,16 @@ extension CredentialMask {
             if self.scalars[nameEnd] == ":" {
                 while value < self.count, self.scalars[value] == " " || self.scalars[value] == "\t" { value += 1 }
             }
-            // A quote opening the value stays; the value is inside it.
-            if value < self.count, self.scalars[value] == "'" || self.scalars[value] == "\"" { value += 1 }
-            let end = self.valueEnd[value]
+            // A quote opening the value stays; the value is inside it. Inside single quotes
+            // nothing is syntax: the value runs to the closing quote.
+            var end: Int
+            if value < self.count, self.scalars[value] == "'", let close = self.next("'", from: value + 1) {
+                value += 1
+                end = close
+            } else {
+                if value < self.count, self.scalars[value] == "'" || self.scalars[value] == "\"" { value += 1 }
+                end = self.valueEnd[value]
+            }
             guard end > value, self.scalars[value] != "/", self.scalars[value] != ".", self.scalars[value] != "~" else { return nil }
             // `Authorization: Bearer x`: the scheme stays, and its token is found on its own.
             if end - value <= 6, CredentialMask.schemes.contains(self.text(value..<end)) { return nil }
@@ -108,16 +126,40 @@ extension CredentialMask {
                 guard label.hasSuffix("PRIVATE KEY"), label.unicodeScalars.allSatisfy({ $0 == " " || ("A"..."Z").contains($0) }) else {
                     continue
                 }
-                guard let close = self.next("-----", from: index) else { break }
+                guard let close = self.next("-----", from: index) else {
+                    // No END: the key runs on past what was kept (a cut summary).
+                    bodies += self.keyRuns(in: index..<self.count)
+                    break
+                }
                 let end = "-----END \(label)-----"
                 if close > index, self.starts(with: end, at: close), CredentialMask.isPEMBody(self.scalars[index..<close]) {
                     bodies.append(index..<close)
                     index = close + end.unicodeScalars.count
                 } else {
+                    // Not a clean block (a key pasted into a command, quotes and all): its long
+                    // base64 runs, never syntax, are masked one by one.
+                    bodies += self.keyRuns(in: index..<close)
                     index = close
                 }
             }
             return bodies
+        }
+
+        /// The runs of base64 characters in `range` long enough to be a key's lines (32 or more,
+        /// not starting with `/`: a path is not a key).
+        private func keyRuns(in range: Range<Int>) -> [Range<Int>] {
+            var runs: [Range<Int>] = []
+            var index = range.lowerBound
+            while index < range.upperBound {
+                let end = min(self.pemEnd[index], range.upperBound)
+                if end - index >= 32, self.scalars[index] != "/" {
+                    runs.append(index..<end)
+                    index = end
+                } else {
+                    index = max(end, index + 1)
+                }
+            }
+            return runs
         }
 
         private func next(_ needle: String, from start: Int) -> Int? {

@@ -76,8 +76,22 @@ struct CredentialMask: Sendable, Equatable {
         self.count = spans.count
     }
 
-    /// Where the given value, all of it, is a secret's (a JSON value under a secret's key): every
-    /// run of characters that is not whitespace or shell syntax is masked.
+    /// A JSON value under a key holding a secret's word: one without whitespace (a password,
+    /// a token) is masked whole; text under a key that ends in a secret's word (`password`,
+    /// `github_token`) has every word masked, its whitespace and syntax kept; text under a key
+    /// that only holds one (`session_cmd`) is masked as any text is, so a command stays in view.
+    static func maskingSecret(_ text: String, key: String) -> CredentialMask {
+        if !text.unicodeScalars.contains(where: { $0.properties.isWhitespace }) {
+            return text.isEmpty ? CredentialMask(text: text, count: 0) : CredentialMask(text: Self.placeholder, count: 1)
+        }
+        let bare = key.lowercased().filter { $0 != "_" && $0 != "-" && $0 != "." }
+        if Self.secretNameWords.contains(where: { bare.hasSuffix($0.filter { $0 != "_" && $0 != "-" }) }) {
+            return Self.maskingEveryValue(text)
+        }
+        return CredentialMask(text)
+    }
+
+    /// Every run of characters that is not whitespace or shell syntax masked.
     static func maskingEveryValue(_ text: String) -> CredentialMask {
         let scalars = Array(text.unicodeScalars)
         var out = String.UnicodeScalarView()
@@ -122,6 +136,13 @@ struct CredentialMask: Sendable, Equatable {
     static func isNameCharacter(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar {
         case "A"..."Z", "a"..."z", "0"..."9", "_", "-", ".": true
+        default: false
+        }
+    }
+
+    static func isBase64(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "A"..."Z", "a"..."z", "0"..."9", "+", "/", "=": true
         default: false
         }
     }

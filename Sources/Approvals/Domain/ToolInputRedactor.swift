@@ -31,7 +31,7 @@ struct ToolInputRedactor {
     func redact(_ object: [String: Any]) -> Redacted {
         var truncated = false
         var masked = 0
-        let clean = Self.redact(object, depth: 0, secret: false, truncated: &truncated, masked: &masked)
+        let clean = Self.redact(object, depth: 0, secret: nil, truncated: &truncated, masked: &masked)
         guard let data = try? JSONSerialization.data(withJSONObject: clean, options: [.sortedKeys, .withoutEscapingSlashes]) else {
             return Redacted(json: "{}", truncated: true, masked: masked)
         }
@@ -44,8 +44,8 @@ struct ToolInputRedactor {
         return Redacted(json: String(decoding: fallback, as: UTF8.self), truncated: true, masked: masked)
     }
 
-    /// `secret`: the value is under a key that names a secret.
-    private static func redact(_ value: Any, depth: Int, secret: Bool, truncated: inout Bool, masked: inout Int) -> Any {
+    /// `secret`: the key of the nearest secret's name above the value, if any.
+    private static func redact(_ value: Any, depth: Int, secret: String?, truncated: inout Bool, masked: inout Int) -> Any {
         if depth >= Self.maxDepth, value is [String: Any] || value is [Any] {
             truncated = true
             return "[cut: nested too deep]"
@@ -58,7 +58,7 @@ struct ToolInputRedactor {
                 result[cleanKey] = Self.redact(
                     object[key]!,
                     depth: depth + 1,
-                    secret: secret || CredentialMask.isSecretName(key),
+                    secret: CredentialMask.isSecretName(key) ? key : secret,
                     truncated: &truncated,
                     masked: &masked
                 )
@@ -71,7 +71,7 @@ struct ToolInputRedactor {
                 Self.redact($0, depth: depth + 1, secret: secret, truncated: &truncated, masked: &masked)
             }
         case let string as String:
-            let mask = secret ? CredentialMask.maskingEveryValue(string) : CredentialMask(string)
+            let mask = secret.map { CredentialMask.maskingSecret(string, key: $0) } ?? CredentialMask(string)
             masked += mask.count
             var clean = mask.text
             if clean.unicodeScalars.count > Self.maxString {
@@ -83,7 +83,7 @@ struct ToolInputRedactor {
             return value
         default:
             // A number or a boolean under a secret's key is a secret too.
-            guard secret else { return value }
+            guard secret != nil else { return value }
             masked += 1
             return CredentialMask.placeholder
         }
