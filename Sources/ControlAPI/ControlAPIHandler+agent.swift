@@ -132,7 +132,13 @@ extension ControlAPIHandler {
             // Anything can be published on the bus by whoever has the rights: a command reaches
             // an agent only if control-api issued it (its table), as issued. Gate outcomes are
             // approvals', and the connector confirms each with approvals itself.
-            if command.action != .gate, try await !self.isIssued(command, sequence: sequence, tenant: session.tenant) {
+            // A gate outcome carries its gate's id as its own (`gate-<id>`): anything else on the
+            // channel would sit unacknowledged, never answered, and block the agent's queue.
+            let forged =
+                command.action == .gate
+                ? !(command.hasGate && command.commandID == "gate-" + command.gate.gateID)
+                : try await !self.isIssued(command, sequence: sequence, tenant: session.tenant)
+            if forged {
                 self.bus.discard(handle: handle, session: session, command: command.commandID)
                 self.logger.warning(
                     "dropped a command control-api did not issue",

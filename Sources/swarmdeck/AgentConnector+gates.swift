@@ -34,8 +34,18 @@ extension AgentConnector {
                 let outcome = await self.waitForGate(gate.gateId, until: slice)
                 // The outcome came over the bus, where a process with the rights could have
                 // published it: approvals' own record of the gate is the answer. Opening again
-                // with the same key answers the gate as it is now.
-                let confirmed = try await self.openGate(body)
+                // with the same key answers the gate as it is now. A failed check is tried
+                // again at the next slice; only the deadline ends the wait.
+                let confirmed: Components.Schemas.AgentGate
+                do {
+                    confirmed = try await self.openGate(body)
+                } catch {
+                    Self.say("gate \(gate.gateId): approvals could not be asked (\(error)); asking again")
+                    if Date() >= deadline { return .failure("no outcome for gate \(gate.gateId) by \(deadline)") }
+                    if outcome.gateId != nil { self.forgetGateOutcome(gate.gateId) }
+                    try? await Task.sleep(for: .seconds(1))
+                    continue
+                }
                 if confirmed.status != .pending { return Self.reply(confirmed) }
                 if outcome.gateId != nil { Self.say("gate \(gate.gateId): an outcome approvals does not confirm was ignored") }
                 self.forgetGateOutcome(gate.gateId)
@@ -47,7 +57,7 @@ extension AgentConnector {
     }
 
     /// How often a waiting gate is asked of approvals when no outcome came.
-    static let gateCheckSeconds: TimeInterval = 15
+    static let gateCheckSeconds: TimeInterval = 30
 
     /// Opens the gate, or answers the one this key opened earlier as it is now.
     private func openGate(_ body: Components.Schemas.GateRequest) async throws -> Components.Schemas.AgentGate {

@@ -213,6 +213,22 @@ struct ControlEndToEndTests {
                 forged.issuedUnixNano = Int64(Date().timeIntervalSince1970 * 1e9)
                 try await harness.live.forge(forged)
             }
+            // More gate outcomes under ids that are not their gates' than the queue holds
+            // unacknowledged: dropped, they cannot block it.
+            for index in 0..<70 {
+                var forged = BusControlCommand()
+                forged.commandID = "forged-gate-\(index)"
+                forged.tenantID = harness.tenant
+                forged.swarmID = "e2e"
+                forged.agentID = agent
+                forged.action = .gate
+                var outcome = BusGateOutcome()
+                outcome.gateID = "g_\(index)"
+                outcome.status = "approved"
+                outcome.allow = true
+                forged.gate = outcome
+                try await harness.live.forge(forged)
+            }
             try await Task.sleep(for: .seconds(3))
             #expect(Self.processState(pid) == "S", "a forged command was obeyed: \(String(describing: Self.processState(pid)))")
             // The real commands still work.

@@ -26,6 +26,10 @@ extension ApprovalsHandler {
             toolInput = ToolInputRedactor(maxBytes: self.settings.maxInputBytes).redact(parsed)
             if toolInput!.json.unicodeScalars.contains("\u{0}") { throw APIError(.invalidRequest, "toolInput must not contain NUL characters") }
         }
+        // Asking again how a gate is costs no opening (the connector does, while it waits).
+        if let gate = try await self.store.existing(tenant: session.tenant, swarm: session.swarm, agent: session.agent, key: body.idempotencyKey) {
+            return .ok(.init(body: .json(gate.agentView)))
+        }
         if let wait = self.opens.take(session.tenant) {
             throw APIError(
                 .rateLimited,

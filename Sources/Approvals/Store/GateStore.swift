@@ -29,6 +29,19 @@ struct GateStore: Sendable {
     /// Opens `gate` unless its agent already has one with its idempotency key.
     /// - Throws: `RateLimited` when its agent has `maxPerAgent` pending gates, or its tenant
     ///   `maxPerTenant`.
+    /// The gate the agent opened with `key`, if any (an agent asking again how its gate is).
+    func existing(tenant: String, swarm: String, agent: String, key: String) async throws -> Gate? {
+        let rows = try await self.client.query(
+            """
+            SELECT \(unescaped: Self.columns) FROM gates
+            WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND idempotency_key = \(key)
+            """,
+            logger: self.logger
+        )
+        for try await row in rows { return try Gate(row: row) }
+        return nil
+    }
+
     func open(_ gate: Gate, maxPerAgent: Int, maxPerTenant: Int) async throws -> Opened {
         let items = try self.messages.items(for: gate)
         return try await self.client.transaction(logger: self.logger) { connection in
