@@ -379,10 +379,25 @@ final class ChildProcess: Sendable {
         }
     }
 
-    /// SIGKILL to every process of the command until none is left, at most `timeout`; answers
-    /// the pids still alive then (a process in uninterruptible sleep can outlive SIGKILL a while).
+    /// SIGSTOP to every process of the command until each is stopped, at most `timeout`: a
+    /// stopped process cannot fork, so a chain that forks and exits ahead of one pass is caught
+    /// by the next. Answers the pids not stopped then.
+    func stopEveryProcess(within timeout: Duration = .seconds(5)) async -> [Int32] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            self.signal(SIGSTOP)
+            let running = self.processes().filter { $0.value != "T" && $0.value != "t" }.keys.sorted()
+            if running.isEmpty || ContinuousClock.now >= deadline { return running }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Every process of the command stopped (so none forks meanwhile), then SIGKILL to each
+    /// until none is left, at most `timeout`; answers the pids still alive then (a process in
+    /// uninterruptible sleep can outlive SIGKILL a while).
     func killEveryProcess(within timeout: Duration = .seconds(10)) async -> [Int32] {
         let deadline = ContinuousClock.now + timeout
+        _ = await self.stopEveryProcess(within: .seconds(2))
         while true {
             self.signal(SIGKILL)
             self.reapAdopted()

@@ -250,8 +250,10 @@ struct ControlEndToEndTests {
         let agent = "e2e-escape-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
         let tag = String(UInt32.random(in: 100_000..<999_999))
         // Each sleep's argument names it: <tag>1 setsid, <tag>2 a setsid daemon ignoring SIGTERM,
-        // <tag>3 an orphan (its parent exits at once), <tag>0 the command itself.
+        // <tag>3 an orphan (its parent exits at once), <tag>0 the command itself; and a chain of
+        // subshells, each forking the next and exiting, always a generation ahead of a pass.
         let script = """
+            chain() { ( sleep 0.05; chain ) & }; chain
             setsid sleep \(tag)1 &
             setsid sh -c 'trap "" TERM; exec sleep \(tag)2' &
             sh -c 'sleep \(tag)3 & exit 0'
@@ -293,6 +295,13 @@ struct ControlEndToEndTests {
             )
             try await Self.waitForExit(connector)
             #expect(pids.allSatisfy { Self.processState($0) == nil }, "left: \(pids.map { Self.processState($0) })")
+            // Nothing of the chain either: its subshells hold the script, and so the tag, in
+            // their command line.
+            let chain = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { name in
+                guard Int32(name) != nil, let line = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(name)/cmdline")) else { return false }
+                return String(decoding: line, as: UTF8.self).contains("sleep \(tag)0")
+            }
+            #expect(chain.isEmpty, "the chain lives on: \(chain)")
         }
     }
 
