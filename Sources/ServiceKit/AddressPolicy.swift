@@ -20,8 +20,11 @@ public struct AddressPolicy: Sendable {
     /// Why `address` (numeric, as resolved) may not be reached; nil when it may.
     public func refusal(_ address: String) -> String? {
         if self.allowPrivate { return nil }
-        if let bytes = Self.ipv4(address) ?? Self.ipv6(address), self.allowedNetworks.contains(where: { $0.contains(bytes) }) {
-            return nil
+        if let bytes = Self.ipv4(address) ?? Self.ipv6(address) {
+            // An IPv4 address mapped into IPv6 (::ffff:a.b.c.d) is its IPv4 address here too.
+            let mapped = bytes.count == 16 && bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff
+            let candidates = mapped ? [bytes, Array(bytes[12..<16])] : [bytes]
+            if candidates.contains(where: { candidate in self.allowedNetworks.contains { $0.contains(candidate) } }) { return nil }
         }
         if let v4 = Self.ipv4(address) { return Self.refusal(v4).map { "\(address) is \($0)" } }
         if let v6 = Self.ipv6(address) {

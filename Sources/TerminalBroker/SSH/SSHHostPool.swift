@@ -70,21 +70,17 @@ actor SSHHostPool {
         } else {
             let store = self.store
             task = Task { [keys = self.keys, policy = self.policy, group = self.group, timeout = self.timeout] in
-                let address = try await Self.address(of: host, policy: policy)
-                return try await SSHConnection.connect(
-                    to: host.endpoint,
-                    at: address,
-                    key: keys.privateKey(tenant: tenant),
-                    checkHostKey: { presented in
-                        do {
-                            return try await store.check(hostKey: presented, host: host, tenant: tenant)
-                        } catch {
-                            return .unknown
-                        }
-                    },
-                    group: group,
-                    timeout: timeout
-                )
+                // Each address the policy allows, in the resolver's order, until one answers.
+                let addresses = try await Self.addresses(of: host, policy: policy)
+                var lastError: any Error = AddressRefused(reason: "\(host.address) has no address")
+                for address in addresses {
+                    do {
+                        return try await Self.connect(host, at: address, tenant: tenant, keys: keys, store: store, group: group, timeout: timeout)
+                    } catch let error as APIError where error.code == .sshHostUnreachable {
+                        lastError = error
+                    }
+                }
+                throw lastError
             }
             self.connecting[key] = task
         }
@@ -99,10 +95,12 @@ actor SSHHostPool {
             // The detail stays in the log; callers learn only that no SSH server answered.
             let failure: APIError
             switch error {
-            case let refused as AddressRefused:
+            case is AddressRefused:
+                // One message whether the name did not resolve or resolved only to refused
+                // addresses: the broker is no way to look up the service network's names.
                 failure = APIError(
                     .sshHostUnreachable,
-                    "\(host.address) is not an address the broker may reach: \(refused.reason) (an operator allows networks with terminal.allowed-networks)",
+                    "\(host.address) does not resolve to an address the broker may reach (public, or in terminal.allowed-networks)",
                     retryAfterSeconds: 5
                 )
             case let error as APIError where error.code != .sshHostUnreachable:
@@ -115,7 +113,8 @@ actor SSHHostPool {
             self.logger.notice(
                 "ssh connection failed",
                 metadata: [
-                    "host": "\(host.hostId)", "error": "\(failure.code.rawValue)", "detail": "\(SSHConnection.describe(error))",
+                    "host": "\(host.hostId)", "error": "\(failure.code.rawValue)",
+                    "detail": "\((error as? AddressRefused)?.reason ?? SSHConnection.describe(error))",
                     "backoff": "\(backoff)",
                 ]
             )
@@ -123,16 +122,47 @@ actor SSHHostPool {
         }
     }
 
-    /// The first address the host's name resolves to that the policy allows.
-    static func address(of host: TerminalHost, policy: AddressPolicy) async throws -> String {
+    /// The addresses the host's name resolves to that the policy allows, in order (none:
+    /// ``AddressRefused``, whose reason only the log shows).
+    static func addresses(of host: TerminalHost, policy: AddressPolicy) async throws -> [String] {
         let addresses: [String]
         do {
             addresses = try await AddressPolicy.resolve(host.address)
         } catch {
-            throw APIError(.sshHostUnreachable, "\(host.address) did not resolve", retryAfterSeconds: 5)
+            throw AddressRefused(reason: "\(host.address) did not resolve")
         }
-        if let allowed = addresses.first(where: { policy.refusal($0) == nil }) { return allowed }
-        throw AddressRefused(reason: addresses.first.flatMap { policy.refusal($0) } ?? "\(host.address) has no address")
+        var allowed: [String] = []
+        for address in addresses where policy.refusal(address) == nil && !allowed.contains(address) { allowed.append(address) }
+        guard !allowed.isEmpty else {
+            throw AddressRefused(reason: addresses.first.flatMap { policy.refusal($0) } ?? "\(host.address) has no address")
+        }
+        return allowed
+    }
+
+    /// One connection attempt to `address`, pinning or checking the host's key.
+    private static func connect(
+        _ host: TerminalHost,
+        at address: String,
+        tenant: String,
+        keys: TenantSSHKeys,
+        store: HostStore,
+        group: any EventLoopGroup,
+        timeout: Duration
+    ) async throws -> SSHConnection {
+        try await SSHConnection.connect(
+            to: host.endpoint,
+            at: address,
+            key: keys.privateKey(tenant: tenant),
+            checkHostKey: { presented in
+                do {
+                    return try await store.check(hostKey: presented, host: host, tenant: tenant)
+                } catch {
+                    return .unknown
+                }
+            },
+            group: group,
+            timeout: timeout
+        )
     }
 
     /// Every address a host's name resolves to is one the policy refuses.
