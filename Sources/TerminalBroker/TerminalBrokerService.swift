@@ -36,6 +36,7 @@ public enum TerminalBrokerService: SwarmdeckService {
         let recordings = TerminalRecordings(
             directory: URL(fileURLWithPath: settings.recordingsDirectory),
             maxBytes: settings.maxRecordingBytes,
+            maxTenantBytes: settings.maxTenantRecordingBytes,
             retention: .seconds(settings.recordingRetentionDays * 86_400)
         )
         let attachments = TerminalAttachments(

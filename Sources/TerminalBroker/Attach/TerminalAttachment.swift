@@ -24,6 +24,8 @@ final class TerminalAttachment: Sendable {
     private let state: NIOLockedValueBox<State>
     private let client = NIOLockedValueBox<TmuxControlClient?>(nil)
     private let recorder = NIOLockedValueBox<TerminalRecorder?>(nil)
+    /// Why the attachment is not recorded (the recorder could not start), or nil when it is.
+    let unrecorded = NIOLockedValueBox<String?>(nil)
     /// Viewers it takes at once (`terminal.max-viewers-per-session`).
     private let maxViewers: Int
     private let onEnd: @Sendable (TerminalAttachment) -> Void
@@ -75,21 +77,31 @@ final class TerminalAttachment: Sendable {
             onEnd: { [weak attachment] error in attachment?.end(error) }
         )
         attachment.client.withLockedValue { $0 = client }
+        let pane: (pane: String, cols: Int, rows: Int, cursorX: Int, cursorY: Int)
         do {
-            let pane = try await attachment.describePane(client)
-            attachment.state.withLockedValue { $0.pane = pane.pane }
-            let header = AsciicastHeader(
-                width: pane.cols,
-                height: pane.rows,
-                timestamp: Int(Date().timeIntervalSince1970),
-                title: "\(id.name) on \(host.name)",
-                env: ["TERM": "xterm-256color"]
-            )
+            pane = try await attachment.describePane(client)
+        } catch {
+            client.close()
+            throw error as? APIError ?? APIError(.terminalInitFailed, "the session's pane could not be read: \(error)")
+        }
+        attachment.state.withLockedValue { $0.pane = pane.pane }
+        let header = AsciicastHeader(
+            width: pane.cols,
+            height: pane.rows,
+            timestamp: Int(Date().timeIntervalSince1970),
+            title: "\(id.name) on \(host.name)",
+            env: ["TERM": "xterm-256color"]
+        )
+        // A recording that cannot start (a full disk, a folder it may not write) does not stop
+        // the attach, for this tenant or any other: it goes on unrecorded, which the viewers'
+        // hello says and the audit trail keeps.
+        do {
+            recordings.makeRoom(tenant: tenant)
             let recorder = try TerminalRecorder(file: recordings.newFile(tenant: tenant, session: id), header: header, maxBytes: recordings.maxBytes)
             attachment.recorder.withLockedValue { $0 = recorder }
         } catch {
-            client.close()
-            throw error as? APIError ?? APIError(.terminalInitFailed, "the recording could not be started: \(error)")
+            attachment.unrecorded.withLockedValue { $0 = "the recording could not be started: \(error)" }
+            logger.warning("attach not recorded", metadata: ["session": "\(id)", "error": "\(error)"])
         }
         return attachment
     }

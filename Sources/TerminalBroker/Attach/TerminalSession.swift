@@ -106,10 +106,10 @@ final class TerminalSession: WebSocketProtocolHandler {
 
     // MARK: Frames
 
-    static func hello(session: TerminalSessionID, attachment: String, input: Bool) -> ByteBuffer {
+    static func hello(session: TerminalSessionID, attachment: String, input: Bool, recorded: Bool) -> ByteBuffer {
         Self.json([
             "type": "hello", "protocol": 1, "sessionId": session.description, "tmuxSessionName": session.name, "input": input,
-            "attachment": attachment,
+            "attachment": attachment, "recorded": recorded,
         ])
     }
 

@@ -84,16 +84,31 @@ struct TerminalController: Sendable {
                     budget: self.settings.viewerBufferBytes
                 )
                 let attachment = try await self.attach(id, host: host, viewer: viewer, after: after, seen: seenAttachment, tenant: identity.tenant)
+                let unrecorded = attachment.unrecorded.withLockedValue { $0 }
                 do {
                     if wantsInput {
                         try await self.store.auditInputAttach(tenant: identity.tenant, actor: identity.subject, host: host.hostId, session: id.name)
+                    }
+                    if let unrecorded {
+                        try await self.store.auditUnrecordedAttach(
+                            tenant: identity.tenant,
+                            actor: identity.subject,
+                            host: host.hostId,
+                            session: id.name,
+                            reason: unrecorded
+                        )
                     }
                 } catch {
                     attachment.remove(viewer)
                     throw error
                 }
                 do {
-                    let hello = TerminalSession.hello(session: id, attachment: attachment.attachmentID, input: wantsInput)
+                    let hello = TerminalSession.hello(
+                        session: id,
+                        attachment: attachment.attachmentID,
+                        input: wantsInput,
+                        recorded: unrecorded == nil
+                    )
                     try await outbound.write(.text(String(buffer: hello)))
                 } catch {
                     attachment.remove(viewer)

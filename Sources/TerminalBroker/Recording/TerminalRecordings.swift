@@ -11,6 +11,9 @@ import ServiceLifecycle
 struct TerminalRecordings: Sendable {
     let directory: URL
     let maxBytes: Int
+    /// The most one tenant's recordings on this replica may take; a new recording first
+    /// removes the tenant's oldest until it fits at its largest.
+    let maxTenantBytes: Int
     let retention: Duration
 
     /// A recording of a session, as listed.
@@ -64,6 +67,25 @@ struct TerminalRecordings: Sendable {
         let size = (try? handle.seekToEnd()).map(Int.init) ?? 0
         try? handle.seek(toOffset: 0)
         return RecordingFile(handle: handle, size: size)
+    }
+
+    /// Removes the tenant's oldest recordings until a new one of `maxBytes` fits in
+    /// `maxTenantBytes` (one still being written included: what its attach writes from then on
+    /// goes to a file no longer listed, and is gone when it closes).
+    func makeRoom(tenant: String) {
+        let root = self.directory.appendingPathComponent(Self.safe(tenant))
+        guard let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.fileSizeKey]) else { return }
+        var recordings: [(url: URL, id: String, bytes: Int)] = []
+        for case let file as URL in files where file.pathExtension == "cast" {
+            let bytes = (try? file.resourceValues(forKeys: [.fileSizeKey]))?.fileSize ?? 0
+            recordings.append((file, file.deletingPathExtension().lastPathComponent, bytes))
+        }
+        var total = recordings.reduce(0) { $0 + $1.bytes }
+        // Oldest first: ids start with their start time in milliseconds.
+        for recording in recordings.sorted(by: { $0.id.count != $1.id.count ? $0.id.count < $1.id.count : $0.id < $1.id }) {
+            guard total + self.maxBytes > self.maxTenantBytes else { break }
+            if (try? FileManager.default.removeItem(at: recording.url)) != nil { total -= recording.bytes }
+        }
     }
 
     /// Deletes recordings older than the retention.

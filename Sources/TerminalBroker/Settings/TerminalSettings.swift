@@ -29,6 +29,8 @@ public struct TerminalSettings: ServiceSettings {
     var recordingRetentionDays: Int
     /// The largest recording, in bytes (the rest of that attach is not kept).
     var maxRecordingBytes: Int
+    /// The most one tenant's recordings may take on this replica, in bytes.
+    var maxTenantRecordingBytes: Int
     /// Peers whose `X-Forwarded-For` names the client.
     var trustedProxies: Set<String>
     /// Which addresses hosts may have: public ones, and those in `terminal.allowed-networks`.
@@ -37,7 +39,8 @@ public struct TerminalSettings: ServiceSettings {
     public static let keys: [SettingKey] = [
         .terminalSchema, .terminalKeyFile, .terminalMaxHostsPerTenant, .terminalConnectTimeoutSeconds, .terminalMaxBackoffSeconds,
         .terminalReplayBytes, .terminalViewerBufferBytes, .terminalMaxViewersPerSession, .terminalMaxAttachesPerTenant, .terminalMaxInputBytes,
-        .terminalRecordingsDirectory, .terminalRecordingRetentionDays, .terminalMaxRecordingBytes, .terminalTrustedProxies,
+        .terminalRecordingsDirectory, .terminalRecordingRetentionDays, .terminalMaxRecordingBytes,
+        .terminalMaxTenantRecordingBytes, .terminalTrustedProxies,
         .terminalAllowedNetworks,
     ]
 
@@ -62,6 +65,7 @@ public struct TerminalSettings: ServiceSettings {
         self.recordingsDirectory = try reader.setting(.terminalRecordingsDirectory)
         self.recordingRetentionDays = try reader.setting(.terminalRecordingRetentionDays, in: 1...3650)
         self.maxRecordingBytes = try reader.setting(.terminalMaxRecordingBytes, in: 4096...(1 << 30))
+        self.maxTenantRecordingBytes = try reader.setting(.terminalMaxTenantRecordingBytes, in: self.maxRecordingBytes...(1 << 50))
         self.trustedProxies = Set(try reader.setting(.terminalTrustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         let networks = try reader.setting(.terminalAllowedNetworks, expected: "comma-separated networks in CIDR notation") { IPNetwork.list($0) }
         self.addressPolicy = AddressPolicy(allowedNetworks: networks)
@@ -134,6 +138,11 @@ extension SettingKey {
         "terminal.allowed-networks",
         "networks (CIDR, comma-separated) hosts may be in besides public addresses; loopback, private, link-local (cloud metadata) and other internal addresses are refused unless listed",
         default: ""
+    )
+    static let terminalMaxTenantRecordingBytes = SettingKey(
+        "terminal.max-recording-bytes-per-tenant",
+        "the most one tenant's recordings may take on a replica's disk; a new recording first removes the tenant's oldest until it fits at terminal.max-recording-bytes",
+        default: "1073741824"
     )
     static let terminalTrustedProxies = SettingKey(
         "terminal.trusted-proxies",

@@ -143,6 +143,22 @@ struct HostStore: Sendable {
         }
     }
 
+    /// Records an attach that is not being recorded, and why.
+    func auditUnrecordedAttach(tenant: String, actor: String, host: String, session: String, reason: String) async throws {
+        try await self.client.withConnection { connection in
+            try await Self.audit(
+                connection,
+                tenant: tenant,
+                actor: actor,
+                action: "attach.unrecorded",
+                host: host,
+                session: session,
+                detail: String(reason.prefix(500)),
+                logger: self.logger
+            )
+        }
+    }
+
     /// Records an attach with input enabled.
     func auditInputAttach(tenant: String, actor: String, host: String, session: String) async throws {
         try await self.client.withConnection { connection in
