@@ -17,6 +17,19 @@ extension ControlAPIHandler {
             reason: body.reason,
             requestID: body.requestId
         ) { now in
+            // The agent's open sessions say where its connector listens. The swarm the fleet last
+            // saw it in is any event's to move (an ingest key can post for any agent), so it is
+            // only a fallback for an agent with no session (whose command then waits for one).
+            let swarms = try await self.store.openSwarms(tenant: identity.tenant, agent: input.path.agentId)
+            if !swarms.isEmpty {
+                guard swarms.count <= self.settings.maxSwarmTargets else {
+                    throw APIError(
+                        .conflict,
+                        "agent \(input.path.agentId) has sessions open in \(swarms.count) swarms; one control addresses at most \(self.settings.maxSwarmTargets) (control.max-swarm-targets)"
+                    )
+                }
+                return swarms.map { ($0, input.path.agentId) }
+            }
             guard let agent = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
                 throw APIError(.notFound, "no agent \(input.path.agentId)")
             }

@@ -122,6 +122,21 @@ extension ControlStore {
         return .ended
     }
 
+    /// The swarms in which `agent` has an open session, by name.
+    func openSwarms(tenant: String, agent: String) async throws -> [String] {
+        var swarms: [String] = []
+        for try await swarm in try await self.client.query(
+            """
+            SELECT DISTINCT swarm_id FROM agent_sessions
+            WHERE tenant_id = \(tenant) AND agent_id = \(agent) AND ended_at IS NULL ORDER BY swarm_id
+            """,
+            logger: self.logger
+        ).decode(String.self) {
+            swarms.append(swarm)
+        }
+        return swarms
+    }
+
     /// Whether the agent has an open session (its queue must stay).
     func hasOpenSession(tenant: String, swarm: String, agent: String) async throws -> Bool {
         let rows = try await self.client.query(

@@ -244,6 +244,40 @@ struct ControlEndToEndTests {
         }
     }
 
+    @Test("an event that moves an agent to another swarm does not move its controls: they follow its connector's open session")
+    func controlsFollowTheSession() async throws {
+        let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
+        let agent = "e2e-moved-" + String(UInt32.random(in: 0..<UInt32.max), radix: 36)
+        try await harness.runWithStream { ingest, controlAPI, _ in
+            let key = try await harness.createKey(ingest)
+            let token = try await harness.token()
+            let connector = try Self.connector(
+                ingestPort: try #require(ingest.port),
+                controlPort: try #require(controlAPI.port),
+                key: key,
+                agent: agent,
+                ["sleep", "1000"]
+            )
+            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            let (_, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
+            // Any holder of the ingest key reports the agent in another swarm.
+            try await harness.post(ingest, key: key, [ControlHarness.state(agent: agent, swarm: "elsewhere", state: "running")])
+            let moved = try await eventually {
+                try await H.call(controlAPI, .get, "/v1/agents/\(agent)", token: token).1["swarmId"] as? String == "elsewhere"
+            }
+            #expect(moved, "the fleet did not see the move")
+            let (status, _) = try await H.call(
+                controlAPI,
+                .post,
+                "/v1/agents/\(agent)/control",
+                token: token,
+                json: ["action": "pause", "reason": "moved", "requestId": "moved-pause-\(agent)"]
+            )
+            #expect(status == .accepted)
+            #expect(await eventually { Self.processState(pid) == "T" }, "the pause went to the swarm the event named")
+        }
+    }
+
     @Test("what escapes the command's group is still paused and terminated: a setsid child, a double-forked orphan, a daemon that ignores SIGTERM")
     func escapedDescendants() async throws {
         let harness = try await ControlHarness(["CONTROL_OFFLINE_SECONDS": "30"])
