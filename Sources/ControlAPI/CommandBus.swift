@@ -20,6 +20,9 @@ struct CommandBus: Sendable {
     let logger: Logger
     let handles: AckHandle
     let maxPollsPerTenant: Int
+    /// The stream's bounds: bytes in all, and commands per agent.
+    var maxBytes = -1
+    var maxPerAgent = -1
     private let consumers = ConsumerRegistry()
     private let polls = PollRegistry()
 
@@ -34,12 +37,14 @@ struct CommandBus: Sendable {
         self.logger = logger
     }
 
-    /// Creates (or updates) the stream; commands are kept a day.
+    /// Creates (or updates) the stream; commands are kept a day, within its bounds.
     func prepare() async throws {
         _ = try await self.jetStream.createOrUpdateStream(
             StreamConfiguration(
                 name: self.subjects.controlStreamName,
                 subjects: [self.subjects.allControlCommands],
+                maxBytes: Int64(self.maxBytes),
+                maxMessagesPerSubject: Int64(self.maxPerAgent),
                 maxAge: .seconds(86_400),
                 duplicateWindow: .seconds(600)
             )

@@ -131,11 +131,18 @@ extension ControlAPIHandler {
         if let receipt = try await self.store.replay(submission) { return receipt }
         submission.agents = try await targets(now)
         let key = identity.tenant + "\u{0}" + identity.subject
-        let outcome = try await self.store.submit(submission) { [limiter] in
+        let outcome = try await self.store.submit(submission) { [limiter, tenantLimiter] in
             if let wait = limiter.take(key) {
                 throw APIError(
                     .rateLimited,
                     "more than \(Int(limiter.capacity)) control requests a minute from \(identity.subject)",
+                    retryAfterSeconds: wait.retryAfterSeconds
+                )
+            }
+            if let wait = tenantLimiter.take(identity.tenant) {
+                throw APIError(
+                    .rateLimited,
+                    "more than \(Int(tenantLimiter.capacity)) control requests a minute in this tenant (control.controls-per-tenant-per-minute)",
                     retryAfterSeconds: wait.retryAfterSeconds
                 )
             }

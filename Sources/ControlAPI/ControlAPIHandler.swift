@@ -21,6 +21,8 @@ struct ControlAPIHandler: Sendable {
     /// What health-monitor knows, for the overview and agent detail.
     let health: HealthSummaries
     let limiter: KeyedTokenBuckets
+    /// Control requests per tenant, all its actors together.
+    let tenantLimiter: KeyedTokenBuckets
     /// Registrations and refreshes per source address.
     let authLimiter: KeyedTokenBuckets
     /// When each agent session's poll was last recorded.

@@ -38,6 +38,12 @@ public struct ControlSettings: ServiceSettings {
     var agentSessionCheckSeconds: Int
     /// Control requests one actor may make per minute (replays of a request id are free).
     var controlsPerMinute: Int
+    /// Control requests one tenant may make per minute, all its actors together.
+    var controlsPerTenantPerMinute: Int
+    /// The most bytes the commands stream keeps (every tenant's).
+    var commandStreamMaxBytes: Int
+    /// The most commands the stream keeps for one agent (its subject); older ones go first.
+    var commandStreamMaxPerAgent: Int
     /// The base of the `webUrl` deep links, e.g. `https://swarmdeck.example.com`.
     var webBaseURL: String
     /// Device registrations and token refreshes one source may make per minute.
@@ -49,7 +55,8 @@ public struct ControlSettings: ServiceSettings {
         .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .signInDays, .offlineSeconds,
         .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxAgentSessions, .agentSessionsPerMinute, .agentSessionHours,
         .agentSessionIdleHours, .agentSessionCheckSeconds,
-        .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies,
+        .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies, .controlsPerTenantPerMinute,
+        .commandStreamMaxBytes, .commandStreamMaxPerAgent,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -66,6 +73,9 @@ public struct ControlSettings: ServiceSettings {
         self.authPerMinute = try reader.setting(.authPerMinute, in: 1...100_000)
         self.trustedProxies = Set(try reader.setting(.trustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)
+        self.controlsPerTenantPerMinute = try reader.setting(.controlsPerTenantPerMinute, in: 1...1_000_000)
+        self.commandStreamMaxBytes = try reader.setting(.commandStreamMaxBytes, in: 65_536...(1 << 40))
+        self.commandStreamMaxPerAgent = try reader.setting(.commandStreamMaxPerAgent, in: 1...1_000_000)
         self.maxPollSeconds = try reader.setting(.maxPollSeconds, in: 1...30)
         self.maxAgentSessions = try reader.setting(.maxAgentSessions, in: 1...1_000_000)
         self.agentSessionsPerMinute = try reader.setting(.agentSessionsPerMinute, in: 1...1_000_000)
@@ -109,6 +119,21 @@ extension SettingKey {
     )
     static let commandSeconds = SettingKey("control.command-seconds", "seconds a command stays valid before an agent answers expired", default: "300")
     static let controlsPerMinute = SettingKey("control.controls-per-minute", "new control requests per actor per minute (429 past it)", default: "60")
+    static let controlsPerTenantPerMinute = SettingKey(
+        "control.controls-per-tenant-per-minute",
+        "new control requests per tenant per minute, all its actors together (429 past it)",
+        default: "300"
+    )
+    static let commandStreamMaxBytes = SettingKey(
+        "control.command-stream-max-bytes",
+        "bytes the commands stream keeps, every tenant's (JetStream max_bytes: the oldest commands go first), so it never takes the store the revocations need",
+        default: "268435456"
+    )
+    static let commandStreamMaxPerAgent = SettingKey(
+        "control.command-stream-max-per-agent",
+        "commands the stream keeps for one agent (JetStream max_msgs_per_subject: its oldest go first)",
+        default: "1000"
+    )
     static let maxPollSeconds = SettingKey(
         "control.max-poll-seconds",
         "the longest a command long poll waits (keep it under the edge's read timeout)",

@@ -32,6 +32,58 @@ struct ControlTests {
         }
     }
 
+    @Test(
+        "a tenant's control budget holds across its actors, another tenant's is its own; the commands stream keeps its bounds whatever is published"
+    )
+    func tenantBudgetAndStreamBounds() async throws {
+        let harness = try await ControlHarness([
+            "CONTROL_CONTROLS_PER_TENANT_PER_MINUTE": "3", "CONTROL_COMMAND_STREAM_MAX_BYTES": "65536",
+            "CONTROL_COMMAND_STREAM_MAX_PER_AGENT": "5",
+        ])
+        let other = "other-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
+            let theirKey = try await harness.createKey(ingest, tenant: other)
+            try await harness.post(ingest, key: theirKey, [ControlHarness.state(agent: "b1", swarm: "s1", state: "running")])
+            // Four actors of one tenant: the fourth request is past the tenant's budget.
+            var statuses: [HTTPResponse.Status] = []
+            for actor in 0..<4 {
+                let token = try await harness.token(subject: "actor-\(actor)")
+                let body: [String: Any] = ["action": "pause", "reason": "budget", "requestId": "budget-\(actor)"]
+                statuses.append(try await H.call(control, .post, "/v1/agents/a1/control", token: token, json: body).0)
+            }
+            #expect(statuses == [.accepted, .accepted, .accepted, .tooManyRequests], "\(statuses)")
+            // The other tenant's budget is untouched.
+            let theirs = try await harness.token(tenant: other)
+            _ = await eventually { (try? await H.call(control, .get, "/v1/agents/b1", token: theirs).0) == .ok }
+            let (accepted, _) = try await H.call(
+                control,
+                .post,
+                "/v1/agents/b1/control",
+                token: theirs,
+                json: ["action": "pause", "reason": "mine", "requestId": "theirs-1"]
+            )
+            #expect(accepted == .accepted)
+            // 200 KiB published on one agent's subject and others: the stream stays in its bounds.
+            for index in 0..<200 {
+                var forged = BusControlCommand()
+                forged.commandID = "flood-\(index)"
+                forged.tenantID = harness.tenant
+                forged.swarmID = "s1"
+                forged.agentID = index < 100 ? "a1" : "a\(index)"
+                forged.action = .request
+                forged.input = String(repeating: "x", count: 1024)
+                try await harness.live.forge(forged)
+            }
+            let nats = try await TestEnvironment.connect()
+            let info = try await JetStream(connection: nats).streamInfo(try Subjects(prefix: harness.prefix).controlStreamName)
+            await nats.close()
+            #expect((info.state.bytes ?? .max) <= 65_536, "\(String(describing: info.state.bytes)) bytes")
+            #expect(info.config.maxBytes == 65_536 && info.config.maxMessagesPerSubject == 5)
+        }
+    }
+
     @Test("100 concurrent requests with one requestId: one command, one audit row, 100 identical answers")
     func idempotentUnderConcurrency() async throws {
         let harness = try await ControlHarness()

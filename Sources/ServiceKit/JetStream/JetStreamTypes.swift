@@ -121,6 +121,8 @@ public struct PublishAck: Decodable, Sendable, Hashable {
 public struct StreamInfo: Decodable, Sendable {
     public struct State: Decodable, Sendable {
         public var messages: UInt64
+        /// The bytes the stream holds.
+        public var bytes: UInt64?
         public var firstSequence: UInt64
         public var lastSequence: UInt64
         /// The stream's consumers.
@@ -128,6 +130,7 @@ public struct StreamInfo: Decodable, Sendable {
 
         enum CodingKeys: String, CodingKey {
             case messages
+            case bytes
             case firstSequence = "first_seq"
             case lastSequence = "last_seq"
             case consumerCount = "consumer_count"
