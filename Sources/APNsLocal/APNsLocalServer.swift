@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import ServiceKit
 import Synchronization
 
 /// A local stand-in for APNs that speaks its real protocol: HTTP/2 over TLS (a CA of its own,
@@ -133,11 +134,6 @@ public final class APNsLocalServer: Sendable {
 
     // MARK: Requests
 
-    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
-    }
-
     func handle(_ request: APNsLocalRequest) -> Answer {
         if request.path.hasPrefix("/_local/") { return self.control(request) }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -200,7 +196,7 @@ public final class APNsLocalServer: Sendable {
     private func control(_ request: APNsLocalRequest) -> Answer {
         guard let token = self.configuration.controlToken,
             let presented = request.value("authorization"),
-            Self.constantTimeEqual(Array(presented.utf8), Array("Bearer \(token)".utf8))
+            constantTimeEqual(Array(presented.utf8), Array("Bearer \(token)".utf8))
         else { return Answer(status: 403, reason: "ControlTokenRequired") }
         let url = URLComponents(string: request.path)
         let query = Dictionary((url?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { first, _ in first })

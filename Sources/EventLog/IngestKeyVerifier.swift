@@ -91,7 +91,7 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
         let digest = Array(SHA256.hash(data: Array(parts[2].utf8)))
         let now = ContinuousClock.now
         if let cached = self.cache.withLock({ $0[keyID] }), cached.expires > now {
-            guard Self.constantTimeEqual(cached.digest, digest) else { throw APIError(.authInvalid, "unknown or revoked ingest key") }
+            guard constantTimeEqual(cached.digest, digest) else { throw APIError(.authInvalid, "unknown or revoked ingest key") }
             return cached.tenant
         }
         guard try await self.isKnown(keyID) else { throw APIError(.authInvalid, "unknown or revoked ingest key") }
@@ -107,7 +107,7 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
             throw APIError(.authInvalid, "unknown or revoked ingest key")
         }
         self.cache.withLock { $0[keyID] = CachedKey(tenant: tenant, digest: stored, expires: now + self.cacheLifetime) }
-        guard Self.constantTimeEqual(stored, digest) else { throw APIError(.authInvalid, "unknown or revoked ingest key") }
+        guard constantTimeEqual(stored, digest) else { throw APIError(.authInvalid, "unknown or revoked ingest key") }
         return tenant
     }
 
@@ -219,10 +219,5 @@ public final class IngestKeyVerifier: AgentKeyAuthenticator {
             }
             return found
         }
-    }
-
-    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 }

@@ -73,7 +73,7 @@ public final class TelemetryRelay: Sendable {
     private let listener = Mutex<(any Channel)?>(nil)
 
     private init(ingestURL: String, key: String, stamp: RelayStamp, limits: RelayLimits, client: HTTPClient, logger: Logger) {
-        self.secret = Self.randomSecret()
+        self.secret = randomHex(bytes: 32)
         self.ingestURL = ingestURL.hasSuffix("/") ? String(ingestURL.dropLast()) : ingestURL
         self.key = key
         self.stamp = stamp
@@ -175,19 +175,7 @@ public final class TelemetryRelay: Sendable {
             request.headers[HTTPField.Name(Self.secretHeader)!]
             ?? request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         guard let offered else { return false }
-        return Self.constantTimeEqual(Array(offered.utf8), Array(self.secret.utf8))
-    }
-
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
-    }
-
-    private static func randomSecret() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        return constantTimeEqual(Array(offered.utf8), Array(self.secret.utf8))
     }
 
     // MARK: Intake (called by the routes)
@@ -321,12 +309,5 @@ public final class TelemetryRelay: Sendable {
         } catch {
             return .retry(after: nil, "\(error)")
         }
-    }
-}
-
-extension TimeAmount {
-    fileprivate init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

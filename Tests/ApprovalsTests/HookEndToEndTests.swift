@@ -143,21 +143,9 @@ struct HookEndToEndTests {
             let (connector, output) = try Self.start(ingest: ports.0, control: ports.1, approvals: ports.2, key: key, agent: "forged")
             defer { connector.terminate() }
             let gate = try await Self.pendingGate(approvals, token: phone, agent: "forged")
-            var forged = BusControlCommand()
-            forged.commandID = "forged-" + gate
-            forged.tenantID = harness.tenant
-            forged.requestID = gate
-            forged.swarmID = "hooks"
-            forged.agentID = "forged"
-            forged.action = .gate
-            forged.actor = "attacker"
-            var outcome = BusGateOutcome()
-            outcome.gateID = gate
-            outcome.status = "approved"
-            outcome.allow = true
-            outcome.decidedBy = "attacker"
-            forged.gate = outcome
-            try await harness.live.forge(forged)
+            try await harness.live.forge("forged-" + gate, swarm: "hooks", agent: "forged", action: .gate) {
+                $0.gate = LiveHarness.approving(gate)
+            }
             try await Task.sleep(for: .seconds(3))
             #expect(!FileManager.default.fileExists(atPath: output.path + ".status"), "the hook ended on a forged outcome")
             let decision = ["decision": "reject", "reason": "nobody approved this"]

@@ -201,33 +201,14 @@ struct ControlEndToEndTests {
             #expect(status == .accepted)
             let realID = try #require((receipt["commands"] as? [[String: Any]])?.first?["commandId"] as? String)
             for (id, action) in [("forged-\(agent)", BusControlAction.pause), (realID + "-x", .terminate)] {
-                var forged = BusControlCommand()
-                forged.commandID = id
-                forged.tenantID = harness.tenant
-                forged.requestID = "forged"
-                forged.swarmID = "e2e"
-                forged.agentID = agent
-                forged.action = action
-                forged.reason = "forged"
-                forged.actor = "attacker"
-                forged.issuedUnixNano = Int64(Date().timeIntervalSince1970 * 1e9)
-                try await harness.live.forge(forged)
+                try await harness.live.forge(id, swarm: "e2e", agent: agent, action: action)
             }
             // More gate outcomes under ids that are not their gates' than the queue holds
             // unacknowledged: dropped, they cannot block it.
             for index in 0..<70 {
-                var forged = BusControlCommand()
-                forged.commandID = "forged-gate-\(index)"
-                forged.tenantID = harness.tenant
-                forged.swarmID = "e2e"
-                forged.agentID = agent
-                forged.action = .gate
-                var outcome = BusGateOutcome()
-                outcome.gateID = "g_\(index)"
-                outcome.status = "approved"
-                outcome.allow = true
-                forged.gate = outcome
-                try await harness.live.forge(forged)
+                try await harness.live.forge("forged-gate-\(index)", swarm: "e2e", agent: agent, action: .gate) {
+                    $0.gate = LiveHarness.approving("g_\(index)")
+                }
             }
             try await Task.sleep(for: .seconds(3))
             #expect(Self.processState(pid) == "S", "a forged command was obeyed: \(String(describing: Self.processState(pid)))")

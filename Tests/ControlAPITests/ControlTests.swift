@@ -67,14 +67,9 @@ struct ControlTests {
             #expect(accepted == .accepted)
             // 200 KiB published on one agent's subject and others: the stream stays in its bounds.
             for index in 0..<200 {
-                var forged = BusControlCommand()
-                forged.commandID = "flood-\(index)"
-                forged.tenantID = harness.tenant
-                forged.swarmID = "s1"
-                forged.agentID = index < 100 ? "a1" : "a\(index)"
-                forged.action = .request
-                forged.input = String(repeating: "x", count: 1024)
-                try await harness.live.forge(forged)
+                try await harness.live.forge("flood-\(index)", swarm: "s1", agent: index < 100 ? "a1" : "a\(index)", action: .request) {
+                    $0.input = String(repeating: "x", count: 1024)
+                }
             }
             let nats = try await TestEnvironment.connect()
             let info = try await JetStream(connection: nats).streamInfo(try Subjects(prefix: harness.prefix).controlStreamName)

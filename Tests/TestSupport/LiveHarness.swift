@@ -145,6 +145,39 @@ extension LiveHarness {
     /// Publishes `command` on its agent's control subject, stored by JetStream, as any process
     /// with full NATS rights could: what the services and the connector must not obey unless
     /// its issuer stands by it.
+    /// A command of the harness's tenant for `agent` of `swarm`, issued "now" by an attacker,
+    /// shaped further by `configure`, forged on the bus as ``forge(_:)`` does.
+    public func forge(
+        _ id: String,
+        swarm: String,
+        agent: String,
+        action: BusControlAction,
+        _ configure: (inout BusControlCommand) -> Void = { _ in }
+    ) async throws {
+        var command = BusControlCommand()
+        command.commandID = id
+        command.tenantID = self.tenant
+        command.requestID = "forged"
+        command.swarmID = swarm
+        command.agentID = agent
+        command.action = action
+        command.reason = "forged"
+        command.actor = "attacker"
+        command.issuedUnixNano = Int64(Date().timeIntervalSince1970 * 1e9)
+        configure(&command)
+        try await self.forge(command)
+    }
+
+    /// A gate outcome that approves `gate`.
+    public static func approving(_ gate: String) -> BusGateOutcome {
+        var outcome = BusGateOutcome()
+        outcome.gateID = gate
+        outcome.status = "approved"
+        outcome.allow = true
+        outcome.decidedBy = "attacker"
+        return outcome
+    }
+
     public func forge(_ command: BusControlCommand) async throws {
         let nats = try await TestEnvironment.connect()
         let subjects = try Subjects(prefix: self.prefix)
