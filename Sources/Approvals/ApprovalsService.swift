@@ -61,6 +61,7 @@ public enum ApprovalsService: SwarmdeckService {
             outbox: outbox,
             messages: messages,
             opens: opens,
+            reasks: KeyedTokenBuckets(perMinute: settings.opensPerMinute * 10),
             decisions: KeyedTokenBuckets(perMinute: settings.decisionsPerMinute)
         )
 

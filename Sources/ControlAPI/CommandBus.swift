@@ -26,6 +26,10 @@ struct CommandBus: Sendable {
     private let consumers = ConsumerRegistry()
     private let polls = PollRegistry()
 
+    /// The largest command the stream takes: a worker request's input is at most 16 000
+    /// characters (64 000 bytes of UTF-8), the rest of a command a few hundred bytes.
+    static let maxCommandBytes: Int64 = 131_072
+
     /// How long a delivered command may go unacknowledged before it is delivered again.
     static let ackWait = Duration.seconds(30)
 
@@ -47,7 +51,7 @@ struct CommandBus: Sendable {
                 maxMessagesPerSubject: Int64(self.maxPerAgent),
                 maxAge: .seconds(86_400),
                 duplicateWindow: .seconds(600)
-            )
+            ).withMaxMessageSize(Self.maxCommandBytes)
         )
     }
 

@@ -39,7 +39,7 @@ extension ControlAPIHandler {
             input: body.input,
             requestID: body.requestId
         ) { now in
-            [try await self.liveWorker(identity, input.path.workerId)]
+            try await self.liveWorker(identity, input.path.workerId, everySession: false)
         }
         return .accepted(.init(body: .json(receipt)))
     }
@@ -56,7 +56,7 @@ extension ControlAPIHandler {
             reason: body.reason,
             requestID: body.requestId
         ) { now in
-            [try await self.liveWorker(identity, input.path.workerId)]
+            try await self.liveWorker(identity, input.path.workerId, everySession: true)
         }
         return .accepted(.init(body: .json(receipt)))
     }
@@ -73,14 +73,32 @@ extension ControlAPIHandler {
         return record
     }
 
-    /// A worker that can still take a command: 409 `Conflict` once its connector said its
-    /// process is gone (not when it reported a state: the process under control could).
-    private func liveWorker(_ identity: AccessIdentity, _ id: String) async throws -> (swarm: String, agent: String) {
+    /// Where a worker's command goes: the swarm of its connector's open session, not the swarm
+    /// its last event named (any ingest-key event can name another). A stop goes to every open
+    /// session (`everySession`); a request, whose input only the worker may read, to one: with
+    /// sessions open in several swarms, the one the fleet saw it in, else 409. With none open,
+    /// the fleet's swarm (the command waits for a session). 409 `Conflict` once its connector
+    /// said its process is gone (not when it reported a state: the process under control could).
+    private func liveWorker(_ identity: AccessIdentity, _ id: String, everySession: Bool) async throws -> [(swarm: String, agent: String)] {
         let record = try self.workerRecord(identity, id)
-        guard try await !self.store.sessions(tenant: identity.tenant, swarm: record.swarmID).gone.contains(record.agentID) else {
-            throw APIError(.conflict, "worker \(id) has stopped")
+        let open = try await self.store.openSwarms(tenant: identity.tenant, agent: record.agentID)
+        if open.isEmpty {
+            guard try await !self.store.sessions(tenant: identity.tenant, swarm: record.swarmID).gone.contains(record.agentID) else {
+                throw APIError(.conflict, "worker \(id) has stopped")
+            }
+            return [(record.swarmID, record.agentID)]
         }
-        return (record.swarmID, record.agentID)
+        if everySession {
+            guard open.count <= self.settings.maxSwarmTargets else {
+                throw APIError(.conflict, "worker \(id) has sessions open in \(open.count) swarms (control.max-swarm-targets)")
+            }
+            return open.map { ($0, record.agentID) }
+        }
+        if open.count == 1 { return [(open[0], record.agentID)] }
+        guard open.contains(record.swarmID) else {
+            throw APIError(.conflict, "worker \(id) has sessions open in \(open.count) swarms; stop the ones that are not it")
+        }
+        return [(record.swarmID, record.agentID)]
     }
 
     func worker(_ record: FleetIndex.AgentRecord, now: Date) -> Components.Schemas.Worker {

@@ -478,13 +478,17 @@ actor AgentConnector {
             return (.noop, self.state.rawValue, nil)
         case ("pause", .running):
             guard self.child.signal(SIGSTOP) else { return (.failed, self.state.rawValue, "SIGSTOP: \(String(cString: strerror(errno)))") }
-            // Paused means every process stopped, what forks ahead of a pass included.
-            let running = await self.child.stopEveryProcess()
+            // Paused means every process stopped, what forks ahead of a pass included; one the
+            // connector may not signal is said, not waited for.
+            let (running, unsignallable) = await self.child.stopEveryProcess()
             self.state = .paused
             guard running.isEmpty else {
                 return (.failed, self.state.rawValue, "processes \(running.map(String.init).joined(separator: " ")) did not stop")
             }
-            return (.applied, self.state.rawValue, nil)
+            let note =
+                unsignallable.isEmpty
+                ? nil : "processes \(unsignallable.map(String.init).joined(separator: " ")) may not be signalled by the connector"
+            return (.applied, self.state.rawValue, note)
         case ("resume", .paused):
             guard self.child.signal(SIGCONT) else { return (.failed, self.state.rawValue, "SIGCONT: \(String(cString: strerror(errno)))") }
             self.state = .running

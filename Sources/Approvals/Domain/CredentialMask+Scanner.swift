@@ -11,6 +11,13 @@ extension CredentialMask {
         private let valueEnd: [Int]
         private let base64End: [Int]
         private let pemEnd: [Int]
+        /// The same for a value in a URL's authority, which ends at `@` too.
+        private let userinfoEnd: [Int]
+        /// The next `'` at or after each position, and the next character that is not literal
+        /// inside single quotes for every shell reading them as part of a larger string (`$`,
+        /// a backquote, `"`, `\`, a line break): `count` when there is none.
+        private let nextQuote: [Int]
+        private let nextUnquotable: [Int]
 
         var count: Int { self.scalars.count }
 
@@ -26,10 +33,13 @@ extension CredentialMask {
             }
             self.tokenEnd = ends(CredentialMask.isTokenCharacter)
             self.nameEnd = ends(CredentialMask.isNameCharacter)
-            // A value ends at `@` too: in `https://user:secret@host/…` the host stays in view.
-            self.valueEnd = ends { !CredentialMask.isSyntaxOrSpace($0) && $0 != "@" }
+            self.valueEnd = ends { !CredentialMask.isSyntaxOrSpace($0) }
+            // In `https://user:secret@host/…` the host stays in view.
+            self.userinfoEnd = ends { !CredentialMask.isSyntaxOrSpace($0) && $0 != "@" }
             self.base64End = ends(CredentialMask.isBase64URL)
             self.pemEnd = ends(CredentialMask.isBase64)
+            self.nextQuote = ends { $0 != "'" }
+            self.nextUnquotable = ends { !["$", "`", "\"", "\\", "\n", "\r"].contains($0) }
         }
 
         private func text(_ range: Range<Int>) -> String { String(String.UnicodeScalarView(self.scalars[range])) }
@@ -49,15 +59,16 @@ extension CredentialMask {
             // `-` or `.`.
             guard index == 0 || !CredentialMask.isNameCharacter(self.scalars[index - 1]) else { return nil }
             let runEnd = self.tokenEnd[index]
-            // Right after `://` comes a host (or `user:password@`), never a bare key.
-            let afterScheme = index >= 3 && self.scalars[index - 3] == ":" && self.scalars[index - 2] == "/" && self.scalars[index - 1] == "/"
-            // A key is a whole word of base64url characters: one followed by `.` or `/` is a
-            // host or a path.
+            // Right after `://` comes a host, or `user:password@`.
+            let afterScheme = self.isAfterScheme(index)
+            // A key is a word of base64url characters with a known prefix: one that goes on
+            // with `.` or `/` is a host or a path unless it is long (keys are 20 and more);
+            // right after `://` it is one only as the user of a URL (`https://ghp_…@github.com`).
             let keyEnd = self.base64End[index]
-            if !afterScheme, keyEnd - index >= 12, keyEnd == runEnd,
-                CredentialMask.keyPrefixes.contains(where: { self.starts(with: $0, at: index) })
-            {
-                return index..<keyEnd
+            if keyEnd - index >= 12, CredentialMask.keyPrefixes.contains(where: { self.starts(with: $0, at: index) }) {
+                let next = keyEnd < self.count ? self.scalars[keyEnd] : " "
+                let isKey = afterScheme ? next == "@" || next == ":" : keyEnd == runEnd || keyEnd - index >= 20
+                if isKey { return index..<keyEnd }
             }
             if !afterScheme, let jwt = self.jwt(at: index) { return jwt }
             if runEnd - index <= 6, CredentialMask.schemes.contains(self.text(index..<runEnd)) {
@@ -98,19 +109,29 @@ extension CredentialMask {
                 while value < self.count, self.scalars[value] == " " || self.scalars[value] == "\t" { value += 1 }
             }
             // A quote opening the value stays; the value is inside it. Inside single quotes
-            // nothing is syntax: the value runs to the closing quote.
+            // nothing is syntax, so the value runs to the closing quote, unless what is inside
+            // would be syntax again were the quote really the end of an outer one
+            // (`sh -c 'TOKEN='$(…)''`): then it ends as an unquoted value does.
             var end: Int
-            if value < self.count, self.scalars[value] == "'", let close = self.next("'", from: value + 1) {
+            if value + 1 < self.count, self.scalars[value] == "'", self.nextQuote[value + 1] < self.count,
+                self.nextUnquotable[value + 1] > self.nextQuote[value + 1]
+            {
+                end = self.nextQuote[value + 1]
                 value += 1
-                end = close
             } else {
                 if value < self.count, self.scalars[value] == "'" || self.scalars[value] == "\"" { value += 1 }
-                end = self.valueEnd[value]
+                // In a URL's authority (`https://user:secret@host`) the value ends at `@`.
+                end = self.isAfterScheme(index) ? self.userinfoEnd[value] : self.valueEnd[value]
             }
             guard end > value, self.scalars[value] != "/", self.scalars[value] != ".", self.scalars[value] != "~" else { return nil }
             // `Authorization: Bearer x`: the scheme stays, and its token is found on its own.
             if end - value <= 6, CredentialMask.schemes.contains(self.text(value..<end)) { return nil }
             return value..<end
+        }
+
+        /// Whether `index` comes right after `://`.
+        private func isAfterScheme(_ index: Int) -> Bool {
+            index >= 3 && self.scalars[index - 3] == ":" && self.scalars[index - 2] == "/" && self.scalars[index - 1] == "/"
         }
 
         /// The bodies of well-formed PEM private key blocks, in order: after a `-----BEGIN …
@@ -145,14 +166,13 @@ extension CredentialMask {
             return bodies
         }
 
-        /// The runs of base64 characters in `range` long enough to be a key's lines (32 or more,
-        /// not starting with `/`: a path is not a key).
+        /// The runs of base64 characters in `range` long enough to be a key's lines (32 or more).
         private func keyRuns(in range: Range<Int>) -> [Range<Int>] {
             var runs: [Range<Int>] = []
             var index = range.lowerBound
             while index < range.upperBound {
                 let end = min(self.pemEnd[index], range.upperBound)
-                if end - index >= 32, self.scalars[index] != "/" {
+                if end - index >= 32 {
                     runs.append(index..<end)
                     index = end
                 } else {

@@ -76,19 +76,19 @@ struct CredentialMask: Sendable, Equatable {
         self.count = spans.count
     }
 
+    /// Words that make a key name something that runs (`session_cmd`, `token_script`).
+    static let runnableNameWords = ["cmd", "command", "script", "shell", "exec", "run", "code", "query", "sql"]
+
     /// A JSON value under a key holding a secret's word: one without whitespace (a password,
-    /// a token) is masked whole; text under a key that ends in a secret's word (`password`,
-    /// `github_token`) has every word masked, its whitespace and syntax kept; text under a key
-    /// that only holds one (`session_cmd`) is masked as any text is, so a command stays in view.
+    /// a token) is masked whole; text has every word masked, its whitespace and syntax kept,
+    /// unless the key also names something that runs (`session_cmd`): that is masked as any
+    /// text is, so a command stays in view.
     static func maskingSecret(_ text: String, key: String) -> CredentialMask {
         if !text.unicodeScalars.contains(where: { $0.properties.isWhitespace }) {
             return text.isEmpty ? CredentialMask(text: text, count: 0) : CredentialMask(text: Self.placeholder, count: 1)
         }
-        let bare = key.lowercased().filter { $0 != "_" && $0 != "-" && $0 != "." }
-        if Self.secretNameWords.contains(where: { bare.hasSuffix($0.filter { $0 != "_" && $0 != "-" }) }) {
-            return Self.maskingEveryValue(text)
-        }
-        return CredentialMask(text)
+        let lower = key.lowercased()
+        return Self.runnableNameWords.contains(where: { lower.contains($0) }) ? CredentialMask(text) : Self.maskingEveryValue(text)
     }
 
     /// Every run of characters that is not whitespace or shell syntax masked.

@@ -13,6 +13,18 @@ extension ApprovalsHandler {
         }
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.key(body.idempotencyKey, "idempotencyKey")
+        // Asking again how a gate is (the connector does, while it waits) costs no opening and
+        // no parse of its input, only a turn of a budget ten times the openings'.
+        if let gate = try await self.store.existing(tenant: session.tenant, swarm: session.swarm, agent: session.agent, key: body.idempotencyKey) {
+            if let wait = self.reasks.take(session.tenant) {
+                throw APIError(
+                    .rateLimited,
+                    "more than \(Int(self.reasks.capacity)) gates asked about a minute by this tenant",
+                    retryAfterSeconds: wait.retryAfterSeconds
+                )
+            }
+            return .ok(.init(body: .json(gate.agentView)))
+        }
         try InputCheck.text(body.summary, "summary", max: 500)
         if let tool = body.tool { try InputCheck.text(tool, "tool", max: 200) }
         try InputCheck.range(body.expiresInSeconds, "expiresInSeconds", 1...self.settings.maxExpirySeconds)
@@ -25,10 +37,6 @@ extension ApprovalsHandler {
             }
             toolInput = ToolInputRedactor(maxBytes: self.settings.maxInputBytes).redact(parsed)
             if toolInput!.json.unicodeScalars.contains("\u{0}") { throw APIError(.invalidRequest, "toolInput must not contain NUL characters") }
-        }
-        // Asking again how a gate is costs no opening (the connector does, while it waits).
-        if let gate = try await self.store.existing(tenant: session.tenant, swarm: session.swarm, agent: session.agent, key: body.idempotencyKey) {
-            return .ok(.init(body: .json(gate.agentView)))
         }
         if let wait = self.opens.take(session.tenant) {
             throw APIError(

@@ -12,6 +12,8 @@ struct ApprovalsHandler: Sendable {
     let messages: GateMessages
     /// Gates opened per tenant per minute.
     let opens: KeyedTokenBuckets
+    /// Gates asked about again (the same key) per tenant per minute: ten times the openings.
+    let reasks: KeyedTokenBuckets
     /// Decisions per person per minute.
     let decisions: KeyedTokenBuckets
 

@@ -26,9 +26,6 @@ struct GateStore: Sendable {
         case existing(Gate)
     }
 
-    /// Opens `gate` unless its agent already has one with its idempotency key.
-    /// - Throws: `RateLimited` when its agent has `maxPerAgent` pending gates, or its tenant
-    ///   `maxPerTenant`.
     /// The gate the agent opened with `key`, if any (an agent asking again how its gate is).
     func existing(tenant: String, swarm: String, agent: String, key: String) async throws -> Gate? {
         let rows = try await self.client.query(
@@ -42,6 +39,9 @@ struct GateStore: Sendable {
         return nil
     }
 
+    /// Opens `gate` unless its agent already has one with its idempotency key.
+    /// - Throws: `RateLimited` when its agent has `maxPerAgent` pending gates, or its tenant
+    ///   `maxPerTenant`.
     func open(_ gate: Gate, maxPerAgent: Int, maxPerTenant: Int) async throws -> Opened {
         let items = try self.messages.items(for: gate)
         return try await self.client.transaction(logger: self.logger) { connection in

@@ -16,6 +16,8 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
     /// The de-duplication window for `Nats-Msg-Id`, nanoseconds.
     public var duplicateWindow: Int64
     public var replicas: Int
+    /// The largest message the stream takes (a larger publish is refused); nil = no limit.
+    public var maxMessageSize: Int64?
 
     enum CodingKeys: String, CodingKey {
         case name, subjects, retention, storage
@@ -25,6 +27,7 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
         case maxMessagesPerSubject = "max_msgs_per_subject"
         case maxAge = "max_age"
         case duplicateWindow = "duplicate_window"
+        case maxMessageSize = "max_msg_size"
     }
 
     public init(
@@ -49,6 +52,15 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
         self.maxAge = maxAge.nanoseconds
         self.duplicateWindow = duplicateWindow.nanoseconds
         self.replicas = replicas
+    }
+}
+
+extension StreamConfiguration {
+    /// The configuration with a largest message size.
+    public func withMaxMessageSize(_ bytes: Int64) -> StreamConfiguration {
+        var configuration = self
+        configuration.maxMessageSize = bytes
+        return configuration
     }
 }
 

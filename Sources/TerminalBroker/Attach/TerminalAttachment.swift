@@ -26,6 +26,8 @@ final class TerminalAttachment: Sendable {
     private let recorder = NIOLockedValueBox<TerminalRecorder?>(nil)
     /// Why the attachment is not recorded (the recorder could not start), or nil when it is.
     let unrecorded = NIOLockedValueBox<String?>(nil)
+    /// Its recording's reservation, released when it ends.
+    private let reservation = NIOLockedValueBox<(file: URL, recordings: TerminalRecordings)?>(nil)
     /// Viewers it takes at once (`terminal.max-viewers-per-session`).
     private let maxViewers: Int
     private let onEnd: @Sendable (TerminalAttachment) -> Void
@@ -96,9 +98,15 @@ final class TerminalAttachment: Sendable {
         // the attach, for this tenant or any other: it goes on unrecorded, which the viewers'
         // hello says and the audit trail keeps.
         do {
-            recordings.makeRoom(tenant: tenant)
-            let recorder = try TerminalRecorder(file: recordings.newFile(tenant: tenant, session: id), header: header, maxBytes: recordings.maxBytes)
-            attachment.recorder.withLockedValue { $0 = recorder }
+            let file = try recordings.reserve(tenant: tenant, session: id)
+            do {
+                let recorder = try TerminalRecorder(file: file, header: header, maxBytes: recordings.maxBytes)
+                attachment.recorder.withLockedValue { $0 = recorder }
+                attachment.reservation.withLockedValue { $0 = (file, recordings) }
+            } catch {
+                recordings.finished(file, tenant: tenant)
+                throw error
+            }
         } catch {
             attachment.unrecorded.withLockedValue { $0 = "the recording could not be started: \(error)" }
             logger.warning("attach not recorded", metadata: ["session": "\(id)", "error": "\(error)"])
@@ -231,6 +239,7 @@ final class TerminalAttachment: Sendable {
         }
         guard let viewers else { return }
         self.recorder.withLockedValue { $0 }?.close()
+        if let reservation = self.reservation.withLockedValue({ $0 }) { reservation.recordings.finished(reservation.file, tenant: self.tenant) }
         for viewer in viewers { viewer.end(error) }
         self.onEnd(self)
     }

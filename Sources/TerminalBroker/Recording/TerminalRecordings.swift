@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Logging
+import NIOConcurrencyHelpers
 import ServiceKit
 import ServiceLifecycle
 
@@ -15,6 +16,15 @@ struct TerminalRecordings: Sendable {
     /// removes the tenant's oldest until it fits at its largest.
     let maxTenantBytes: Int
     let retention: Duration
+    /// The recordings being written, by tenant: each counted at its largest, never removed.
+    private let writing = NIOLockedValueBox<[String: Set<URL>]>([:])
+
+    init(directory: URL, maxBytes: Int, maxTenantBytes: Int, retention: Duration) {
+        self.directory = directory
+        self.maxBytes = maxBytes
+        self.maxTenantBytes = maxTenantBytes
+        self.retention = retention
+    }
 
     /// A recording of a session, as listed.
     struct Info: Codable, Sendable, Equatable {
@@ -69,22 +79,45 @@ struct TerminalRecordings: Sendable {
         return RecordingFile(handle: handle, size: size)
     }
 
-    /// Removes the tenant's oldest recordings until a new one of `maxBytes` fits in
-    /// `maxTenantBytes` (one still being written included: what its attach writes from then on
-    /// goes to a file no longer listed, and is gone when it closes).
-    func makeRoom(tenant: String) {
-        let root = self.directory.appendingPathComponent(Self.safe(tenant))
-        guard let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.fileSizeKey]) else { return }
-        var recordings: [(url: URL, id: String, bytes: Int)] = []
-        for case let file as URL in files where file.pathExtension == "cast" {
-            let bytes = (try? file.resourceValues(forKeys: [.fileSizeKey]))?.fileSize ?? 0
-            recordings.append((file, file.deletingPathExtension().lastPathComponent, bytes))
+    /// A new recording's file for the tenant, reserved at its largest (`maxBytes`): first the
+    /// tenant's oldest finished recordings are removed until it fits in `maxTenantBytes`, each
+    /// recording still being written counted at its largest and never removed. Pair with
+    /// ``finished(_:tenant:)``.
+    /// - Throws: when the tenant's recordings being written take the quota already.
+    func reserve(tenant: String, session: TerminalSessionID) throws -> URL {
+        try self.writing.withLockedValue { writing in
+            let open = writing[tenant] ?? []
+            let root = self.directory.appendingPathComponent(Self.safe(tenant))
+            var finished: [(url: URL, id: String, bytes: Int)] = []
+            if let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.fileSizeKey]) {
+                for case let file as URL in files where file.pathExtension == "cast" && !open.contains(file.standardizedFileURL) {
+                    let bytes = (try? file.resourceValues(forKeys: [.fileSizeKey]))?.fileSize ?? 0
+                    finished.append((file, file.deletingPathExtension().lastPathComponent, bytes))
+                }
+            }
+            var total = finished.reduce(0) { $0 + $1.bytes } + open.count * self.maxBytes
+            // Oldest first: ids start with their start time in milliseconds.
+            for recording in finished.sorted(by: { $0.id.count != $1.id.count ? $0.id.count < $1.id.count : $0.id < $1.id }) {
+                guard total + self.maxBytes > self.maxTenantBytes else { break }
+                if (try? FileManager.default.removeItem(at: recording.url)) != nil { total -= recording.bytes }
+            }
+            guard total + self.maxBytes <= self.maxTenantBytes else {
+                throw APIError(
+                    .rateLimited,
+                    "this tenant's recordings being written take terminal.max-recording-bytes-per-tenant already"
+                )
+            }
+            let file = self.newFile(tenant: tenant, session: session).standardizedFileURL
+            writing[tenant, default: []].insert(file)
+            return file
         }
-        var total = recordings.reduce(0) { $0 + $1.bytes }
-        // Oldest first: ids start with their start time in milliseconds.
-        for recording in recordings.sorted(by: { $0.id.count != $1.id.count ? $0.id.count < $1.id.count : $0.id < $1.id }) {
-            guard total + self.maxBytes > self.maxTenantBytes else { break }
-            if (try? FileManager.default.removeItem(at: recording.url)) != nil { total -= recording.bytes }
+    }
+
+    /// A reserved recording is no longer written.
+    func finished(_ file: URL, tenant: String) {
+        self.writing.withLockedValue { writing in
+            writing[tenant]?.remove(file.standardizedFileURL)
+            if writing[tenant]?.isEmpty == true { writing[tenant] = nil }
         }
     }
 

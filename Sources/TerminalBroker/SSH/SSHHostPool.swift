@@ -70,8 +70,9 @@ actor SSHHostPool {
         } else {
             let store = self.store
             task = Task { [keys = self.keys, policy = self.policy, group = self.group, timeout = self.timeout] in
-                // Each address the policy allows, in the resolver's order, until one answers.
-                let addresses = try await Self.addresses(of: host, policy: policy)
+                // Each address the policy allows, in the resolver's order, until one answers (at
+                // most three, each with its own timeout).
+                let addresses = try await Self.addresses(of: host, policy: policy).prefix(3)
                 var lastError: any Error = AddressRefused(reason: "\(host.address) has no address")
                 for address in addresses {
                     do {
