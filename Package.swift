@@ -195,7 +195,11 @@ let package = Package(
             exclude: ["Generated/README.md"],
             swiftSettings: generatedSwiftSettings
         ),
-        .executableTarget(name: "APNsLocalMain", dependencies: ["APNsLocal", argumentParser, crypto, logging], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "APNsLocalMain",
+            dependencies: ["APNsLocal", "ServiceKit", argumentParser, crypto, logging],
+            swiftSettings: swiftSettings
+        ),
         // control-api's contract: the types, server protocol and client generated from
         // openapi/control-api.yaml (scripts/generate-openapi), for the service and its clients.
         .target(name: "ControlAPIContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),

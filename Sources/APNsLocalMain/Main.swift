@@ -3,6 +3,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import Logging
+import ServiceKit
 
 /// `apns-local`: the local APNs server (``APNsLocalServer``) as a process, for the local stack.
 @main
@@ -60,7 +61,7 @@ struct Main: AsyncParsableCommand {
             controlToken = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
             guard controlToken.utf8.count >= 16 else { throw ValidationError("\(file) holds no token of 16 characters or more") }
         } else {
-            controlToken = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            controlToken = randomHex(bytes: 32)
             let path = self.dir + "/control-token"
             try? FileManager.default.removeItem(atPath: path)
             guard FileManager.default.createFile(atPath: path, contents: Data(controlToken.utf8), attributes: [.posixPermissions: 0o600]) else {

@@ -20,9 +20,9 @@ struct CommandBus: Sendable {
     let logger: Logger
     let handles: AckHandle
     let maxPollsPerTenant: Int
-    /// The stream's bounds: bytes in all, and commands per agent.
-    var maxBytes = -1
-    var maxPerAgent = -1
+    /// The stream's bounds: bytes in all, and commands per agent (-1: none).
+    let maxBytes: Int
+    let maxPerAgent: Int
     private let consumers = ConsumerRegistry()
     private let polls = PollRegistry()
 
@@ -33,7 +33,17 @@ struct CommandBus: Sendable {
     /// How long a delivered command may go unacknowledged before it is delivered again.
     static let ackWait = Duration.seconds(30)
 
-    init(jetStream: JetStream, subjects: Subjects, handles: AckHandle, maxPollsPerTenant: Int, logger: Logger) {
+    init(
+        jetStream: JetStream,
+        subjects: Subjects,
+        handles: AckHandle,
+        maxPollsPerTenant: Int,
+        maxBytes: Int = -1,
+        maxPerAgent: Int = -1,
+        logger: Logger
+    ) {
+        self.maxBytes = maxBytes
+        self.maxPerAgent = maxPerAgent
         self.jetStream = jetStream
         self.subjects = subjects
         self.handles = handles
@@ -50,8 +60,9 @@ struct CommandBus: Sendable {
                 maxBytes: Int64(self.maxBytes),
                 maxMessagesPerSubject: Int64(self.maxPerAgent),
                 maxAge: .seconds(86_400),
-                duplicateWindow: .seconds(600)
-            ).withMaxMessageSize(Self.maxCommandBytes)
+                duplicateWindow: .seconds(600),
+                maxMessageSize: Self.maxCommandBytes
+            )
         )
     }
 

@@ -38,18 +38,15 @@ public enum ControlAPIService: SwarmdeckService {
         let eventLog = EventLogReader(client: postgres, schema: settings.ingestSchema, logger: logger)
         let feed = FleetFeed(index: fleet, eventLog: eventLog, connection: assembly.nats, subjects: assembly.subjects, logger: logger)
         let store = ControlStore(client: postgres, logger: logger)
-        let bus = {
-            var bus = CommandBus(
-                jetStream: JetStream(connection: assembly.nats),
-                subjects: assembly.subjects,
-                handles: AckHandle(secret: Array(pem.utf8)),
-                maxPollsPerTenant: settings.maxAgentSessions,
-                logger: logger
-            )
-            bus.maxBytes = settings.commandStreamMaxBytes
-            bus.maxPerAgent = settings.commandStreamMaxPerAgent
-            return bus
-        }()
+        let bus = CommandBus(
+            jetStream: JetStream(connection: assembly.nats),
+            subjects: assembly.subjects,
+            handles: AckHandle(secret: Array(pem.utf8)),
+            maxPollsPerTenant: settings.maxAgentSessions,
+            maxBytes: settings.commandStreamMaxBytes,
+            maxPerAgent: settings.commandStreamMaxPerAgent,
+            logger: logger
+        )
         let dispatcher = CommandDispatcher(store: store, bus: bus, logger: logger)
         let revocations = RevocationBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, retention: .seconds(86_400))
         let handler = ControlAPIHandler(

@@ -112,8 +112,7 @@ struct ControlBench: AsyncParsableCommand {
     }
 
     static func processState(_ pid: Int32) -> Character? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
-        return stat[stat.index(close, offsetBy: 2)]
+        ProcessTree.state(of: pid)
     }
 }
 

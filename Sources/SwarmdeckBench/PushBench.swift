@@ -8,6 +8,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import ServiceKit
+import SwarmdeckTools
 
 /// `swarmdeck-bench push`: the notifier's two targets.
 ///
@@ -168,10 +169,7 @@ struct PushBench: AsyncParsableCommand {
             ["swarmId": "push-bench-\(run)", "agentId": "bench"]
         )
         guard let sessionToken = session["token"] as? String else { throw ValidationError("no agent session: \(session)") }
-        let controlFile =
-            environment["SWARMDECK_APNS_CONTROL_TOKEN_FILE"]
-            ?? URL(fileURLWithPath: caFile).deletingLastPathComponent().appendingPathComponent("control-token").path
-        let control = try String(contentsOfFile: controlFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let control = try APNsLocalControlToken.read(file: nil, caFile: caFile, environment: environment)
         var after = try await Self.pushes(http, apnsURL, control: control, after: 0).last?["index"] as? Int ?? 0
         var gates: [Duration] = []
         var incidents: [Duration] = []

@@ -281,7 +281,7 @@ struct TerminalBench: AsyncParsableCommand {
         return logger
     }()
 
-    private func url(_ id: String, token: String, input: Bool) -> String {
+    private func url(_ id: String, input: Bool) -> String {
         let base = self.stack.url.replacingOccurrences(of: "http://", with: "ws://").replacingOccurrences(of: "https://", with: "wss://")
         return base + "/v1/terminal/sessions/\(id)/attach?protocol=1" + (input ? "&input=true" : "")
     }
@@ -290,7 +290,7 @@ struct TerminalBench: AsyncParsableCommand {
     /// server closes.
     private func watch(_ id: String, token: String, onFrame: @escaping @Sendable (TerminalFrame) -> Verdict) async throws {
         try await WebSocketClient.connect(
-            url: self.url(id, token: token, input: false),
+            url: self.url(id, input: false),
             configuration: .bearer(token, maxFrameSize: 1 << 24),
             logger: Self.quiet
         ) {
@@ -317,7 +317,7 @@ struct TerminalBench: AsyncParsableCommand {
             ) async throws -> Void
     ) async throws {
         try await WebSocketClient.connect(
-            url: self.url(id, token: token, input: input),
+            url: self.url(id, input: input),
             configuration: .bearer(token, maxFrameSize: 1 << 24),
             logger: Self.quiet
         ) {

@@ -60,11 +60,14 @@ public enum ProcessTree {
         Self.descendants(of: root, in: Self.table())
     }
 
+    /// The state letter of `pid`, or nil when there is no such process.
+    public static func state(of pid: Int32) -> Character? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
+        return Self.entry(stat: stat)?.state
+    }
+
     /// Whether `pid` still exists (a zombie counts as gone).
     public static func alive(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let entry = Self.entry(stat: stat) else {
-            return false
-        }
-        return entry.state != "Z"
+        (Self.state(of: pid) ?? "Z") != "Z"
     }
 }

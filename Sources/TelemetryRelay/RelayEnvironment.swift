@@ -1,3 +1,5 @@
+import Foundation
+
 /// The environment the connector gives its command so that the command's OpenTelemetry export
 /// goes to the relay: Claude Code's switch, the standard `OTEL_*` variables (any OpenTelemetry
 /// SDK reads them) with short export intervals, and the resource attributes. Pure.
@@ -53,17 +55,9 @@ public struct RelayEnvironment: Sendable, Equatable {
     /// `value` with everything but RFC 3986's unreserved characters percent-encoded, as
     /// `OTEL_RESOURCE_ATTRIBUTES` wants (its `,` and `=` separate pairs).
     static func percentEncoded(_ value: String) -> String {
-        var encoded = ""
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                encoded += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
-            }
-        }
-        return encoded
+        // RFC 3986's unreserved characters stay; everything else is %XX of its UTF-8 bytes.
+        value.addingPercentEncoding(withAllowedCharacters: Self.unreserved) ?? value
     }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

@@ -24,20 +24,31 @@ public struct RelayStamp: Sendable, Equatable {
     /// same encoding unless `output` names another (OTLP JSON's hex ids survive the round trip as the same text, which ingest
     /// reads as hex only in JSON). Throws when it is not such an export.
     public func stamp(_ signal: RelaySignal, body: [UInt8], json: Bool, as output: Encoding? = nil) throws -> [UInt8] {
-        let jsonOut = (output ?? (json ? .json : .protobuf)) == .json
+        let export = try self.stamped(signal, body: body, json: json)
+        return (output ?? (json ? .json : .protobuf)) == .json ? try export.jsonUTF8Bytes() : try export.serializedBytes()
+    }
+
+    /// An OTLP JSON export of `signal`, stamped, decoded once: as JSON (what is forwarded) and
+    /// as protobuf (what is counted).
+    public func stampJSON(_ signal: RelaySignal, body: [UInt8]) throws -> (json: [UInt8], protobuf: [UInt8]) {
+        let export = try self.stamped(signal, body: body, json: true)
+        return (try export.jsonUTF8Bytes(), try export.serializedBytes())
+    }
+
+    private func stamped(_ signal: RelaySignal, body: [UInt8], json: Bool) throws -> any SwiftProtobuf.Message {
         switch signal {
         case .traces:
             var export: OTLPExportTraceRequest = try Self.decode(body, json: json)
             self.stamp(&export)
-            return jsonOut ? try export.jsonUTF8Bytes() : try export.serializedBytes()
+            return export
         case .logs:
             var export: OTLPExportLogsRequest = try Self.decode(body, json: json)
             self.stamp(&export)
-            return jsonOut ? try export.jsonUTF8Bytes() : try export.serializedBytes()
+            return export
         case .metrics:
             var export: OTLPExportMetricsRequest = try Self.decode(body, json: json)
             self.stamp(&export)
-            return jsonOut ? try export.jsonUTF8Bytes() : try export.serializedBytes()
+            return export
         }
     }
 

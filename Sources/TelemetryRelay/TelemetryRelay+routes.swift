@@ -45,8 +45,7 @@ extension TelemetryRelay {
             case .malformed(let reason): return Self.failure(400, reason, json: json)
             case .unsupportedEncoding(let reason): return Self.failure(415, reason, json: json)
             }
-        } catch let error as NIOTooManyBytesError {
-            _ = error
+        } catch is NIOTooManyBytesError {
             self.countBadRequest()
             return Self.failure(413, "the body is over \(self.limits.maxBodyBytes) bytes", json: json)
         } catch {
@@ -64,10 +63,10 @@ extension TelemetryRelay {
         do {
             let (limit, values) = (self.limits.maxItemsPerExport, self.limits.maxValuesPerExport)
             if json {
-                stamped = try self.stamp.stamp(signal, body: bytes, json: true)
-                // Counted in its protobuf form (the same message).
-                let protobuf = try self.stamp.stamp(signal, body: stamped, json: true, as: .protobuf)
-                count = try signal.itemCount.count(protobuf: protobuf, limit: limit, maxValues: values)
+                // Forwarded as JSON, counted in its protobuf form (the same message).
+                let both = try self.stamp.stampJSON(signal, body: bytes)
+                stamped = both.json
+                count = try signal.itemCount.count(protobuf: both.protobuf, limit: limit, maxValues: values)
             } else {
                 count = try signal.itemCount.count(protobuf: bytes, limit: limit, maxValues: values)
                 stamped = try self.stamp.stamp(signal, body: bytes, json: false)

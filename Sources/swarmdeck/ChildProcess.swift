@@ -370,10 +370,11 @@ final class ChildProcess: Sendable {
         ProcessTree.descendants(of: getpid()).filter { $0.value != "Z" }
     }
 
-    /// Reaps the adopted orphans that have exited (the command itself is reaped by its thread).
-    func reapAdopted() {
+    /// Reaps the adopted orphans that have exited (the command itself is reaped by its thread),
+    /// as `table` lists them.
+    func reapAdopted(in table: [Int32: ProcessTree.Entry] = ProcessTree.table()) {
         let me = getpid()
-        for (pid, entry) in ProcessTree.table() where entry.parent == me && entry.state == "Z" && pid != self.pid {
+        for (pid, entry) in table where entry.parent == me && entry.state == "Z" && pid != self.pid {
             var status: Int32 = 0
             _ = waitpid(pid, &status, WNOHANG)
         }
@@ -406,8 +407,9 @@ final class ChildProcess: Sendable {
         _ = await self.stopEveryProcess(within: .seconds(2))
         while true {
             self.signal(SIGKILL)
-            self.reapAdopted()
-            let left = self.processes().keys.sorted()
+            let table = ProcessTree.table()
+            self.reapAdopted(in: table)
+            let left = ProcessTree.descendants(of: getpid(), in: table).filter { $0.value != "Z" }.keys.sorted()
             if left.isEmpty || ContinuousClock.now >= deadline { return left }
             try? await Task.sleep(for: .milliseconds(50))
         }

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOSSL
+import SwarmdeckTools
 
 /// `swarmdeck pushes`: what the local APNs server (apns-local) received, oldest first.
 struct PushesCommand: AsyncParsableCommand {
@@ -46,14 +47,11 @@ struct PushesCommand: AsyncParsableCommand {
         guard let caFile = self.caFile ?? environment["SWARMDECK_APNS_CA_FILE"], !caFile.isEmpty else {
             throw ValidationError("give --ca-file or set SWARMDECK_APNS_CA_FILE (source .swarmdeck/local.env)")
         }
-        let tokenFile =
-            self.controlTokenFile ?? environment["SWARMDECK_APNS_CONTROL_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? URL(fileURLWithPath: caFile).deletingLastPathComponent().appendingPathComponent("control-token").path
         let token: String
         do {
-            token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            token = try APNsLocalControlToken.read(file: self.controlTokenFile, caFile: caFile, environment: environment)
         } catch {
-            throw ValidationError("cannot read apns-local's control token from \(tokenFile): \(error)")
+            throw ValidationError("\(error)")
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.additionalTrustRoots = [.file(caFile)]

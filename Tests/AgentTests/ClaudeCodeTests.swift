@@ -83,26 +83,42 @@ extension ClaudeCodeTests {
 }
 
 extension ClaudeCodeTests {
+    /// Claude Code under the documented hook (its deadline shortened to 8 s) asks to run a Bash
+    /// step writing `file`; `meanwhile` runs once the gate is pending. Expects the tool refused
+    /// (no file) and Claude Code gone on to its next step; answers the gate and what the provider
+    /// was asked.
+    static func refusedBashStep(
+        _ services: AgentHarness.Services,
+        token: String,
+        swarm: String,
+        file: String,
+        meanwhile: (_ agent: String) async throws -> Void = { _ in }
+    ) async throws -> (gate: JSON, requests: [AnthropicLocalServer.RecordedRequest]) {
+        let agent = "claude-\(UUID().uuidString.prefix(8))"
+        let project = try RealAgent.project(gated: true, hookDeadline: 8)
+        let prompt = try RealAgent.prompt(
+            "Clean up.",
+            steps: [["tool": "Bash", "input": ["command": "echo ran > \(file)"]], ["text": "Stopped."]]
+        )
+        let (claude, output) = try RealAgent.startClaude(services, swarm: swarm, agent: agent, project: project, prompt: prompt)
+        defer { if claude.isRunning { claude.terminate() } }
+        let gate = try await H.pendingGate(services.approvals, token: token, agent: agent)
+        try await meanwhile(agent)
+        let status = await RealAgent.exit(of: claude, timeout: .seconds(60))
+        #expect(status == 0, "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: project.work.appendingPathComponent(file).path), "the tool ran")
+        let requests = services.provider.requests().filter { $0.scriptStep != nil }
+        #expect(requests.last?.scriptStep == 1, "Claude Code did not go on after the refusal")
+        return (gate, requests)
+    }
+
     @Test("a gate nobody decides expires before the hook's deadline: Claude Code is refused the tool and goes on")
     func expiry() async throws {
         let harness = try await AgentHarness()
         try await harness.run { services in
             let token = try await harness.operatorToken()
-            let agent = "claude-\(UUID().uuidString.prefix(8))"
             // The hook waits 8 s; its gate expires 5 s before that.
-            let project = try RealAgent.project(gated: true, hookDeadline: 8)
-            let prompt = try RealAgent.prompt(
-                "Clean up.",
-                steps: [["tool": "Bash", "input": ["command": "echo late > expired.txt"]], ["text": "Stopped."]]
-            )
-            let (claude, output) = try RealAgent.startClaude(services, swarm: "cc-expiry", agent: agent, project: project, prompt: prompt)
-            defer { if claude.isRunning { claude.terminate() } }
-            let gate = try await H.pendingGate(services.approvals, token: token, agent: agent)
-            let status = await RealAgent.exit(of: claude, timeout: .seconds(60))
-            #expect(status == 0, "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
-            #expect(!FileManager.default.fileExists(atPath: project.work.appendingPathComponent("expired.txt").path))
-            let requests = services.provider.requests().filter { $0.scriptStep != nil }
-            #expect(requests.last?.scriptStep == 1, "Claude Code did not go on after the refusal")
+            let (gate, requests) = try await Self.refusedBashStep(services, token: token, swarm: "cc-expiry", file: "expired.txt")
             #expect(requests.last?.toolResults.isEmpty == false)
             let detail = try await H.get(services.approvals, "/v1/approval-gates/\(try #require(gate["gateId"] as? String))", token: token)
             #expect((detail["gate"] as? JSON)?["status"] as? String == "expired", "\(detail)")
@@ -114,26 +130,14 @@ extension ClaudeCodeTests {
         let harness = try await AgentHarness()
         try await harness.run { services in
             let token = try await harness.operatorToken()
-            let agent = "claude-\(UUID().uuidString.prefix(8))"
-            // The documented configuration, the hook's deadline shortened to 8 s. Paused 20 s: past
-            // the deadline, and past the hook timeout docs/agents.md used to give (deadline + 10),
-            // which Claude Code's timer, running on while paused, fired at resume: the tool ran.
-            let project = try RealAgent.project(gated: true, hookDeadline: 8)
-            let prompt = try RealAgent.prompt(
-                "Clean up.",
-                steps: [["tool": "Bash", "input": ["command": "echo ran > paused.txt"]], ["text": "Stopped."]]
-            )
-            let (claude, output) = try RealAgent.startClaude(services, swarm: "cc-paused", agent: agent, project: project, prompt: prompt)
-            defer { if claude.isRunning { claude.terminate() } }
-            _ = try await H.pendingGate(services.approvals, token: token, agent: agent)
-            try await H.control(services.control, token: token, agent: agent, action: "pause")
-            try await Task.sleep(for: .seconds(20))
-            try await H.control(services.control, token: token, agent: agent, action: "resume")
-            let status = await RealAgent.exit(of: claude, timeout: .seconds(60))
-            #expect(status == 0, "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
-            #expect(!FileManager.default.fileExists(atPath: project.work.appendingPathComponent("paused.txt").path), "the tool ran")
-            let requests = services.provider.requests().filter { $0.scriptStep != nil }
-            #expect(requests.last?.scriptStep == 1, "Claude Code did not go on after the refusal")
+            // Paused 20 s: past the hook's deadline, and past the hook timeout docs/agents.md used
+            // to give (deadline + 10), which Claude Code's timer, running on while paused, fired
+            // at resume: the tool ran.
+            _ = try await Self.refusedBashStep(services, token: token, swarm: "cc-paused", file: "paused.txt") { agent in
+                try await H.control(services.control, token: token, agent: agent, action: "pause")
+                try await Task.sleep(for: .seconds(20))
+                try await H.control(services.control, token: token, agent: agent, action: "resume")
+            }
         }
     }
 

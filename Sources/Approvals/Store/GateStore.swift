@@ -28,15 +28,17 @@ struct GateStore: Sendable {
 
     /// The gate the agent opened with `key`, if any (an agent asking again how its gate is).
     func existing(tenant: String, swarm: String, agent: String, key: String) async throws -> Gate? {
-        let rows = try await self.client.query(
-            """
-            SELECT \(unescaped: Self.columns) FROM gates
-            WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND idempotency_key = \(key)
-            """,
-            logger: self.logger
-        )
+        let rows = try await self.client.query(Self.byKey(tenant: tenant, swarm: swarm, agent: agent, key: key), logger: self.logger)
         for try await row in rows { return try Gate(row: row) }
         return nil
+    }
+
+    /// The gate an agent opened with an idempotency key.
+    private static func byKey(tenant: String, swarm: String, agent: String, key: String) -> PostgresQuery {
+        """
+        SELECT \(unescaped: Self.columns) FROM gates
+        WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND idempotency_key = \(key)
+        """
     }
 
     /// Opens `gate` unless its agent already has one with its idempotency key.
@@ -48,11 +50,7 @@ struct GateStore: Sendable {
             // Serializes a tenant's openings, so the caps hold across replicas.
             try await connection.query("SELECT pg_advisory_xact_lock(hashtext('gates'), hashtext(\(gate.tenant)))", logger: self.logger)
             let existing = try await connection.query(
-                """
-                SELECT \(unescaped: Self.columns) FROM gates
-                WHERE tenant_id = \(gate.tenant) AND swarm_id = \(gate.swarm) AND agent_id = \(gate.agent)
-                  AND idempotency_key = \(gate.idempotencyKey)
-                """,
+                Self.byKey(tenant: gate.tenant, swarm: gate.swarm, agent: gate.agent, key: gate.idempotencyKey),
                 logger: self.logger
             )
             for try await row in existing { return .existing(try Gate(row: row)) }

@@ -40,7 +40,8 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
         maxMessagesPerSubject: Int64 = -1,
         maxAge: Duration = .zero,
         duplicateWindow: Duration = .seconds(120),
-        replicas: Int = 1
+        replicas: Int = 1,
+        maxMessageSize: Int64? = nil
     ) {
         self.name = name
         self.subjects = subjects
@@ -52,15 +53,7 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
         self.maxAge = maxAge.nanoseconds
         self.duplicateWindow = duplicateWindow.nanoseconds
         self.replicas = replicas
-    }
-}
-
-extension StreamConfiguration {
-    /// The configuration with a largest message size.
-    public func withMaxMessageSize(_ bytes: Int64) -> StreamConfiguration {
-        var configuration = self
-        configuration.maxMessageSize = bytes
-        return configuration
+        self.maxMessageSize = maxMessageSize
     }
 }
 
