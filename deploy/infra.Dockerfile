@@ -36,6 +36,7 @@ RUN groupadd --system --gid 902 postgres \
  && chown -R postgres:postgres /var/lib/postgresql /run/postgresql \
  && chmod 0700 /var/lib/postgresql/data
 COPY deploy/staging/postgres-entrypoint /usr/local/bin/postgres-entrypoint
+COPY deploy/staging/postgres-roles.sql /usr/local/share/swarmdeck/postgres-roles.sql
 USER postgres
 ENV PATH=/usr/lib/postgresql/15/bin:$PATH PGDATA=/var/lib/postgresql/data
 EXPOSE 5432
