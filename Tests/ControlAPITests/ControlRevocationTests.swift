@@ -12,6 +12,54 @@ import Testing
 struct ControlRevocationTests {
     typealias H = ControlHarness
 
+    @Test(
+        "one tenant flooding the commands stream leaves the store room for another tenant's revocation (a NATS of the test's own whose store holds 12 MiB)"
+    )
+    func aFloodOfCommandsLeavesRoomForRevocations() async throws {
+        let server = try NATSServerProcess(maxFileStore: 12 << 20)
+        try server.start()
+        // The commands stream keeps 1 MiB and ingest's ACP stream 4 MiB: 7 MiB are left for the
+        // streams bounded by age alone, the revocations among them.
+        let harness = try await ControlHarness(["NATS_URL": server.url, "CONTROL_COMMAND_STREAM_MAX_BYTES": String(1 << 20)])
+        let flooder = "other-" + harness.tenant
+        try await harness.run { _, control in
+            let codes = try await ControlAuthTests.codes(control, harness, scopes: ["stream:read"])
+            let (_, pair) = try await H.call(control, .post, "/v1/auth/device/register", json: ["code": codes[0], "deviceName": "phone"])
+            let access = try #require(pair["accessToken"] as? String)
+            let device = try #require(pair["deviceId"] as? String)
+            #expect(try await H.call(control, .get, "/v1/overview", token: access).0 == .ok)
+
+            // 9.6 MiB of commands of the other tenant (what its full NATS rights could publish),
+            // more than the store has left, each to an agent of its own (no per-agent bound).
+            for index in 0..<96 {
+                try await harness.live.forge("flood-\(index)", swarm: "s", agent: "a\(index)", action: .request) {
+                    $0.tenantID = flooder
+                    $0.input = String(repeating: "x", count: 100 * 1024)
+                }
+            }
+            let nats = try await harness.live.connectNATS()
+            let jetStream = JetStream(connection: nats)
+            let subjects = try Subjects(prefix: harness.prefix)
+            let commands = try await jetStream.streamInfo(subjects.controlStreamName)
+            #expect((commands.state.bytes ?? .max) <= 1 << 20, "\(String(describing: commands.state.bytes)) bytes")
+
+            let (status, revoked) = try await H.call(
+                control,
+                .post,
+                "/v1/admin/devices/\(device)/revoke",
+                token: try await harness.token(scopes: [.admin])
+            )
+            #expect(status == .ok && revoked["revokedAt"] != nil, "\(status) \(revoked)")
+            #expect(try await jetStream.streamInfo(subjects.revocationStreamName).state.messages == 1)
+            await nats.close()
+            #expect(
+                try await eventually(timeout: .seconds(5)) {
+                    try await H.call(control, .get, "/v1/overview", token: access).0 == .unauthorized
+                }
+            )
+        }
+    }
+
     @Test("a revoked device: its refresh fails at once, its access token is refused and its open stream closed within 5 s")
     func revokeDevice() async throws {
         let harness = try await ControlHarness()

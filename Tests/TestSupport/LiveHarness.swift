@@ -179,10 +179,17 @@ extension LiveHarness {
     }
 
     public func forge(_ command: BusControlCommand) async throws {
-        let nats = try await TestEnvironment.connect()
+        let nats = try await self.connectNATS()
         let subjects = try Subjects(prefix: self.prefix)
         let subject = subjects.controlCommand(tenant: command.tenantID, swarm: command.swarmID, agent: command.agentID)
         _ = try await JetStream(connection: nats).publish(try command.serializedBytes() as [UInt8], to: subject, messageID: command.commandID)
         await nats.close()
+    }
+
+    /// A connection to the NATS the services use (the test's own server, when `NATS_URL` is
+    /// among the overrides).
+    public func connectNATS(name: String = #function) async throws -> NATSConnection {
+        guard let url = self.overrides["NATS_URL"] else { return try await TestEnvironment.connect(name: name) }
+        return try await NATSConnection.connect(NATSConfiguration(servers: [url], name: name))
     }
 }

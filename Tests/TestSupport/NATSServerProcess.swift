@@ -4,9 +4,12 @@ public import Foundation
 public final class NATSServerProcess: @unchecked Sendable {
     public let port: Int
     public let storeDirectory: URL
+    /// JetStream's file store limit (the server's `max_file_store`), when one is set.
+    public let maxFileStore: Int?
     private var process: Process?
 
-    public init() throws {
+    public init(maxFileStore: Int? = nil) throws {
+        self.maxFileStore = maxFileStore
         self.port = try freeLoopbackPort()
         self.storeDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("nats-test-\(UUID().uuidString)")
@@ -19,6 +22,11 @@ public final class NATSServerProcess: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestEnvironment.natsServerBinary)
         process.arguments = ["-a", "127.0.0.1", "-p", String(self.port), "-js", "-sd", self.storeDirectory.path]
+        if let maxFileStore = self.maxFileStore {
+            let configuration = self.storeDirectory.appendingPathComponent("nats.conf")
+            try "jetstream { max_file_store: \(maxFileStore) }\n".write(to: configuration, atomically: true, encoding: .utf8)
+            process.arguments? += ["-c", configuration.path]
+        }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
