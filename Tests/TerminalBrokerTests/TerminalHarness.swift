@@ -20,8 +20,9 @@ struct TerminalHarness {
     let sshd: TestSSHD
     var tenant: String { self.live.tenant }
 
-    init(_ overrides: [String: String] = [:]) async throws {
-        self.sshd = try TestSSHD()
+    /// - Parameter loginUser: the user the broker logs in to the test's sshd as (``TestSSHD``).
+    init(_ overrides: [String: String] = [:], loginUser: String? = nil) async throws {
+        self.sshd = try TestSSHD(loginUser: loginUser)
         try self.sshd.start()
         var overrides = overrides
         overrides["TERMINAL_SCHEMA"] = overrides["TERMINAL_SCHEMA"] ?? TestEnvironment.uniqueName("term")

@@ -14,14 +14,20 @@ final class TestSSHD: @unchecked Sendable {
     /// The tmux server's socket name (`tmux -L`).
     let tmuxSocket = "sdt-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
     let username: String
+    /// The user the broker logs in as, when it is not this process's (its tmux server is that
+    /// user's, reached through `setpriv`).
+    let loginUser: String?
     private var pid: pid_t?
 
-    init() throws {
+    /// - Parameter loginUser: another user to log in as (this process must be root); by default
+    ///   this process's user.
+    init(loginUser: String? = nil) throws {
+        self.loginUser = loginUser
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("sshd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         self.port = try freeLoopbackPort()
         self.brokerKeyFile = self.directory.appendingPathComponent("broker_ed25519")
-        self.username = try Spawn.output("/usr/bin/id", ["-un"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        self.username = try loginUser ?? Spawn.output("/usr/bin/id", ["-un"]).trimmingCharacters(in: .whitespacesAndNewlines)
         try Spawn.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "broker", "-f", self.brokerKeyFile.path])
         try self.newHostKey()
         // sshd's privilege separation directory.
@@ -107,10 +113,14 @@ final class TestSSHD: @unchecked Sendable {
 
     // MARK: tmux
 
-    /// `tmux -L <socket> ARGS…`, its standard output.
+    /// `tmux -L <socket> ARGS…` as the login user, its standard output.
     @discardableResult
     func tmux(_ arguments: [String]) throws -> String {
-        try Spawn.output("/usr/bin/tmux", ["-L", self.tmuxSocket] + arguments)
+        guard let user = self.loginUser else { return try Spawn.output("/usr/bin/tmux", ["-L", self.tmuxSocket] + arguments) }
+        return try Spawn.output(
+            "/usr/bin/setpriv",
+            ["--reuid", user, "--regid", user, "--init-groups", "/usr/bin/tmux", "-L", self.tmuxSocket] + arguments
+        )
     }
 
     /// A detached session running `command` in an 80×24 window.
@@ -152,7 +162,7 @@ final class TestSSHD: @unchecked Sendable {
 
     deinit {
         self.stop()
-        _ = try? Spawn.output("/usr/bin/tmux", ["-L", self.tmuxSocket, "kill-server"])
+        _ = try? self.tmux(["kill-server"])
         try? FileManager.default.removeItem(at: self.directory)
     }
 }
