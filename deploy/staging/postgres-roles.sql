@@ -1,5 +1,6 @@
 -- The database, the roles the services log in as, each owning its schema and nothing else, and
--- ingest_reader (see deploy/staging/postgres-entrypoint for the list). Run as a superuser by
+-- ingest_reader (deploy/staging/postgres-entrypoint lists them; deploy/local/stack's
+-- ensure_pg_roles names each schema's owner too). Run as a superuser by
 -- psql with SECRETS_DIR naming the folder of the pg-*-password files: by staging's Postgres
 -- entrypoint on every start and by the local stack (deploy/local/stack) on every up. Idempotent.
 SELECT 'CREATE DATABASE swarmdeck' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'swarmdeck') \gexec
