@@ -238,6 +238,10 @@ struct AgentCommand: AsyncParsableCommand {
                 "\(self.name) in swarm \(self.swarm): started pid \(child.pid)"
                     + (self.publishCommand ? ": \(self.command.joined(separator: " "))" : "")
             )
+            // Which kill switch this host gives it (docs/control-api.md).
+            AgentConnector.say(
+                child.cgroup.map { "kill switch: the cgroup \($0.path) and the subreaper" } ?? "kill switch: the subreaper (no cgroup2 here)"
+            )
             let connector = try AgentConnector(
                 options: options,
                 client: client,
@@ -248,6 +252,7 @@ struct AgentCommand: AsyncParsableCommand {
             connectorRef.set(connector)
             let status = await connector.run()
             signals.cancel()
+            child.cgroup?.remove()
             await relay.close()
             try await client.shutdown()
             AgentConnector.say("\(self.name): command exited with status \(status)")
@@ -310,6 +315,7 @@ final class ChildSignalForwarder {
                     child.signal(SIGKILL)
                     return
                 }
+                child.thawCgroup()  // a frozen process handles no signal
                 child.signal(SIGTERM)
                 child.signal(SIGCONT)
                 received.asyncAfter(deadline: .now() + grace) { child.signal(SIGKILL) }

@@ -481,6 +481,8 @@ actor AgentConnector {
             // Paused means every process stopped, what forks ahead of a pass included; one the
             // connector may not signal is said, not waited for.
             let (running, unsignallable) = await self.child.stopEveryProcess()
+            // Its cgroup frozen too: what a signal did not reach is held all the same.
+            _ = await self.child.freezeCgroup()
             self.state = .paused
             guard running.isEmpty else {
                 return (.failed, self.state.rawValue, "processes \(running.map(String.init).joined(separator: " ")) did not stop")
@@ -490,10 +492,12 @@ actor AgentConnector {
                 ? nil : "processes \(unsignallable.map(String.init).joined(separator: " ")) may not be signalled by the connector"
             return (.applied, self.state.rawValue, note)
         case ("resume", .paused):
+            self.child.thawCgroup()
             guard self.child.signal(SIGCONT) else { return (.failed, self.state.rawValue, "SIGCONT: \(String(cString: strerror(errno)))") }
             self.state = .running
             return (.applied, self.state.rawValue, nil)
         case ("terminate", _):
+            self.child.thawCgroup()  // a frozen process handles no signal
             self.child.signal(SIGTERM)
             self.child.signal(SIGCONT)  // a stopped process handles SIGTERM once continued
             let exit = self.child.exit

@@ -88,6 +88,8 @@ final class ChildProcess: Sendable {
     private let acceptsLines: Bool
     /// The pseudo-terminal it runs on, if any.
     private let terminal: ChildTerminal?
+    /// The cgroup of its own it runs in, where the host allows one (``CommandCgroup``).
+    let cgroup: CommandCgroup?
     /// Set once its output has been read to the end.
     private let outputDone = OutputDone()
 
@@ -118,22 +120,34 @@ final class ChildProcess: Sendable {
         }
         var wrapper = [setpriv, "--pdeathsig", "KILL"]
         if let user { wrapper += ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups"] }
-        let argv = wrapper + ["--", executable] + arguments.dropFirst()
+        var argv = wrapper + ["--", executable] + arguments.dropFirst()
         let environment = Self.environment(hiding: hiding, secrets: secrets, from: base) + adding
         // Orphans of the command come back to this process, not init: they stay findable.
         guard swarmdeck_become_subreaper() == 0 else {
             throw ChildProcessError("cannot become the command's subreaper: \(String(cString: strerror(errno)))")
         }
+        // A cgroup of its own where the host allows one: a shell writes itself into it, then
+        // execs the command, so the command's first instruction runs inside. (Should the move
+        // be refused, the command runs all the same, and the cgroup stays empty.)
+        let cgroup = CommandCgroup.make(leaf: "swarmdeck-command-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        if let cgroup {
+            argv = ["/bin/sh", "-c", #"echo 0 >"$0" 2>/dev/null; exec "$@""#, cgroup.path + "/cgroup.procs"] + argv
+        }
 
-        if terminal {
-            try self.init(terminal: argv, environment: environment, acceptsLines: acceptsInput, inputLimit: inputLimit)
-        } else {
-            try self.init(pipes: argv, environment: environment, acceptsInput: acceptsInput, inputLimit: inputLimit)
+        do {
+            if terminal {
+                try self.init(terminal: argv, environment: environment, acceptsLines: acceptsInput, inputLimit: inputLimit, cgroup: cgroup)
+            } else {
+                try self.init(pipes: argv, environment: environment, acceptsInput: acceptsInput, inputLimit: inputLimit, cgroup: cgroup)
+            }
+        } catch {
+            cgroup?.remove()
+            throw error
         }
     }
 
     /// The command with pipes for its standard output and error (and input, `acceptsInput`).
-    private init(pipes argv: [String], environment: [String], acceptsInput: Bool, inputLimit: Int) throws {
+    private init(pipes argv: [String], environment: [String], acceptsInput: Bool, inputLimit: Int, cgroup: CommandCgroup?) throws {
         var stdout: [Int32] = [0, 0]
         var stderr: [Int32] = [0, 0]
         var stdin: [Int32] = [-1, -1]
@@ -153,6 +167,7 @@ final class ChildProcess: Sendable {
             if acceptsInput { close(stdin[1]) }
         }
         self.pid = pid
+        self.cgroup = cgroup
         self.acceptsLines = acceptsInput
         self.input = acceptsInput ? InputQueue(fd: stdin[1], limit: inputLimit) : nil
         self.terminal = nil
@@ -185,7 +200,7 @@ final class ChildProcess: Sendable {
     }
 
     /// The command on a pseudo-terminal (see the type's notes).
-    private init(terminal argv: [String], environment: [String], acceptsLines: Bool, inputLimit: Int) throws {
+    private init(terminal argv: [String], environment: [String], acceptsLines: Bool, inputLimit: Int, cgroup: CommandCgroup?) throws {
         let terminal = try ChildTerminal.open()
         let slave = terminal.slavePath
         let master = terminal.master
@@ -203,6 +218,7 @@ final class ChildProcess: Sendable {
         self.pid = pid
         self.acceptsLines = acceptsLines
         self.terminal = terminal
+        self.cgroup = cgroup
         let input = InputQueue(fd: fcntl(master, F_DUPFD_CLOEXEC, 0), limit: inputLimit)
         self.input = input
         terminal.forwardKeystrokes(to: input)
@@ -404,15 +420,36 @@ final class ChildProcess: Sendable {
     /// uninterruptible sleep can outlive SIGKILL a while).
     func killEveryProcess(within timeout: Duration = .seconds(10)) async -> [Int32] {
         let deadline = ContinuousClock.now + timeout
+        // The cgroup's members, wherever they are, at once (frozen ones too).
+        self.cgroup?.kill()
         _ = await self.stopEveryProcess(within: .seconds(2))
         while true {
+            self.cgroup?.kill()
             self.signal(SIGKILL)
             let table = ProcessTree.table()
             self.reapAdopted(in: table)
-            let left = ProcessTree.descendants(of: getpid(), in: table).filter { $0.value != "Z" }.keys.sorted()
-            if left.isEmpty || ContinuousClock.now >= deadline { return left }
+            let descendants = ProcessTree.descendants(of: getpid(), in: table).filter { $0.value != "Z" }.keys
+            let left = Set(descendants).union(self.cgroup?.members ?? []).sorted()
+            if left.isEmpty {
+                self.cgroup?.remove()
+                return left
+            }
+            if ContinuousClock.now >= deadline { return left }
             try? await Task.sleep(for: .milliseconds(50))
         }
+    }
+
+    /// Pauses by freezing the command's cgroup too (after ``stopEveryProcess(within:)``): a
+    /// process it did not reach is held all the same. Answers false when there is no cgroup or
+    /// it did not freeze.
+    func freezeCgroup() async -> Bool {
+        guard let cgroup = self.cgroup else { return false }
+        return await cgroup.freeze()
+    }
+
+    /// Thaws the command's cgroup (before SIGCONT: a frozen process handles no signal).
+    func thawCgroup() {
+        self.cgroup?.thaw()
     }
 
     /// Waits until the command's output has been read to its end (its last lines after it

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import ServiceKit
 import StreamTestSupport
+import SwarmdeckTools
 import Synchronization
 import TestSupport
 import Testing
@@ -292,6 +293,20 @@ struct ControlEndToEndTests {
                 return pids.count == 4
             }
             try #require(started, "found \(pids)")
+            // Where the host has cgroup2 and the connector may write it (root, as in CI), all of
+            // them are in the command's cgroup, wherever they went in the process tree.
+            let cgroup: String? =
+                geteuid() == 0 ? CgroupFiles.unifiedMount.flatMap { mount in CgroupFiles.unifiedPath(of: pids[0]).map { mount + $0 } } : nil
+            if geteuid() == 0, CgroupFiles.unifiedMount != nil {
+                let paths = Set(pids.map { CgroupFiles.unifiedPath(of: $0) ?? "none" })
+                #expect(paths.count == 1, "\(paths)")
+                #expect(cgroup?.contains("/swarmdeck-command-\(connector.processIdentifier)-") == true, "\(String(describing: cgroup))")
+            }
+            func frozen() -> String? {
+                cgroup.flatMap { try? String(contentsOfFile: $0 + "/cgroup.freeze", encoding: .utf8) }?.trimmingCharacters(
+                    in: .whitespacesAndNewlines
+                )
+            }
             // None of them is in the command's process group but the command itself.
             func steer(_ action: String) async throws {
                 var body: [String: Any] = ["action": action, "reason": "escape \(action)", "requestId": "escape-\(action)-\(tag)"]
@@ -300,8 +315,10 @@ struct ControlEndToEndTests {
             }
             try await steer("pause")
             #expect(await eventually { pids.allSatisfy { Self.processState($0) == "T" } }, "\(pids.map { Self.processState($0) })")
+            if cgroup != nil { #expect(await eventually { frozen() == "1" }, "cgroup.freeze: \(String(describing: frozen()))") }
             try await steer("resume")
             #expect(await eventually { pids.allSatisfy { Self.processState($0) == "S" } }, "\(pids.map { Self.processState($0) })")
+            if cgroup != nil { #expect(frozen() == "0") }
             try await steer("terminate")
             // Terminated means none left (a zombie counts as gone).
             #expect(
@@ -310,6 +327,8 @@ struct ControlEndToEndTests {
             )
             try await Self.waitForExit(connector)
             #expect(pids.allSatisfy { Self.processState($0) == nil }, "left: \(pids.map { Self.processState($0) })")
+            // The command's cgroup goes with it.
+            if let cgroup { #expect(!FileManager.default.fileExists(atPath: cgroup), "\(cgroup) is left") }
             // Nothing of the chain either: its subshells hold the script, and so the tag, in
             // their command line.
             let chain = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { name in
