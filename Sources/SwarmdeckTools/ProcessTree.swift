@@ -70,4 +70,20 @@ public enum ProcessTree {
     public static func alive(_ pid: Int32) -> Bool {
         (Self.state(of: pid) ?? "Z") != "Z"
     }
+
+    /// When a process started, in clock ticks after boot (the 22nd field of its `stat` line):
+    /// with its pid, what names one process for good (a pid is reused, the pair is not).
+    public static func startTime(stat: String) -> UInt64? {
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // Fields after the name start at the 3rd (state): the 22nd is the 20th of these.
+        guard fields.count > 19 else { return nil }
+        return UInt64(fields[19])
+    }
+
+    /// When `pid` started, or nil when there is no such process.
+    public static func startTime(of pid: Int32) -> UInt64? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
+        return Self.startTime(stat: stat)
+    }
 }

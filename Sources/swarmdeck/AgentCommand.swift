@@ -240,7 +240,8 @@ struct AgentCommand: AsyncParsableCommand {
             )
             // Which kill switch this host gives it (docs/control-api.md).
             AgentConnector.say(
-                child.cgroup.map { "kill switch: the cgroup \($0.path) and the subreaper" } ?? "kill switch: the subreaper (no cgroup2 here)"
+                child.cgroup.map { "kill switch: the cgroup \($0.path) and the subreaper" }
+                    ?? "kill switch: the subreaper (no cgroup2 here that the connector may write)"
             )
             let connector = try AgentConnector(
                 options: options,

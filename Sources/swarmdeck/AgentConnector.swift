@@ -482,8 +482,15 @@ actor AgentConnector {
             // connector may not signal is said, not waited for.
             let (running, unsignallable) = await self.child.stopEveryProcess()
             // Its cgroup frozen too: what a signal did not reach is held all the same.
-            _ = await self.child.freezeCgroup()
+            let frozen = await self.child.freezeCgroup()
             self.state = .paused
+            if self.child.cgroup != nil && !frozen {
+                return (.failed, self.state.rawValue, "the command's cgroup did not freeze within 2 s")
+            }
+            let missed = (running + unsignallable).sorted().map(String.init).joined(separator: " ")
+            if frozen {
+                return (.applied, self.state.rawValue, missed.isEmpty ? nil : "processes \(missed) did not stop by signal; they are frozen")
+            }
             guard running.isEmpty else {
                 return (.failed, self.state.rawValue, "processes \(running.map(String.init).joined(separator: " ")) did not stop")
             }

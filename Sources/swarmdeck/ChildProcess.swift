@@ -120,20 +120,14 @@ final class ChildProcess: Sendable {
         }
         var wrapper = [setpriv, "--pdeathsig", "KILL"]
         if let user { wrapper += ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups"] }
-        var argv = wrapper + ["--", executable] + arguments.dropFirst()
+        let argv = wrapper + ["--", executable] + arguments.dropFirst()
         let environment = Self.environment(hiding: hiding, secrets: secrets, from: base) + adding
         // Orphans of the command come back to this process, not init: they stay findable.
         guard swarmdeck_become_subreaper() == 0 else {
             throw ChildProcessError("cannot become the command's subreaper: \(String(cString: strerror(errno)))")
         }
-        // A cgroup of its own where the host allows one: a shell writes itself into it, then
-        // execs the command, so the command's first instruction runs inside. (Should the move
-        // be refused, the command runs all the same, and the cgroup stays empty.)
-        let cgroup = CommandCgroup.make(leaf: "swarmdeck-command-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        if let cgroup {
-            argv = ["/bin/sh", "-c", #"echo 0 >"$0" 2>/dev/null; exec "$@""#, cgroup.path + "/cgroup.procs"] + argv
-        }
-
+        // A cgroup of its own where the host allows one (``CommandCgroup``).
+        let cgroup = CommandCgroup.make()
         do {
             if terminal {
                 try self.init(terminal: argv, environment: environment, acceptsLines: acceptsInput, inputLimit: inputLimit, cgroup: cgroup)
@@ -155,7 +149,7 @@ final class ChildProcess: Sendable {
             throw ChildProcessError("pipe: \(String(cString: strerror(errno)))")
         }
         let descriptors = (stdin: stdin, stdout: stdout, stderr: stderr)
-        let (pid, exitCode) = try Self.start {
+        let (pid, exitCode, inCgroup) = try Self.start(in: cgroup) {
             Self.spawn(argv, environment: environment, acceptsInput: acceptsInput, descriptors)
         } whenStarted: {
             close(stdout[1])
@@ -167,7 +161,7 @@ final class ChildProcess: Sendable {
             if acceptsInput { close(stdin[1]) }
         }
         self.pid = pid
-        self.cgroup = cgroup
+        self.cgroup = inCgroup ? cgroup : nil
         self.acceptsLines = acceptsInput
         self.input = acceptsInput ? InputQueue(fd: stdin[1], limit: inputLimit) : nil
         self.terminal = nil
@@ -204,7 +198,7 @@ final class ChildProcess: Sendable {
         let terminal = try ChildTerminal.open()
         let slave = terminal.slavePath
         let master = terminal.master
-        let (pid, exitCode) = try Self.start {
+        let (pid, exitCode, inCgroup) = try Self.start(in: cgroup) {
             Self.spawn(argv, environment: environment, newSession: true) { actions in
                 posix_spawn_file_actions_addclose(&actions, master)
                 posix_spawn_file_actions_addopen(&actions, 0, slave, O_RDWR, 0)
@@ -218,7 +212,7 @@ final class ChildProcess: Sendable {
         self.pid = pid
         self.acceptsLines = acceptsLines
         self.terminal = terminal
-        self.cgroup = cgroup
+        self.cgroup = inCgroup ? cgroup : nil
         let input = InputQueue(fd: fcntl(master, F_DUPFD_CLOEXEC, 0), limit: inputLimit)
         self.input = input
         terminal.forwardKeystrokes(to: input)
@@ -245,12 +239,20 @@ final class ChildProcess: Sendable {
 
     /// Runs `spawn` on a thread of its own that then waits for the process (its parent-death
     /// signal is tied to that thread); `whenStarted` or `ifFailed` runs once it is known.
-    /// Returns the pid and a stream that yields its exit status.
+    /// With `cgroup`, this process is in it while `spawn` runs, so the process is born there.
+    /// Returns the pid, a stream that yields its exit status, and whether it is in `cgroup`
+    /// (else the cgroup is removed, or, should this process be unable to leave it, left alone:
+    /// it must then never be frozen or killed).
     private static func start(
+        in cgroup: CommandCgroup?,
         _ spawn: @escaping @Sendable () -> Result<pid_t, ChildProcessError>,
         whenStarted: () -> Void,
         ifFailed: () -> Void
-    ) throws -> (pid_t, AsyncStream<Int32>) {
+    ) throws -> (pid_t, AsyncStream<Int32>, Bool) {
+        let entered = cgroup?.enter() ?? false
+        defer {
+            if let cgroup, !entered { cgroup.remove() }
+        }
         let started = Mutex<Result<pid_t, ChildProcessError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let (exitCode, exited) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
@@ -267,13 +269,18 @@ final class ChildProcess: Sendable {
             exited.finish()
         }
         ready.wait()
+        let inCgroup = entered && cgroup?.leave() == true
+        if let cgroup, entered, !inCgroup {
+            AgentConnector.say("kill switch: cannot leave the command's cgroup \(cgroup.path): the cgroup is not used")
+        }
         whenStarted()
         switch started.withLock({ $0 })! {
         case .failure(let error):
             ifFailed()
+            if inCgroup { cgroup?.remove() }
             throw error
         case .success(let child):
-            return (child, exitCode)
+            return (child, exitCode, inCgroup)
         }
     }
 
@@ -430,7 +437,8 @@ final class ChildProcess: Sendable {
             self.reapAdopted(in: table)
             let descendants = ProcessTree.descendants(of: getpid(), in: table).filter { $0.value != "Z" }.keys
             let left = Set(descendants).union(self.cgroup?.members ?? []).sorted()
-            if left.isEmpty {
+            // Empty means no descendant, and nothing in the cgroup or the cgroups below it.
+            if left.isEmpty && self.cgroup?.isPopulated != true {
                 self.cgroup?.remove()
                 return left
             }

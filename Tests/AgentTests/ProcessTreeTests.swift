@@ -1,3 +1,4 @@
+import Foundation
 import SwarmdeckTools
 import Testing
 
@@ -25,5 +26,13 @@ struct ProcessTreeTests {
         #expect(ProcessTree.descendants(of: 10, in: table) == [11: "S", 12: "T", 13: "S", 14: "Z"])
         #expect(ProcessTree.descendants(of: 20, in: table).isEmpty)
         #expect(ProcessTree.descendants(of: 30, in: table) == [31: "S"])
+    }
+
+    @Test("a process's start time is the 22nd field of its stat line, whatever its name holds")
+    func startTime() {
+        let stat = "4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1234 5 18446744073709551615"
+        #expect(ProcessTree.startTime(stat: stat) == 987654)
+        #expect(ProcessTree.startTime(stat: "4242 (short) S 1 2 3") == nil)
+        #expect(ProcessTree.startTime(of: getpid()) != nil)
     }
 }

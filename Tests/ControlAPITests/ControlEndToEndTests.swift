@@ -293,19 +293,20 @@ struct ControlEndToEndTests {
                 return pids.count == 4
             }
             try #require(started, "found \(pids)")
-            // Where the host has cgroup2 and the connector may write it (root, as in CI), all of
-            // them are in the command's cgroup, wherever they went in the process tree.
-            let cgroup: String? =
-                geteuid() == 0 ? CgroupFiles.unifiedMount.flatMap { mount in CgroupFiles.unifiedPath(of: pids[0]).map { mount + $0 } } : nil
-            if geteuid() == 0, CgroupFiles.unifiedMount != nil {
+            // Where the host has cgroup2 and the connector may write below its cgroup (this test's,
+            // as root in CI), all of them are in the command's cgroup, wherever they went in the
+            // process tree.
+            let cgroupExpected = geteuid() == 0 && CgroupFiles.unifiedFolder(of: getpid()).map { access($0, W_OK) == 0 } == true
+            let cgroup = cgroupExpected ? CgroupFiles.unifiedFolder(of: pids[0]) : nil
+            if cgroupExpected {
                 let paths = Set(pids.map { CgroupFiles.unifiedPath(of: $0) ?? "none" })
                 #expect(paths.count == 1, "\(paths)")
                 #expect(cgroup?.contains("/swarmdeck-command-\(connector.processIdentifier)-") == true, "\(String(describing: cgroup))")
             }
+            // What the kernel says (cgroup.events), not what was asked.
             func frozen() -> String? {
-                cgroup.flatMap { try? String(contentsOfFile: $0 + "/cgroup.freeze", encoding: .utf8) }?.trimmingCharacters(
-                    in: .whitespacesAndNewlines
-                )
+                guard let events = cgroup.flatMap({ try? String(contentsOfFile: $0 + "/cgroup.events", encoding: .utf8) }) else { return nil }
+                return events.split(separator: "\n").first { $0.hasPrefix("frozen ") }.map { String($0.dropFirst(7)) }
             }
             // None of them is in the command's process group but the command itself.
             func steer(_ action: String) async throws {
