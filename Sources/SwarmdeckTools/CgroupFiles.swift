@@ -44,6 +44,16 @@ public enum CgroupFiles {
         return nil
     }
 
+    /// A key's value in the `cgroup.events` of the cgroup at `folder` (`populated`, `frozen`).
+    public static func event(_ key: String, in folder: String) -> String? {
+        guard let text = try? String(contentsOfFile: folder + "/cgroup.events", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, parts[0] == key { return String(parts[1]) }
+        }
+        return nil
+    }
+
     /// The folder of the cgroup2 cgroup `pid` is in now, if any this process can reach.
     public static func unifiedFolder(of pid: Int32) -> String? {
         guard let mountInfo = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),

@@ -34,10 +34,16 @@ public enum ProcessTree {
     /// The parent and state in a `/proc/<pid>/stat` line (the command's name, in parentheses,
     /// may hold spaces and parentheses: the fields start after the last `)`).
     public static func entry(stat: String) -> Entry? {
-        guard let close = stat.lastIndex(of: ")") else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 2, let state = fields[0].first, let parent = Int32(fields[1]) else { return nil }
+        guard let fields = Self.fields(stat: stat), fields.count > 2, let state = fields[0].first, let parent = Int32(fields[1]) else {
+            return nil
+        }
         return Entry(parent: parent, state: state)
+    }
+
+    /// The fields of a `stat` line after the command's name, from the 3rd (the state) on.
+    private static func fields(stat: String) -> [Substring]? {
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ")
     }
 
     /// The descendants of `root` in `table`, with their states.
@@ -74,10 +80,8 @@ public enum ProcessTree {
     /// When a process started, in clock ticks after boot (the 22nd field of its `stat` line):
     /// with its pid, what names one process for good (a pid is reused, the pair is not).
     public static func startTime(stat: String) -> UInt64? {
-        guard let close = stat.lastIndex(of: ")") else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // Fields after the name start at the 3rd (state): the 22nd is the 20th of these.
-        guard fields.count > 19 else { return nil }
+        // The 22nd field is the 20th of those after the name.
+        guard let fields = Self.fields(stat: stat), fields.count > 19 else { return nil }
         return UInt64(fields[19])
     }
 

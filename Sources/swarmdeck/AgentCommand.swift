@@ -316,7 +316,7 @@ final class ChildSignalForwarder {
                     child.signal(SIGKILL)
                     return
                 }
-                child.thawCgroup()  // a frozen process handles no signal
+                child.cgroup?.thaw()  // a frozen process handles no signal
                 child.signal(SIGTERM)
                 child.signal(SIGCONT)
                 received.asyncAfter(deadline: .now() + grace) { child.signal(SIGKILL) }

@@ -482,7 +482,7 @@ actor AgentConnector {
             // connector may not signal is said, not waited for.
             let (running, unsignallable) = await self.child.stopEveryProcess()
             // Its cgroup frozen too: what a signal did not reach is held all the same.
-            let frozen = await self.child.freezeCgroup()
+            let frozen = await self.child.cgroup?.freeze() ?? false
             self.state = .paused
             if self.child.cgroup != nil && !frozen {
                 return (.failed, self.state.rawValue, "the command's cgroup did not freeze within 2 s")
@@ -499,12 +499,12 @@ actor AgentConnector {
                 ? nil : "processes \(unsignallable.map(String.init).joined(separator: " ")) may not be signalled by the connector"
             return (.applied, self.state.rawValue, note)
         case ("resume", .paused):
-            self.child.thawCgroup()
+            self.child.cgroup?.thaw()
             guard self.child.signal(SIGCONT) else { return (.failed, self.state.rawValue, "SIGCONT: \(String(cString: strerror(errno)))") }
             self.state = .running
             return (.applied, self.state.rawValue, nil)
         case ("terminate", _):
-            self.child.thawCgroup()  // a frozen process handles no signal
+            self.child.cgroup?.thaw()  // a frozen process handles no signal
             self.child.signal(SIGTERM)
             self.child.signal(SIGCONT)  // a stopped process handles SIGTERM once continued
             let exit = self.child.exit

@@ -389,8 +389,8 @@ final class ChildProcess: Sendable {
     }
 
     /// Every live process the command started (zombies left out), wherever it went.
-    func processes() -> [Int32: Character] {
-        ProcessTree.descendants(of: getpid()).filter { $0.value != "Z" }
+    func processes(in table: [Int32: ProcessTree.Entry] = ProcessTree.table()) -> [Int32: Character] {
+        ProcessTree.descendants(of: getpid(), in: table).filter { $0.value != "Z" }
     }
 
     /// Reaps the adopted orphans that have exited (the command itself is reaped by its thread),
@@ -435,8 +435,7 @@ final class ChildProcess: Sendable {
             self.signal(SIGKILL)
             let table = ProcessTree.table()
             self.reapAdopted(in: table)
-            let descendants = ProcessTree.descendants(of: getpid(), in: table).filter { $0.value != "Z" }.keys
-            let left = Set(descendants).union(self.cgroup?.members ?? []).sorted()
+            let left = Set(self.processes(in: table).keys).union(self.cgroup?.members ?? []).sorted()
             // Empty means no descendant, and nothing in the cgroup or the cgroups below it.
             if left.isEmpty && self.cgroup?.isPopulated != true {
                 self.cgroup?.remove()
@@ -445,19 +444,6 @@ final class ChildProcess: Sendable {
             if ContinuousClock.now >= deadline { return left }
             try? await Task.sleep(for: .milliseconds(50))
         }
-    }
-
-    /// Pauses by freezing the command's cgroup too (after ``stopEveryProcess(within:)``): a
-    /// process it did not reach is held all the same. Answers false when there is no cgroup or
-    /// it did not freeze.
-    func freezeCgroup() async -> Bool {
-        guard let cgroup = self.cgroup else { return false }
-        return await cgroup.freeze()
-    }
-
-    /// Thaws the command's cgroup (before SIGCONT: a frozen process handles no signal).
-    func thawCgroup() {
-        self.cgroup?.thaw()
     }
 
     /// Waits until the command's output has been read to its end (its last lines after it

@@ -28,11 +28,7 @@ final class CommandCgroup: Sendable {
     /// and removed.
     static func make() -> CommandCgroup? {
         let me = getpid()
-        guard let mountInfo = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
-            let own = CgroupFiles.unifiedPath(of: me),
-            let parent = CgroupFiles.unifiedFolder(of: own, mountInfo: mountInfo),
-            let started = ProcessTree.startTime(of: me)
-        else { return nil }
+        guard let parent = CgroupFiles.unifiedFolder(of: me), let started = ProcessTree.startTime(of: me) else { return nil }
         Self.removeAbandoned(in: parent)
         let cgroup = CommandCgroup(
             path: parent + "/swarmdeck-command-\(me)-\(started)-\(UInt32.random(in: 0...UInt32.max))",
@@ -131,12 +127,7 @@ final class CommandCgroup: Sendable {
     }
 
     private func event(_ key: String) -> String? {
-        guard let text = try? String(contentsOfFile: self.path + "/cgroup.events", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") {
-            let parts = line.split(separator: " ")
-            if parts.count == 2, parts[0] == key { return String(parts[1]) }
-        }
-        return nil
+        CgroupFiles.event(key, in: self.path)
     }
 
     @discardableResult

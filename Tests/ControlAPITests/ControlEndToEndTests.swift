@@ -20,10 +20,7 @@ struct ControlEndToEndTests {
 
     /// The scheduler state of a process (`R`, `S`, `T`, `Z`…) from /proc, or nil once it is gone.
     static func processState(_ pid: Int32) -> Character? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return nil }
-        return stat[stat.index(close, offsetBy: 2)]
+        ProcessTree.state(of: pid)
     }
 
     /// Waits until control-api lists `agent` running; answers the record and the process id
@@ -305,8 +302,7 @@ struct ControlEndToEndTests {
             }
             // What the kernel says (cgroup.events), not what was asked.
             func frozen() -> String? {
-                guard let events = cgroup.flatMap({ try? String(contentsOfFile: $0 + "/cgroup.events", encoding: .utf8) }) else { return nil }
-                return events.split(separator: "\n").first { $0.hasPrefix("frozen ") }.map { String($0.dropFirst(7)) }
+                cgroup.flatMap { CgroupFiles.event("frozen", in: $0) }
             }
             // None of them is in the command's process group but the command itself.
             func steer(_ action: String) async throws {
