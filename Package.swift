@@ -225,8 +225,8 @@ let package = Package(
         .target(
             name: "SwarmdeckTools",
             dependencies: [
-                "ApprovalsContract", "ControlAPIContract", "OTLP", "ServiceKit", argumentParser, asyncHTTPClient, httpTypes, nioCore, nioHTTP1,
-                openAPIAsyncHTTPClient,
+                "ApprovalsContract", "ControlAPIContract", "OTLP", "ServiceKit", argumentParser, asyncHTTPClient, httpTypes, hummingbirdWSClient,
+                nioCore, nioHTTP1, openAPIAsyncHTTPClient,
                 openAPIRuntime, swiftProtobuf,
             ],
             swiftSettings: swiftSettings
@@ -264,7 +264,7 @@ let package = Package(
             dependencies: [
                 "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor", "Ingest",
                 "Notifier", "OTLP", "PipelineRunner", "ServiceKit", "TelemetryRelay", "TerminalBroker",
-                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, mcp, nioCore, nioPosix, nioSSL, openAPIAsyncHTTPClient,
+                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, hummingbirdWSClient, mcp, nioCore, nioPosix, nioSSL, openAPIAsyncHTTPClient,
                 openAPIRuntime,
             ],
             swiftSettings: swiftSettings
@@ -329,8 +329,9 @@ let package = Package(
             dependencies: [
                 "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "OTLP", "ServiceKit", "StreamTestSupport",
                 "TelemetryRelay", "TerminalBroker", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-                swiftProtobuf,
+                swiftProtobuf, "StreamFanout",
             ],
+            exclude: ["acp-agent.py"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"], swiftSettings: swiftSettings),

@@ -12,6 +12,12 @@ public enum Scope: String, Sendable, Codable, CaseIterable, Comparable {
     case terminalWrite = "terminal:write"
     /// Administer the tenant: enrolment codes, ingest keys, devices.
     case admin = "admin"
+    /// Read ACP threads (`/v1/acp`); `stream:read` grants it too.
+    case threadRead = "thread:read"
+    /// Send ACP frames to an agent's thread (prompts, cancels, answers).
+    case threadWrite = "thread:write"
+    /// Answer an agent's permission request with an allow option (with `thread:write`).
+    case toolRun = "tool:run"
 
     public static func < (lhs: Scope, rhs: Scope) -> Bool { lhs.rawValue < rhs.rawValue }
 }

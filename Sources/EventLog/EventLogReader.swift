@@ -176,4 +176,53 @@ public struct EventLogReader: Sendable {
         for try await (thread, head) in rows.decode((String, Int64).self) { threads.append((thread, head)) }
         return threads
     }
+    /// The swarm and agent of the thread's latest envelope; nil when the thread has none (or is
+    /// another tenant's). A thread is its agent's: the connector (or the agent) that opened it.
+    public func threadAgent(tenant: String, thread: String) async throws -> (swarm: String, agent: String)? {
+        let rows = try await self.client.query(
+            """
+            SELECT e.swarm_id, e.agent_id
+            FROM \(unescaped: self.schema).acp_envelopes a
+            JOIN \(unescaped: self.schema).events e
+                ON e.tenant_id = a.tenant_id AND e.seq = a.seq AND e.committed_at = a.received_at
+            WHERE a.tenant_id = \(tenant) AND a.thread_id = \(thread)
+            ORDER BY a.thread_seq DESC
+            LIMIT 1
+            """,
+            logger: self.logger
+        )
+        for try await (swarm, agent) in rows.decode((String, String).self) { return (swarm, agent) }
+        return nil
+    }
+
+    /// The JSON-RPC body of the agent's latest request in `thread` whose `id` is `id` (a JSON
+    /// value, as the answer carries it), among its last 1000 requests; nil when there is none.
+    public func agentRequest(tenant: String, thread: String, id: String) async throws -> ByteBuffer? {
+        let rows = try await self.client.query(
+            """
+            SELECT body FROM (
+                SELECT body, thread_seq FROM \(unescaped: self.schema).acp_envelopes
+                WHERE tenant_id = \(tenant) AND thread_id = \(thread)
+                    AND direction = \(ACPPart.Direction.agentToClient.rawValue) AND kind = \(ACPPart.Kind.request.rawValue)
+                ORDER BY thread_seq DESC
+                LIMIT 1000
+            ) recent
+            WHERE convert_from(body, 'UTF8')::jsonb -> 'id' = \(id)::jsonb
+            ORDER BY thread_seq DESC
+            LIMIT 1
+            """,
+            logger: self.logger
+        )
+        for try await body in rows.decode(ByteBuffer.self) { return body }
+        return nil
+    }
+    /// The per-thread seq of the ACP envelope that is the tenant's event `seq`; nil when it is none.
+    public func threadSeq(tenant: String, seq: Int64) async throws -> Int64? {
+        let rows = try await self.client.query(
+            "SELECT thread_seq FROM \(unescaped: self.schema).acp_envelopes WHERE tenant_id = \(tenant) AND seq = \(seq)",
+            logger: self.logger
+        )
+        for try await threadSeq in rows.decode(Int64.self) { return threadSeq }
+        return nil
+    }
 }

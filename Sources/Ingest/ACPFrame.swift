@@ -9,6 +9,8 @@ enum ACPFrame {
     /// object (a request, a result/error or a notification). `origin` marks a message a service
     /// appended (`"origin":"service"` in the envelope), which nothing posted over HTTP carries:
     /// an ACP client takes the answer to a permission request only from such a message.
+    /// `"origin":"client"` with `device` marks a person's frame stream-fanout relayed from
+    /// `/v1/acp`, which the connector delivers to its agent.
     static func prepare(
         body: [UInt8],
         threadID: String,
@@ -18,6 +20,7 @@ enum ACPFrame {
         swarmID: String,
         agentID: String,
         origin: String? = nil,
+        device: String? = nil,
         now: Date
     ) throws(Rejection) -> PreparedEvent {
         for (field, value) in [("threadId", threadID), ("msgId", msgID), ("swarmId", swarmID), ("agentId", agentID)] {
@@ -85,6 +88,10 @@ enum ACPFrame {
         if let origin {
             rest.key("origin")
             rest.string(origin)
+        }
+        if let device {
+            rest.key("device")
+            rest.string(device)
         }
         rest.raw("}}")
 

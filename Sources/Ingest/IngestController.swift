@@ -151,9 +151,9 @@ struct IngestController: Sendable {
         !events.isEmpty && events.count <= Self.maxPriorityEvents && events.allSatisfy { $0.kind == .state }
     }
 
-    /// The msgId prefix of the ACP messages services append (approvals' `gate-<gateId>-answer`
-    /// and `gate-acp-<key>-refused`).
-    static let serviceMsgIDPrefix = "gate-"
+    /// The msgId prefixes of the ACP messages services append: approvals' (`gate-<gateId>-answer`
+    /// and `gate-acp-<key>-refused`) and the frames people send on `/v1/acp` (`client-…`).
+    static let serviceMsgIDPrefixes = ["gate-", "client-"]
 
     /// The most events a request may carry to take the priority lane.
     static let maxPriorityEvents = 16
@@ -178,9 +178,10 @@ struct IngestController: Sendable {
             return String(value)
         }
         let msgID = try required("msgId")
-        // Services' messages (approvals' answers) own this key space: nobody may take their ids first.
-        if msgID.hasPrefix(Self.serviceMsgIDPrefix) {
-            throw APIError(.invalidRequest, "msgIds starting \(Self.serviceMsgIDPrefix) are reserved for services", details: ["msgId": "reserved"])
+        // Services' messages (approvals' answers, people's frames) own these key spaces: nobody
+        // may take their ids first.
+        if let prefix = Self.serviceMsgIDPrefixes.first(where: msgID.hasPrefix) {
+            throw APIError(.invalidRequest, "msgIds starting \(prefix) are reserved for services", details: ["msgId": "reserved"])
         }
         if let problem = ReservedIDs.agentProblem(swarm: try required("swarmId"), msgID: msgID) {
             throw APIError(.invalidRequest, problem, details: ["msgId": "reserved"])

@@ -96,6 +96,19 @@ struct ServiceEventIntake: Service {
                 guard event.hasAcp, event.acp.body.count <= maxACPBodyBytes else {
                     throw APIError(.invalidRequest, "an ACP event needs its message (acp), its body at most \(maxACPBodyBytes) bytes")
                 }
+                // A person's frame (relayed from /v1/acp) goes to the agent and names its device.
+                let origin = event.acp.origin.isEmpty ? "service" : event.acp.origin
+                switch origin {
+                case "service":
+                    guard event.acp.device.isEmpty else { throw APIError(.invalidRequest, "a service's ACP message names no device") }
+                case "client":
+                    if let problem = EntityID.problem(event.acp.device, field: "device") { throw APIError(.invalidRequest, problem) }
+                    guard event.acp.direction == "client_to_agent" else {
+                        throw APIError(.invalidRequest, "a client's ACP message goes client_to_agent")
+                    }
+                default:
+                    throw APIError(.invalidRequest, "an ACP message's origin is service or client")
+                }
                 do throws(Rejection) {
                     return try ACPFrame.prepare(
                         body: Array(event.acp.body),
@@ -105,7 +118,8 @@ struct ServiceEventIntake: Service {
                         msgID: event.msgID,
                         swarmID: event.swarmID,
                         agentID: event.agentID,
-                        origin: "service",
+                        origin: origin,
+                        device: origin == "client" ? event.acp.device : nil,
                         now: Date()
                     )
                 } catch {

@@ -10,7 +10,10 @@ import ServiceKit
 import Synchronization
 
 /// One `/v1/acp` connection: the ACP cache methods of seed 003 as JSON-RPC 2.0
-/// (docs/stream-protocol.md, "ACP cache"). Envelopes are sent bare, exactly as stored.
+/// (docs/stream-protocol.md, "ACP cache"), and the ACP frames a person sends to agents
+/// (``ACPFrameRelay``). Envelopes are sent bare, exactly as stored.
+///
+/// A connector (an agent session token) reads its own agent's threads here, and nothing else.
 ///
 /// Everything a connection does happens in its writer, in order: requests (replays, fetches,
 /// acks) and live envelopes, so a replay and the live tail of a thread meet at its cursor
@@ -22,6 +25,8 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
     let tenant: String
     /// The access token's subject: acknowledgements are kept per device.
     let device: String
+    private let identity: AccessIdentity
+    private let relay: ACPFrameRelay
     private let settings: FanoutSettings
     private let hub: FeedHub
     private let cache: ACPCache
@@ -39,11 +44,14 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
         hub: FeedHub,
         cache: ACPCache,
         presence: ACPPresenceBoard,
+        relay: ACPFrameRelay,
         heartbeats: WebSocketHeartbeats,
         logger: Logger
     ) {
         self.tenant = identity.tenant
         self.device = identity.subject
+        self.identity = identity
+        self.relay = relay
         self.presence = presence
         self.settings = settings
         self.hub = hub
@@ -97,8 +105,10 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
         }
     }
 
-    /// The threads followed live now, for the notifier.
+    /// The threads followed live now, for the notifier (a person's: a connector reading its
+    /// thread is no one watching).
     private func announce(_ cursors: [String: Int64]) {
+        guard self.identity.agentSession == nil else { return }
         self.presence.update(connection: self.connectionID, tenant: self.tenant, device: self.device, threads: Set(cursors.keys))
     }
 
@@ -107,6 +117,8 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
     func write(to writer: WebSocketFrameWriter) async throws {
         /// Live threads and the last per-thread seq sent of each.
         var cursors: [String: Int64] = [:]
+        /// The thread of frames that name none: the last subscribed, or `acp.cache.bind`.
+        var bound: String?
         while true {
             let item: OutboxItem
             if let ready = self.outbox.poll() {
@@ -125,7 +137,7 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
             case .request(let text):
                 // What is written so far goes out before the cache or the feed is asked.
                 writer.endBatch()
-                if try await !self.handle(text, cursors: &cursors, writer: writer) {
+                if try await !self.handle(text, cursors: &cursors, bound: &bound, writer: writer) {
                     self.connection.countInvalid()
                     if self.connection.isClosing { return }
                 }
@@ -199,6 +211,15 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
             }
         }
 
+        /// The id of a parsed message, when it is a string or an integer.
+        init?(_ value: Any?) {
+            switch value {
+            case let text as String: self = .string(text)
+            case let number as NSNumber where String(cString: number.objCType) != "c": self = .number(number.int64Value)
+            default: return nil
+            }
+        }
+
         var json: Any {
             switch self {
             case .string(let text): text
@@ -219,8 +240,20 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
         var message: String
     }
 
+    /// A thread or method out of this identity's reach.
+    private struct Forbidden: Error {
+        var message: String
+    }
+
     /// Handles one request; false when it was invalid (an error was answered).
-    private func handle(_ text: String, cursors: inout [String: Int64], writer: WebSocketFrameWriter) async throws -> Bool {
+    private func handle(_ text: String, cursors: inout [String: Int64], bound: inout String?, writer: WebSocketFrameWriter) async throws -> Bool {
+        if let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], object["jsonrpc"] as? String == "2.0",
+            !ACPClientFrame.isCacheMethod(object["method"] as? String)
+        {
+            // A frame for an agent: appended to its thread.
+            try await self.send(text, id: RequestID(object["id"]), isRequest: object["method"] != nil, bound: bound, writer: writer)
+            return true
+        }
         let request: Request
         do {
             request = try JSONDecoder().decode(Request.self, from: Data(text.utf8))
@@ -229,15 +262,19 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
             try await writer.send(Self.error(id: nil, parses ? -32600 : -32700, parses ? "not a JSON-RPC 2.0 request" : "parse error"))
             return false
         }
-        guard request.jsonrpc == "2.0", let method = request.method else {
-            try await writer.send(Self.error(id: request.id, -32600, "a JSON-RPC 2.0 request needs \"jsonrpc\": \"2.0\" and a method"))
+        guard request.jsonrpc == "2.0" else {
+            try await writer.send(Self.error(id: request.id, -32600, "a JSON-RPC 2.0 message carries \"jsonrpc\": \"2.0\""))
+            return false
+        }
+        guard let method = request.method else {
+            try await writer.send(Self.error(id: request.id, -32600, "a JSON-RPC 2.0 request needs a method"))
             return false
         }
         let params = request.params ?? Params()
         do {
             switch method {
             case "acp.cache.subscribe":
-                let thread = try Self.thread(params)
+                let thread = try await self.reachable(try Self.thread(params))
                 let from = params.from_seq ?? 1
                 guard from >= 1 else { throw InvalidParams(message: "from_seq must be at least 1") }
                 guard cursors[thread] != nil || cursors.count < Self.maxThreads else {
@@ -260,6 +297,7 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                 }
                 self.outbox.refilter { $0.threadIDs = Set(cursors.keys) }
                 self.announce(cursors)
+                bound = thread
                 let sent = try await self.replay(thread, after: from - 1, through: .max, writer: writer)
                 if live { cursors[thread] = sent }
             case "acp.cache.unsubscribe":
@@ -268,8 +306,12 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                 self.outbox.refilter { $0.threadIDs = Set(cursors.keys) }
                 self.announce(cursors)
                 try await writer.send(Self.result(id: request.id, ["thread_id": thread]))
+            case "acp.cache.bind":
+                let thread = try await self.reachable(try Self.thread(params))
+                bound = thread
+                try await writer.send(Self.result(id: request.id, ["thread_id": thread]))
             case "acp.cache.fetch":
-                let thread = try Self.thread(params)
+                let thread = try await self.reachable(try Self.thread(params))
                 let from = params.from_seq ?? 1
                 let limit = params.limit ?? 100
                 guard from >= 1, (1...Self.maxFetch).contains(limit) else {
@@ -279,6 +321,7 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                 let head = try await self.cache.head(tenant: self.tenant, thread: thread)
                 try await writer.send(Self.fetchResult(id: request.id, thread: thread, envelopes: envelopes, head: head, from: from))
             case "acp.cache.ack":
+                try self.personOnly(method)
                 let thread = try Self.thread(params)
                 guard let seq = params.seq, seq >= 0 else { throw InvalidParams(message: "seq (a non-negative integer) is required") }
                 let head = try await self.cache.head(tenant: self.tenant, thread: thread)
@@ -288,6 +331,7 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                     Self.result(id: request.id, ["thread_id": thread, "acked_seq": acked, "head_seq": head, "unread": max(0, head - acked)])
                 )
             case "acp.cache.threads":
+                try self.personOnly(method)
                 let limit = params.limit ?? 100
                 guard (1...Self.maxFetch).contains(limit) else { throw InvalidParams(message: "limit must be 1...\(Self.maxFetch)") }
                 let threads = try await self.cache.threads(tenant: self.tenant, device: self.device, limit: limit)
@@ -298,7 +342,7 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                     Self.error(
                         id: request.id,
                         -32601,
-                        "no method \(method.prefix(64)); the cache has acp.cache.subscribe, fetch, ack, unsubscribe, threads"
+                        "no method \(method.prefix(64)); the cache has acp.cache.subscribe, fetch, ack, unsubscribe, threads, bind"
                     )
                 )
                 return false
@@ -306,6 +350,8 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
         } catch let invalid as InvalidParams {
             try await writer.send(Self.error(id: request.id, -32602, invalid.message))
             return false
+        } catch let forbidden as Forbidden {
+            try await writer.send(Self.error(id: request.id, -32003, "PermissionDenied: " + forbidden.message, code: .permissionDenied))
         } catch let error as APIError {
             try await writer.send(Self.error(id: request.id, -32000, error.message))
         } catch let error as PSQLError {
@@ -318,6 +364,54 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
             try await writer.send(Self.error(id: request.id, -32000, "the live feed is unavailable; retry"))
         }
         return true
+    }
+
+    /// Appends a person's frame to its thread (``ACPFrameRelay``) and says so once it is
+    /// committed (`acp.cache.sent`), or answers the refusal: as the error of the request `id`,
+    /// or with a null id for a result or notification.
+    private func send(_ text: String, id: RequestID?, isRequest: Bool, bound: String?, writer: WebSocketFrameWriter) async throws {
+        writer.endBatch()
+        let sent: ACPFrameRelay.Sent
+        do {
+            sent = try await self.relay.relay(text, identity: self.identity, bound: bound)
+        } catch {
+            try await writer.send(
+                Self.error(
+                    id: isRequest ? id : nil,
+                    error.rpcCode,
+                    "\(error.code.rawValue): \(error.message)",
+                    code: error.code,
+                    retryAfterSeconds: error.retryAfterSeconds
+                )
+            )
+            return
+        }
+        try await writer.send(
+            Self.json([
+                "jsonrpc": "2.0", "method": "acp.cache.sent",
+                "params": [
+                    "thread_id": sent.thread, "seq": sent.threadSeq, "msg_id": sent.msgID, "duplicate": sent.duplicate,
+                    "id": id?.json ?? NSNull(),
+                ],
+            ])
+        )
+    }
+
+    /// `thread`, when this identity may read it: a person, any thread of the tenant; an agent
+    /// session, its own agent's (or one no envelope has opened yet, which reads as empty).
+    private func reachable(_ thread: String) async throws -> String {
+        guard let session = self.identity.agentSession else { return thread }
+        if let owner = try await self.cache.eventLog.threadAgent(tenant: self.tenant, thread: thread),
+            owner.swarm != session.swarm || owner.agent != session.agent
+        {
+            throw Forbidden(message: "thread \(thread.prefix(64)) is another agent's")
+        }
+        return thread
+    }
+
+    /// Refuses `method` to an agent session: acknowledgements and the thread list are people's.
+    private func personOnly(_ method: String) throws(Forbidden) {
+        if self.identity.agentSession != nil { throw Forbidden(message: "\(method) is for people's devices, not agent sessions") }
     }
 
     private static func thread(_ params: Params) throws(InvalidParams) -> String {
@@ -350,8 +444,15 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
         Self.json(["jsonrpc": "2.0", "id": id?.json ?? NSNull(), "result": result])
     }
 
-    static func error(id: RequestID?, _ code: Int, _ message: String) -> ByteBuffer {
-        Self.json(["jsonrpc": "2.0", "id": id?.json ?? NSNull(), "error": ["code": code, "message": message]])
+    /// A JSON-RPC error; with `code` (ours), its `data` has `code`, `retryable` and `retry_after`.
+    static func error(id: RequestID?, _ rpcCode: Int, _ message: String, code: ErrorCode? = nil, retryAfterSeconds: Int? = nil) -> ByteBuffer {
+        var error: [String: Any] = ["code": rpcCode, "message": message]
+        if let code {
+            var data: [String: Any] = ["code": code.rawValue, "retryable": code.isRetryable]
+            if let retryAfterSeconds { data["retry_after"] = retryAfterSeconds }
+            error["data"] = data
+        }
+        return Self.json(["jsonrpc": "2.0", "id": id?.json ?? NSNull(), "error": error])
     }
 
     /// The fetch result, with the envelopes spliced in as stored (not re-encoded).

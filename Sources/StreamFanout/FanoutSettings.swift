@@ -36,11 +36,16 @@ public struct FanoutSettings: ServiceSettings {
     /// Seconds between two announcements of the ACP threads each connection follows live
     /// (``ACPPresence``; each holds for three of them).
     var acpPresenceSeconds: Int
+    /// The largest ACP frame a person may send on `/v1/acp` (larger: refused, nothing stored).
+    var maxClientFrameBytes: Int
+    /// ACP frames a device may send per second on this replica (bursts of twice that; a
+    /// thread takes twice a device's).
+    var clientFramesPerSecond: Int
 
     public static let keys: [SettingKey] = [
         .eventLogSchema, .fanoutSchema, .queueEvents, .queueBytes, .maxCatchUpEvents, .pingSeconds, .defaultEventsPerSecond, .maxEventsPerSecond,
         .maxMessageBytes, .maxMessagesPer10Seconds, .stalledSeconds, .tailCheckSeconds, .maxConnectionsPerTenant, .maxConcurrentReplays,
-        .maxReplayScan, .acpPresenceSeconds,
+        .maxReplayScan, .acpPresenceSeconds, .maxClientFrameBytes, .clientFramesPerSecond,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -60,6 +65,8 @@ public struct FanoutSettings: ServiceSettings {
         self.maxConcurrentReplays = try reader.setting(.maxConcurrentReplays, in: 1...10_000)
         self.maxReplayScan = try reader.setting(.maxReplayScan, in: 1000...1_000_000_000)
         self.acpPresenceSeconds = try reader.setting(.acpPresenceSeconds, in: 1...300)
+        self.maxClientFrameBytes = try reader.setting(.maxClientFrameBytes, in: 256...(1 << 20))
+        self.clientFramesPerSecond = try reader.setting(.clientFramesPerSecond, in: 1...10_000)
     }
 }
 
@@ -106,6 +113,16 @@ extension SettingKey {
         "fanout.tail-check-seconds",
         "seconds a silent feed waits before checking the log for lost publishes",
         default: "2"
+    )
+    static let maxClientFrameBytes = SettingKey(
+        "fanout.max-client-frame-bytes",
+        "the largest ACP frame a person sends on /v1/acp (larger: a JSON-RPC error, nothing stored); below fanout.max-message-bytes",
+        default: "32768"
+    )
+    static let clientFramesPerSecond = SettingKey(
+        "fanout.client-frames-per-second",
+        "ACP frames a device sends per second per replica (burst twice that; a thread takes twice a device's)",
+        default: "10"
     )
     static let stalledSeconds = SettingKey("fanout.stalled-seconds", "seconds a connection may accept nothing before it is closed", default: "30")
 }

@@ -21,6 +21,11 @@ struct StreamController: Sendable {
     static let protocolVersion = "1"
 
     let authentication: WebSocketAuthentication
+    /// `/v1/acp`'s: a person's token with `thread:read` (or `stream:read`), or a connector's
+    /// agent session token.
+    let acpAuthentication: WebSocketAuthentication
+    /// Appends people's ACP frames to their threads.
+    let relay: ACPFrameRelay
     let hub: FeedHub
     let reader: EventLogReader
     /// Replay pages in flight on this replica.
@@ -39,6 +44,7 @@ struct StreamController: Sendable {
         self.addRoute(
             "v1/stream",
             to: router,
+            authentication: self.authentication,
             missingProtocolIsCurrent: false,
             mismatch: { asked in
                 ServerMessage.error(
@@ -69,6 +75,7 @@ struct StreamController: Sendable {
         self.addRoute(
             "v1/acp",
             to: router,
+            authentication: self.acpAuthentication,
             missingProtocolIsCurrent: true,
             mismatch: { _ in
                 ACPSession.error(
@@ -84,6 +91,7 @@ struct StreamController: Sendable {
                     hub: self.hub,
                     cache: self.cache,
                     presence: self.presence,
+                    relay: self.relay,
                     heartbeats: self.heartbeats,
                     logger: logger
                 )
@@ -97,11 +105,12 @@ struct StreamController: Sendable {
     private func addRoute(
         _ path: RouterPath,
         to router: Router<WebSocketServiceContext>,
+        authentication: WebSocketAuthentication,
         missingProtocolIsCurrent: Bool,
         mismatch: @escaping @Sendable (_ asked: String?) -> ByteBuffer,
         run: @escaping @Sendable (AccessIdentity, Logger, WebSocketInboundStream, WebSocketOutboundWriter, any Channel) async -> Void
     ) {
-        router.ws(path, shouldUpgrade: self.authentication.shouldUpgrade) { inbound, outbound, context in
+        router.ws(path, shouldUpgrade: authentication.shouldUpgrade) { inbound, outbound, context in
             guard let identity = context.requestContext.identity else { return }
             let asked = context.request.uri.queryParameters["protocol"].map(String.init)
             guard asked == Self.protocolVersion || (asked == nil && missingProtocolIsCurrent) else {
@@ -128,9 +137,9 @@ struct StreamController: Sendable {
     /// The same paths on the HTTP router, for requests that were not upgraded: their
     /// authentication error, or 400 when they should have asked for an upgrade.
     func addFallbackRoute(to router: Router<ServiceRequestContext>) {
-        for path in ["v1/stream", "v1/acp"] {
+        for (path, authentication) in [("v1/stream", self.authentication), ("v1/acp", self.acpAuthentication)] {
             router.get(RouterPath(path)) { request, _ -> Response in
-                _ = try await self.authentication.authenticate(request)
+                _ = try await authentication.authenticate(request)
                 throw APIError(
                     .invalidRequest,
                     "/\(path) is a WebSocket: send an upgrade request with ?protocol=\(Self.protocolVersion)"

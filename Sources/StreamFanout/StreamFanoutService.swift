@@ -39,6 +39,14 @@ public enum StreamFanoutService: SwarmdeckService {
         )
         let controller = StreamController(
             authentication: WebSocketAuthentication(verifier: assembly.verifier, requiring: .streamRead),
+            acpAuthentication: WebSocketAuthentication(verifier: assembly.verifier, requiring: .streamRead, .threadRead, acceptsAgentSessions: true),
+            relay: ACPFrameRelay(
+                reader: eventLog,
+                sender: ServiceEventSender(connection: assembly.nats, subjects: assembly.subjects),
+                maxFrameBytes: settings.maxClientFrameBytes,
+                framesPerSecond: settings.clientFramesPerSecond,
+                logger: logger
+            ),
             hub: hub,
             reader: eventLog,
             replays: AsyncPermits(settings.maxConcurrentReplays),

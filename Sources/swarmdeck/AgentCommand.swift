@@ -36,6 +36,25 @@ struct AgentCommand: AsyncParsableCommand {
         @Option(help: "Base URL of approvals, if not the edge.")
         var approvalsURL: String?
 
+        @Option(help: "Base URL of stream-fanout (the ACP cache, with --acp), if not the edge.")
+        var streamURL: String?
+
+        @Flag(
+            help: """
+                The command is an ACP agent (Agent Client Protocol on its stdio): the connector is its client, opens its \
+                session, mirrors every frame into the session's thread and delivers what people send to the thread.
+                """
+        )
+        var acp = false
+
+        @Option(
+            help: """
+                With --acp: the file that keeps the agent's session and the thread's cursor, so a restart goes on with the \
+                same session (default: $XDG_STATE_HOME or ~/.local/state, swarmdeck/acp/<swarm>/<name>.json).
+                """
+        )
+        var acpState: String?
+
         @Option(help: "Ingest key (default: $SWARMDECK_INGEST_KEY; prefer it: a command line is visible to every process on the host).")
         var key: String?
 
@@ -120,6 +139,10 @@ struct AgentCommand: AsyncParsableCommand {
             if self.tmux != nil && self.user != nil {
                 throw ValidationError("--tmux runs the command as this user, in this user's tmux server: leave out --user")
             }
+            if self.acp && (self.worker || self.terminal || self.tmux != nil) {
+                throw ValidationError("--acp speaks ACP on the command's standard input and output: leave out --worker, --terminal and --tmux")
+            }
+            if self.acpState != nil && !self.acp { throw ValidationError("--acp-state goes with --acp") }
             if self.worker && (self.terminal || self.tmux != nil) {
                 throw ValidationError(
                     "--worker takes requests on the command's standard input, which --terminal and --tmux give to the terminal: use one or the other"
@@ -141,6 +164,21 @@ struct AgentCommand: AsyncParsableCommand {
             if self.publishCommand { arguments.append("--publish-command") }
             if self.noTelemetryRelay { arguments.append("--no-telemetry-relay") }
             return arguments
+        }
+
+        /// The ACP bridge's options: the key comes from the connector's.
+        func acpOptions(base: String) throws -> ACPBridge.Options {
+            let environment = ProcessInfo.processInfo.environment
+            let stateHome = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.local/state")
+            return ACPBridge.Options(
+                ingestURL: self.ingestURL ?? base,
+                streamURL: self.streamURL ?? base,
+                key: try IngestTargetOptions.ingestKey(self.key),
+                swarm: self.swarm,
+                agent: self.name,
+                workingDirectory: FileManager.default.currentDirectoryPath,
+                stateFile: self.acpState ?? "\(stateHome)/swarmdeck/acp/\(self.swarm)/\(self.name).json"
+            )
         }
 
         /// `--url`, else `$SWARMDECK_URL`, else the local stack's edge.
@@ -185,9 +223,10 @@ struct AgentCommand: AsyncParsableCommand {
                 grace: .milliseconds(Int(self.graceSeconds * 1000)),
                 worker: self.worker,
                 publishCommand: self.publishCommand,
-                tmuxSession: self.inTmux
+                tmuxSession: self.inTmux,
+                acp: self.acp ? try self.acpOptions(base: base) : nil
             )
-            for url in [options.ingestURL, options.controlURL, options.approvalsURL] where URL(string: url)?.host == nil {
+            for url in [options.ingestURL, options.controlURL, options.approvalsURL, options.acp?.streamURL ?? base] where URL(string: url)?.host == nil {
                 throw ValidationError("\(url) is not a base URL such as http://127.0.0.1:8080")
             }
             let user = try self.user.map(ChildProcess.User.init)
@@ -215,7 +254,7 @@ struct AgentCommand: AsyncParsableCommand {
                 // the connector does.
                 child = try ChildProcess(
                     telemetry?.environment.command(self.command) ?? self.command,
-                    acceptsInput: self.worker,
+                    acceptsInput: self.worker || self.acp,
                     environment: handover?.environment,
                     hiding: Set(["SWARMDECK_INGEST_KEY"]).union(telemetry?.environment.hiding ?? []),
                     secrets: [options.key],

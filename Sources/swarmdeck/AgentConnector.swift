@@ -45,6 +45,8 @@ actor AgentConnector {
         /// The tmux session the connector runs in (`--tmux`), said in its state events with
         /// this host's name, so the agent's detail shows where its terminal is.
         var tmuxSession: String?
+        /// Bridges an ACP agent (`--acp`): its stdio is ACP, not lines of output.
+        var acp: ACPBridge.Options?
     }
 
     /// An open agent session: its id and the clients that carry its token.
@@ -98,6 +100,8 @@ actor AgentConnector {
     let telemetryRelay: TelemetryRelay?
     /// The relay's losses already reported.
     private var reportedRelayLosses = 0
+    /// The ACP bridge, with `--acp`: the agent's standard output is its side of ACP.
+    private var acp: ACPBridge?
 
     init(options: Options, client: HTTPClient, child: ChildProcess, command: String, telemetryRelay: TelemetryRelay? = nil) throws {
         self.options = options
@@ -112,7 +116,16 @@ actor AgentConnector {
     /// Runs until the command ends (by itself or terminated); returns its exit status.
     func run() async -> Int32 {
         await self.report(state: .running, msgID: self.nextID())
+        if let options = self.options.acp {
+            self.acp = ACPBridge(options: options, client: self.client, child: self.child) { [unowned self] in try await self.sessionToken() }
+        }
         let exitCode = await withTaskGroup(of: Int32?.self) { group in
+            if let acp = self.acp {
+                group.addTask {
+                    await acp.run()
+                    return nil
+                }
+            }
             group.addTask {
                 await self.forwardOutput()
                 return nil
@@ -173,9 +186,14 @@ actor AgentConnector {
 
     private func forwardOutput() async {
         for await (line, isError) in self.child.lines {
+            if let acp = self.acp, !isError {
+                await acp.fromAgent(line)
+                continue
+            }
             self.enqueue(line: line, isError: isError)
             if self.pending.count >= 200 { await self.flush() }
         }
+        await self.acp?.agentEnded()
     }
 
     private func enqueue(line: String, isError: Bool) {

@@ -92,6 +92,14 @@ public nonisolated struct BusServiceACPMessage: Sendable {
 
   public var body: Data = Data()
 
+  /// Who the message is from, said in the stored envelope's `origin`: empty or `service` (a
+  /// service's own message, e.g. approvals' answer), or `client` (a person's frame from
+  /// `/v1/acp`, relayed by stream-fanout, with the device in `device`).
+  public var origin: String = String()
+
+  /// With origin `client`: the access token's subject (the device) that sent it.
+  public var device: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -204,7 +212,7 @@ nonisolated extension BusServiceEvent: SwiftProtobuf.Message, SwiftProtobuf._Mes
 
 nonisolated extension BusServiceACPMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ServiceACPMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}thread_id\0\u{3}session_id\0\u{1}direction\0\u{1}body\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}thread_id\0\u{3}session_id\0\u{1}direction\0\u{1}body\0\u{1}origin\0\u{1}device\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -216,6 +224,8 @@ nonisolated extension BusServiceACPMessage: SwiftProtobuf.Message, SwiftProtobuf
       case 2: try { try decoder.decodeSingularStringField(value: &self.sessionID) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.direction) }()
       case 4: try { try decoder.decodeSingularBytesField(value: &self.body) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.origin) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.device) }()
       default: break
       }
     }
@@ -234,6 +244,12 @@ nonisolated extension BusServiceACPMessage: SwiftProtobuf.Message, SwiftProtobuf
     if !self.body.isEmpty {
       try visitor.visitSingularBytesField(value: self.body, fieldNumber: 4)
     }
+    if !self.origin.isEmpty {
+      try visitor.visitSingularStringField(value: self.origin, fieldNumber: 5)
+    }
+    if !self.device.isEmpty {
+      try visitor.visitSingularStringField(value: self.device, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -242,6 +258,8 @@ nonisolated extension BusServiceACPMessage: SwiftProtobuf.Message, SwiftProtobuf
     if lhs.sessionID != rhs.sessionID {return false}
     if lhs.direction != rhs.direction {return false}
     if lhs.body != rhs.body {return false}
+    if lhs.origin != rhs.origin {return false}
+    if lhs.device != rhs.device {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -496,7 +496,7 @@ components:
       pattern: '^[A-Za-z0-9._:-]{1,128}$'
     Scope:
       type: string
-      enum: ['stream:read', 'agents:control', 'approvals:decide', 'terminal:attach', 'terminal:write', 'admin']
+      enum: ['stream:read', 'agents:control', 'approvals:decide', 'terminal:attach', 'terminal:write', 'admin', 'thread:read', 'thread:write', 'tool:run']
     ErrorEnvelope:
       type: object
       required: [error]

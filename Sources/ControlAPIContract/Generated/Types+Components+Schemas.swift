@@ -34,6 +34,9 @@ extension Components {
             case terminal_colon_attach = "terminal:attach"
             case terminal_colon_write = "terminal:write"
             case admin = "admin"
+            case thread_colon_read = "thread:read"
+            case thread_colon_write = "thread:write"
+            case tool_colon_run = "tool:run"
         }
         /// - Remark: Generated from `#/components/schemas/ErrorEnvelope`.
         public struct ErrorEnvelope: Codable, Hashable, Sendable {

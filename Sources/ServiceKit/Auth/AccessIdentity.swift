@@ -11,12 +11,22 @@ public struct AccessIdentity: Sendable, Hashable {
     public var scopes: Set<Scope>
     /// When the token was issued (revocation refuses tokens issued before it).
     public var issuedAt: Date
+    /// Set when the token is an agent session's (a connector's, on a route that takes them):
+    /// the subject is the session, no scope is held, and only the agent's own resources are
+    /// within reach.
+    public var agentSession: AgentSessionIdentity?
 
     public init(tenant: String, subject: String, scopes: Set<Scope>, issuedAt: Date = .distantPast) {
         self.tenant = tenant
         self.subject = subject
         self.scopes = scopes
         self.issuedAt = issuedAt
+    }
+
+    /// An agent session's identity (``agentSession``), for the routes that take one.
+    public init(agentSession: AgentSessionIdentity) {
+        self.init(tenant: agentSession.tenant, subject: agentSession.session, scopes: [])
+        self.agentSession = agentSession
     }
 
     /// Throws `PermissionDenied` unless the identity holds `scope`.

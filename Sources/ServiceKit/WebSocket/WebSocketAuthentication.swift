@@ -16,10 +16,15 @@ public import HummingbirdWebSocket
 public struct WebSocketAuthentication: Sendable {
     let verifier: AccessTokenVerifier
     let scopes: [Scope]
+    /// Whether an agent session token is taken too (``AccessIdentity/agentSession``).
+    let acceptsAgentSessions: Bool
 
-    public init(verifier: AccessTokenVerifier, requiring scopes: Scope...) {
+    /// Takes an access token holding one of `scopes` (any, when none are named) and, with
+    /// `acceptsAgentSessions`, an agent session token, whose identity holds no scope.
+    public init(verifier: AccessTokenVerifier, requiring scopes: Scope..., acceptsAgentSessions: Bool = false) {
         self.verifier = verifier
         self.scopes = scopes
+        self.acceptsAgentSessions = acceptsAgentSessions
     }
 
     /// The identity of `request`'s token, with the required scopes.
@@ -43,7 +48,22 @@ public struct WebSocketAuthentication: Sendable {
         } else {
             token = try request.bearerToken("access token")
         }
-        return try await self.verifier.verify(token, requiring: self.scopes)
+        let refusal: APIError
+        do {
+            return try await self.verifier.verify(token, requiring: self.scopes)
+        } catch {
+            refusal = error
+        }
+        guard refusal.code == .authInvalid, self.acceptsAgentSessions else { throw refusal }
+        // Not an access token: maybe an agent session's (both refusals are 401s; an expired
+        // session says so).
+        let sessionRefusal: APIError
+        do {
+            return AccessIdentity(agentSession: try await self.verifier.verifyAgentSession(token))
+        } catch {
+            sessionRefusal = error
+        }
+        throw sessionRefusal.code == .authExpired ? sessionRefusal : refusal
     }
 
     private static func offeredProtocol(_ request: Request) -> WebSocketBearerProtocol {

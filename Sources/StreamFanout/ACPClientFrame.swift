@@ -1,0 +1,126 @@
+import Contracts
+import Crypto
+import Foundation
+
+/// A person's ACP frame on `/v1/acp` (any JSON-RPC 2.0 message that is not an `acp.cache.*`
+/// method), read for what the cache must check before it appends it to a thread: which thread
+/// it names, what it is, and which option it selects when it answers a request.
+///
+/// Pure: parsing and decisions, no I/O (``ACPSession`` does the rest).
+struct ACPClientFrame: Sendable, Equatable {
+    enum Kind: Sendable, Equatable {
+        case request
+        case notification
+        /// A result or error answering the agent's request `id`.
+        case result
+    }
+
+    /// The frame's bytes, stored as received.
+    let body: [UInt8]
+    let kind: Kind
+    /// The method of a request or notification.
+    let method: String?
+    /// The JSON-RPC id as JSON text (`5`, `"p-1"`), for a request or result.
+    let id: String?
+    /// `params.sessionId`, when it is one: the thread the frame names.
+    let sessionID: String?
+    /// For a result that selects an option (`{"outcome":{"outcome":"selected","optionId":…}}`):
+    /// the option.
+    let selectedOption: String?
+
+    /// Why a frame is refused.
+    struct Problem: Error, Equatable {
+        var message: String
+    }
+
+    /// Whether `object` is for the cache (an `acp.cache.*` method) rather than for an agent.
+    static func isCacheMethod(_ method: String?) -> Bool {
+        method?.hasPrefix("acp.cache.") == true
+    }
+
+    /// Reads `body`, a JSON-RPC 2.0 message for an agent.
+    static func parse(_ body: [UInt8]) throws(Problem) -> ACPClientFrame {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]) as? [String: Any] else {
+            throw Problem(message: "an ACP frame is a JSON object")
+        }
+        guard object["jsonrpc"] as? String == "2.0" else { throw Problem(message: "an ACP frame carries \"jsonrpc\": \"2.0\"") }
+        let id = try object["id"].map { (value) throws(Problem) -> String? in
+            switch value {
+            case is NSNull: return nil
+            case let text as String: return Self.json(text)
+            case let number as NSNumber where String(cString: number.objCType) != "c" && number.doubleValue == number.doubleValue.rounded():
+                return String(number.int64Value)
+            default: throw Problem(message: "a JSON-RPC id is a string or an integer")
+            }
+        } ?? nil
+        let params = object["params"] as? [String: Any]
+        let sessionID = (params?["sessionId"] as? String).flatMap { EntityID.problem($0, field: "sessionId") == nil ? $0 : nil }
+        if let method = object["method"] {
+            guard let method = method as? String, !method.isEmpty, method.utf8.count <= 128 else {
+                throw Problem(message: "a method is a name of 1 to 128 bytes")
+            }
+            guard object["result"] == nil, object["error"] == nil else { throw Problem(message: "a request has no result or error") }
+            return ACPClientFrame(
+                body: body,
+                kind: id == nil ? .notification : .request,
+                method: method,
+                id: id,
+                sessionID: sessionID,
+                selectedOption: nil
+            )
+        }
+        guard (object["result"] == nil) != (object["error"] == nil) else {
+            throw Problem(message: "a JSON-RPC message has a method (request, notification) or one of result and error")
+        }
+        guard let id else { throw Problem(message: "a result answers a request: it carries the request's id") }
+        let outcome = ((object["result"] as? [String: Any])?["outcome"] as? [String: Any])
+        let selected = outcome?["outcome"] as? String == "selected" ? outcome?["optionId"] as? String : nil
+        return ACPClientFrame(body: body, kind: .result, method: nil, id: id, sessionID: nil, selectedOption: selected)
+    }
+
+    /// The thread the frame goes to: its `params.sessionId`, else the connection's bound
+    /// thread (``ACPSession``: the last subscribed, or `acp.cache.bind`).
+    func thread(bound: String?) -> String? {
+        self.sessionID ?? bound
+    }
+
+    /// The scopes sending it needs, given the option kinds of the request a result answers
+    /// (`allow_once`, …; nil when it answers no permission request): `thread:write`, and
+    /// `tool:run` too for an answer that selects an allow option.
+    func requiredScopes(answeredOptionKind: String?) -> [Scope] {
+        if self.kind == .result, self.selectedOption != nil, answeredOptionKind?.hasPrefix("allow") ?? false {
+            return [.threadWrite, .toolRun]
+        }
+        return [.threadWrite]
+    }
+
+    /// The kind (`allow_once`, …) of the option this result selects, in `request`'s options
+    /// (a `session/request_permission`'s body); nil when it selects none, or an option the
+    /// request did not offer (never counted as allowing anything, so answered as refused).
+    func selectedOptionKind(in request: [UInt8]) -> String?? {
+        guard let selected = self.selectedOption else { return .some(nil) }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(request)) as? [String: Any],
+            object["method"] as? String == "session/request_permission",
+            let options = (object["params"] as? [String: Any])?["options"] as? [[String: Any]]
+        else { return .some(nil) }
+        guard let option = options.first(where: { $0["optionId"] as? String == selected }) else { return nil }
+        return .some(option["kind"] as? String ?? "")
+    }
+
+    /// The msgId that makes a repeat of the frame (a client sending it again after a
+    /// reconnect) a duplicate: a request or result by its id and bytes; a notification by its
+    /// bytes and the thread's head when it came (a `session/cancel` is the same bytes every
+    /// turn, and must reach the agent every turn).
+    func msgID(device: String, thread: String, head: Int64) -> String {
+        var hasher = SHA256()
+        for part in [device, thread, self.kind == .notification ? String(head) : ""] {
+            hasher.update(data: Array(part.utf8) + [0])
+        }
+        hasher.update(data: self.body)
+        return "client-" + hasher.finalize().prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+
+    private static func json(_ text: String) -> String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: text, options: [.fragmentsAllowed])) ?? Data(), as: UTF8.self)
+    }
+}

@@ -1,0 +1,301 @@
+import AsyncHTTPClient
+import Contracts
+import Crypto
+import Foundation
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import SwarmdeckTools
+
+/// `swarmdeck agent run --acp`: the connector is the ACP client of the agent it runs, over the
+/// agent's stdio (newline-delimited JSON-RPC 2.0), and the agent's thread is where people
+/// speak to it (docs/agents.md, "ACP agents").
+///
+/// - At start it sends `initialize` and opens the session: `session/load` of the session it
+///   had (the state file) when the agent can load sessions, else `session/new` in the working
+///   folder. The thread is the session's id, so it exists before any phone looks.
+/// - Every frame both ways is mirrored into the thread through ingest, in order: the agent's
+///   as `agent_to_client`, the connector's own as `client_to_agent` (with no origin, so they
+///   are never delivered back).
+/// - It reads the thread from stream-fanout's `/v1/acp` with its agent session token, from its
+///   cursor on, and writes to the agent's stdin, in thread order, each frame people sent
+///   (origin `client`) or approvals answered (origin `service`): an answer only while the
+///   agent's request is unanswered, so the first decision wins. The cursor (the last seq it
+///   handled) is kept in the state file after each frame: a connector that restarts on the
+///   same session goes on from there, each frame written once.
+actor ACPBridge {
+    struct Options: Sendable {
+        var ingestURL: String
+        var streamURL: String
+        var key: String
+        var swarm: String
+        var agent: String
+        var workingDirectory: String
+        /// Where the session and cursor are kept (nil: nowhere, every start is a new session).
+        var stateFile: String?
+    }
+
+    /// What the state file holds.
+    struct SavedState: Codable, Equatable {
+        var swarm: String
+        var agent: String
+        var session: String
+        var thread: String
+        var cursor: Int64
+    }
+
+    private let options: Options
+    private let client: HTTPClient
+    private let child: ChildProcess
+    private let sessionToken: @Sendable () async throws -> String
+    private let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    private var counter = 0
+    /// The thread, once the session is open.
+    private(set) var thread: String?
+    private var session: String?
+    /// Frames written before the thread was known, in order.
+    private var early: [(body: String, direction: String)] = []
+    /// The connector's own requests waiting for the agent's answer, by id.
+    private var waiters: [String: CheckedContinuation<ACPWire.Message?, Never>] = [:]
+    /// The agent's requests to its client not answered yet (ids as JSON text).
+    private var pending: Set<String> = []
+    /// The last thread seq handled.
+    private var cursor: Int64 = 0
+
+    init(options: Options, client: HTTPClient, child: ChildProcess, sessionToken: @escaping @Sendable () async throws -> String) {
+        self.options = options
+        self.client = client
+        self.child = child
+        self.sessionToken = sessionToken
+    }
+
+    /// Opens the session, then delivers the thread's frames to the agent until cancelled.
+    func run() async {
+        do {
+            try await self.open()
+        } catch {
+            AgentConnector.say("ACP: the agent's session did not open: \(error)")
+            return
+        }
+        AgentConnector.say("ACP: thread \(self.thread ?? "") (session \(self.session ?? "")), delivering from seq \(self.cursor + 1)")
+        await self.deliverLoop()
+    }
+
+    // MARK: The agent's side
+
+    /// A line the agent wrote on its standard output.
+    func fromAgent(_ line: String) async {
+        guard let message = ACPWire.message(line) else {
+            AgentConnector.say("ACP: the agent wrote a line that is not JSON-RPC 2.0 (\(line.utf8.count) bytes); not mirrored")
+            return
+        }
+        switch message.kind {
+        case .request:
+            if let id = message.id {
+                if self.pending.count >= 10_000 { self.pending.removeAll() }
+                self.pending.insert(id)
+            }
+        case .result:
+            if let id = message.id, let waiter = self.waiters.removeValue(forKey: id) { waiter.resume(returning: message) }
+        case .notification:
+            break
+        }
+        await self.mirror(line, direction: "agent_to_client")
+    }
+
+    /// The output has ended: nobody will answer the connector's requests.
+    func agentEnded() {
+        for waiter in self.waiters.values { waiter.resume(returning: nil) }
+        self.waiters.removeAll()
+    }
+
+    // MARK: Opening
+
+    private func open() async throws {
+        let initialize = try await self.request(
+            "initialize",
+            ["protocolVersion": 1, "clientCapabilities": ["fs": ["readTextFile": false, "writeTextFile": false], "terminal": false]]
+        )
+        let canLoad = ((initialize["agentCapabilities"] as? [String: Any])?["loadSession"] as? Bool) ?? false
+        let folder = ["cwd": self.options.workingDirectory, "mcpServers": [Any]()] as [String: Any]
+        if canLoad, let saved = self.loadState() {
+            var parameters = folder
+            parameters["sessionId"] = saved.session
+            if (try? await self.request("session/load", parameters)) != nil {
+                self.session = saved.session
+                self.thread = saved.thread
+                self.cursor = saved.cursor
+            }
+        }
+        if self.session == nil {
+            let created = try await self.request("session/new", folder)
+            guard let session = created["sessionId"] as? String, !session.isEmpty else {
+                throw ChildProcessError("session/new answered no sessionId")
+            }
+            self.session = session
+            self.thread = Self.thread(for: session)
+        }
+        let thread = self.thread!
+        for frame in self.early { await self.post(frame.body, direction: frame.direction, thread: thread) }
+        self.early.removeAll()
+        self.saveState()
+    }
+
+    /// The thread of a session: its id, when that is an id ingest takes, else a digest of it.
+    static func thread(for session: String) -> String {
+        if EntityID.problem(session, field: "sessionId") == nil { return session }
+        return "acp-" + SHA256.hash(data: Array(session.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Sends the connector's own request and waits (30 s) for its result.
+    private func request(_ method: String, _ parameters: [String: Any]) async throws -> [String: Any] {
+        self.counter += 1
+        let id = "swarmdeck-\(self.run)-\(self.counter)"
+        let object: [String: Any] = ["jsonrpc": "2.0", "id": id, "method": method, "params": parameters]
+        let line = String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        let key = ACPWire.idText(id)!
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(30))
+            self.answer(key, nil)
+        }
+        defer { timeout.cancel() }
+        let answer: ACPWire.Message? = await withCheckedContinuation { continuation in
+            self.waiters[key] = continuation
+            Task {
+                await self.mirror(line, direction: "client_to_agent")
+                do {
+                    try self.child.send(line: line)
+                } catch {
+                    self.answer(key, nil)
+                }
+            }
+        }
+        guard let answer else { throw ChildProcessError("the agent did not answer \(method) within 30 s") }
+        guard let result = answer.result else { throw ChildProcessError("the agent refused \(method): \(answer.error ?? "")") }
+        return result
+    }
+
+    private func answer(_ key: String, _ message: ACPWire.Message?) {
+        self.waiters.removeValue(forKey: key)?.resume(returning: message)
+    }
+
+    // MARK: Mirroring into the thread
+
+    /// Posts a frame to the thread (or keeps it until the thread is known).
+    private func mirror(_ body: String, direction: String) async {
+        guard let thread = self.thread else {
+            if self.early.count < 10_000 { self.early.append((body, direction)) }
+            return
+        }
+        await self.post(body, direction: direction, thread: thread)
+    }
+
+    /// `POST /v1/ingest/acp/{thread}`, retried while ingest may take it later.
+    private func post(_ body: String, direction: String, thread: String) async {
+        self.counter += 1
+        var query = URLComponents()
+        query.queryItems = [
+            URLQueryItem(name: "swarmId", value: self.options.swarm), URLQueryItem(name: "agentId", value: self.options.agent),
+            URLQueryItem(name: "direction", value: direction), URLQueryItem(name: "msgId", value: "\(self.options.agent)-\(self.run)-acp-\(self.counter)"),
+            URLQueryItem(name: "sessionId", value: self.session),
+        ]
+        let path = thread.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? thread
+        var request = HTTPClientRequest(url: self.options.ingestURL + "/v1/ingest/acp/" + path + "?" + (query.percentEncodedQuery ?? ""))
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(self.options.key)")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: body))
+        for attempt in 0..<6 {
+            do {
+                let response = try await self.client.execute(request, timeout: .seconds(10))
+                let answer = try await response.body.collect(upTo: 1 << 20)
+                if response.status == .ok || response.status == .created || response.status == .accepted { return }
+                if (400..<500).contains(response.status.code) && response.status.code != 429 {
+                    AgentConnector.say("ACP: ingest refused a frame: \(response.status.code) \(String(buffer: answer).prefix(300))")
+                    return
+                }
+            } catch {
+                if attempt == 5 { AgentConnector.say("ACP: a frame was not mirrored (ingest unreachable): \(error)") }
+            }
+            try? await Task.sleep(for: .milliseconds(100 << attempt))
+        }
+    }
+
+    // MARK: Delivering the thread to the agent
+
+    private func deliverLoop() async {
+        var failures = 0
+        let url =
+            self.options.streamURL.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/acp?protocol=1"
+        while !Task.isCancelled {
+            do {
+                let token = try await self.sessionToken()
+                let subscribe = try JSONSerialization.data(
+                    withJSONObject: [
+                        "jsonrpc": "2.0", "id": "subscribe", "method": "acp.cache.subscribe",
+                        "params": ["thread_id": self.thread ?? "", "from_seq": self.cursor + 1],
+                    ] as [String: Any]
+                )
+                try await WebSocketClient.connect(
+                    url: url,
+                    configuration: .bearer(token, maxFrameSize: 8 << 20),
+                    logger: Logger(label: "acp", factory: { _ in SwiftLogNoOpLogHandler() })
+                ) { inbound, outbound, _ in
+                    try await outbound.write(.text(String(decoding: subscribe, as: UTF8.self)))
+                    for try await message in inbound.messages(maxSize: 8 << 20) {
+                        guard case .text(let text) = message else { continue }
+                        if let envelope = ACPWire.envelope(text) {
+                            await self.received(envelope)
+                        } else if text.contains(#""error""#), let answer = ACPWire.message(text), answer.id == #""subscribe""# {
+                            throw ChildProcessError("the cache refused the subscription: \(text.prefix(300))")
+                        }
+                    }
+                }
+                failures = 0
+            } catch {
+                if Task.isCancelled { return }
+                failures += 1
+                AgentConnector.say("ACP: the thread's channel: \(error)")
+            }
+            // A channel the server closed is opened again at once (a replica went); one that
+            // failed, after a pause that grows to 5 s.
+            try? await Task.sleep(for: .milliseconds(failures == 0 ? 100 : min(failures, 5) * 1000))
+        }
+    }
+
+    /// An envelope of the thread: delivered to the agent when it is for it, then the cursor
+    /// moves past it.
+    private func received(_ envelope: ACPWire.Envelope) {
+        guard envelope.thread == self.thread, envelope.seq > self.cursor else { return }
+        if ACPWire.delivery(of: envelope, pending: &self.pending) == .deliver {
+            do {
+                try self.child.send(line: envelope.body)
+            } catch {
+                AgentConnector.say("ACP: frame \(envelope.seq) not delivered: \(error)")
+            }
+        }
+        self.cursor = envelope.seq
+        self.saveState()
+    }
+
+    // MARK: The state file
+
+    private func loadState() -> SavedState? {
+        guard let path = self.options.stateFile, let data = FileManager.default.contents(atPath: path),
+            let saved = try? JSONDecoder().decode(SavedState.self, from: data),
+            saved.swarm == self.options.swarm, saved.agent == self.options.agent
+        else { return nil }
+        return saved
+    }
+
+    private func saveState() {
+        guard let path = self.options.stateFile, let session = self.session, let thread = self.thread else { return }
+        let saved = SavedState(swarm: self.options.swarm, agent: self.options.agent, session: session, thread: thread, cursor: self.cursor)
+        do {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try JSONEncoder().encode(saved).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            AgentConnector.say("ACP: the cursor was not saved to \(path): \(error)")
+        }
+    }
+}
