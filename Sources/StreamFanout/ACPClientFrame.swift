@@ -44,15 +44,10 @@ struct ACPClientFrame: Sendable, Equatable {
             throw Problem(message: "an ACP frame is a JSON object")
         }
         guard object["jsonrpc"] as? String == "2.0" else { throw Problem(message: "an ACP frame carries \"jsonrpc\": \"2.0\"") }
-        let id = try object["id"].map { (value) throws(Problem) -> String? in
-            switch value {
-            case is NSNull: return nil
-            case let text as String: return Self.json(text)
-            case let number as NSNumber where String(cString: number.objCType) != "c" && number.doubleValue == number.doubleValue.rounded():
-                return String(number.int64Value)
-            default: throw Problem(message: "a JSON-RPC id is a string or an integer")
-            }
-        } ?? nil
+        let id = JSONRPCID.text(object["id"])
+        if object["id"] != nil, !(object["id"] is NSNull), id == nil {
+            throw Problem(message: "a JSON-RPC id is a string or an integer")
+        }
         let params = object["params"] as? [String: Any]
         let sessionID = (params?["sessionId"] as? String).flatMap { EntityID.problem($0, field: "sessionId") == nil ? $0 : nil }
         if let method = object["method"] {
@@ -118,9 +113,5 @@ struct ACPClientFrame: Sendable, Equatable {
         }
         hasher.update(data: self.body)
         return "client-" + hasher.finalize().prefix(16).map { String(format: "%02x", $0) }.joined()
-    }
-
-    private static func json(_ text: String) -> String {
-        String(decoding: (try? JSONSerialization.data(withJSONObject: text, options: [.fragmentsAllowed])) ?? Data(), as: UTF8.self)
     }
 }

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 
 /// What the connector's ACP bridge reads of the frames it carries: newline-delimited JSON-RPC
@@ -46,17 +47,8 @@ public enum ACPWire {
         return Message(kind: .result, method: nil, id: id, line: String(line))
     }
 
-    /// An id as JSON text: a string quoted, an integer bare; nil for anything else.
-    public static func idText(_ value: Any?) -> String? {
-        switch value {
-        case let text as String:
-            return String(decoding: (try? JSONSerialization.data(withJSONObject: text, options: [.fragmentsAllowed])) ?? Data(), as: UTF8.self)
-        case let number as NSNumber where String(cString: number.objCType) != "c":
-            return String(number.int64Value)
-        default:
-            return nil
-        }
-    }
+    /// An id as JSON text (``JSONRPCID/text(_:)``).
+    public static func idText(_ value: Any?) -> String? { JSONRPCID.text(value) }
 
     /// An envelope the cache sent: a frame of the thread with its per-thread seq.
     public struct Envelope: Sendable {
@@ -75,7 +67,9 @@ public enum ACPWire {
     /// Reads a text the cache sent: an envelope, or nil (a JSON-RPC answer or notification of
     /// the cache itself).
     public static func envelope(_ text: String) -> Envelope? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], object["jsonrpc"] == nil,
+        // An envelope carries `"jsonrpc": "2.0"` too (seed 003's persisted form): it is told
+        // apart by its thread and direction.
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
             let thread = object["thread_id"] as? String, let seq = (object["seq"] as? NSNumber)?.int64Value,
             let direction = object["direction"] as? String, let body = object["body"] as? [String: Any],
             let line = try? JSONSerialization.data(withJSONObject: body)

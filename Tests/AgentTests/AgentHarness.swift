@@ -360,6 +360,7 @@ enum RealAgent {
         agent: String,
         in folder: URL,
         command: [String],
+        options: [String] = [],
         environment: [String: String]
     ) throws -> (process: Process, output: URL) {
         let output = folder.deletingLastPathComponent().appendingPathComponent("agent.out")
@@ -367,7 +368,7 @@ enum RealAgent {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.swarmdeck)
         process.currentDirectoryURL = folder
-        process.arguments = ["agent", "run"] + services.connectorOptions + ["--swarm", swarm, "--name", agent, "--"] + command
+        process.arguments = ["agent", "run"] + services.connectorOptions + options + ["--swarm", swarm, "--name", agent, "--"] + command
         process.environment = environment
         let handle = try FileHandle(forWritingTo: output)
         process.standardOutput = handle

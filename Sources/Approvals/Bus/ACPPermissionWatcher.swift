@@ -40,6 +40,8 @@ struct ACPPermissionWatcher: Service {
                 case .unanswerable(let gate): await self.answerCancelled(gate, because: "it offers no option of a known kind")
                 case .cancel(let thread, let session):
                     await self.cancel(tenant: envelope.tenantID, thread: thread, session: session)
+                case .answered(let thread, let requestID, let optionID, let device):
+                    await self.answered(tenant: envelope.tenantID, thread: thread, requestID: requestID, optionID: optionID, device: device)
                 case nil: continue
                 }
             }
@@ -49,7 +51,7 @@ struct ACPPermissionWatcher: Service {
     }
 
     /// What a frame holds when its body may be a method approvals reads.
-    static let markers = [#"permission""#, #"cancel""#, #"\u"#].map { Data($0.utf8) }
+    static let markers = [#"permission""#, #"cancel""#, #"\u"#, #""origin":"client""#].map { Data($0.utf8) }
 
     /// What an ACP event means for approvals.
     enum Reading {
@@ -60,6 +62,8 @@ struct ACPPermissionWatcher: Service {
         case unanswerable(Gate)
         /// `session/cancel` on a thread: its pending permission requests are answered `cancelled`.
         case cancel(thread: String, session: String?)
+        /// A person answered a request in the thread (on `/v1/acp`): its gate settles so.
+        case answered(thread: String, requestID: String, optionID: String?, device: String)
     }
 
     /// What `envelope` means for approvals, or nil when nothing.
@@ -76,6 +80,13 @@ struct ACPPermissionWatcher: Service {
             .compactMap { $0 }.first { EntityID.problem($0, field: "sessionId") == nil }
         if body["method"] as? String == ACPPermission.cancelMethod {
             return .cancel(thread: envelope.threadID, session: sessionID)
+        }
+        if acp["origin"] as? String == "client", acp["direction"] as? String == "client_to_agent", acp["kind"] as? String == "result",
+            let requestID = JSONRPCID.text(body["id"]), let device = acp["device"] as? String
+        {
+            let outcome = (body["result"] as? [String: Any])?["outcome"] as? [String: Any]
+            let optionID = outcome?["outcome"] as? String == "selected" ? outcome?["optionId"] as? String : nil
+            return .answered(thread: envelope.threadID, requestID: requestID, optionID: optionID, device: device)
         }
         guard acp["direction"] as? String == "agent_to_client", acp["kind"] as? String == "request",
             let request = ACPPermission.request(from: body)
@@ -145,6 +156,27 @@ struct ACPPermissionWatcher: Service {
             try await ServiceEventSender(connection: self.connection, subjects: self.subjects).send(tenant: gate.tenant, [answer])
         } catch {
             self.logger.warning("ACP cancelled answer not sent", metadata: ["tenant": "\(gate.tenant)", "error": "\(String(reflecting: error))"])
+        }
+    }
+
+    /// A person's answer in the thread settles the request's gate (the agent already has it:
+    /// the connector delivers the first answer).
+    private func answered(tenant: String, thread: String, requestID: String, optionID: String?, device: String) async {
+        do {
+            let settled = try await self.store.answerACP(
+                tenant: tenant,
+                thread: thread,
+                requestID: requestID,
+                optionID: optionID,
+                device: device,
+                now: Date.nowMilliseconds
+            )
+            if !settled.isEmpty { self.outbox.kick() }
+        } catch {
+            self.logger.warning(
+                "ACP gate not settled from its thread",
+                metadata: ["tenant": "\(tenant)", "thread": "\(thread)", "error": "\(String(reflecting: error))"]
+            )
         }
     }
 

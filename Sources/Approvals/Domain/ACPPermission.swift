@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import ServiceKit
 
@@ -54,29 +55,14 @@ enum ACPPermission {
         )
     }
 
-    /// A JSON-RPC id as JSON text: a string (re-encoded: its escapes may differ from the
-    /// request's, its characters do not) or an integer of at most 2^53 in magnitude (what a JSON
-    /// number holds exactly); nil for anything else (null, a fraction, a boolean, larger).
-    static func rawID(_ value: Any?) -> String? {
-        if let string = value as? String {
-            return Self.jsonString(string)
-        }
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }  // "c": a boolean
-        let double = number.doubleValue
-        guard double.rounded() == double, abs(double) <= 9_007_199_254_740_992, let integer = Int64(exactly: double) else { return nil }
-        return String(integer)
-    }
+    /// A JSON-RPC id as JSON text (``JSONRPCID/text(_:)``).
+    static func rawID(_ value: Any?) -> String? { JSONRPCID.text(value) }
 
     /// The answer to request `id`: the option chosen, or `cancelled` (expired, cancelled, or
     /// settled without an option), byte for byte as ACP's schema has it.
     static func answer(id: String, optionID: String?) -> [UInt8] {
-        let outcome = optionID.map { #"{"outcome":"selected","optionId":\#(Self.jsonString($0))}"# } ?? #"{"outcome":"cancelled"}"#
+        let outcome = optionID.map { #"{"outcome":"selected","optionId":\#(JSONRPCID.jsonString($0))}"# } ?? #"{"outcome":"cancelled"}"#
         return Array(#"{"jsonrpc":"2.0","id":\#(id),"result":{"outcome":\#(outcome)}}"#.utf8)
     }
 
-    private static func jsonString(_ text: String) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        return (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
-    }
 }

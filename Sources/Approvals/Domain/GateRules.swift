@@ -83,6 +83,21 @@ enum GateRules {
             && settlement.reason == decision.reason?.trimmingWhitespace.nilIfEmpty
     }
 
+    /// What a person's answer in the ACP thread (sent on `/v1/acp`, checked there for
+    /// `tool:run`) settles a gate to: an offered option by its kind, anything else (cancelled,
+    /// an option not offered) cancelled, never an approval.
+    static func threadAnswerOutcome(optionID: String?, options: [GateOption], device: String) -> Outcome {
+        guard let optionID, let option = options.first(where: { $0.optionId == optionID }) else {
+            return Outcome(status: .cancelled, allow: false, optionID: nil, reason: "answered cancelled in the ACP thread by \(device)")
+        }
+        return Outcome(
+            status: option.kind.allows ? .approved : .rejected,
+            allow: option.kind.allows,
+            optionID: option.optionId,
+            reason: "answered in the ACP thread by \(device)"
+        )
+    }
+
     /// What expiry settles a gate to: the configured outcome (`allow` false fails closed); a
     /// gate that offers options (ACP) is answered `cancelled` by ACP's rules, so it never allows.
     static func expiryOutcome(allow: Bool, options: [GateOption], after seconds: Int) -> Outcome {

@@ -173,6 +173,22 @@ struct GateStore: Sendable {
         }
     }
 
+    /// Settles the pending gate of the ACP request `requestID` (its id as JSON) in `thread` with
+    /// a person's answer there (``GateRules/threadAnswerOutcome(optionID:options:device:)``).
+    func answerACP(tenant: String, thread: String, requestID: String, optionID: String?, device: String, now: Date) async throws -> [Gate] {
+        try await self.settlePending(
+            """
+            SELECT \(unescaped: Self.columns) FROM gates
+            WHERE tenant_id = \(tenant) AND acp_thread_id = \(thread) AND acp_request_id = \(requestID) AND status = 'pending'
+            FOR UPDATE SKIP LOCKED
+            """,
+            actor: device,
+            now: now
+        ) { gate in
+            GateRules.threadAnswerOutcome(optionID: optionID, options: gate.options, device: device)
+        }
+    }
+
     /// Settles the gates `select` locks.
     private func settlePending(
         _ select: PostgresQuery,
