@@ -264,7 +264,8 @@ let package = Package(
             dependencies: [
                 "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor", "Ingest",
                 "Notifier", "OTLP", "PipelineRunner", "ServiceKit", "TelemetryRelay", "TerminalBroker",
-                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, hummingbirdWSClient, mcp, nioCore, nioPosix, nioSSL, openAPIAsyncHTTPClient,
+                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, hummingbirdWSClient, mcp, nioCore, nioPosix, nioSSL,
+                openAPIAsyncHTTPClient,
                 openAPIRuntime,
             ],
             swiftSettings: swiftSettings
@@ -329,7 +330,7 @@ let package = Package(
             dependencies: [
                 "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "OTLP", "ServiceKit", "StreamTestSupport",
                 "TelemetryRelay", "TerminalBroker", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-                swiftProtobuf, "StreamFanout",
+                swiftProtobuf, "StreamFanout", "SwarmdeckTools",
             ],
             exclude: ["acp-agent.py"],
             swiftSettings: swiftSettings

@@ -87,7 +87,11 @@ struct ACPFrameRelay: Sendable {
             throw Refusal(.rateLimited, "this device sends too many ACP frames; retry later", retryAfterSeconds: wait.retryAfterSeconds)
         }
         if let wait = self.perThread.take(identity.tenant + "\u{0}" + thread) {
-            throw Refusal(.rateLimited, "thread \(thread.prefix(64)) takes too many ACP frames; retry later", retryAfterSeconds: wait.retryAfterSeconds)
+            throw Refusal(
+                .rateLimited,
+                "thread \(thread.prefix(64)) takes too many ACP frames; retry later",
+                retryAfterSeconds: wait.retryAfterSeconds
+            )
         }
         do {
             guard let owner = try await self.reader.threadAgent(tenant: identity.tenant, thread: thread) else {

@@ -196,7 +196,8 @@ actor ACPBridge {
         var query = URLComponents()
         query.queryItems = [
             URLQueryItem(name: "swarmId", value: self.options.swarm), URLQueryItem(name: "agentId", value: self.options.agent),
-            URLQueryItem(name: "direction", value: direction), URLQueryItem(name: "msgId", value: "\(self.options.agent)-\(self.run)-acp-\(self.counter)"),
+            URLQueryItem(name: "direction", value: direction),
+            URLQueryItem(name: "msgId", value: "\(self.options.agent)-\(self.run)-acp-\(self.counter)"),
             URLQueryItem(name: "sessionId", value: self.session),
         ]
         let path = thread.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? thread

@@ -226,7 +226,8 @@ struct AgentCommand: AsyncParsableCommand {
                 tmuxSession: self.inTmux,
                 acp: self.acp ? try self.acpOptions(base: base) : nil
             )
-            for url in [options.ingestURL, options.controlURL, options.approvalsURL, options.acp?.streamURL ?? base] where URL(string: url)?.host == nil {
+            for url in [options.ingestURL, options.controlURL, options.approvalsURL, options.acp?.streamURL ?? base]
+            where URL(string: url)?.host == nil {
                 throw ValidationError("\(url) is not a base URL such as http://127.0.0.1:8080")
             }
             let user = try self.user.map(ChildProcess.User.init)

@@ -39,7 +39,8 @@ struct ACPAgentTests {
         try await harness.run { services in
             try await harness.live.application(StreamFanoutService.self).test(.live) { fanout in
                 let port = try #require(fanout.port)
-                let swarm = "acp-swarm", agent = "acp-1"
+                let swarm = "acp-swarm"
+                let agent = "acp-1"
                 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("acp-\(UUID().uuidString)/work")
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 let state = folder.deletingLastPathComponent().appendingPathComponent("state.json")
@@ -134,7 +135,11 @@ struct ACPAgentTests {
                 let reader = ACPPhone(port: port, token: try await harness.live.token(subject: "reader", scopes: [.threadRead]))
                 let stranger = ACPPhone(
                     port: port,
-                    token: try await harness.live.token(tenant: "other-\(UUID().uuidString.prefix(8))", subject: "x", scopes: [.threadRead, .threadWrite])
+                    token: try await harness.live.token(
+                        tenant: "other-\(UUID().uuidString.prefix(8))",
+                        subject: "x",
+                        scopes: [.threadRead, .threadWrite]
+                    )
                 )
                 defer {
                     reader.close()

@@ -21,16 +21,16 @@ public final class ACPPhone: Sendable {
         self.task = Task {
             defer { ended.texts.withLock { $0.append("closed") } }
             do {
-            _ = try await TestWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/acp?protocol=1", bearer: token) { inbound, outbound in
-                let writer = Task {
-                    for await text in stream { try await outbound.write(text: text) }
+                _ = try await TestWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/acp?protocol=1", bearer: token) { inbound, outbound in
+                    let writer = Task {
+                        for await text in stream { try await outbound.write(text: text) }
+                    }
+                    defer { writer.cancel() }
+                    for try await message in inbound {
+                        guard case .text(let text) = message else { continue }
+                        received.texts.withLock { $0.append(text) }
+                    }
                 }
-                defer { writer.cancel() }
-                for try await message in inbound {
-                    guard case .text(let text) = message else { continue }
-                    received.texts.withLock { $0.append(text) }
-                }
-            }
             } catch {
                 ended.texts.withLock { $0.append("\(error)") }
                 throw error
@@ -64,7 +64,10 @@ public final class ACPPhone: Sendable {
             if let found = self.frames.first(where: match) { return found }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw ServiceKitError(.natsTimeout, "no \(what) within \(timeout); got \(self.received.texts.withLock { $0.suffix(6) }), connection: \(self.ended.texts.withLock { $0 })")
+        throw ServiceKitError(
+            .natsTimeout,
+            "no \(what) within \(timeout); got \(self.received.texts.withLock { $0.suffix(6) }), connection: \(self.ended.texts.withLock { $0 })"
+        )
     }
 
     /// The answer (result or error) to request `id`.
