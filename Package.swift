@@ -272,7 +272,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["Contracts", "ServiceKit", configuration, httpTypes, hummingbird, hummingbirdTesting, nioCore],
+            dependencies: ["Contracts", "ServiceKit", configuration, httpTypes, hummingbird, hummingbirdTesting, nioCore, postgresNIO],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),

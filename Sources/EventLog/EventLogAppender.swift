@@ -122,9 +122,19 @@ public struct EventLogAppender: Sendable {
     /// seq of its thread, in order. The tenant's row lock is already held, so threads are never
     /// locked in two orders.
     private func assignThreadSeqs(tenant: String, to committed: inout [CommittedEvent], connection: PostgresConnection) async throws {
-        let threads = Array(Set(committed.compactMap { $0.event.acp?.threadID })).sorted()
+        // A new thread is its first envelope's agent's.
+        var agents: [String: (swarm: String, agent: String)] = [:]
+        for item in committed.reversed() {
+            if let thread = item.event.acp?.threadID { agents[thread] = (item.event.swarmID, item.event.agentID) }
+        }
+        let threads = agents.keys.sorted()
         try await connection.query(
-            "INSERT INTO acp_threads (tenant_id, thread_id) SELECT \(tenant), unnest(\(threads)::text[]) ON CONFLICT DO NOTHING",
+            """
+            INSERT INTO acp_threads (tenant_id, thread_id, swarm_id, agent_id)
+            SELECT \(tenant), u.thread_id, u.swarm_id, u.agent_id
+            FROM unnest(\(threads), \(threads.map { agents[$0]!.swarm }), \(threads.map { agents[$0]!.agent })) AS u(thread_id, swarm_id, agent_id)
+            ON CONFLICT DO NOTHING
+            """,
             logger: self.logger
         )
         var next: [String: Int64] = [:]
@@ -146,6 +156,23 @@ public struct EventLogAppender: Sendable {
             """,
             logger: self.logger
         )
+        // Titles, in commit order: the agent's replaces, a prompt's names a thread with none.
+        var titles: [String: (text: String, replaces: Bool)] = [:]
+        for item in committed {
+            guard let acp = item.event.acp, let title = acp.title else { continue }
+            if title.replaces || titles[acp.threadID] == nil { titles[acp.threadID] = (title.text, title.replaces) }
+        }
+        if !titles.isEmpty {
+            let named = titles.keys.sorted()
+            try await connection.query(
+                """
+                UPDATE acp_threads AS t SET title = CASE WHEN u.replaces THEN u.title ELSE coalesce(t.title, u.title) END
+                FROM unnest(\(named), \(named.map { titles[$0]!.text }), \(named.map { titles[$0]!.replaces })) AS u(thread_id, title, replaces)
+                WHERE t.tenant_id = \(tenant) AND t.thread_id = u.thread_id
+                """,
+                logger: self.logger
+            )
+        }
     }
 
     private func insertEnvelopes(

@@ -152,5 +152,14 @@ public enum EventLogMigrations {
                 ANALYZE acp_envelopes;
                 """
         ),
+        Migration(
+            version: 4,
+            name: "ACP threads know their agent and title",
+            sql: """
+                -- The agent of the thread's first envelope and the title its messages gave it
+                -- (seed 003's thread list): set by the appender, read by acp.cache.threads.
+                ALTER TABLE acp_threads ADD COLUMN swarm_id text, ADD COLUMN agent_id text, ADD COLUMN title text;
+                """
+        ),
     ]
 }

@@ -163,19 +163,44 @@ public struct EventLogReader: Sendable {
         return 0
     }
 
-    /// The tenant's threads with their heads, by thread id, at most `limit`.
-    public func threads(tenant: String, limit: Int) async throws -> [(thread: String, head: Int64)] {
+    /// A thread of the tenant's list: its head, agent and title.
+    public struct ThreadSummary: Sendable {
+        public var thread: String
+        public var head: Int64
+        /// The agent of its first envelope (nil for threads older than that record).
+        public var swarm: String?
+        public var agent: String?
+        /// What its messages named it (``ACPPart/ThreadTitle``), if anything.
+        public var title: String?
+    }
+
+    /// The tenant's threads, by thread id, at most `limit`.
+    public func threads(tenant: String, limit: Int) async throws -> [ThreadSummary] {
         let rows = try await self.client.query(
             """
-            SELECT thread_id, next_seq - 1 FROM \(unescaped: self.schema).acp_threads
+            SELECT thread_id, next_seq - 1, swarm_id, agent_id, title FROM \(unescaped: self.schema).acp_threads
             WHERE tenant_id = \(tenant) ORDER BY thread_id LIMIT \(limit)
             """,
             logger: self.logger
         )
-        var threads: [(thread: String, head: Int64)] = []
-        for try await (thread, head) in rows.decode((String, Int64).self) { threads.append((thread, head)) }
+        var threads: [ThreadSummary] = []
+        for try await (thread, head, swarm, agent, title) in rows.decode((String, Int64, String?, String?, String?).self) {
+            threads.append(ThreadSummary(thread: thread, head: head, swarm: swarm, agent: agent, title: title))
+        }
         return threads
     }
+
+    /// The first seq the thread still holds (retention drops the oldest days); nil when it
+    /// holds none.
+    public func threadStart(tenant: String, thread: String) async throws -> Int64? {
+        let rows = try await self.client.query(
+            "SELECT min(thread_seq) FROM \(unescaped: self.schema).acp_envelopes WHERE tenant_id = \(tenant) AND thread_id = \(thread)",
+            logger: self.logger
+        )
+        for try await start in rows.decode(Int64?.self) { return start }
+        return nil
+    }
+
     /// The swarm and agent of the thread's latest envelope; nil when the thread has none (or is
     /// another tenant's). A thread is its agent's: the connector (or the agent) that opened it.
     public func threadAgent(tenant: String, thread: String) async throws -> (swarm: String, agent: String)? {

@@ -107,6 +107,21 @@ public struct ACPPart: Sendable {
     public var body: [UInt8]
     /// The frame after the envelope's `"seq":` value.
     public var frameRest: [UInt8]
+    /// A title for the thread this message gives (``ThreadTitle``): the agent's
+    /// `session_info_update` sets it, a first prompt names a thread that has none.
+    public var title: ThreadTitle?
+
+    /// A thread's title, as a message proposes it.
+    public struct ThreadTitle: Sendable, Equatable {
+        public var text: String
+        /// Replaces the thread's title (the agent named it); else only names a thread with none.
+        public var replaces: Bool
+
+        public init(text: String, replaces: Bool) {
+            self.text = text
+            self.replaces = replaces
+        }
+    }
 
     public init(
         threadID: String,
@@ -116,7 +131,8 @@ public struct ACPPart: Sendable {
         msgID: String,
         checksum: [UInt8],
         body: [UInt8],
-        frameRest: [UInt8]
+        frameRest: [UInt8],
+        title: ThreadTitle? = nil
     ) {
         self.threadID = threadID
         self.sessionID = sessionID
@@ -126,5 +142,6 @@ public struct ACPPart: Sendable {
         self.checksum = checksum
         self.body = body
         self.frameRest = frameRest
+        self.title = title
     }
 }

@@ -27,6 +27,7 @@ enum ACPFrame {
             try Rejection.checkIdentifier(value, field: field)
         }
         if let sessionID { try Rejection.checkIdentifier(sessionID, field: "sessionId") }
+        var sessionID = sessionID
         guard let direction = ACPPart.Direction(name: direction) else {
             throw Rejection(reason: "direction must be agent_to_client or client_to_agent")
         }
@@ -47,6 +48,19 @@ enum ACPFrame {
         } else {
             throw Rejection(reason: "a JSON-RPC message needs method (request, notification) or result/error")
         }
+        // Every envelope names its session (seed 003): the message's, else the thread's.
+        let params = keys["params"].flatMap { value -> [String: JSONValue]? in
+            guard case .object(let fields) = value else { return nil }
+            return Dictionary(fields, uniquingKeysWith: { $1 })
+        }
+        if sessionID == nil {
+            if case .string(let named)? = params?["sessionId"], EntityID.problem(named, field: "sessionId") == nil {
+                sessionID = named
+            } else {
+                sessionID = threadID
+            }
+        }
+        let title = Self.title(method: keys["method"], params: params, direction: direction)
         let severity: BusSeverity = keys["error"] != nil ? .error : .info
         let checksum = Array(SHA256.hash(data: body))
         let milliseconds = Int64(now.timeIntervalSince1970 * 1000)
@@ -112,8 +126,43 @@ enum ACPFrame {
                 msgID: msgID,
                 checksum: checksum,
                 body: body,
-                frameRest: rest.bytes
+                frameRest: rest.bytes,
+                title: title
             )
         )
+    }
+
+    /// The longest title kept, in characters.
+    static let maxTitle = 120
+
+    /// The title a message gives its thread: the agent's `session_info_update` title replaces
+    /// it; the first line of a person's `session/prompt` text names a thread that has none.
+    static func title(method: JSONValue?, params: [String: JSONValue]?, direction: ACPPart.Direction) -> ACPPart.ThreadTitle? {
+        func object(_ value: JSONValue?) -> [String: JSONValue]? {
+            guard case .object(let fields)? = value else { return nil }
+            return Dictionary(fields, uniquingKeysWith: { $1 })
+        }
+        func clipped(_ text: String) -> String? {
+            let line = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            return line.isEmpty ? nil : String(line.prefix(Self.maxTitle))
+        }
+        switch (method, direction) {
+        case (.string("session/update")?, .agentToClient):
+            guard let update = object(params?["update"]), update["sessionUpdate"] == .string("session_info_update"),
+                case .string(let text)? = update["title"], let title = clipped(text)
+            else { return nil }
+            return ACPPart.ThreadTitle(text: title, replaces: true)
+        case (.string("session/prompt")?, .clientToAgent):
+            guard case .array(let blocks)? = params?["prompt"] else { return nil }
+            for block in blocks {
+                if let fields = object(block), fields["type"] == .string("text"), case .string(let text)? = fields["text"], let title = clipped(text)
+                {
+                    return ACPPart.ThreadTitle(text: title, replaces: false)
+                }
+            }
+            return nil
+        default:
+            return nil
+        }
     }
 }

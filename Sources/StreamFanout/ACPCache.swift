@@ -47,11 +47,17 @@ struct ACPCache: Sendable {
         return seq
     }
 
+    /// The first seq the thread still holds, or nil (none: empty, or all past retention).
+    func start(tenant: String, thread: String) async throws -> Int64? {
+        try await self.eventLog.threadStart(tenant: tenant, thread: thread)
+    }
+
     /// A thread as a device sees it.
     struct ThreadState: Sendable {
-        var thread: String
-        var head: Int64
+        var summary: EventLogReader.ThreadSummary
         var acked: Int64
+        var thread: String { self.summary.thread }
+        var head: Int64 { self.summary.head }
         var unread: Int64 { max(0, self.head - self.acked) }
     }
 
@@ -69,6 +75,6 @@ struct ACPCache: Sendable {
         )
         var acked: [String: Int64] = [:]
         for try await (thread, seq) in rows.decode((String, Int64).self) { acked[thread] = seq }
-        return threads.map { ThreadState(thread: $0.thread, head: $0.head, acked: acked[$0.thread] ?? 0) }
+        return threads.map { ThreadState(summary: $0, acked: acked[$0.thread] ?? 0) }
     }
 }

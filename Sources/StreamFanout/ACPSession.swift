@@ -287,7 +287,14 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                     self.outbox.refilter { $0.threadIDs = Set(cursors.keys).union([thread]) }
                 }
                 let head = try await self.cache.head(tenant: self.tenant, thread: thread)
-                try await writer.send(Self.result(id: request.id, ["thread_id": thread, "from_seq": from, "head_seq": head, "live": live]))
+                let start = try await self.cache.start(tenant: self.tenant, thread: thread) ?? head + 1
+                try await writer.send(
+                    Self.result(id: request.id, ["thread_id": thread, "from_seq": from, "head_seq": head, "first_seq": start, "live": live])
+                )
+                // Where the log now starts, when retention took what was asked for.
+                if from < start {
+                    try await writer.send(Self.expired(thread: thread, from: from, before: start))
+                }
                 // Live from here: a replay that stops early is resumed by the next envelope.
                 // (The thread joined the queue's filter before the replay: nothing after it is missed.)
                 if live {
@@ -319,7 +326,10 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                 }
                 let envelopes = try await self.cache.envelopes(tenant: self.tenant, thread: thread, from: from, limit: limit)
                 let head = try await self.cache.head(tenant: self.tenant, thread: thread)
-                try await writer.send(Self.fetchResult(id: request.id, thread: thread, envelopes: envelopes, head: head, from: from))
+                let start = try await self.cache.start(tenant: self.tenant, thread: thread) ?? head + 1
+                try await writer.send(
+                    Self.fetchResult(id: request.id, thread: thread, envelopes: envelopes, head: head, from: from, start: start)
+                )
             case "acp.cache.ack":
                 try self.personOnly(method)
                 let thread = try Self.thread(params)
@@ -335,7 +345,12 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
                 let limit = params.limit ?? 100
                 guard (1...Self.maxFetch).contains(limit) else { throw InvalidParams(message: "limit must be 1...\(Self.maxFetch)") }
                 let threads = try await self.cache.threads(tenant: self.tenant, device: self.device, limit: limit)
-                let list: [[String: Any]] = threads.map { ["thread_id": $0.thread, "head_seq": $0.head, "acked_seq": $0.acked, "unread": $0.unread] }
+                let list: [[String: Any]] = threads.map {
+                    [
+                        "thread_id": $0.thread, "head_seq": $0.head, "acked_seq": $0.acked, "unread": $0.unread,
+                        "title": $0.summary.title ?? NSNull(), "agent_id": $0.summary.agent ?? NSNull(), "swarm_id": $0.summary.swarm ?? NSNull(),
+                    ]
+                }
                 try await writer.send(Self.result(id: request.id, ["threads": list]))
             default:
                 try await writer.send(
@@ -456,11 +471,23 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
     }
 
     /// The fetch result, with the envelopes spliced in as stored (not re-encoded).
-    private static func fetchResult(id: RequestID?, thread: String, envelopes: [ACPCache.Envelope], head: Int64, from: Int64) -> ByteBuffer {
+    /// `acp.cache.expired`: the thread's envelopes `from…before-1` passed retention.
+    private static func expired(thread: String, from: Int64, before start: Int64) -> ByteBuffer {
+        Self.json(["jsonrpc": "2.0", "method": "acp.cache.expired", "params": ["thread_id": thread, "from_seq": from, "to_seq": start - 1]])
+    }
+
+    private static func fetchResult(
+        id: RequestID?,
+        thread: String,
+        envelopes: [ACPCache.Envelope],
+        head: Int64,
+        from: Int64,
+        start: Int64
+    ) -> ByteBuffer {
         var buffer = Self.json(["jsonrpc": "2.0", "id": id?.json ?? NSNull()])
         buffer.moveWriterIndex(to: buffer.writerIndex - 1)  // reopen the object
         let next = (envelopes.last?.threadSeq).map { $0 + 1 } ?? from
-        let summary = Self.json(["thread_id": thread, "head_seq": head, "next_seq": next])
+        let summary = Self.json(["thread_id": thread, "head_seq": head, "next_seq": next, "first_seq": start])
         buffer.writeString(#","result":"#)
         buffer.writeBytes(summary.readableBytesView.dropLast())
         buffer.writeString(#","envelopes":["#)

@@ -102,6 +102,56 @@ struct ACPCacheTests {
         }
     }
 
+    @Test("a thread's list gives its agent and title; a thread whose oldest envelopes passed retention says where its log starts")
+    func titlesAndRetention() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            let prompt =
+                #"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"t9","prompt":[{"type":"text","text":"  fix the flaky test\nthen push"}]}}"#
+            var status = try await harness.live.postACP(ingest, key: key, thread: "t9", body: Self.body(1), msgID: "y1", swarm: "s9", agent: "a9")
+            #expect(status == .ok)
+            status = try await ingest.execute(
+                uri: "/v1/ingest/acp/t9?swarmId=s9&agentId=a9&direction=client_to_agent&msgId=y2",
+                method: .post,
+                headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+                body: ByteBuffer(string: prompt)
+            ) { $0.status }
+            #expect(status == .ok)
+            for n in 3...4 {
+                try await harness.postACP(ingest, key: key, thread: "t9", body: Self.body(n), msgID: "y\(n)")
+            }
+            // Retention drops whole days: here, the thread's first two envelopes.
+            _ = try await harness.live.withDatabase { database in
+                try await database.query("DELETE FROM acp_envelopes WHERE thread_id = 't9' AND thread_seq <= 2")
+            }
+            try await harness.fanout().test(.live) { fanout in
+                var client = StreamClient(port: try #require(fanout.port), token: try await harness.token(subject: "phone-9"))
+                client.path = "/v1/acp"
+                let run = try await client.run(
+                    sending: [
+                        Self.request(1, "acp.cache.threads", [:]),
+                        Self.request(2, "acp.cache.subscribe", ["thread_id": "t9", "from_seq": 1, "live": false]),
+                        Self.request(3, "acp.cache.fetch", ["thread_id": "t9", "from_seq": 1]),
+                    ]
+                ) { $0["id"] as? Int == 3 }
+                let threads = try #require((run.frames.first?["result"] as? [String: Any])?["threads"] as? [[String: Any]])
+                #expect(threads.first?["title"] as? String == "fix the flaky test")
+                #expect(threads.first?["agent_id"] as? String == "a9")
+                #expect(threads.first?["swarm_id"] as? String == "s9")
+                let subscribed = try #require(run.frames.first { $0["id"] as? Int == 2 }?["result"] as? [String: Any])
+                #expect(subscribed["first_seq"] as? Int == 3)
+                let expired = try #require(run.frames.first { $0["method"] as? String == "acp.cache.expired" }?["params"] as? [String: Any])
+                #expect(expired["from_seq"] as? Int == 1 && expired["to_seq"] as? Int == 2)
+                #expect(run.frames.filter { $0["thread_id"] != nil && $0["direction"] != nil }.map { $0["seq"] as? Int } == [3, 4])
+                // Every envelope names its session: the message's, else the thread's.
+                #expect(run.frames.filter { $0["direction"] != nil }.allSatisfy { $0["session_id"] as? String == "t9" })
+                let fetched = try #require(run.frames.first { $0["id"] as? Int == 3 }?["result"] as? [String: Any])
+                #expect(fetched["first_seq"] as? Int == 3)
+            }
+        }
+    }
+
     @Test("an envelope whose publish was lost reaches a live subscriber through the back-fill")
     func lostEnvelopeBackfilled() async throws {
         let harness = try await FanoutHarness(fanout: ["FANOUT_TAIL_CHECK_SECONDS": "1"])

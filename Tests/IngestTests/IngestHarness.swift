@@ -43,12 +43,7 @@ struct IngestHarness {
     /// Runs `body` with a Postgres client of its own whose unqualified names resolve to the
     /// test's schema.
     func withDatabase<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
-        var configuration = try PostgresClient.Configuration(url: try self.environment["POSTGRES_URL"]!, maxConnections: 2)
-        configuration.options.additionalStartupParameters = [("search_path", self.schema)]
-        let client = PostgresClient(configuration: configuration)
-        let running = Task { await client.run() }
-        defer { running.cancel() }
-        return try await body(client)
+        try await self.live.withDatabase(body)
     }
 
     /// Posts a native batch and decodes the answer.

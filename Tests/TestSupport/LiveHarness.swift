@@ -3,6 +3,7 @@ public import Contracts
 public import Foundation
 public import Hummingbird
 public import HummingbirdTesting
+public import PostgresNIO
 public import ServiceKit
 
 /// What every live test of a service needs, once: names of its own (a subject prefix, a
@@ -96,6 +97,17 @@ public struct LiveHarness: Sendable {
     }
 
     /// Posts one ACP message (its exact bytes) to `thread` with `key`: the status.
+    /// Runs `body` with a Postgres client of its own whose unqualified names resolve to
+    /// ingest's schema of this test.
+    public func withDatabase<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
+        var configuration = try PostgresClient.Configuration(url: try self.environment()["POSTGRES_URL"]!, maxConnections: 2)
+        configuration.options.additionalStartupParameters = [("search_path", self.ingestSchema)]
+        let client = PostgresClient(configuration: configuration)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        return try await body(client)
+    }
+
     public func postACP(
         _ ingest: some TestClientProtocol,
         key: String,
