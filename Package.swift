@@ -332,7 +332,6 @@ let package = Package(
                 "TelemetryRelay", "TerminalBroker", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
                 swiftProtobuf, "StreamFanout", "SwarmdeckTools",
             ],
-            exclude: ["acp-agent.py"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"], swiftSettings: swiftSettings),

@@ -8,7 +8,7 @@ import StreamTestSupport
 import TestSupport
 import Testing
 
-/// An ACP agent built on PyPI's `agent-client-protocol` (acp-agent.py), run by the real
+/// An ACP agent built on PyPI's `agent-client-protocol` (deploy/local/acp-agent), run by the real
 /// connector with `--acp`, spoken to by seed 003 clients on `/v1/acp` through the real
 /// services: ingest, control-api, approvals and stream-fanout.
 @Suite("ACP both ways: phones on /v1/acp, an agent-client-protocol agent behind the connector")
@@ -34,7 +34,8 @@ struct ACPAgentTests {
         guard let python = ProcessInfo.processInfo.environment["SWARMDECK_PYTHON"] else {
             throw HarnessError(message: "SWARMDECK_PYTHON is not set: run the tests with ./scripts/test (it installs agent-client-protocol)")
         }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("acp-agent.py").path
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("deploy/local/acp-agent").path
         let harness = try await AgentHarness()
         try await harness.run { services in
             try await harness.live.application(StreamFanoutService.self).test(.live) { fanout in

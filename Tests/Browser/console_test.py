@@ -389,6 +389,59 @@ def test_terminal_view_is_read_only_without_terminal_write(c):
     assert c.browser.evaluate("document.querySelector('button[data-action=pause]').disabled") is True
 
 
+def test_talk_to_an_acp_agent_in_its_thread(c):
+    # The stack's acp-1 (an agent-client-protocol agent behind swarmdeck agent run --acp), as
+    # the operator (the test before leaves the reader signed in).
+    sign_in_with(c, TOKEN)
+    c.route("/threads")
+    href = c.browser.evaluate("[...document.querySelectorAll('#main table tr')].find((r) => r.textContent.includes('acp-1'))"
+                              "?.querySelector('a[href^=\"/threads/\"]')?.getAttribute('href')")
+    assert href, f"acp-1's thread is not listed: {c.text()}"
+    c.open(href)
+    c.browser.wait_for("document.querySelector('#thread-status').textContent === 'live'", timeout=30, what="the live thread")
+    word = uuid.uuid4().hex[:8]
+    c.browser.fill("#thread-prompt", f"hello {word}")
+    c.browser.click("#main form.composer button[type=submit]")
+    c.browser.wait_for(f"document.querySelector('#conversation').textContent.includes('echo: hello {word}')", timeout=30, what="the agent's echo")
+    c.browser.wait_for("document.querySelector('#conversation li:last-child').textContent.includes('Turn ended: end_turn')", timeout=30,
+                       what="the end of the turn")
+    # A permission request, answered from the page: the agent goes on.
+    c.browser.fill("#thread-prompt", "ask permission")
+    c.browser.click("#main form.composer button[type=submit]")
+    c.browser.wait_for("document.querySelector('#conversation li.permission:last-of-type button:not([disabled])')", timeout=30,
+                       what="the permission request")
+    c.shot("acp-thread")
+    c.browser.evaluate("[...document.querySelectorAll('#conversation li.permission')].pop().querySelector('button').click()")
+    c.browser.wait_for("document.querySelector('#conversation').textContent.includes('permission: selected:allow-once')", timeout=30,
+                       what="the agent going on")
+    # A slow turn, cancelled from the page.
+    c.browser.fill("#thread-prompt", "go slow")
+    c.browser.click("#main form.composer button[type=submit]")
+    c.browser.wait_for("document.querySelector('#conversation').textContent.includes('tick 2')", timeout=30, what="the slow turn")
+    c.browser.click("#thread-cancel")
+    c.browser.wait_for("document.querySelector('#conversation li:last-child').textContent.includes('Turn ended: cancelled')", timeout=30,
+                       what="the cancelled turn")
+    # A reader (stream:read only) reads the thread and cannot send.
+    sign_in_with(c, READER)
+    c.route(href)
+    c.browser.wait_for("document.querySelector('#thread-status')?.textContent === 'live'", timeout=30, what="the reader's live thread")
+    c.browser.wait_for("document.querySelector('#conversation').textContent.includes('permission: selected:allow-once')", timeout=30,
+                       what="the conversation, read")
+    assert c.browser.evaluate("document.querySelector('#thread-prompt').disabled") is True
+    assert c.browser.evaluate("document.querySelector('#thread-cancel').disabled") is True
+    sign_in_with(c, TOKEN)
+
+
+def sign_in_with(c, token):
+    """Signs out, then in with `token` pasted."""
+    c.route("/")
+    c.browser.click("#session button")
+    c.browser.wait_for("!!document.querySelector('#paste-token')", what="the sign-in page")
+    c.browser.fill("#paste-token", token)
+    c.browser.click("#token-form button[type=submit]")
+    c.browser.wait_for("document.querySelector('#main h1')?.textContent === 'Overview'", what="the overview")
+
+
 def test_sign_out_then_a_pasted_token(c):
     c.route("/")
     c.browser.click("#session button")
@@ -443,7 +496,7 @@ AUDIT = r"""(() => {
 
 def test_accessibility_of_every_page(c):
     # The pages visited, but not the throwaway swarms of the notices test (their agents leave).
-    base = {"/", "/timeline", "/incidents", "/gates", "/pipelines", "/terminal", "/swarms/demo", "/agents/demo-2"}
+    base = {"/", "/timeline", "/incidents", "/gates", "/pipelines", "/threads", "/terminal", "/swarms/demo", "/agents/demo-2"}
     pages = sorted(base | {p for p in c.visited if "browser-" not in p})
     failures = {}
     for path in pages:
@@ -456,10 +509,11 @@ def test_accessibility_of_every_page(c):
     c.open("/")
     c.browser.evaluate("document.activeElement.blur(); window.focus()")
     order = []
-    for _ in range(8):
+    for _ in range(9):
         c.browser.tab()
         order.append(c.browser.evaluate("(document.activeElement.textContent || document.activeElement.id).trim()"))
-    assert order[:8] == ["Skip to content", "Swarmdeck", "Overview", "Timeline", "Incidents", "Approvals", "Pipelines", "Terminals"], order
+    assert order[:9] == ["Skip to content", "Swarmdeck", "Overview", "Timeline", "Incidents", "Approvals", "Pipelines", "Threads",
+                         "Terminals"], order
     c.open("/")
     c.browser.tab()
     c.browser.key("Enter", "Enter", 13)

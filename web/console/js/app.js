@@ -18,6 +18,8 @@ const routes = [
   [/^\/gates\/([^/]+)$/, () => import('./pages/gate.js'), 'Approval gate'],
   [/^\/pipelines$/, () => import('./pages/pipelines.js'), 'Pipelines'],
   [/^\/pipelines\/([^/]+)$/, () => import('./pages/pipeline.js'), 'Pipeline'],
+  [/^\/threads$/, () => import('./pages/threads.js'), 'Threads'],
+  [/^\/threads\/([^/]+)$/, () => import('./pages/thread.js'), 'Thread'],
   [/^\/terminal$/, () => import('./pages/terminals.js'), 'Terminals'],
   [/^\/terminal\/([^/]+)$/, () => import('./pages/terminal.js'), 'Terminal'],
 ];
