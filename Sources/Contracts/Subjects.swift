@@ -160,6 +160,14 @@ public struct Subjects: Sendable, Hashable {
         "\(self.prefix).svc.events"
     }
 
+    /// The subject stream-fanout sends people's ACP frames to (`/v1/acp`), as a
+    /// `ServiceEventBatch` of ACP events (request/reply, ingest answers after commit). Ingest
+    /// stores whatever comes here as `"origin":"client"`: stream-fanout, which may publish only
+    /// here, can forge no service's message.
+    public var clientACPFrames: String {
+        "\(self.prefix).svc.acp.client"
+    }
+
     /// The subject a service that is an agent (pipeline-runner) reports the outcome of a
     /// control command on (request/reply; control-api's replicas share it as a queue group and
     /// record it as an agent's acknowledgement).

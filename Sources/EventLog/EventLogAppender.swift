@@ -184,13 +184,13 @@ public struct EventLogAppender: Sendable {
         let parts = envelopes.map { $0.event.acp! }
         try await connection.query(
             """
-            INSERT INTO acp_envelopes (tenant_id, thread_id, thread_seq, seq, session_id, direction, kind, msg_id, checksum, received_at, body)
+            INSERT INTO acp_envelopes (tenant_id, thread_id, thread_seq, seq, session_id, direction, kind, msg_id, checksum, received_at, body, rpc_id)
             SELECT \(tenant), u.thread_id, u.thread_seq, u.seq, nullif(u.session_id, ''), u.direction, u.kind, u.msg_id, u.checksum,
-                   to_timestamp(\(committedMilliseconds) / 1000.0), u.body
+                   to_timestamp(\(committedMilliseconds) / 1000.0), u.body, nullif(u.rpc_id, '')
             FROM unnest(\(parts.map(\.threadID)), \(envelopes.map(\.threadSeq)), \(envelopes.map(\.seq)), \(parts.map { $0.sessionID ?? "" }),
                         \(parts.map(\.direction.rawValue)), \(parts.map(\.kind.rawValue)), \(parts.map(\.msgID)),
-                        \(parts.map { ByteBuffer(bytes: $0.checksum) }), \(parts.map { ByteBuffer(bytes: $0.body) }))
-                 AS u(thread_id, thread_seq, seq, session_id, direction, kind, msg_id, checksum, body)
+                        \(parts.map { ByteBuffer(bytes: $0.checksum) }), \(parts.map { ByteBuffer(bytes: $0.body) }), \(parts.map { $0.rpcID ?? "" }))
+                 AS u(thread_id, thread_seq, seq, session_id, direction, kind, msg_id, checksum, body, rpc_id)
             """,
             logger: self.logger
         )

@@ -161,5 +161,16 @@ public enum EventLogMigrations {
                 ALTER TABLE acp_threads ADD COLUMN swarm_id text, ADD COLUMN agent_id text, ADD COLUMN title text;
                 """
         ),
+        Migration(
+            version: 5,
+            name: "ACP envelopes keep their JSON-RPC id",
+            sql: """
+                -- The id of a request or answer as JSON text (`5`, `"p-1"`): an answer is tied to
+                -- the agent's request it answers through it, without parsing stored bodies.
+                ALTER TABLE acp_envelopes ADD COLUMN rpc_id text;
+                CREATE INDEX acp_envelopes_agent_requests ON acp_envelopes (tenant_id, thread_id, rpc_id, thread_seq)
+                    WHERE direction = 1 AND kind = 1;
+                """
+        ),
     ]
 }

@@ -201,46 +201,64 @@ public struct EventLogReader: Sendable {
         return nil
     }
 
-    /// The swarm and agent of the thread's latest envelope; nil when the thread has none (or is
-    /// another tenant's). A thread is its agent's: the connector (or the agent) that opened it.
+    /// The agent a thread is: the one of its first envelope (nil when it has none, or is
+    /// another tenant's). Threads from before that was recorded: their latest envelope's.
     public func threadAgent(tenant: String, thread: String) async throws -> (swarm: String, agent: String)? {
         let rows = try await self.client.query(
             """
-            SELECT e.swarm_id, e.agent_id
-            FROM \(unescaped: self.schema).acp_envelopes a
-            JOIN \(unescaped: self.schema).events e
-                ON e.tenant_id = a.tenant_id AND e.seq = a.seq AND e.committed_at = a.received_at
-            WHERE a.tenant_id = \(tenant) AND a.thread_id = \(thread)
-            ORDER BY a.thread_seq DESC
-            LIMIT 1
+            SELECT coalesce(t.swarm_id, latest.swarm_id), coalesce(t.agent_id, latest.agent_id)
+            FROM \(unescaped: self.schema).acp_threads t
+            LEFT JOIN LATERAL (
+                SELECT e.swarm_id, e.agent_id
+                FROM \(unescaped: self.schema).acp_envelopes a
+                JOIN \(unescaped: self.schema).events e
+                    ON e.tenant_id = a.tenant_id AND e.seq = a.seq AND e.committed_at = a.received_at
+                WHERE t.agent_id IS NULL AND a.tenant_id = t.tenant_id AND a.thread_id = t.thread_id
+                ORDER BY a.thread_seq DESC
+                LIMIT 1
+            ) latest ON true
+            WHERE t.tenant_id = \(tenant) AND t.thread_id = \(thread)
             """,
             logger: self.logger
         )
-        for try await (swarm, agent) in rows.decode((String, String).self) { return (swarm, agent) }
+        for try await (swarm, agent) in rows.decode((String?, String?).self) {
+            if let swarm, let agent { return (swarm, agent) }
+        }
         return nil
     }
 
-    /// The JSON-RPC body of the agent's latest request in `thread` whose `id` is `id` (a JSON
-    /// value, as the answer carries it), among its last 1000 requests; nil when there is none.
-    public func agentRequest(tenant: String, thread: String, id: String) async throws -> ByteBuffer? {
+    /// The agent's latest request in `thread` whose JSON-RPC id is `id` (JSON text): its body
+    /// and per-thread seq; nil when there is none.
+    public func agentRequest(tenant: String, thread: String, id: String) async throws -> (body: ByteBuffer, threadSeq: Int64)? {
         let rows = try await self.client.query(
             """
-            SELECT body FROM (
-                SELECT body, thread_seq FROM \(unescaped: self.schema).acp_envelopes
-                WHERE tenant_id = \(tenant) AND thread_id = \(thread)
-                    AND direction = \(ACPPart.Direction.agentToClient.rawValue) AND kind = \(ACPPart.Kind.request.rawValue)
-                ORDER BY thread_seq DESC
-                LIMIT 1000
-            ) recent
-            WHERE convert_from(body, 'UTF8')::jsonb -> 'id' = \(id)::jsonb
+            SELECT body, thread_seq FROM \(unescaped: self.schema).acp_envelopes
+            WHERE tenant_id = \(tenant) AND thread_id = \(thread) AND rpc_id = \(id)
+                AND direction = \(ACPPart.Direction.agentToClient.rawValue) AND kind = \(ACPPart.Kind.request.rawValue)
             ORDER BY thread_seq DESC
             LIMIT 1
             """,
             logger: self.logger
         )
-        for try await body in rows.decode(ByteBuffer.self) { return body }
+        for try await (body, threadSeq) in rows.decode((ByteBuffer, Int64).self) { return (body, threadSeq) }
         return nil
     }
+
+    /// The seq of the last envelope the agent sent in the thread; 0 when it sent none.
+    public func lastAgentSeq(tenant: String, thread: String) async throws -> Int64 {
+        let rows = try await self.client.query(
+            """
+            SELECT thread_seq FROM \(unescaped: self.schema).acp_envelopes
+            WHERE tenant_id = \(tenant) AND thread_id = \(thread) AND direction = \(ACPPart.Direction.agentToClient.rawValue)
+            ORDER BY thread_seq DESC
+            LIMIT 1
+            """,
+            logger: self.logger
+        )
+        for try await seq in rows.decode(Int64.self) { return seq }
+        return 0
+    }
+
     /// The per-thread seq of the ACP envelope that is the tenant's event `seq`; nil when it is none.
     public func threadSeq(tenant: String, seq: Int64) async throws -> Int64? {
         let rows = try await self.client.query(

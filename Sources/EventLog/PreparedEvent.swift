@@ -107,6 +107,8 @@ public struct ACPPart: Sendable {
     public var body: [UInt8]
     /// The frame after the envelope's `"seq":` value.
     public var frameRest: [UInt8]
+    /// The message's JSON-RPC id as JSON text, for a request or an answer.
+    public var rpcID: String?
     /// A title for the thread this message gives (``ThreadTitle``): the agent's
     /// `session_info_update` sets it, a first prompt names a thread that has none.
     public var title: ThreadTitle?
@@ -132,6 +134,7 @@ public struct ACPPart: Sendable {
         checksum: [UInt8],
         body: [UInt8],
         frameRest: [UInt8],
+        rpcID: String? = nil,
         title: ThreadTitle? = nil
     ) {
         self.threadID = threadID
@@ -142,6 +145,7 @@ public struct ACPPart: Sendable {
         self.checksum = checksum
         self.body = body
         self.frameRest = frameRest
+        self.rpcID = rpcID
         self.title = title
     }
 }

@@ -21,6 +21,7 @@ enum ACPFrame {
         agentID: String,
         origin: String? = nil,
         device: String? = nil,
+        answersSeq: Int64? = nil,
         now: Date
     ) throws(Rejection) -> PreparedEvent {
         for (field, value) in [("threadId", threadID), ("msgId", msgID), ("swarmId", swarmID), ("agentId", agentID)] {
@@ -107,6 +108,10 @@ enum ACPFrame {
             rest.key("device")
             rest.string(device)
         }
+        if let answersSeq {
+            rest.key("answers_seq")
+            rest.integer(answersSeq)
+        }
         rest.raw("}}")
 
         return PreparedEvent(
@@ -127,9 +132,19 @@ enum ACPFrame {
                 checksum: checksum,
                 body: body,
                 frameRest: rest.bytes,
+                rpcID: kind == .notification ? nil : keys["id"].flatMap(Self.rpcID),
                 title: title
             )
         )
+    }
+
+    /// A JSON-RPC id as JSON text (``JSONRPCID``): a string, or an integer held exactly.
+    static func rpcID(_ id: JSONValue) -> String? {
+        switch id {
+        case .string(let text): JSONRPCID.jsonString(text)
+        case .number(let number): JSONRPCID.text(NSNumber(value: number))
+        default: nil
+        }
     }
 
     /// The longest title kept, in characters.

@@ -16,6 +16,11 @@ import SwiftProtobuf
 /// agent can forge a gate or an incident; an ACP message a service appends carries
 /// `"origin":"service"` in its envelope, which no HTTP post can set, so an ACP client can tell
 /// approvals' answer to a permission request from one an agent posted.
+///
+/// People's ACP frames (stream-fanout's `/v1/acp`) come on a lane of their own,
+/// ``Subjects/clientACPFrames``: ACP only, stored as `"origin":"client"` with their device.
+/// Stream-fanout may publish there only, so it can forge no service's message, and no service
+/// can pass for a person.
 struct ServiceEventIntake: Service {
     let connection: NATSConnection
     let subjects: Subjects
@@ -34,21 +39,34 @@ struct ServiceEventIntake: Service {
     /// pipeline-runner's pipelines).
     static let kinds: Set<BusEventKind> = [.approval, .incident, .acp, .metric, .state, .usage, .log]
 
+    /// Who sends on a subject: services, or stream-fanout for people.
+    enum Lane: Sendable {
+        case services, people
+    }
+
     func run() async throws {
-        let subscription = try self.connection.subscribe(
+        let services = try self.connection.subscribe(
             to: self.subjects.serviceEvents,
             queue: "ingest",
             buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
         )
-        await subscription.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0) }
+        let people = try self.connection.subscribe(
+            to: self.subjects.clientACPFrames,
+            queue: "ingest",
+            buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
+        )
+        await withDiscardingTaskGroup { group in
+            group.addTask { await services.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0, lane: .services) } }
+            group.addTask { await people.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0, lane: .people) } }
+        }
     }
 
-    private func handle(_ message: NATSMessage) async {
+    private func handle(_ message: NATSMessage, lane: Lane) async {
         guard let reply = message.reply else { return }
         var answer = BusServiceEventReply()
         do {
             let batch = try BusServiceEventBatch(serializedBytes: message.payload)
-            let events = try Self.prepare(batch, maxEventBytes: self.maxEventBytes, maxACPBodyBytes: self.maxACPBodyBytes)
+            let events = try Self.prepare(batch, lane: lane, maxEventBytes: self.maxEventBytes, maxACPBodyBytes: self.maxACPBodyBytes)
             let requestID = message.headers[HeaderName.requestID] ?? ""
             let outcomes = try await self.writer.submit(tenant: batch.tenantID, events: events, requestID: requestID)
             for outcome in outcomes {
@@ -79,13 +97,19 @@ struct ServiceEventIntake: Service {
     /// events, each of a service kind, with valid ids and a frame tail that makes a JSON object
     /// of at most `maxEventBytes` (an ACP message: checked and rendered as over HTTP, its body
     /// at most `maxACPBodyBytes`).
-    static func prepare(_ batch: BusServiceEventBatch, maxEventBytes: Int, maxACPBodyBytes: Int = 1 << 20) throws(APIError) -> [PreparedEvent] {
+    static func prepare(
+        _ batch: BusServiceEventBatch,
+        lane: Lane = .services,
+        maxEventBytes: Int,
+        maxACPBodyBytes: Int = 1 << 20
+    ) throws(APIError) -> [PreparedEvent] {
         if let problem = EntityID.problem(batch.tenantID, field: "tenant_id") { throw APIError(.invalidRequest, problem) }
         guard (1...Self.maxBatchEvents).contains(batch.events.count) else {
             throw APIError(.invalidRequest, "a batch holds 1 to \(Self.maxBatchEvents) events")
         }
         return try batch.events.map { (event) throws(APIError) -> PreparedEvent in
             guard Self.kinds.contains(event.kind) else { throw APIError(.invalidRequest, "kind \(event.kind) is not a service event kind") }
+            guard lane == .services || event.kind == .acp else { throw APIError(.invalidRequest, "people's lane carries ACP frames only") }
             // A swarm's metric or incident belongs to no agent: its agent_id is empty.
             let swarmScoped = (event.kind == .metric || event.kind == .incident) && event.agentID.isEmpty
             for (value, field) in [(event.msgID, "msg_id"), (event.swarmID, "swarm_id"), (event.agentID, "agent_id")]
@@ -96,18 +120,19 @@ struct ServiceEventIntake: Service {
                 guard event.hasAcp, event.acp.body.count <= maxACPBodyBytes else {
                     throw APIError(.invalidRequest, "an ACP event needs its message (acp), its body at most \(maxACPBodyBytes) bytes")
                 }
-                // A person's frame (relayed from /v1/acp) goes to the agent and names its device.
-                let origin = event.acp.origin.isEmpty ? "service" : event.acp.origin
-                switch origin {
-                case "service":
-                    guard event.acp.device.isEmpty else { throw APIError(.invalidRequest, "a service's ACP message names no device") }
-                case "client":
+                // A person's frame (relayed from /v1/acp, on people's lane only) goes to the agent
+                // and names its device.
+                let origin = lane == .people ? "client" : "service"
+                guard event.acp.origin.isEmpty || event.acp.origin == origin else {
+                    throw APIError(.invalidRequest, "an ACP message on this lane is \(origin)'s")
+                }
+                if lane == .people {
                     if let problem = EntityID.problem(event.acp.device, field: "device") { throw APIError(.invalidRequest, problem) }
                     guard event.acp.direction == "client_to_agent" else {
-                        throw APIError(.invalidRequest, "a client's ACP message goes client_to_agent")
+                        throw APIError(.invalidRequest, "a person's ACP message goes client_to_agent")
                     }
-                default:
-                    throw APIError(.invalidRequest, "an ACP message's origin is service or client")
+                } else {
+                    guard event.acp.device.isEmpty else { throw APIError(.invalidRequest, "a service's ACP message names no device") }
                 }
                 do throws(Rejection) {
                     return try ACPFrame.prepare(
@@ -119,7 +144,8 @@ struct ServiceEventIntake: Service {
                         swarmID: event.swarmID,
                         agentID: event.agentID,
                         origin: origin,
-                        device: origin == "client" ? event.acp.device : nil,
+                        device: lane == .people ? event.acp.device : nil,
+                        answersSeq: event.acp.answersSeq > 0 ? event.acp.answersSeq : nil,
                         now: Date()
                     )
                 } catch {

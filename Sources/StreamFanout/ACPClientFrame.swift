@@ -73,42 +73,55 @@ struct ACPClientFrame: Sendable, Equatable {
         return ACPClientFrame(body: body, kind: .result, method: nil, id: id, sessionID: nil, selectedOption: selected)
     }
 
+    /// The methods a person sends an agent: a prompt and a cancel. Anything else a client could
+    /// say to an agent (`session/new` with MCP servers to start, `session/set_mode` to stop it
+    /// asking, `initialize`, `authenticate`) is its connector's business, never a device's.
+    static let methods: Set<String> = ["session/prompt", "session/cancel"]
+
+    /// Whether a device may send it: a prompt, a cancel, or an answer.
+    var isForDevices: Bool {
+        self.kind == .result || self.method.map(Self.methods.contains) == true
+    }
+
     /// The thread the frame goes to: its `params.sessionId`, else the connection's bound
     /// thread (``ACPSession``: the last subscribed, or `acp.cache.bind`).
     func thread(bound: String?) -> String? {
         self.sessionID ?? bound
     }
 
-    /// The scopes sending it needs, given the option kinds of the request a result answers
-    /// (`allow_once`, …; nil when it answers no permission request): `thread:write`, and
-    /// `tool:run` too for an answer that selects an allow option.
-    func requiredScopes(answeredOptionKind: String?) -> [Scope] {
-        if self.kind == .result, self.selectedOption != nil, answeredOptionKind?.hasPrefix("allow") ?? false {
-            return [.threadWrite, .toolRun]
-        }
-        return [.threadWrite]
-    }
-
-    /// The kind (`allow_once`, …) of the option this result selects, in `request`'s options
-    /// (a `session/request_permission`'s body); nil when it selects none, or an option the
-    /// request did not offer (never counted as allowing anything, so answered as refused).
-    func selectedOptionKind(in request: [UInt8]) -> String?? {
-        guard let selected = self.selectedOption else { return .some(nil) }
+    /// The scopes an answer to `request` (the agent's request with its id, as stored) needs:
+    /// `thread:write`, and `tool:run` too unless it cannot let a tool run: an error, a
+    /// `cancelled` outcome, or an offered option of a `reject` kind. Anything else answering a
+    /// `session/request_permission` (an allow option, a shape we do not read) needs `tool:run`.
+    /// - Throws: an option the request did not offer.
+    func answerScopes(to request: [UInt8]) throws(Problem) -> [Scope] {
         guard let object = try? JSONSerialization.jsonObject(with: Data(request)) as? [String: Any],
-            object["method"] as? String == "session/request_permission",
-            let options = (object["params"] as? [String: Any])?["options"] as? [[String: Any]]
-        else { return .some(nil) }
-        guard let option = options.first(where: { $0["optionId"] as? String == selected }) else { return nil }
-        return .some(option["kind"] as? String ?? "")
+            object["method"] as? String == "session/request_permission"
+        else { return [.threadWrite] }
+        guard let answer = try? JSONSerialization.jsonObject(with: Data(self.body)) as? [String: Any] else { return [.threadWrite, .toolRun] }
+        if answer["error"] != nil { return [.threadWrite] }
+        let result = answer["result"] as? [String: Any]
+        let outcome = result?["outcome"] as? [String: Any]
+        if result?.count == 1, outcome?.count == 1, outcome?["outcome"] as? String == "cancelled" { return [.threadWrite] }
+        if let selected = self.selectedOption {
+            let options = (object["params"] as? [String: Any])?["options"] as? [[String: Any]] ?? []
+            guard let option = options.first(where: { $0["optionId"] as? String == selected }) else {
+                throw Problem(message: "option \(selected.prefix(64)) was not offered")
+            }
+            if (option["kind"] as? String)?.hasPrefix("reject") == true { return [.threadWrite] }
+        }
+        return [.threadWrite, .toolRun]
     }
 
     /// The msgId that makes a repeat of the frame (a client sending it again after a
-    /// reconnect) a duplicate: a request or result by its id and bytes; a notification by its
-    /// bytes and the thread's head when it came (a `session/cancel` is the same bytes every
-    /// turn, and must reach the agent every turn).
-    func msgID(device: String, thread: String, head: Int64) -> String {
+    /// reconnect) a duplicate, from the device, the thread, the bytes and an anchor: for an
+    /// answer, the seq of the request it answers (the same id answered again in a later agent
+    /// process is another answer); for a prompt or a cancel, the seq of the agent's last
+    /// envelope when it came (a `session/cancel` is the same bytes every turn, and must reach
+    /// the agent every turn; sent again before the agent said anything, it is the same one).
+    func msgID(device: String, thread: String, anchor: Int64) -> String {
         var hasher = SHA256()
-        for part in [device, thread, self.kind == .notification ? String(head) : ""] {
+        for part in [device, thread, self.kind == .result ? "answers" : "after", String(anchor)] {
             hasher.update(data: Array(part.utf8) + [0])
         }
         hasher.update(data: self.body)

@@ -83,6 +83,12 @@ struct ACPFrameRelay: Sendable {
         guard identity.scopes.contains(.threadWrite) else {
             throw Refusal(.permissionDenied, "sending to an agent needs the thread:write scope")
         }
+        guard frame.isForDevices else {
+            throw Refusal(
+                .permissionDenied,
+                "a device sends session/prompt, session/cancel and answers to the agent's requests, not \(frame.method?.prefix(64) ?? "")"
+            )
+        }
         if let wait = self.perDevice.take(identity.tenant + "\u{0}" + identity.subject) {
             throw Refusal(.rateLimited, "this device sends too many ACP frames; retry later", retryAfterSeconds: wait.retryAfterSeconds)
         }
@@ -94,23 +100,36 @@ struct ACPFrameRelay: Sendable {
             )
         }
         do {
+            // The thread's agent: the one of its first envelope.
             guard let owner = try await self.reader.threadAgent(tenant: identity.tenant, thread: thread) else {
                 throw Refusal(.notFound, "no thread \(thread.prefix(64)): an agent opens its thread first")
             }
+            // An answer is tied to the request it answers (its seq): the connector delivers it to
+            // that request only.
+            var answers: Int64?
             if frame.kind == .result, let id = frame.id {
                 guard let request = try await self.reader.agentRequest(tenant: identity.tenant, thread: thread, id: id) else {
                     throw Refusal(.invalidRequest, "the agent asked nothing with id \(id.prefix(64)) in thread \(thread.prefix(64))")
                 }
-                guard let kind = frame.selectedOptionKind(in: Array(buffer: request)) else {
-                    throw Refusal(.invalidRequest, "option \(frame.selectedOption?.prefix(64) ?? "") was not offered")
+                let needed: [Scope]
+                do {
+                    needed = try frame.answerScopes(to: Array(buffer: request.body))
+                } catch {
+                    throw Refusal(.invalidRequest, error.message)
                 }
-                let missing = frame.requiredScopes(answeredOptionKind: kind).filter { !identity.scopes.contains($0) }
-                if !missing.isEmpty {
-                    throw Refusal(.permissionDenied, "answering with an allow option needs the tool:run scope")
+                if !needed.allSatisfy(identity.scopes.contains) {
+                    throw Refusal(.permissionDenied, "an answer that can let a tool run needs the tool:run scope")
                 }
+                answers = request.threadSeq
             }
             let head = try await self.reader.threadHead(tenant: identity.tenant, thread: thread)
-            let msgID = frame.msgID(device: identity.subject, thread: thread, head: head)
+            let anchor: Int64
+            if let answers {
+                anchor = answers
+            } else {
+                anchor = try await self.reader.lastAgentSeq(tenant: identity.tenant, thread: thread)
+            }
+            let msgID = frame.msgID(device: identity.subject, thread: thread, anchor: anchor)
             var event = BusServiceEvent()
             event.msgID = msgID
             event.swarmID = owner.swarm
@@ -125,8 +144,9 @@ struct ACPFrameRelay: Sendable {
             message.body = Data(body)
             message.origin = "client"
             message.device = identity.subject
+            message.answersSeq = answers ?? 0
             event.acp = message
-            let seqs = try await self.sender.send(tenant: identity.tenant, [event])
+            let seqs = try await self.sender.send(tenant: identity.tenant, [event], on: self.sender.subjects.clientACPFrames)
             guard let seq = seqs.first, let threadSeq = try await self.reader.threadSeq(tenant: identity.tenant, seq: seq) else {
                 throw Refusal(.serverError, "ingest stored the frame under no thread seq")
             }

@@ -413,13 +413,13 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
     }
 
     /// `thread`, when this identity may read it: a person, any thread of the tenant; an agent
-    /// session, its own agent's (or one no envelope has opened yet, which reads as empty).
+    /// session, its own agent's only (the agent of the thread's first envelope, which no later
+    /// post changes): its connector opens it before it reads it.
     private func reachable(_ thread: String) async throws -> String {
         guard let session = self.identity.agentSession else { return thread }
-        if let owner = try await self.cache.eventLog.threadAgent(tenant: self.tenant, thread: thread),
-            owner.swarm != session.swarm || owner.agent != session.agent
-        {
-            throw Forbidden(message: "thread \(thread.prefix(64)) is another agent's")
+        let owner = try await self.cache.eventLog.threadAgent(tenant: self.tenant, thread: thread)
+        guard let owner, owner.swarm == session.swarm, owner.agent == session.agent else {
+            throw Forbidden(message: "thread \(thread.prefix(64)) is not this agent's")
         }
         return thread
     }

@@ -59,7 +59,9 @@ public enum ACPWire {
         /// `client` (a person's, relayed by stream-fanout), `service` (approvals' answer), or
         /// nil (posted to ingest over HTTP: an agent's, or its connector's).
         public var origin: String?
-        /// The JSON-RPC message, one line.
+        /// For an answer: the seq of the agent's request it answers.
+        public var answersSeq: Int64?
+        /// The JSON-RPC message, one line: its bytes as stored.
         public var body: String
         public var message: Message?
     }
@@ -71,31 +73,107 @@ public enum ACPWire {
         // apart by its thread and direction.
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
             let thread = object["thread_id"] as? String, let seq = (object["seq"] as? NSNumber)?.int64Value,
-            let direction = object["direction"] as? String, let body = object["body"] as? [String: Any],
-            let line = try? JSONSerialization.data(withJSONObject: body)
+            let direction = object["direction"] as? String, object["body"] is [String: Any],
+            let body = Self.rawBody(text)
         else { return nil }
-        let text = String(decoding: line, as: UTF8.self)
-        return Envelope(thread: thread, seq: seq, direction: direction, origin: object["origin"] as? String, body: text, message: Self.message(text))
+        return Envelope(
+            thread: thread,
+            seq: seq,
+            direction: direction,
+            origin: object["origin"] as? String,
+            answersSeq: (object["answers_seq"] as? NSNumber)?.int64Value,
+            body: body,
+            message: Self.message(body)
+        )
+    }
+
+    /// The body's bytes as ingest stored them, cut out of the envelope: ingest writes it raw
+    /// between `"body":` and `,"msg_id":`. No string value can hold `"body":` unescaped, and
+    /// the envelope's own `,"msg_id":` is the last (its values after are ids and digests).
+    static func rawBody(_ text: String) -> String? {
+        let bytes = Array(text.utf8)
+        let start = Array(#""body":"#.utf8)
+        let end = Array(#","msg_id":"#.utf8)
+        guard let from = Self.firstRange(of: start, in: bytes), let to = Self.lastRange(of: end, in: bytes), from.upperBound < to.lowerBound
+        else { return nil }
+        let body = String(decoding: bytes[from.upperBound..<to.lowerBound], as: UTF8.self)
+        // One line for the agent's stdin: JSON holds newlines only as whitespace between tokens.
+        return body.contains("\n") ? body.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ") : body
+    }
+
+    private static func firstRange(of needle: [UInt8], in bytes: [UInt8]) -> Range<Int>? {
+        guard bytes.count >= needle.count else { return nil }
+        for index in 0...(bytes.count - needle.count) where bytes[index..<(index + needle.count)].elementsEqual(needle) {
+            return index..<(index + needle.count)
+        }
+        return nil
+    }
+
+    private static func lastRange(of needle: [UInt8], in bytes: [UInt8]) -> Range<Int>? {
+        guard bytes.count >= needle.count else { return nil }
+        for index in stride(from: bytes.count - needle.count, through: 0, by: -1) where bytes[index..<(index + needle.count)].elementsEqual(needle) {
+            return index..<(index + needle.count)
+        }
+        return nil
     }
 
     /// What the bridge does with an envelope of its thread.
     public enum Delivery: Sendable, Equatable {
         /// Write it to the agent's stdin.
         case deliver
-        /// Not for the agent: its own frames, its connector's, or an answer to a request that
-        /// is already answered (one decision wins) or was never asked.
+        /// Not for the agent: its own frames, its connector's, a method no device sends, or
+        /// an answer to a request that is already answered (one decision wins), that another
+        /// agent process asked, or that was never asked.
         case skip
     }
 
-    /// Whether `envelope` goes to the agent, given the ids of the agent's requests still
-    /// waiting for an answer (`pending`; a delivered answer is removed from it).
-    public static func delivery(of envelope: Envelope, pending: inout Set<String>) -> Delivery {
-        guard envelope.direction == "client_to_agent", envelope.origin == "client" || envelope.origin == "service",
-            let message = envelope.message
-        else { return .skip }
-        if message.kind == .result {
-            guard let id = message.id, pending.remove(id) != nil else { return .skip }
+    /// The methods a person's frame may carry to the agent (stream-fanout refuses the rest; this
+    /// is the second check).
+    public static let deviceMethods: Set<String> = ["session/prompt", "session/cancel"]
+
+    /// The agent's requests to its client that wait for an answer: asked on its stdout, then
+    /// seen in the thread with their seq. An answer is delivered only to the request whose seq
+    /// it names (ids restart with each agent process), once.
+    public struct Requests: Sendable {
+        /// Asked on stdout, not seen in the thread yet.
+        private var asked: Set<String> = []
+        /// Seen in the thread: id → seq.
+        private(set) var open: [String: Int64] = [:]
+        /// The most kept of each; past it the oldest go (an agent does not wait on 10,000).
+        public static let limit = 10_000
+
+        public init() {}
+
+        /// The agent asked `id` (its stdout).
+        public mutating func asked(_ id: String) {
+            if self.asked.count >= Self.limit { self.asked.removeAll() }
+            self.asked.insert(id)
         }
-        return .deliver
+
+        /// An envelope of the thread, in order: the agent's own request, seen with its seq.
+        public mutating func seen(_ envelope: Envelope) {
+            guard envelope.direction == "agent_to_client", let message = envelope.message, message.kind == .request,
+                let id = message.id, self.asked.remove(id) != nil
+            else { return }
+            if self.open.count >= Self.limit, let oldest = self.open.min(by: { $0.value < $1.value }) {
+                self.open[oldest.key] = nil
+            }
+            self.open[id] = envelope.seq
+        }
+
+        /// Whether `envelope` goes to the agent.
+        public mutating func delivery(of envelope: Envelope) -> Delivery {
+            guard envelope.direction == "client_to_agent", let message = envelope.message else { return .skip }
+            switch (envelope.origin, message.kind) {
+            case ("client", .request), ("client", .notification):
+                return message.method.map(ACPWire.deviceMethods.contains) == true ? .deliver : .skip
+            case ("client", .result), ("service", .result):
+                guard let id = message.id, let seq = self.open[id], envelope.answersSeq == seq else { return .skip }
+                self.open[id] = nil
+                return .deliver
+            default:
+                return .skip
+            }
+        }
     }
 }

@@ -18,11 +18,11 @@ import SwarmdeckTools
 ///   as `agent_to_client`, the connector's own as `client_to_agent` (with no origin, so they
 ///   are never delivered back).
 /// - It reads the thread from stream-fanout's `/v1/acp` with its agent session token, from its
-///   cursor on, and writes to the agent's stdin, in thread order, each frame people sent
-///   (origin `client`) or approvals answered (origin `service`): an answer only while the
-///   agent's request is unanswered, so the first decision wins. The cursor (the last seq it
-///   handled) is kept in the state file after each frame: a connector that restarts on the
-///   same session goes on from there, each frame written once.
+///   cursor on, and writes to the agent's stdin, in thread order, each prompt or cancel people
+///   sent (origin `client`) and each answer people or approvals (origin `service`) gave to a
+///   request of this agent process, named by its seq (``ACPWire/Requests``): the first answer
+///   wins. The cursor (the last seq handled) is kept in the state file after each frame
+///   written: a connector that restarts on the same session goes on from there.
 actor ACPBridge {
     struct Options: Sendable {
         var ingestURL: String
@@ -57,8 +57,16 @@ actor ACPBridge {
     private var early: [(body: String, direction: String)] = []
     /// The connector's own requests waiting for the agent's answer, by id.
     private var waiters: [String: CheckedContinuation<ACPWire.Message?, Never>] = [:]
-    /// The agent's requests to its client not answered yet (ids as JSON text).
-    private var pending: Set<String> = []
+    /// The agent's requests to its client not answered yet.
+    private var requests = ACPWire.Requests()
+    /// Bytes of `early`, bounded by ``maxEarlyBytes``.
+    private var earlyBytes = 0
+    static let maxEarlyBytes = 16 << 20
+    /// While the agent answers `session/load`: it replays the session's history, which the
+    /// thread already holds (not mirrored again).
+    private var loading = false
+    /// Failed attempts at the thread's channel since it last subscribed.
+    private var channelFailures = 0
     /// The last thread seq handled.
     private var cursor: Int64 = 0
 
@@ -74,7 +82,9 @@ actor ACPBridge {
         do {
             try await self.open()
         } catch {
-            AgentConnector.say("ACP: the agent's session did not open: \(error)")
+            // An agent nobody can reach is no use running: it is ended (the connector exits).
+            AgentConnector.say("ACP: the agent's session did not open (\(error)); ending the agent")
+            _ = self.child.signal(SIGTERM)
             return
         }
         AgentConnector.say("ACP: thread \(self.thread ?? "") (session \(self.session ?? "")), delivering from seq \(self.cursor + 1)")
@@ -91,14 +101,12 @@ actor ACPBridge {
         }
         switch message.kind {
         case .request:
-            if let id = message.id {
-                if self.pending.count >= 10_000 { self.pending.removeAll() }
-                self.pending.insert(id)
-            }
+            if let id = message.id { self.requests.asked(id) }
         case .result:
             if let id = message.id, let waiter = self.waiters.removeValue(forKey: id) { waiter.resume(returning: message) }
         case .notification:
-            break
+            // The history session/load replays is in the thread already.
+            if self.loading { return }
         }
         await self.mirror(line, direction: "agent_to_client")
     }
@@ -121,7 +129,10 @@ actor ACPBridge {
         if canLoad, let saved = self.loadState() {
             var parameters = folder
             parameters["sessionId"] = saved.session
-            if (try? await self.request("session/load", parameters)) != nil {
+            self.loading = true
+            let loaded = try? await self.request("session/load", parameters)
+            self.loading = false
+            if loaded != nil {
                 self.session = saved.session
                 self.thread = saved.thread
                 self.cursor = saved.cursor
@@ -133,11 +144,17 @@ actor ACPBridge {
                 throw ChildProcessError("session/new answered no sessionId")
             }
             self.session = session
-            self.thread = Self.thread(for: session)
         }
-        let thread = self.thread!
-        for frame in self.early { await self.post(frame.body, direction: frame.direction, thread: thread) }
-        self.early.removeAll()
+        // What came before the thread was known goes first, in order; the thread is set only
+        // once nothing is left waiting, so a frame that comes meanwhile waits its turn too.
+        let thread = self.thread ?? Self.thread(for: self.session!)
+        while !self.early.isEmpty {
+            let batch = self.early
+            self.early.removeAll()
+            self.earlyBytes = 0
+            for frame in batch { await self.post(frame.body, direction: frame.direction, thread: thread) }
+        }
+        self.thread = thread
         self.saveState()
     }
 
@@ -184,7 +201,12 @@ actor ACPBridge {
     /// Posts a frame to the thread (or keeps it until the thread is known).
     private func mirror(_ body: String, direction: String) async {
         guard let thread = self.thread else {
-            if self.early.count < 10_000 { self.early.append((body, direction)) }
+            if self.earlyBytes + body.utf8.count <= Self.maxEarlyBytes {
+                self.early.append((body, direction))
+                self.earlyBytes += body.utf8.count
+            } else {
+                AgentConnector.say("ACP: a frame before the session opened was not mirrored (\(Self.maxEarlyBytes >> 20) MiB waiting already)")
+            }
             return
         }
         await self.post(body, direction: direction, thread: thread)
@@ -198,7 +220,8 @@ actor ACPBridge {
             URLQueryItem(name: "swarmId", value: self.options.swarm), URLQueryItem(name: "agentId", value: self.options.agent),
             URLQueryItem(name: "direction", value: direction),
             URLQueryItem(name: "msgId", value: "\(self.options.agent)-\(self.run)-acp-\(self.counter)"),
-            URLQueryItem(name: "sessionId", value: self.session),
+            // The thread names the session: the session's id, or a digest of an id ingest takes not.
+            URLQueryItem(name: "sessionId", value: thread),
         ]
         let path = thread.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? thread
         var request = HTTPClientRequest(url: self.options.ingestURL + "/v1/ingest/acp/" + path + "?" + (query.percentEncodedQuery ?? ""))
@@ -215,17 +238,17 @@ actor ACPBridge {
                     AgentConnector.say("ACP: ingest refused a frame: \(response.status.code) \(String(buffer: answer).prefix(300))")
                     return
                 }
+                if attempt == 5 { AgentConnector.say("ACP: a frame was not mirrored (ingest answered \(response.status.code) six times)") }
             } catch {
                 if attempt == 5 { AgentConnector.say("ACP: a frame was not mirrored (ingest unreachable): \(error)") }
             }
-            try? await Task.sleep(for: .milliseconds(100 << attempt))
+            if attempt < 5 { try? await Task.sleep(for: .milliseconds(100 << attempt)) }
         }
     }
 
     // MARK: Delivering the thread to the agent
 
     private func deliverLoop() async {
-        var failures = 0
         let url =
             self.options.streamURL.replacingOccurrences(of: "http", with: "ws", options: .anchored) + "/v1/acp?protocol=1"
         while !Task.isCancelled {
@@ -247,36 +270,60 @@ actor ACPBridge {
                         guard case .text(let text) = message else { continue }
                         if let envelope = ACPWire.envelope(text) {
                             await self.received(envelope)
-                        } else if text.contains(#""error""#), let answer = ACPWire.message(text), answer.id == #""subscribe""# {
-                            throw ChildProcessError("the cache refused the subscription: \(text.prefix(300))")
+                        } else if let answer = ACPWire.message(text), answer.id == #""subscribe""# {
+                            guard answer.result != nil else {
+                                throw ChildProcessError("the cache refused the subscription: \(text.prefix(300))")
+                            }
+                            await self.subscribed()
                         }
                     }
                 }
-                failures = 0
+                self.channelFailed(nil)
             } catch {
                 if Task.isCancelled { return }
-                failures += 1
-                AgentConnector.say("ACP: the thread's channel: \(error)")
+                self.channelFailed(error)
             }
-            // A channel the server closed is opened again at once (a replica went); one that
-            // failed, after a pause that grows to 5 s.
-            try? await Task.sleep(for: .milliseconds(failures == 0 ? 100 : min(failures, 5) * 1000))
+            // Opened again after a pause that grows to 5 s while it does not get as far as the
+            // subscription (a server that accepts and closes is not hammered).
+            try? await Task.sleep(for: .milliseconds(min(self.channelFailures, 5) * 1000))
         }
     }
 
-    /// An envelope of the thread: delivered to the agent when it is for it, then the cursor
-    /// moves past it.
-    private func received(_ envelope: ACPWire.Envelope) {
+    private func subscribed() {
+        self.channelFailures = 0
+    }
+
+    private func channelFailed(_ error: (any Error)?) {
+        self.channelFailures += 1
+        if let error { AgentConnector.say("ACP: the thread's channel: \(error)") }
+    }
+
+    /// An envelope of the thread: written to the agent when it is for it (waiting while its
+    /// input is full: a paused or busy agent holds the cursor, nothing is dropped), then the
+    /// cursor moves past it.
+    private func received(_ envelope: ACPWire.Envelope) async {
         guard envelope.thread == self.thread, envelope.seq > self.cursor else { return }
-        if ACPWire.delivery(of: envelope, pending: &self.pending) == .deliver {
-            do {
-                try self.child.send(line: envelope.body)
-            } catch {
-                AgentConnector.say("ACP: frame \(envelope.seq) not delivered: \(error)")
+        self.requests.seen(envelope)
+        if self.requests.delivery(of: envelope) == .deliver {
+            var waited = false
+            while true {
+                do {
+                    try self.child.send(line: envelope.body)
+                    break
+                } catch {
+                    // The queue is full (or the agent stopped reading): wait, unless it is gone.
+                    if !waited { AgentConnector.say("ACP: frame \(envelope.seq) waits for the agent's input: \(error)") }
+                    waited = true
+                    if !ProcessTree.alive(self.child.pid) { return }
+                    try? await Task.sleep(for: .milliseconds(200))
+                    if Task.isCancelled { return }
+                }
             }
+            self.cursor = envelope.seq
+            self.saveState()
+        } else {
+            self.cursor = envelope.seq
         }
-        self.cursor = envelope.seq
-        self.saveState()
     }
 
     // MARK: The state file

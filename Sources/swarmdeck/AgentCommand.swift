@@ -262,7 +262,9 @@ struct AgentCommand: AsyncParsableCommand {
                     adding: ["SWARMDECK_GATE_SOCKET=\(relay.path)", "SWARMDECK_SWARM=\(self.swarm)", "SWARMDECK_AGENT=\(self.name)"]
                         + (telemetry?.environment.adding ?? []),
                     user: user,
-                    terminal: self.terminal
+                    terminal: self.terminal,
+                    // An ACP frame is a line: as long as ingest takes one (a tool call with its diff).
+                    maxLineBytes: self.acp ? 1 << 20 : 64 << 10
                 )
             } catch {
                 // Nothing started: what was opened is closed before the error is said.

@@ -109,7 +109,8 @@ final class ChildProcess: Sendable {
         secrets: [String] = [],
         adding: [String] = [],
         user: User? = nil,
-        terminal: Bool = false
+        terminal: Bool = false,
+        maxLineBytes: Int = 64 << 10
     ) throws {
         precondition(!arguments.isEmpty)
         guard let executable = Self.resolve(arguments[0]) else {
@@ -132,7 +133,14 @@ final class ChildProcess: Sendable {
             if terminal {
                 try self.init(terminal: argv, environment: environment, acceptsLines: acceptsInput, inputLimit: inputLimit, cgroup: cgroup)
             } else {
-                try self.init(pipes: argv, environment: environment, acceptsInput: acceptsInput, inputLimit: inputLimit, cgroup: cgroup)
+                try self.init(
+                    pipes: argv,
+                    environment: environment,
+                    acceptsInput: acceptsInput,
+                    inputLimit: inputLimit,
+                    maxLineBytes: maxLineBytes,
+                    cgroup: cgroup
+                )
             }
         } catch {
             cgroup?.remove()
@@ -141,7 +149,7 @@ final class ChildProcess: Sendable {
     }
 
     /// The command with pipes for its standard output and error (and input, `acceptsInput`).
-    private init(pipes argv: [String], environment: [String], acceptsInput: Bool, inputLimit: Int, cgroup: CommandCgroup?) throws {
+    private init(pipes argv: [String], environment: [String], acceptsInput: Bool, inputLimit: Int, maxLineBytes: Int, cgroup: CommandCgroup?) throws {
         var stdout: [Int32] = [0, 0]
         var stderr: [Int32] = [0, 0]
         var stdin: [Int32] = [-1, -1]
@@ -172,7 +180,7 @@ final class ChildProcess: Sendable {
         for (fd, isError) in [(stdout[0], false), (stderr[0], true)] {
             readers.enter()
             Thread.detachNewThread {
-                Self.readLines(fd) { line in
+                Self.readLines(fd, maxLineBytes: maxLineBytes) { line in
                     if case .dropped = continuation.yield((String(decoding: line, as: UTF8.self), isError)) { dropped.count.withLock { $0 += 1 } }
                 }
                 close(fd)
@@ -457,7 +465,12 @@ final class ChildProcess: Sendable {
 
     /// Reads `fd` to its end (or, for a terminal, until it fails: EIO once the command's side
     /// is closed), handing each chunk read to `copy` and each line to `line`.
-    static func readLines(_ fd: Int32, copy: (UnsafeRawBufferPointer) -> Void = { _ in }, _ line: (ArraySlice<UInt8>) -> Void) {
+    static func readLines(
+        _ fd: Int32,
+        maxLineBytes: Int = 64 << 10,
+        copy: (UnsafeRawBufferPointer) -> Void = { _ in },
+        _ line: (ArraySlice<UInt8>) -> Void
+    ) {
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while true {
@@ -470,8 +483,8 @@ final class ChildProcess: Sendable {
                 line(pending[..<newline])
                 pending.removeSubrange(...newline)
             }
-            // A line longer than 64 KiB is cut.
-            if pending.count > 64 << 10 {
+            // A line longer than maxLineBytes is cut.
+            if pending.count > maxLineBytes {
                 line(pending[...])
                 pending.removeAll()
             }

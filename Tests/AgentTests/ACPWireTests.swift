@@ -4,35 +4,58 @@ import Testing
 
 @Suite("ACP wire: what the connector's bridge delivers to its agent")
 struct ACPWireTests {
-    static func envelope(_ direction: String, origin: String?, _ body: String, seq: Int64 = 1) -> ACPWire.Envelope {
-        var object: [String: Any] = [
-            "thread_id": "t", "seq": seq, "jsonrpc": "2.0", "direction": direction,
-            "body": try! JSONSerialization.jsonObject(with: Data(body.utf8)),
-        ]
-        if let origin { object["origin"] = origin }
-        let text = String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)
-        return ACPWire.envelope(text)!
+    /// An envelope as ingest renders it (its fields in that order).
+    static func envelope(_ direction: String, origin: String?, _ body: String, seq: Int64 = 1, answers: Int64? = nil) -> ACPWire.Envelope {
+        var text = #"{"thread_id":"t","session_id":"t","seq":\#(seq),"direction":"\#(direction)","jsonrpc":"2.0","body":\#(body),"msg_id":"m""#
+        if let origin { text += #","origin":"\#(origin)""# }
+        if let answers { text += #","answers_seq":\#(answers)"# }
+        return ACPWire.envelope(text + "}")!
     }
 
-    @Test("people's and approvals' frames go to the agent; the agent's own and its connector's do not")
+    @Test("people's prompts and cancels go to the agent; the agent's own frames, its connector's and other methods do not")
     func origins() {
-        var pending: Set<String> = []
+        var requests = ACPWire.Requests()
         let prompt = #"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{}}"#
-        #expect(ACPWire.delivery(of: Self.envelope("client_to_agent", origin: "client", prompt), pending: &pending) == .deliver)
-        #expect(ACPWire.delivery(of: Self.envelope("client_to_agent", origin: nil, prompt), pending: &pending) == .skip)
-        #expect(ACPWire.delivery(of: Self.envelope("agent_to_client", origin: nil, prompt), pending: &pending) == .skip)
-        #expect(ACPWire.delivery(of: Self.envelope("client_to_agent", origin: "agent", prompt), pending: &pending) == .skip)
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", prompt)) == .deliver)
+        #expect(
+            requests.delivery(of: Self.envelope("client_to_agent", origin: "client", #"{"jsonrpc":"2.0","method":"session/cancel"}"#)) == .deliver
+        )
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: nil, prompt)) == .skip)
+        #expect(requests.delivery(of: Self.envelope("agent_to_client", origin: nil, prompt)) == .skip)
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "service", prompt)) == .skip)
+        let newSession = #"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", newSession)) == .skip)
     }
 
-    @Test("an answer reaches the agent once, only for a request it made, with the same id type")
+    @Test("an answer reaches the agent once, only for the request of this process it names, with the same id type")
     func firstAnswerWins() {
-        var pending: Set<String> = ["0"]
+        var requests = ACPWire.Requests()
+        let asked = #"{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{}}"#
         let answer = #"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}"#
+        // A request of an earlier agent process (seen, never asked on this stdout) is not open.
+        requests.seen(Self.envelope("agent_to_client", origin: nil, asked, seq: 3))
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", answer, seq: 4, answers: 3)) == .skip)
+        requests.asked("0")
+        requests.seen(Self.envelope("agent_to_client", origin: nil, asked, seq: 9))
         let asString = #"{"jsonrpc":"2.0","id":"0","result":{"outcome":{"outcome":"cancelled"}}}"#
-        #expect(ACPWire.delivery(of: Self.envelope("client_to_agent", origin: "client", asString), pending: &pending) == .skip)
-        #expect(ACPWire.delivery(of: Self.envelope("client_to_agent", origin: "service", answer), pending: &pending) == .deliver)
-        #expect(ACPWire.delivery(of: Self.envelope("client_to_agent", origin: "client", answer), pending: &pending) == .skip)
-        #expect(pending.isEmpty)
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", asString, seq: 10, answers: 9)) == .skip)
+        // A stale answer naming the old request, then one with no seq, then the right one.
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", answer, seq: 11, answers: 3)) == .skip)
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", answer, seq: 12)) == .skip)
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "service", answer, seq: 13, answers: 9)) == .deliver)
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", answer, seq: 14, answers: 9)) == .skip)
+    }
+
+    @Test("the body reaches the agent as stored, byte for byte, on one line")
+    func rawBody() throws {
+        let stored =
+            #"{"thread_id":"t","session_id":"t","seq":5,"ts":"x","direction":"client_to_agent","kind":"request","jsonrpc":"2.0","body":{"jsonrpc":"2.0", "id":7,"method":"session/prompt","params":{"text":"a \/ \u00e9 \"body\": ,\"msg_id\":","n":123456789012345678901}},"msg_id":"m","checksum":"sha256:00","origin":"client","device":"d"}"#
+        let envelope = try #require(ACPWire.envelope(stored))
+        #expect(
+            envelope.body
+                == #"{"jsonrpc":"2.0", "id":7,"method":"session/prompt","params":{"text":"a \/ \u00e9 \"body\": ,\"msg_id\":","n":123456789012345678901}}"#
+        )
+        #expect(envelope.message?.method == "session/prompt")
     }
 
     @Test("the agent's lines: requests, notifications and results; anything else is no message")

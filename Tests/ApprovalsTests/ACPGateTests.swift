@@ -68,8 +68,9 @@ struct ACPGateTests {
             #expect(detail["source"] as? String == "acp")
             #expect((detail["options"] as? [[String: Any]])?.map { $0["optionId"] as? String } == ["allow-once", "reject-once"])
             #expect((detail["toolInput"] as? [String: Any])?["token"] as? String == "[redacted]")
-            // The same request again (a retry) opens nothing new.
-            try await Self.post(ingest, key: key, thread: "t1", msgID: "m1-again", body: Self.request)
+            // The same request again (a retry: the same msgId) opens nothing new. (The same bytes
+            // posted anew are another request, of a later agent process maybe: another gate.)
+            try await Self.post(ingest, key: key, thread: "t1", msgID: "m1", body: Self.request)
             let uri = "/v1/approval-gates/\(id)/decision"
             #expect(
                 try await LiveCall.call(approvals, .post, uri, token: phone, json: ["decision": "approve", "optionId": "allow-always"]).0

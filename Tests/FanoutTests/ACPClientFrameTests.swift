@@ -41,28 +41,50 @@ struct ACPClientFrameTests {
         #expect(throws: ACPClientFrame.Problem.self) { try Self.frame(text) }
     }
 
-    @Test("allowing a tool needs tool:run; rejecting, cancelling or another answer needs thread:write; an option not offered is refused")
-    func scopes() throws {
-        let allow = try Self.frame(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}"#)
-        let kind = try #require(allow.selectedOptionKind(in: Self.permission))
-        #expect(kind == "allow_once")
-        #expect(allow.requiredScopes(answeredOptionKind: kind) == [.threadWrite, .toolRun])
-        let reject = try Self.frame(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"reject-once"}}}"#)
-        #expect(reject.requiredScopes(answeredOptionKind: reject.selectedOptionKind(in: Self.permission) ?? nil) == [.threadWrite])
-        let cancelled = try Self.frame(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}"#)
-        #expect(cancelled.selectedOptionKind(in: Self.permission) == .some(nil))
-        let forged = try Self.frame(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"yolo"}}}"#)
-        #expect(forged.selectedOptionKind(in: Self.permission) == nil)
+    @Test("a device sends prompts, cancels and answers; nothing that reconfigures the agent")
+    func methods() throws {
+        #expect(try Self.frame(#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{}}"#).isForDevices)
+        #expect(try Self.frame(#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#).isForDevices)
+        #expect(try Self.frame(#"{"jsonrpc":"2.0","id":0,"result":{}}"#).isForDevices)
+        for method in ["session/new", "session/load", "session/set_mode", "initialize", "authenticate", "fs/read_text_file"] {
+            #expect(try !Self.frame(#"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":{}}"#).isForDevices, "\(method)")
+        }
     }
 
-    @Test("a request sent again is the same msgId; a notification is only while the thread has not moved")
+    @Test(
+        "an answer that can let a tool run needs tool:run: an allow option, or any shape not read as a refusal; a reject, cancelled or error needs thread:write; an option not offered is refused"
+    )
+    func scopes() throws {
+        func scopes(_ answer: String) throws -> [Scope] { try Self.frame(answer).answerScopes(to: Self.permission) }
+        #expect(
+            try scopes(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}"#) == [.threadWrite, .toolRun]
+        )
+        #expect(try scopes(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"reject-once"}}}"#) == [.threadWrite])
+        #expect(try scopes(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}"#) == [.threadWrite])
+        #expect(try scopes(#"{"jsonrpc":"2.0","id":0,"error":{"code":-32000,"message":"no"}}"#) == [.threadWrite])
+        // Shapes an agent's parser might read as something else need tool:run.
+        #expect(
+            try scopes(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","option_id":"allow-once"}}}"#) == [.threadWrite, .toolRun]
+        )
+        #expect(
+            try scopes(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled","optionId":"allow-once"}}}"#) == [.threadWrite, .toolRun]
+        )
+        #expect(throws: ACPClientFrame.Problem.self) {
+            try scopes(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"yolo"}}}"#)
+        }
+        // An answer to another kind of request needs thread:write.
+        let other = Array(#"{"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{}}"#.utf8)
+        #expect(try Self.frame(#"{"jsonrpc":"2.0","id":0,"result":{}}"#).answerScopes(to: other) == [.threadWrite])
+    }
+
+    @Test("a frame sent again is the same msgId while its anchor holds: an answer's request, a prompt's last agent envelope")
     func duplicates() throws {
         let prompt = try Self.frame(#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s"}}"#)
-        #expect(prompt.msgID(device: "d", thread: "s", head: 4) == prompt.msgID(device: "d", thread: "s", head: 9))
-        #expect(prompt.msgID(device: "d", thread: "s", head: 4) != prompt.msgID(device: "e", thread: "s", head: 4))
-        #expect(prompt.msgID(device: "d", thread: "s", head: 4).hasPrefix("client-"))
-        let cancel = try Self.frame(#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#)
-        #expect(cancel.msgID(device: "d", thread: "s", head: 4) == cancel.msgID(device: "d", thread: "s", head: 4))
-        #expect(cancel.msgID(device: "d", thread: "s", head: 4) != cancel.msgID(device: "d", thread: "s", head: 5))
+        #expect(prompt.msgID(device: "d", thread: "s", anchor: 4) == prompt.msgID(device: "d", thread: "s", anchor: 4))
+        #expect(prompt.msgID(device: "d", thread: "s", anchor: 4) != prompt.msgID(device: "d", thread: "s", anchor: 9))
+        #expect(prompt.msgID(device: "d", thread: "s", anchor: 4) != prompt.msgID(device: "e", thread: "s", anchor: 4))
+        #expect(prompt.msgID(device: "d", thread: "s", anchor: 4).hasPrefix("client-"))
+        let answer = try Self.frame(#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}"#)
+        #expect(answer.msgID(device: "d", thread: "s", anchor: 7) != answer.msgID(device: "d", thread: "s", anchor: 12))
     }
 }

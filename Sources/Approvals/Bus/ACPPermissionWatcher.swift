@@ -40,8 +40,15 @@ struct ACPPermissionWatcher: Service {
                 case .unanswerable(let gate): await self.answerCancelled(gate, because: "it offers no option of a known kind")
                 case .cancel(let thread, let session):
                     await self.cancel(tenant: envelope.tenantID, thread: thread, session: session)
-                case .answered(let thread, let requestID, let optionID, let device):
-                    await self.answered(tenant: envelope.tenantID, thread: thread, requestID: requestID, optionID: optionID, device: device)
+                case .answered(let thread, let requestID, let requestSeq, let optionID, let device):
+                    await self.answered(
+                        tenant: envelope.tenantID,
+                        thread: thread,
+                        requestID: requestID,
+                        requestSeq: requestSeq,
+                        optionID: optionID,
+                        device: device
+                    )
                 case nil: continue
                 }
             }
@@ -63,7 +70,7 @@ struct ACPPermissionWatcher: Service {
         /// `session/cancel` on a thread: its pending permission requests are answered `cancelled`.
         case cancel(thread: String, session: String?)
         /// A person answered a request in the thread (on `/v1/acp`): its gate settles so.
-        case answered(thread: String, requestID: String, optionID: String?, device: String)
+        case answered(thread: String, requestID: String, requestSeq: Int64?, optionID: String?, device: String)
     }
 
     /// What `envelope` means for approvals, or nil when nothing.
@@ -86,15 +93,19 @@ struct ACPPermissionWatcher: Service {
         {
             let outcome = (body["result"] as? [String: Any])?["outcome"] as? [String: Any]
             let optionID = outcome?["outcome"] as? String == "selected" ? outcome?["optionId"] as? String : nil
-            return .answered(thread: envelope.threadID, requestID: requestID, optionID: optionID, device: device)
+            let requestSeq = (acp["answers_seq"] as? NSNumber)?.int64Value
+            return .answered(thread: envelope.threadID, requestID: requestID, requestSeq: requestSeq, optionID: optionID, device: device)
         }
         guard acp["direction"] as? String == "agent_to_client", acp["kind"] as? String == "request",
             let request = ACPPermission.request(from: body)
         else { return nil }
         let toolInput = request.rawInput.map { ToolInputRedactor(maxBytes: self.settings.maxInputBytes).redact($0) }
         let summary = CredentialMask(request.title)
-        // Ids restart with each connection: the session and the tool call count too.
-        let identity = [envelope.threadID, sessionID ?? "", request.id, request.toolCallID ?? ""].joined(separator: "\u{0}")
+        // Ids restart with each connection: the session, the tool call and the request's seq in
+        // the thread count too.
+        let requestSeq = (acp["seq"] as? NSNumber)?.int64Value
+        let identity = [envelope.threadID, sessionID ?? "", request.id, request.toolCallID ?? "", requestSeq.map(String.init) ?? ""]
+            .joined(separator: "\u{0}")
         let key = SHA256.hash(data: Array(identity.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
         let gate = Gate(
             tenant: envelope.tenantID,
@@ -113,7 +124,12 @@ struct ACPPermissionWatcher: Service {
             status: .pending,
             requestedAt: now,
             expiresAt: now.addingTimeInterval(TimeInterval(self.settings.defaultExpirySeconds)),
-            acp: Gate.ACPOrigin(threadID: envelope.threadID, sessionID: sessionID, requestID: request.id)
+            acp: Gate.ACPOrigin(
+                threadID: envelope.threadID,
+                sessionID: sessionID,
+                requestID: request.id,
+                requestSeq: requestSeq
+            )
         )
         return request.options.isEmpty ? .unanswerable(gate) : .permission(gate)
     }
@@ -161,12 +177,13 @@ struct ACPPermissionWatcher: Service {
 
     /// A person's answer in the thread settles the request's gate (the agent already has it:
     /// the connector delivers the first answer).
-    private func answered(tenant: String, thread: String, requestID: String, optionID: String?, device: String) async {
+    private func answered(tenant: String, thread: String, requestID: String, requestSeq: Int64?, optionID: String?, device: String) async {
         do {
             let settled = try await self.store.answerACP(
                 tenant: tenant,
                 thread: thread,
                 requestID: requestID,
+                requestSeq: requestSeq,
                 optionID: optionID,
                 device: device,
                 now: Date.nowMilliseconds

@@ -111,6 +111,7 @@ struct GateMessages {
         message.sessionID = origin.sessionID ?? ""
         message.direction = "client_to_agent"
         message.body = Data(ACPPermission.answer(id: origin.requestID, optionID: optionID))
+        message.answersSeq = origin.requestSeq ?? 0
         event.acp = message
         return event
     }

@@ -54,6 +54,8 @@ struct Gate: Sendable, Equatable {
         var sessionID: String?
         /// The request's id as JSON.
         var requestID: String
+        /// The request's seq in the thread (nil for gates opened before it was kept).
+        var requestSeq: Int64? = nil
     }
 
     /// How a gate was settled: by a person, by expiry, or by its agent's termination.

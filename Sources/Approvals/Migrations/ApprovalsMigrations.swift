@@ -79,5 +79,15 @@ enum ApprovalsMigrations {
                 ALTER TABLE gates ADD COLUMN masked_values integer NOT NULL DEFAULT 0;
                 """
         ),
+        Migration(
+            version: 4,
+            name: "the per-thread seq of an ACP gate's request",
+            sql: """
+                -- The seq of the request in its thread: the answer names it (answers_seq), so the
+                -- connector gives it to that request only, and a person's answer in the thread
+                -- settles that request's gate only (JSON-RPC ids restart with each agent process).
+                ALTER TABLE gates ADD COLUMN acp_request_seq bigint;
+                """
+        ),
     ]
 }

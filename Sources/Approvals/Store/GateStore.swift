@@ -14,7 +14,7 @@ struct GateStore: Sendable {
     private static let columns = """
         tenant_id, gate_id, swarm_id, agent_id, idempotency_key, source, summary, risk, recommended_action, tool, tool_input,
         tool_input_truncated, masked_values, options, status, requested_at, expires_at, receipt_id, decided_at, decided_by, reason, option_id, allow,
-        decision_id, acp_thread_id, acp_session_id, acp_request_id
+        decision_id, acp_thread_id, acp_session_id, acp_request_id, acp_request_seq
         """
 
     // MARK: Opening
@@ -74,11 +74,12 @@ struct GateStore: Sendable {
                 """
                 INSERT INTO gates (tenant_id, gate_id, swarm_id, agent_id, idempotency_key, source, summary, risk, recommended_action,
                     tool, tool_input, tool_input_truncated, masked_values, options, status, requested_at, expires_at, acp_thread_id, acp_session_id,
-                    acp_request_id)
+                    acp_request_id, acp_request_seq)
                 VALUES (\(gate.tenant), \(gate.id), \(gate.swarm), \(gate.agent), \(gate.idempotencyKey), \(gate.source), \(gate.summary),
                     \(gate.risk), \(gate.recommendedAction), \(gate.tool), \(gate.toolInput), \(gate.toolInputTruncated), \(gate.maskedValues),
                     \(options),
-                    'pending', \(gate.requestedAt), \(gate.expiresAt), \(gate.acp?.threadID), \(gate.acp?.sessionID), \(gate.acp?.requestID))
+                    'pending', \(gate.requestedAt), \(gate.expiresAt), \(gate.acp?.threadID), \(gate.acp?.sessionID), \(gate.acp?.requestID),
+                    \(gate.acp?.requestSeq))
                 """,
                 logger: self.logger
             )
@@ -175,11 +176,21 @@ struct GateStore: Sendable {
 
     /// Settles the pending gate of the ACP request `requestID` (its id as JSON) in `thread` with
     /// a person's answer there (``GateRules/threadAnswerOutcome(optionID:options:device:)``).
-    func answerACP(tenant: String, thread: String, requestID: String, optionID: String?, device: String, now: Date) async throws -> [Gate] {
+    /// With `requestSeq` (what the answer names), only the gate of that request.
+    func answerACP(
+        tenant: String,
+        thread: String,
+        requestID: String,
+        requestSeq: Int64?,
+        optionID: String?,
+        device: String,
+        now: Date
+    ) async throws -> [Gate] {
         try await self.settlePending(
             """
             SELECT \(unescaped: Self.columns) FROM gates
             WHERE tenant_id = \(tenant) AND acp_thread_id = \(thread) AND acp_request_id = \(requestID) AND status = 'pending'
+              AND (acp_request_seq IS NULL OR \(requestSeq)::bigint IS NULL OR acp_request_seq = \(requestSeq))
             FOR UPDATE SKIP LOCKED
             """,
             actor: device,
@@ -346,7 +357,12 @@ extension Gate {
             expiresAt: try cells["expires_at"].decode(Date.self)
         )
         if let thread = try cells["acp_thread_id"].decode(String?.self), let request = try cells["acp_request_id"].decode(String?.self) {
-            self.acp = ACPOrigin(threadID: thread, sessionID: try cells["acp_session_id"].decode(String?.self), requestID: request)
+            self.acp = ACPOrigin(
+                threadID: thread,
+                sessionID: try cells["acp_session_id"].decode(String?.self),
+                requestID: request,
+                requestSeq: try cells["acp_request_seq"].decode(Int64?.self)
+            )
         }
         if let receiptID = try cells["receipt_id"].decode(String?.self) {
             self.settlement = Settlement(

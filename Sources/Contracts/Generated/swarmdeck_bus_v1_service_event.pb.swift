@@ -100,6 +100,11 @@ public nonisolated struct BusServiceACPMessage: Sendable {
   /// With origin `client`: the access token's subject (the device) that sent it.
   public var device: String = String()
 
+  /// An answer to the agent's request: that request's per-thread seq (the envelope's
+  /// `answers_seq`), so the connector delivers it to that request only (ids restart with each
+  /// agent process).
+  public var answersSeq: Int64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -212,7 +217,7 @@ nonisolated extension BusServiceEvent: SwiftProtobuf.Message, SwiftProtobuf._Mes
 
 nonisolated extension BusServiceACPMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ServiceACPMessage"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}thread_id\0\u{3}session_id\0\u{1}direction\0\u{1}body\0\u{1}origin\0\u{1}device\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}thread_id\0\u{3}session_id\0\u{1}direction\0\u{1}body\0\u{1}origin\0\u{1}device\0\u{3}answers_seq\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -226,6 +231,7 @@ nonisolated extension BusServiceACPMessage: SwiftProtobuf.Message, SwiftProtobuf
       case 4: try { try decoder.decodeSingularBytesField(value: &self.body) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.origin) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.device) }()
+      case 7: try { try decoder.decodeSingularInt64Field(value: &self.answersSeq) }()
       default: break
       }
     }
@@ -250,6 +256,9 @@ nonisolated extension BusServiceACPMessage: SwiftProtobuf.Message, SwiftProtobuf
     if !self.device.isEmpty {
       try visitor.visitSingularStringField(value: self.device, fieldNumber: 6)
     }
+    if self.answersSeq != 0 {
+      try visitor.visitSingularInt64Field(value: self.answersSeq, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -260,6 +269,7 @@ nonisolated extension BusServiceACPMessage: SwiftProtobuf.Message, SwiftProtobuf
     if lhs.body != rhs.body {return false}
     if lhs.origin != rhs.origin {return false}
     if lhs.device != rhs.device {return false}
+    if lhs.answersSeq != rhs.answersSeq {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -23,12 +23,18 @@ public struct ServiceEventSender: Sendable {
     /// - Throws: ``ServiceEventRefusal`` when ingest refused them (its reason, and whether a
     ///   retry may succeed); ``ServiceKitError`` `natsTimeout` or `natsNoResponders` when it
     ///   did not answer.
+    /// `subject`: the lane, ``Subjects/serviceEvents`` unless named (stream-fanout's is
+    /// ``Subjects/clientACPFrames``).
     @discardableResult
-    public func send(tenant: String, _ events: [BusServiceEvent]) async throws -> [Int64] {
+    public func send(tenant: String, _ events: [BusServiceEvent], on subject: String? = nil) async throws -> [Int64] {
         var batch = BusServiceEventBatch()
         batch.tenantID = tenant
         batch.events = events
-        let reply = try await self.connection.request(try batch.serializedBytes() as [UInt8], to: self.subjects.serviceEvents, timeout: self.timeout)
+        let reply = try await self.connection.request(
+            try batch.serializedBytes() as [UInt8],
+            to: subject ?? self.subjects.serviceEvents,
+            timeout: self.timeout
+        )
         let answer = try BusServiceEventReply(serializedBytes: reply.payload)
         guard answer.error.isEmpty, answer.seqs.count == events.count else {
             throw ServiceEventRefusal(
