@@ -5,6 +5,7 @@ import HummingbirdTesting
 import ServiceKit
 import StreamFanout
 import StreamTestSupport
+import SwarmdeckTools
 import TestSupport
 import Testing
 
@@ -161,6 +162,79 @@ struct ACPAgentTests {
                 // The connector ends the agent when told to.
                 try await AgentHarness.control(services.control, token: token, agent: agent, action: "terminate")
                 #expect(await RealAgent.exit(of: process, timeout: .seconds(30)) != nil, "\(log())")
+            }
+        }
+    }
+
+    @Test("pause holds the agent's frames and resume delivers them; a connector started again on the same session delivers what came while it was down, once")
+    func pauseAndRestart() async throws {
+        guard let python = ProcessInfo.processInfo.environment["SWARMDECK_PYTHON"] else {
+            throw HarnessError(message: "SWARMDECK_PYTHON is not set: run the tests with ./scripts/test (it installs agent-client-protocol)")
+        }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("deploy/local/acp-agent").path
+        let harness = try await AgentHarness()
+        try await harness.run { services in
+            try await harness.live.application(StreamFanoutService.self).test(.live) { fanout in
+                let port = try #require(fanout.port)
+                let agent = "acp-2"
+                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("acp-\(UUID().uuidString)/work")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                let state = folder.deletingLastPathComponent().appendingPathComponent("state.json")
+                let start = {
+                    try RealAgent.launch(
+                        services,
+                        swarm: "acp-swarm",
+                        agent: agent,
+                        in: folder,
+                        command: [python, script],
+                        options: ["--acp", "--acp-state", state.path, "--stream-url", "http://127.0.0.1:\(port)"],
+                        environment: services.connectorEnvironment
+                    )
+                }
+                var (process, output) = try start()
+                defer { if process.isRunning { process.terminate() } }
+                let saved = try await AgentHarness.waitFor("the connector's state file", timeout: .seconds(60)) {
+                    FileManager.default.contents(atPath: state.path).flatMap { try? JSONSerialization.jsonObject(with: $0) as? Frame }
+                }
+                let thread = try #require(saved["thread"] as? String)
+                let phone = ACPPhone(port: port, token: try await harness.live.token(subject: "phone-c", scopes: [.threadRead, .threadWrite]))
+                defer { phone.close() }
+                phone.send(["jsonrpc": "2.0", "id": 100, "method": "acp.cache.subscribe", "params": ["thread_id": thread, "from_seq": 1]])
+                _ = try await phone.answer(to: 100)
+                phone.send(Self.prompt(1, thread: thread, "one"))
+                #expect(try await Self.stopReason(phone, 1) == "end_turn")
+
+                // Paused, the agent answers nothing; resumed, it answers what came meanwhile.
+                let token = try await harness.operatorToken()
+                try await AgentHarness.control(services.control, token: token, agent: agent, action: "pause")
+                _ = try await AgentHarness.waitFor("the agent stopped") { () -> Bool? in
+                    let tree = ProcessTree.descendants(of: process.processIdentifier)
+                    return !tree.isEmpty && tree.values.allSatisfy { $0 == "T" } ? true : nil
+                }
+                phone.send(Self.prompt(2, thread: thread, "while paused"))
+                try await Task.sleep(for: .seconds(2))
+                #expect(!phone.envelopes.contains { $0.chunkText == "echo: while paused" }, "the paused agent answered")
+                try await AgentHarness.control(services.control, token: token, agent: agent, action: "resume")
+                #expect(try await Self.stopReason(phone, 2) == "end_turn")
+
+                // The connector stops (and its agent with it); a prompt comes meanwhile; started
+                // again on the same state, it loads the session and delivers that prompt once.
+                process.terminate()
+                #expect(await RealAgent.exit(of: process, timeout: .seconds(30)) != nil)
+                phone.send(Self.prompt(3, thread: thread, "while down"))
+                _ = try await phone.waitFor("the prompt stored") { $0["method"] as? String == "acp.cache.sent" && ($0["params"] as? Frame)?["id"] as? Int == 3 }
+                (process, output) = try start()
+                #expect(try await Self.stopReason(phone, 3) == "end_turn", "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
+                let reloaded = try await AgentHarness.waitFor("the state after the restart") {
+                    FileManager.default.contents(atPath: state.path).flatMap { try? JSONSerialization.jsonObject(with: $0) as? Frame }
+                }
+                #expect(reloaded["thread"] as? String == thread)
+                try await Task.sleep(for: .seconds(1))
+                let echoes = phone.envelopes.compactMap(\.chunkText).filter { $0.hasPrefix("echo: ") }
+                #expect(echoes == ["echo: one", "echo: while paused", "echo: while down"], "\(echoes)")
+                try await AgentHarness.control(services.control, token: token, agent: agent, action: "terminate")
+                #expect(await RealAgent.exit(of: process, timeout: .seconds(30)) != nil)
             }
         }
     }
