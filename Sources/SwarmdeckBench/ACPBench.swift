@@ -71,7 +71,9 @@ struct ACPBench: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(50))
             }
         }
-        guard let thread else { throw ValidationError("the connector never opened the agent's session (is \(self.python) one with agent-client-protocol?)") }
+        guard let thread else {
+            throw ValidationError("the connector never opened the agent's session (is \(self.python) one with agent-client-protocol?)")
+        }
         let token = try await signer.sign(tenant: self.stack.tenant, subject: "bench-phone", scopes: [.threadRead, .threadWrite])
         let reader = try await signer.sign(tenant: self.stack.tenant, subject: "bench-reader", scopes: [.streamRead])
         let wsBase = self.stack.url.replacingOccurrences(of: "http", with: "ws", options: .anchored)
@@ -118,7 +120,8 @@ struct ACPBench: AsyncParsableCommand {
             let started = ContinuousClock.now
             socket.send(
                 Self.json([
-                    "jsonrpc": "2.0", "id": "r\(round)", "method": "acp.cache.subscribe", "params": ["thread_id": long, "from_seq": 1, "live": false],
+                    "jsonrpc": "2.0", "id": "r\(round)", "method": "acp.cache.subscribe",
+                    "params": ["thread_id": long, "from_seq": 1, "live": false],
                 ])
             )
             _ = try await socket.waitFor(timeout: .seconds(120)) { $0.contains(#""seq":\#(self.envelopes),"#) }
@@ -135,7 +138,8 @@ struct ACPBench: AsyncParsableCommand {
         let stream = try await BenchSocket.open(url: wsBase + "/v1/stream?protocol=1", token: reader)
         stream.send(StreamClientMessage(type: "subscribe", requestId: "bench", filters: .init(agentIds: [agent], include: ["acp"])).json)
         _ = try await stream.waitFor { $0.contains(#""type":"subscribed""#) }
-        var onStream: [Duration] = [], onCache: [Duration] = []
+        var onStream: [Duration] = []
+        var onCache: [Duration] = []
         for n in 0..<self.iterations {
             let marker = "live-\(n)-"
             let started = ContinuousClock.now
@@ -166,8 +170,10 @@ struct ACPBench: AsyncParsableCommand {
     }
 
     /// Posts one `session/update` of the agent to `thread` (retrying ingest's rate limits).
-    static func postEnvelope(_ client: HTTPClient, url: String, key: String, thread: String, agent: String, n: Int, marker: String = "") async throws {
-        let body = #"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"\#(thread)","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"\#(marker)n \#(n)"}}}}"#
+    static func postEnvelope(_ client: HTTPClient, url: String, key: String, thread: String, agent: String, n: Int, marker: String = "") async throws
+    {
+        let body =
+            #"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"\#(thread)","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"\#(marker)n \#(n)"}}}}"#
         let query = "swarmId=bench&agentId=\(agent)&direction=agent_to_client&msgId=\(thread)-\(n)"
         for attempt in 0..<50 {
             var request = HTTPClientRequest(url: "\(url)/v1/ingest/acp/\(thread)?\(query)")
@@ -199,7 +205,8 @@ struct PromptRounds: Sendable {
     }
 
     func measure(_ count: Int, until deadline: ContinuousClock.Instant?) async throws -> (toAgent: [Duration], turn: [Duration]) {
-        var toAgent: [Duration] = [], turn: [Duration] = []
+        var toAgent: [Duration] = []
+        var turn: [Duration] = []
         for _ in 0..<count {
             if let deadline, ContinuousClock.now >= deadline { break }
             let id = self.counter.next()
@@ -214,7 +221,9 @@ struct PromptRounds: Sendable {
             let mark = self.phone.mark()
             self.phone.send(prompt)
             let stamp = try await self.phone.waitFor(after: mark) { $0.contains(#""text":"received "#) }
-            let end = try await self.phone.waitFor(after: mark) { $0.contains(#""id":\#(id),"result""#) || $0.contains(#""stopReason""#) && $0.contains(#""id":\#(id)"#) }
+            let end = try await self.phone.waitFor(after: mark) {
+                $0.contains(#""id":\#(id),"result""#) || $0.contains(#""stopReason""#) && $0.contains(#""id":\#(id)"#)
+            }
             turn.append(end.arrived - started)
             if let range = stamp.text.range(of: #""text":"received "#), let received = Int64(stamp.text[range.upperBound...].prefix { $0.isNumber }) {
                 toAgent.append(.nanoseconds(received - sentNanoseconds))
@@ -247,20 +256,24 @@ final class BenchSocket: Sendable {
         let socket = BenchSocket(outgoing: continuation)
         let task = Task {
             do {
-            _ = try await WebSocketClient.connect(url: url, configuration: .bearer(token, maxFrameSize: 8 << 20), logger: Logger(label: "acp-bench")) {
-                inbound,
-                outbound,
-                _ in
-                let writer = Task {
-                    for await text in stream { try await outbound.write(.text(text)) }
+                _ = try await WebSocketClient.connect(
+                    url: url,
+                    configuration: .bearer(token, maxFrameSize: 8 << 20),
+                    logger: Logger(label: "acp-bench")
+                ) {
+                    inbound,
+                    outbound,
+                    _ in
+                    let writer = Task {
+                        for await text in stream { try await outbound.write(.text(text)) }
+                    }
+                    defer { writer.cancel() }
+                    for try await message in inbound.messages(maxSize: 8 << 20) {
+                        guard case .text(let text) = message else { continue }
+                        let now = ContinuousClock.now
+                        socket.received.withLock { $0.append(Arrival(text: text, arrived: now)) }
+                    }
                 }
-                defer { writer.cancel() }
-                for try await message in inbound.messages(maxSize: 8 << 20) {
-                    guard case .text(let text) = message else { continue }
-                    let now = ContinuousClock.now
-                    socket.received.withLock { $0.append(Arrival(text: text, arrived: now)) }
-                }
-            }
             } catch {
                 socket.failure.withLock { $0 = "\(error)" }
                 throw error

@@ -28,40 +28,59 @@ struct ACPAgentTests {
         return (envelope.body["result"] as? Frame)?["stopReason"] as? String
     }
 
-    @Test(
-        "a prompt reaches the agent and its updates reach two phones in one order; a permission answered in the thread settles the gate; cancel stops the turn; a client resuming mid-turn misses nothing; scopes, tenants and size are checked"
-    )
-    func bothWays() async throws {
+    /// A scratch folder and the connector's state file beside it.
+    static func folder() throws -> (work: URL, state: URL) {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("acp-\(UUID().uuidString)/work")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        return (work, work.deletingLastPathComponent().appendingPathComponent("state.json"))
+    }
+
+    /// Starts `swarmdeck agent run --acp … -- python deploy/local/acp-agent` in `folder`.
+    static func start(
+        _ services: AgentHarness.Services,
+        agent: String,
+        folder: (work: URL, state: URL),
+        fanoutPort: Int
+    ) throws -> (process: Process, output: URL) {
         guard let python = ProcessInfo.processInfo.environment["SWARMDECK_PYTHON"] else {
             throw HarnessError(message: "SWARMDECK_PYTHON is not set: run the tests with ./scripts/test (it installs agent-client-protocol)")
         }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("deploy/local/acp-agent").path
+        return try RealAgent.launch(
+            services,
+            swarm: "acp-swarm",
+            agent: agent,
+            in: folder.work,
+            command: [python, script],
+            options: ["--acp", "--acp-state", folder.state.path, "--stream-url", "http://127.0.0.1:\(fanoutPort)"],
+            environment: services.connectorEnvironment
+        )
+    }
+
+    /// The connector's state file, once it has opened the agent's session.
+    static func savedState(_ folder: (work: URL, state: URL)) async throws -> Frame {
+        try await AgentHarness.waitFor("the connector's state file", timeout: .seconds(60)) {
+            FileManager.default.contents(atPath: folder.state.path).flatMap { try? JSONSerialization.jsonObject(with: $0) as? Frame }
+        }
+    }
+
+    @Test(
+        "a prompt reaches the agent and its updates reach two phones in one order; a permission answered in the thread settles the gate; cancel stops the turn; a client resuming mid-turn misses nothing; scopes, tenants and size are checked"
+    )
+    func bothWays() async throws {
         let harness = try await AgentHarness()
         try await harness.run { services in
             try await harness.live.application(StreamFanoutService.self).test(.live) { fanout in
                 let port = try #require(fanout.port)
-                let swarm = "acp-swarm"
                 let agent = "acp-1"
-                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("acp-\(UUID().uuidString)/work")
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                let state = folder.deletingLastPathComponent().appendingPathComponent("state.json")
-                let (process, output) = try RealAgent.launch(
-                    services,
-                    swarm: swarm,
-                    agent: agent,
-                    in: folder,
-                    command: [python, script],
-                    options: ["--acp", "--acp-state", state.path, "--stream-url", "http://127.0.0.1:\(port)"],
-                    environment: services.connectorEnvironment
-                )
+                let folder = try Self.folder()
+                let (process, output) = try Self.start(services, agent: agent, folder: folder, fanoutPort: port)
                 defer { if process.isRunning { process.terminate() } }
                 let log = { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
 
                 // The thread exists before any phone looks: the connector opened the session.
-                let saved = try await AgentHarness.waitFor("the connector's state file", timeout: .seconds(60)) {
-                    FileManager.default.contents(atPath: state.path).flatMap { try? JSONSerialization.jsonObject(with: $0) as? Frame }
-                }
+                let saved = try await Self.savedState(folder)
                 let thread = try #require(saved["thread"] as? String, "\(log())")
                 #expect(thread.hasPrefix("sess-"))
 
@@ -166,37 +185,19 @@ struct ACPAgentTests {
         }
     }
 
-    @Test("pause holds the agent's frames and resume delivers them; a connector started again on the same session delivers what came while it was down, once")
+    @Test(
+        "pause holds the agent's frames and resume delivers them; a connector started again on the same session delivers what came while it was down, once"
+    )
     func pauseAndRestart() async throws {
-        guard let python = ProcessInfo.processInfo.environment["SWARMDECK_PYTHON"] else {
-            throw HarnessError(message: "SWARMDECK_PYTHON is not set: run the tests with ./scripts/test (it installs agent-client-protocol)")
-        }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("deploy/local/acp-agent").path
         let harness = try await AgentHarness()
         try await harness.run { services in
             try await harness.live.application(StreamFanoutService.self).test(.live) { fanout in
                 let port = try #require(fanout.port)
                 let agent = "acp-2"
-                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("acp-\(UUID().uuidString)/work")
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                let state = folder.deletingLastPathComponent().appendingPathComponent("state.json")
-                let start = {
-                    try RealAgent.launch(
-                        services,
-                        swarm: "acp-swarm",
-                        agent: agent,
-                        in: folder,
-                        command: [python, script],
-                        options: ["--acp", "--acp-state", state.path, "--stream-url", "http://127.0.0.1:\(port)"],
-                        environment: services.connectorEnvironment
-                    )
-                }
-                var (process, output) = try start()
+                let folder = try Self.folder()
+                var (process, output) = try Self.start(services, agent: agent, folder: folder, fanoutPort: port)
                 defer { if process.isRunning { process.terminate() } }
-                let saved = try await AgentHarness.waitFor("the connector's state file", timeout: .seconds(60)) {
-                    FileManager.default.contents(atPath: state.path).flatMap { try? JSONSerialization.jsonObject(with: $0) as? Frame }
-                }
+                let saved = try await Self.savedState(folder)
                 let thread = try #require(saved["thread"] as? String)
                 let phone = ACPPhone(port: port, token: try await harness.live.token(subject: "phone-c", scopes: [.threadRead, .threadWrite]))
                 defer { phone.close() }
@@ -223,12 +224,12 @@ struct ACPAgentTests {
                 process.terminate()
                 #expect(await RealAgent.exit(of: process, timeout: .seconds(30)) != nil)
                 phone.send(Self.prompt(3, thread: thread, "while down"))
-                _ = try await phone.waitFor("the prompt stored") { $0["method"] as? String == "acp.cache.sent" && ($0["params"] as? Frame)?["id"] as? Int == 3 }
-                (process, output) = try start()
-                #expect(try await Self.stopReason(phone, 3) == "end_turn", "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
-                let reloaded = try await AgentHarness.waitFor("the state after the restart") {
-                    FileManager.default.contents(atPath: state.path).flatMap { try? JSONSerialization.jsonObject(with: $0) as? Frame }
+                _ = try await phone.waitFor("the prompt stored") {
+                    $0["method"] as? String == "acp.cache.sent" && ($0["params"] as? Frame)?["id"] as? Int == 3
                 }
+                (process, output) = try Self.start(services, agent: agent, folder: folder, fanoutPort: port)
+                #expect(try await Self.stopReason(phone, 3) == "end_turn", "\((try? String(contentsOf: output, encoding: .utf8)) ?? "")")
+                let reloaded = try await Self.savedState(folder)
                 #expect(reloaded["thread"] as? String == thread)
                 try await Task.sleep(for: .seconds(1))
                 let echoes = phone.envelopes.compactMap(\.chunkText).filter { $0.hasPrefix("echo: ") }

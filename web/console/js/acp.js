@@ -2,8 +2,7 @@
 // pages: one WebSocket of JSON-RPC 2.0, requests answered by id, a thread followed live from its
 // cursor and resumed after every reconnect from the last seq seen, so nothing is missed or shown
 // twice. The token rides in a subprotocol, never in the URL.
-import { AuthError } from './session.js';
-import { openSocket } from './stream.js';
+import { openFor, backoff } from './stream.js';
 
 export class ACPConnection {
   /**
@@ -27,22 +26,8 @@ export class ACPConnection {
 
   async connect() {
     if (this.closed) return;
-    this.onStatus('connecting');
-    let socket;
-    try {
-      socket = await openSocket('/v1/acp?protocol=1');
-    } catch (error) {
-      if (error instanceof AuthError) {
-        this.onStatus(`signed out: ${error.message}`);
-        return;
-      }
-      this.retry(`not connected (${error.message})`);
-      return;
-    }
-    if (this.closed) {
-      socket.close(1000, 'page left');
-      return;
-    }
+    const socket = await openFor(this, '/v1/acp?protocol=1');
+    if (!socket) return;
     this.socket = socket;
     socket.addEventListener('open', async () => {
       this.attempt = 0;
@@ -72,9 +57,8 @@ export class ACPConnection {
   retry(why) {
     if (this.closed) return;
     this.attempt += 1;
-    const backoff = Math.min(30_000, 500 * 2 ** Math.min(this.attempt, 6)) * (0.5 + Math.random() / 2);
     this.onStatus(`${why}; reconnecting`);
-    this.timer = setTimeout(() => this.connect(), backoff);
+    this.timer = setTimeout(() => this.connect(), backoff(this.attempt));
   }
 
   /** Calls a cache method; resolves with its result, rejects with its error. */

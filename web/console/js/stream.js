@@ -17,6 +17,38 @@ export async function openSocket(path) {
 }
 
 /**
+ * Opens `path` for `owner`, a page's connection that survives reconnects (its `closed`,
+ * `onStatus(text)` and `retry(why)`): the socket, or null when there is none to use (signed
+ * out, to be retried, or the page left meanwhile).
+ */
+export async function openFor(owner, path) {
+  owner.onStatus('connecting');
+  let socket;
+  try {
+    socket = await openSocket(path);
+  } catch (error) {
+    if (error instanceof AuthError) {
+      owner.onStatus(`signed out: ${error.message}`);
+      return null;
+    }
+    // The token could not be refreshed for now (offline, the server busy): try again later.
+    owner.retry(`not connected (${error.message})`);
+    return null;
+  }
+  if (owner.closed) {
+    // Closed while the token was being fetched: this socket was never the page's.
+    socket.close(1000, 'page left');
+    return null;
+  }
+  return socket;
+}
+
+/** The wait before reconnect number `attempt`: 0.5 s doubling to 30 s, with jitter. */
+export function backoff(attempt) {
+  return Math.min(30_000, 500 * 2 ** Math.min(attempt, 6)) * (0.5 + Math.random() / 2);
+}
+
+/**
  * A subscription that survives reconnects. Handlers: onEvent(frame), onNotice(frame) for `gap`,
  * `suppressed` and `error`, onStatus(text) for the connection's state.
  */
@@ -41,24 +73,8 @@ export class LiveStream {
 
   async connect() {
     if (this.closed) return;
-    this.onStatus('connecting');
-    let socket;
-    try {
-      socket = await openSocket('/v1/stream?protocol=1');
-    } catch (error) {
-      if (error instanceof AuthError) {
-        this.onStatus(`signed out: ${error.message}`);
-        return;
-      }
-      // The token could not be refreshed for now (offline, the server busy): try again later.
-      this.retry(`not connected (${error.message})`);
-      return;
-    }
-    if (this.closed) {
-      // Closed while the token was being fetched: this socket was never the page's.
-      socket.close(1000, 'page left');
-      return;
-    }
+    const socket = await openFor(this, '/v1/stream?protocol=1');
+    if (!socket) return;
     this.socket = socket;
     socket.addEventListener('open', () => this.subscribe(socket, this.lastEventId));
     socket.addEventListener('message', (message) => this.receive(socket, message.data));
@@ -73,9 +89,8 @@ export class LiveStream {
     if (this.closed) return;
     this.attempt += 1;
     this.reconnects += 1;
-    const backoff = Math.min(30_000, 500 * 2 ** Math.min(this.attempt, 6)) * (0.5 + Math.random() / 2);
     this.onStatus(`${why}; reconnecting`);
-    this.timer = setTimeout(() => this.connect(), delay ?? backoff);
+    this.timer = setTimeout(() => this.connect(), delay ?? backoff(this.attempt));
   }
 
   subscribe(socket, lastEventId) {
