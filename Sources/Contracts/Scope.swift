@@ -16,7 +16,8 @@ public enum Scope: String, Sendable, Codable, CaseIterable, Comparable {
     case threadRead = "thread:read"
     /// Send ACP frames to an agent's thread (prompts, cancels, answers).
     case threadWrite = "thread:write"
-    /// Answer an agent's permission request with an allow option (with `thread:write`).
+    /// Answer an agent's permission request in a way that can let a tool run (with
+    /// `thread:write`): an allow option, or any answer that is not plainly a refusal.
     case toolRun = "tool:run"
 
     public static func < (lhs: Scope, rhs: Scope) -> Bool { lhs.rawValue < rhs.rawValue }

@@ -108,16 +108,6 @@ public struct EventLogAppender: Sendable {
         }
     }
 
-    /// The per-thread seq of the ACP envelope stored as tenant seq `seq`.
-    public func threadSeq(tenant: String, seq: Int64) async throws -> Int64? {
-        let rows = try await self.client.query(
-            "SELECT thread_seq FROM acp_envelopes WHERE tenant_id = \(tenant) AND seq = \(seq)",
-            logger: self.logger
-        )
-        for try await threadSeq in rows.decode(Int64.self) { return threadSeq }
-        return nil
-    }
-
     /// Locks the threads of the ACP envelopes in `committed` and gives each envelope the next
     /// seq of its thread, in order. The tenant's row lock is already held, so threads are never
     /// locked in two orders.

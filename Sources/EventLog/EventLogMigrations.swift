@@ -172,5 +172,22 @@ public enum EventLogMigrations {
                     WHERE direction = 1 AND kind = 1;
                 """
         ),
+        Migration(
+            version: 6,
+            name: "ACP threads of before version 4 know their agent",
+            sql: """
+                -- A thread is its first envelope's agent's: threads from before that was recorded
+                -- get it from their oldest envelope still kept.
+                UPDATE acp_threads t SET swarm_id = f.swarm_id, agent_id = f.agent_id
+                FROM (
+                    SELECT DISTINCT ON (a.tenant_id, a.thread_id) a.tenant_id, a.thread_id, e.swarm_id, e.agent_id
+                    FROM acp_envelopes a
+                    JOIN events e ON e.tenant_id = a.tenant_id AND e.seq = a.seq AND e.committed_at = a.received_at
+                    WHERE (a.tenant_id, a.thread_id) IN (SELECT tenant_id, thread_id FROM acp_threads WHERE agent_id IS NULL)
+                    ORDER BY a.tenant_id, a.thread_id, a.thread_seq
+                ) f
+                WHERE t.tenant_id = f.tenant_id AND t.thread_id = f.thread_id AND t.agent_id IS NULL;
+                """
+        ),
     ]
 }

@@ -202,23 +202,10 @@ public struct EventLogReader: Sendable {
     }
 
     /// The agent a thread is: the one of its first envelope (nil when it has none, or is
-    /// another tenant's). Threads from before that was recorded: their latest envelope's.
+    /// another tenant's).
     public func threadAgent(tenant: String, thread: String) async throws -> (swarm: String, agent: String)? {
         let rows = try await self.client.query(
-            """
-            SELECT coalesce(t.swarm_id, latest.swarm_id), coalesce(t.agent_id, latest.agent_id)
-            FROM \(unescaped: self.schema).acp_threads t
-            LEFT JOIN LATERAL (
-                SELECT e.swarm_id, e.agent_id
-                FROM \(unescaped: self.schema).acp_envelopes a
-                JOIN \(unescaped: self.schema).events e
-                    ON e.tenant_id = a.tenant_id AND e.seq = a.seq AND e.committed_at = a.received_at
-                WHERE t.agent_id IS NULL AND a.tenant_id = t.tenant_id AND a.thread_id = t.thread_id
-                ORDER BY a.thread_seq DESC
-                LIMIT 1
-            ) latest ON true
-            WHERE t.tenant_id = \(tenant) AND t.thread_id = \(thread)
-            """,
+            "SELECT swarm_id, agent_id FROM \(unescaped: self.schema).acp_threads WHERE tenant_id = \(tenant) AND thread_id = \(thread)",
             logger: self.logger
         )
         for try await (swarm, agent) in rows.decode((String?, String?).self) {
@@ -244,12 +231,14 @@ public struct EventLogReader: Sendable {
         return nil
     }
 
-    /// The seq of the last envelope the agent sent in the thread; 0 when it sent none.
-    public func lastAgentSeq(tenant: String, thread: String) async throws -> Int64 {
+    /// The seq of the last envelope the agent sent in the thread (of `kind`, when named); 0
+    /// when it sent none.
+    public func lastAgentSeq(tenant: String, thread: String, kind: ACPPart.Kind? = nil) async throws -> Int64 {
         let rows = try await self.client.query(
             """
             SELECT thread_seq FROM \(unescaped: self.schema).acp_envelopes
             WHERE tenant_id = \(tenant) AND thread_id = \(thread) AND direction = \(ACPPart.Direction.agentToClient.rawValue)
+                AND (\(kind?.rawValue)::smallint IS NULL OR kind = \(kind?.rawValue))
             ORDER BY thread_seq DESC
             LIMIT 1
             """,

@@ -147,8 +147,8 @@ enum ACPFrame {
         }
     }
 
-    /// The longest title kept, in characters.
-    static let maxTitle = 120
+    /// The longest title kept, in UTF-8 bytes.
+    static let maxTitleBytes = 240
 
     /// The title a message gives its thread: the agent's `session_info_update` title replaces
     /// it; the first line of a person's `session/prompt` text names a thread that has none.
@@ -157,9 +157,18 @@ enum ACPFrame {
             guard case .object(let fields)? = value else { return nil }
             return Dictionary(fields, uniquingKeysWith: { $1 })
         }
+        // The first line, without control or format characters (bidi overrides), at most
+        // maxTitleBytes.
         func clipped(_ text: String) -> String? {
             let line = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-            return line.isEmpty ? nil : String(line.prefix(Self.maxTitle))
+            var title = String.UnicodeScalarView()
+            var bytes = 0
+            for scalar in line.unicodeScalars where ![.control, .format].contains(scalar.properties.generalCategory) {
+                bytes += UTF8.width(scalar)
+                if bytes > Self.maxTitleBytes { break }
+                title.append(scalar)
+            }
+            return title.isEmpty ? nil : String(title)
         }
         switch (method, direction) {
         case (.string("session/update")?, .agentToClient):

@@ -16,7 +16,8 @@ struct IngestController: Sendable {
     /// The lane of requests that carry only a few state events (connectors' state changes and
     /// control acknowledgements): they never wait behind the tenant's telemetry.
     let priority: EventLogWriter
-    let log: EventLogAppender
+    /// Its own log, read (an ACP post's thread seq and owner).
+    let log: EventLogReader
     let settings: IngestSettings
     let verifier: AccessTokenVerifier
     /// What requests being read and parsed may hold at once (shared with the OTLP receivers).
@@ -201,6 +202,16 @@ struct IngestController: Sendable {
             )
         } catch let rejection as Rejection {
             throw APIError(.invalidRequest, rejection.reason)
+        }
+        // A thread is its first envelope's agent's: another agent of the tenant may not post
+        // into it (people's frames and approvals' answers, which come through NATS, are its).
+        if let owner = try await self.log.threadAgent(tenant: tenant, thread: event.acp!.threadID),
+            owner.swarm != event.swarmID || owner.agent != event.agentID
+        {
+            throw APIError(
+                .conflict,
+                "thread \(event.acp!.threadID.prefix(64)) is agent \(owner.agent) of swarm \(owner.swarm)'s: post as that agent, or to a thread of your own"
+            )
         }
         let outcome = try await self.writer.submit(tenant: tenant, events: [event], requestID: context.requestID)
         switch outcome.first {

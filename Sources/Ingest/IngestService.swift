@@ -41,7 +41,7 @@ public enum IngestService: SwarmdeckService {
             keys: keys,
             writer: writer,
             priority: priority,
-            log: eventLog,
+            log: EventLogReader(client: assembly.postgres, schema: settings.schema, logger: logger),
             settings: settings,
             verifier: assembly.verifier,
             parsing: parsing,

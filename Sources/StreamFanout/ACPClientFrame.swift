@@ -73,14 +73,10 @@ struct ACPClientFrame: Sendable, Equatable {
         return ACPClientFrame(body: body, kind: .result, method: nil, id: id, sessionID: nil, selectedOption: selected)
     }
 
-    /// The methods a person sends an agent: a prompt and a cancel. Anything else a client could
-    /// say to an agent (`session/new` with MCP servers to start, `session/set_mode` to stop it
-    /// asking, `initialize`, `authenticate`) is its connector's business, never a device's.
-    static let methods: Set<String> = ["session/prompt", "session/cancel"]
-
-    /// Whether a device may send it: a prompt, a cancel, or an answer.
+    /// Whether a device may send it: a prompt, a cancel (``ACPMethods/fromDevices``), or an
+    /// answer.
     var isForDevices: Bool {
-        self.kind == .result || self.method.map(Self.methods.contains) == true
+        self.kind == .result || self.method.map(ACPMethods.fromDevices.contains) == true
     }
 
     /// The thread the frame goes to: its `params.sessionId`, else the connection's bound
@@ -96,7 +92,7 @@ struct ACPClientFrame: Sendable, Equatable {
     /// - Throws: an option the request did not offer.
     func answerScopes(to request: [UInt8]) throws(Problem) -> [Scope] {
         guard let object = try? JSONSerialization.jsonObject(with: Data(request)) as? [String: Any],
-            object["method"] as? String == "session/request_permission"
+            object["method"] as? String == ACPMethods.requestPermission
         else { return [.threadWrite] }
         guard let answer = try? JSONSerialization.jsonObject(with: Data(self.body)) as? [String: Any] else { return [.threadWrite, .toolRun] }
         if answer["error"] != nil { return [.threadWrite] }
@@ -116,9 +112,10 @@ struct ACPClientFrame: Sendable, Equatable {
     /// The msgId that makes a repeat of the frame (a client sending it again after a
     /// reconnect) a duplicate, from the device, the thread, the bytes and an anchor: for an
     /// answer, the seq of the request it answers (the same id answered again in a later agent
-    /// process is another answer); for a prompt or a cancel, the seq of the agent's last
-    /// envelope when it came (a `session/cancel` is the same bytes every turn, and must reach
-    /// the agent every turn; sent again before the agent said anything, it is the same one).
+    /// process is another answer); for a prompt, the seq of the agent's last answer (resent
+    /// mid-turn it is the same prompt; its id reused once the turn ended, a new one); for a
+    /// cancel, the seq of the agent's last envelope (a `session/cancel` is the same bytes every
+    /// turn, and must reach the agent every turn).
     func msgID(device: String, thread: String, anchor: Int64) -> String {
         var hasher = SHA256()
         for part in [device, thread, self.kind == .result ? "answers" : "after", String(anchor)] {

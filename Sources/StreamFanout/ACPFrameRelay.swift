@@ -5,9 +5,10 @@ import Logging
 import ServiceKit
 
 /// Appends people's ACP frames from `/v1/acp` to their threads: checks the frame, the scopes,
-/// the rates and the thread, then sends it to ingest on the service lane
-/// (``ServiceEventSender``) as `client_to_agent` with `"origin":"client"` and the device, and
-/// answers once ingest has committed it. Stream-fanout never writes the log itself.
+/// the rates and the thread, then sends it to ingest on people's lane
+/// (``Subjects/clientACPFrames``), where ingest stores it as `client_to_agent` with
+/// `"origin":"client"` and the device, and answers once it has committed it. Stream-fanout
+/// never writes the log itself.
 ///
 /// The rates are per replica: a device's frames and a thread's frames each pass a token bucket
 /// (`fanout.client-frames-per-second`, twice that as the burst; a thread takes twice a device's).
@@ -123,11 +124,18 @@ struct ACPFrameRelay: Sendable {
                 answers = request.threadSeq
             }
             let head = try await self.reader.threadHead(tenant: identity.tenant, thread: thread)
+            // What makes a frame sent again the same one: an answer, its request; a prompt, the
+            // agent's last answer (a prompt resent mid-turn is the same; its id reused after the
+            // turn ended is a new one); a cancel, the agent's last word.
             let anchor: Int64
             if let answers {
                 anchor = answers
             } else {
-                anchor = try await self.reader.lastAgentSeq(tenant: identity.tenant, thread: thread)
+                anchor = try await self.reader.lastAgentSeq(
+                    tenant: identity.tenant,
+                    thread: thread,
+                    kind: frame.kind == .request ? .result : nil
+                )
             }
             let msgID = frame.msgID(device: identity.subject, thread: thread, anchor: anchor)
             var event = BusServiceEvent()

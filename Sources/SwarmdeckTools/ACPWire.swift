@@ -61,6 +61,8 @@ public enum ACPWire {
         public var origin: String?
         /// For an answer: the seq of the agent's request it answers.
         public var answersSeq: Int64?
+        /// The msgId its poster gave it.
+        public var msgID: String?
         /// The JSON-RPC message, one line: its bytes as stored.
         public var body: String
         public var message: Message?
@@ -82,6 +84,7 @@ public enum ACPWire {
             direction: direction,
             origin: object["origin"] as? String,
             answersSeq: (object["answers_seq"] as? NSNumber)?.int64Value,
+            msgID: object["msg_id"] as? String,
             body: body,
             message: Self.message(body)
         )
@@ -127,16 +130,14 @@ public enum ACPWire {
         case skip
     }
 
-    /// The methods a person's frame may carry to the agent (stream-fanout refuses the rest; this
-    /// is the second check).
-    public static let deviceMethods: Set<String> = ["session/prompt", "session/cancel"]
-
     /// The agent's requests to its client that wait for an answer: asked on its stdout, then
-    /// seen in the thread with their seq. An answer is delivered only to the request whose seq
-    /// it names (ids restart with each agent process), once.
+    /// seen in the thread with their seq, known by the msgId the connector posted them under
+    /// (a request someone else posts with the same id is not this agent's). An answer is
+    /// delivered only to the request whose seq it names (ids restart with each agent process),
+    /// once.
     public struct Requests: Sendable {
-        /// Asked on stdout, not seen in the thread yet.
-        private var asked: Set<String> = []
+        /// Asked on stdout, not seen in the thread yet: id → the msgId of its mirror post.
+        private var asked: [String: String] = [:]
         /// Seen in the thread: id → seq.
         private(set) var open: [String: Int64] = [:]
         /// The most kept of each; past it the oldest go (an agent does not wait on 10,000).
@@ -144,17 +145,18 @@ public enum ACPWire {
 
         public init() {}
 
-        /// The agent asked `id` (its stdout).
-        public mutating func asked(_ id: String) {
+        /// The agent asked `id` (its stdout), mirrored under `msgID`.
+        public mutating func asked(_ id: String, msgID: String) {
             if self.asked.count >= Self.limit { self.asked.removeAll() }
-            self.asked.insert(id)
+            self.asked[id] = msgID
         }
 
         /// An envelope of the thread, in order: the agent's own request, seen with its seq.
         public mutating func seen(_ envelope: Envelope) {
             guard envelope.direction == "agent_to_client", let message = envelope.message, message.kind == .request,
-                let id = message.id, self.asked.remove(id) != nil
+                let id = message.id, let msgID = self.asked[id], envelope.msgID == msgID
             else { return }
+            self.asked[id] = nil
             if self.open.count >= Self.limit, let oldest = self.open.min(by: { $0.value < $1.value }) {
                 self.open[oldest.key] = nil
             }
@@ -166,7 +168,8 @@ public enum ACPWire {
             guard envelope.direction == "client_to_agent", let message = envelope.message else { return .skip }
             switch (envelope.origin, message.kind) {
             case ("client", .request), ("client", .notification):
-                return message.method.map(ACPWire.deviceMethods.contains) == true ? .deliver : .skip
+                // Stream-fanout refuses other methods from devices; this is the second check.
+                return message.method.map(ACPMethods.fromDevices.contains) == true ? .deliver : .skip
             case ("client", .result), ("service", .result):
                 guard let id = message.id, let seq = self.open[id], envelope.answersSeq == seq else { return .skip }
                 self.open[id] = nil

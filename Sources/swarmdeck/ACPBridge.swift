@@ -54,7 +54,7 @@ actor ACPBridge {
     private(set) var thread: String?
     private var session: String?
     /// Frames written before the thread was known, in order.
-    private var early: [(body: String, direction: String)] = []
+    private var early: [(body: String, direction: String, msgID: String)] = []
     /// The connector's own requests waiting for the agent's answer, by id.
     private var waiters: [String: CheckedContinuation<ACPWire.Message?, Never>] = [:]
     /// The agent's requests to its client not answered yet.
@@ -62,6 +62,9 @@ actor ACPBridge {
     /// Bytes of `early`, bounded by ``maxEarlyBytes``.
     private var earlyBytes = 0
     static let maxEarlyBytes = 16 << 20
+    /// The agent's input queue (``ChildProcess``'s `inputLimit` under `--acp`): above any frame
+    /// ingest stores (`ingest.max-acp-body-bytes`, at most 1 MiB) with its newline.
+    static let maxInputBytes = 4 << 20
     /// While the agent answers `session/load`: it replays the session's history, which the
     /// thread already holds (not mirrored again).
     private var loading = false
@@ -99,16 +102,19 @@ actor ACPBridge {
             AgentConnector.say("ACP: the agent wrote a line that is not JSON-RPC 2.0 (\(line.utf8.count) bytes); not mirrored")
             return
         }
+        let msgID = self.nextMsgID()
         switch message.kind {
         case .request:
-            if let id = message.id { self.requests.asked(id) }
+            // Known by the msgId of our own mirror post: a request someone else posts to the
+            // thread with the same id is never this agent's.
+            if let id = message.id { self.requests.asked(id, msgID: msgID) }
         case .result:
             if let id = message.id, let waiter = self.waiters.removeValue(forKey: id) { waiter.resume(returning: message) }
         case .notification:
             // The history session/load replays is in the thread already.
             if self.loading { return }
         }
-        await self.mirror(line, direction: "agent_to_client")
+        await self.mirror(line, direction: "agent_to_client", msgID: msgID)
     }
 
     /// The output has ended: nobody will answer the connector's requests.
@@ -126,6 +132,7 @@ actor ACPBridge {
         )
         let canLoad = ((initialize["agentCapabilities"] as? [String: Any])?["loadSession"] as? Bool) ?? false
         let folder = ["cwd": self.options.workingDirectory, "mcpServers": [Any]()] as [String: Any]
+        var loadedThread: String?
         if canLoad, let saved = self.loadState() {
             var parameters = folder
             parameters["sessionId"] = saved.session
@@ -134,7 +141,7 @@ actor ACPBridge {
             self.loading = false
             if loaded != nil {
                 self.session = saved.session
-                self.thread = saved.thread
+                loadedThread = saved.thread
                 self.cursor = saved.cursor
             }
         }
@@ -147,12 +154,14 @@ actor ACPBridge {
         }
         // What came before the thread was known goes first, in order; the thread is set only
         // once nothing is left waiting, so a frame that comes meanwhile waits its turn too.
-        let thread = self.thread ?? Self.thread(for: self.session!)
+        // They open the thread: each is posted until ingest stores it (a thread nobody opened
+        // cannot be read or written).
+        let thread = loadedThread ?? Self.thread(for: self.session!)
         while !self.early.isEmpty {
             let batch = self.early
             self.early.removeAll()
             self.earlyBytes = 0
-            for frame in batch { await self.post(frame.body, direction: frame.direction, thread: thread) }
+            for frame in batch { await self.post(frame.body, direction: frame.direction, msgID: frame.msgID, thread: thread, untilStored: true) }
         }
         self.thread = thread
         self.saveState()
@@ -179,7 +188,7 @@ actor ACPBridge {
         let answer: ACPWire.Message? = await withCheckedContinuation { continuation in
             self.waiters[key] = continuation
             Task {
-                await self.mirror(line, direction: "client_to_agent")
+                await self.mirror(line, direction: "client_to_agent", msgID: self.nextMsgID())
                 do {
                     try self.child.send(line: line)
                 } catch {
@@ -198,28 +207,34 @@ actor ACPBridge {
 
     // MARK: Mirroring into the thread
 
+    /// The msgId of the next mirror post: this run's, never reused.
+    private func nextMsgID() -> String {
+        self.counter += 1
+        return "\(self.options.agent)-\(self.run)-acp-\(self.counter)"
+    }
+
     /// Posts a frame to the thread (or keeps it until the thread is known).
-    private func mirror(_ body: String, direction: String) async {
+    private func mirror(_ body: String, direction: String, msgID: String) async {
         guard let thread = self.thread else {
             if self.earlyBytes + body.utf8.count <= Self.maxEarlyBytes {
-                self.early.append((body, direction))
+                self.early.append((body, direction, msgID))
                 self.earlyBytes += body.utf8.count
             } else {
                 AgentConnector.say("ACP: a frame before the session opened was not mirrored (\(Self.maxEarlyBytes >> 20) MiB waiting already)")
             }
             return
         }
-        await self.post(body, direction: direction, thread: thread)
+        await self.post(body, direction: direction, msgID: msgID, thread: thread)
     }
 
-    /// `POST /v1/ingest/acp/{thread}`, retried while ingest may take it later.
-    private func post(_ body: String, direction: String, thread: String) async {
-        self.counter += 1
+    /// `POST /v1/ingest/acp/{thread}`, retried while ingest may take it later (six times, or,
+    /// `untilStored`, until it does).
+    private func post(_ body: String, direction: String, msgID: String, thread: String, untilStored: Bool = false) async {
         var query = URLComponents()
         query.queryItems = [
             URLQueryItem(name: "swarmId", value: self.options.swarm), URLQueryItem(name: "agentId", value: self.options.agent),
             URLQueryItem(name: "direction", value: direction),
-            URLQueryItem(name: "msgId", value: "\(self.options.agent)-\(self.run)-acp-\(self.counter)"),
+            URLQueryItem(name: "msgId", value: msgID),
             // The thread names the session: the session's id, or a digest of an id ingest takes not.
             URLQueryItem(name: "sessionId", value: thread),
         ]
@@ -229,7 +244,9 @@ actor ACPBridge {
         request.headers.add(name: "Authorization", value: "Bearer \(self.options.key)")
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: body))
-        for attempt in 0..<6 {
+        var attempt = 0
+        while true {
+            let last = attempt == 5 && !untilStored
             do {
                 let response = try await self.client.execute(request, timeout: .seconds(10))
                 let answer = try await response.body.collect(upTo: 1 << 20)
@@ -238,11 +255,19 @@ actor ACPBridge {
                     AgentConnector.say("ACP: ingest refused a frame: \(response.status.code) \(String(buffer: answer).prefix(300))")
                     return
                 }
-                if attempt == 5 { AgentConnector.say("ACP: a frame was not mirrored (ingest answered \(response.status.code) six times)") }
+                if last {
+                    AgentConnector.say("ACP: a frame was not mirrored (ingest answered \(response.status.code) six times)")
+                    return
+                }
             } catch {
-                if attempt == 5 { AgentConnector.say("ACP: a frame was not mirrored (ingest unreachable): \(error)") }
+                if last {
+                    AgentConnector.say("ACP: a frame was not mirrored (ingest unreachable): \(error)")
+                    return
+                }
             }
-            if attempt < 5 { try? await Task.sleep(for: .milliseconds(100 << attempt)) }
+            if Task.isCancelled { return }
+            try? await Task.sleep(for: .milliseconds(100 << min(attempt, 5)))
+            attempt += 1
         }
     }
 
@@ -304,7 +329,12 @@ actor ACPBridge {
     private func received(_ envelope: ACPWire.Envelope) async {
         guard envelope.thread == self.thread, envelope.seq > self.cursor else { return }
         self.requests.seen(envelope)
-        if self.requests.delivery(of: envelope) == .deliver {
+        let deliver = self.requests.delivery(of: envelope) == .deliver
+        if deliver, envelope.body.utf8.count >= Self.maxInputBytes {
+            // It would never fit the agent's input queue.
+            AgentConnector.say("ACP: frame \(envelope.seq) (\(envelope.body.utf8.count) bytes) is too large for the agent's input; skipped")
+            self.cursor = envelope.seq
+        } else if deliver {
             var waited = false
             while true {
                 do {

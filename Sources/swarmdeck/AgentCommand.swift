@@ -256,6 +256,7 @@ struct AgentCommand: AsyncParsableCommand {
                 child = try ChildProcess(
                     telemetry?.environment.command(self.command) ?? self.command,
                     acceptsInput: self.worker || self.acp,
+                    inputLimit: self.acp ? ACPBridge.maxInputBytes : 1 << 20,
                     environment: handover?.environment,
                     hiding: Set(["SWARMDECK_INGEST_KEY"]).union(telemetry?.environment.hiding ?? []),
                     secrets: [options.key],

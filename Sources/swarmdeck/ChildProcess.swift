@@ -180,7 +180,8 @@ final class ChildProcess: Sendable {
         for (fd, isError) in [(stdout[0], false), (stderr[0], true)] {
             readers.enter()
             Thread.detachNewThread {
-                Self.readLines(fd, maxLineBytes: maxLineBytes) { line in
+                // stderr is the command's log: its lines are log events, cut at 64 KiB.
+                Self.readLines(fd, maxLineBytes: isError ? 64 << 10 : maxLineBytes) { line in
                     if case .dropped = continuation.yield((String(decoding: line, as: UTF8.self), isError)) { dropped.count.withLock { $0 += 1 } }
                 }
                 close(fd)

@@ -5,8 +5,16 @@ import Testing
 @Suite("ACP wire: what the connector's bridge delivers to its agent")
 struct ACPWireTests {
     /// An envelope as ingest renders it (its fields in that order).
-    static func envelope(_ direction: String, origin: String?, _ body: String, seq: Int64 = 1, answers: Int64? = nil) -> ACPWire.Envelope {
-        var text = #"{"thread_id":"t","session_id":"t","seq":\#(seq),"direction":"\#(direction)","jsonrpc":"2.0","body":\#(body),"msg_id":"m""#
+    static func envelope(
+        _ direction: String,
+        origin: String?,
+        _ body: String,
+        seq: Int64 = 1,
+        answers: Int64? = nil,
+        msgID: String = "m"
+    ) -> ACPWire.Envelope {
+        var text =
+            #"{"thread_id":"t","session_id":"t","seq":\#(seq),"direction":"\#(direction)","jsonrpc":"2.0","body":\#(body),"msg_id":"\#(msgID)""#
         if let origin { text += #","origin":"\#(origin)""# }
         if let answers { text += #","answers_seq":\#(answers)"# }
         return ACPWire.envelope(text + "}")!
@@ -35,8 +43,11 @@ struct ACPWireTests {
         // A request of an earlier agent process (seen, never asked on this stdout) is not open.
         requests.seen(Self.envelope("agent_to_client", origin: nil, asked, seq: 3))
         #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", answer, seq: 4, answers: 3)) == .skip)
-        requests.asked("0")
-        requests.seen(Self.envelope("agent_to_client", origin: nil, asked, seq: 9))
+        requests.asked("0", msgID: "ours-1")
+        // Someone else's copy with the same id (another poster, another msgId) is not it.
+        requests.seen(Self.envelope("agent_to_client", origin: nil, asked, seq: 8, msgID: "forged"))
+        #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", answer, seq: 9, answers: 8)) == .skip)
+        requests.seen(Self.envelope("agent_to_client", origin: nil, asked, seq: 9, msgID: "ours-1"))
         let asString = #"{"jsonrpc":"2.0","id":"0","result":{"outcome":{"outcome":"cancelled"}}}"#
         #expect(requests.delivery(of: Self.envelope("client_to_agent", origin: "client", asString, seq: 10, answers: 9)) == .skip)
         // A stale answer naming the old request, then one with no seq, then the right one.

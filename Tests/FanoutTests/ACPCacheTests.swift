@@ -119,8 +119,12 @@ struct ACPCacheTests {
             ) { $0.status }
             #expect(status == .ok)
             for n in 3...4 {
-                try await harness.postACP(ingest, key: key, thread: "t9", body: Self.body(n), msgID: "y\(n)")
+                status = try await harness.live.postACP(ingest, key: key, thread: "t9", body: Self.body(n), msgID: "y\(n)", swarm: "s9", agent: "a9")
+                #expect(status == .ok)
             }
+            // Another agent of the tenant may not post into it.
+            status = try await harness.live.postACP(ingest, key: key, thread: "t9", body: Self.body(5), msgID: "y5", swarm: "s9", agent: "other")
+            #expect(status == .conflict)
             // Retention drops whole days: here, the thread's first two envelopes.
             _ = try await harness.live.withDatabase { database in
                 try await database.query("DELETE FROM acp_envelopes WHERE thread_id = 't9' AND thread_seq <= 2")

@@ -6,7 +6,7 @@ import ServiceKit
 /// thread asks (it becomes a gate) and the JSON-RPC result that answers it (appended to the
 /// same thread with the request's id).
 enum ACPPermission {
-    static let method = "session/request_permission"
+    static let method = ACPMethods.requestPermission
     static let cancelMethod = "session/cancel"
 
     /// A permission request, read from the JSON-RPC message an agent posted.

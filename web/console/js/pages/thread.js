@@ -20,7 +20,9 @@ export async function render(main, [thread]) {
   let session = thread;
   let agentMessage = null;
   let nextID = 1;
-  const requests = new Map(); // the agent's permission requests by id (JSON text): their <li>
+  // The agent's permission requests by their seq in the thread (ids restart with each agent
+  // process; an answer names the seq of the request it answers: answers_seq).
+  const requests = new Map();
   const answered = new Set();
 
   const add = (cls, ...children) => {
@@ -28,10 +30,9 @@ export async function render(main, [thread]) {
     conversation.append(item);
     return item;
   };
-  const idKey = (id) => JSON.stringify(id);
-  const settle = (id, text) => {
-    answered.add(idKey(id));
-    const item = requests.get(idKey(id));
+  const settle = (seq, text) => {
+    answered.add(seq);
+    const item = requests.get(seq);
     if (!item) return;
     for (const button of item.querySelectorAll('button')) button.disabled = true;
     item.append(h('p', { class: 'answer' }, text));
@@ -52,7 +53,8 @@ export async function render(main, [thread]) {
       } else if (body.result !== undefined || body.error !== undefined) {
         const outcome = body.result?.outcome;
         const text = outcome?.outcome === 'selected' ? `Answered: ${outcome.optionId}` : 'Answered: cancelled';
-        if (!answered.has(idKey(body.id))) settle(body.id, `${text}${envelope.device ? ` (${envelope.device})` : envelope.origin === 'service' ? ' (approval gate)' : ''}`);
+        const seq = envelope.answers_seq;
+        if (seq !== undefined && !answered.has(seq)) settle(seq, `${text}${envelope.device ? ` (${envelope.device})` : envelope.origin === 'service' ? ' (approval gate)' : ''}`);
       }
       return;
     }
@@ -72,10 +74,11 @@ export async function render(main, [thread]) {
     agentMessage = null;
     if (body.method === 'session/request_permission') {
       const item = add('permission', h('p', {}, `Permission: ${params.toolCall?.title ?? 'a tool call'}`));
-      requests.set(idKey(body.id), item);
+      requests.set(envelope.seq, item);
       const options = h('div', { class: 'actions' });
       for (const option of params.options ?? []) {
-        const allows = String(option.kind).startsWith('allow');
+        // Anything but a reject option can let the tool run: it needs tool:run.
+        const allows = !String(option.kind).startsWith('reject');
         options.append(h('button', {
           type: 'button',
           class: allows ? '' : 'secondary',
@@ -85,7 +88,7 @@ export async function render(main, [thread]) {
         }, option.name ?? option.optionId));
       }
       item.append(options);
-      if (answered.has(idKey(body.id))) settle(body.id, 'Answered');
+      if (answered.has(envelope.seq)) settle(envelope.seq, 'Answered');
     } else if (body.result?.stopReason) {
       add('note', `Turn ended: ${body.result.stopReason}`);
     } else if (body.error) {
