@@ -394,7 +394,8 @@ def test_talk_to_an_acp_agent_in_its_thread(c):
     # the operator (the test before leaves the reader signed in).
     sign_in_with(c, TOKEN)
     c.route("/threads")
-    href = c.browser.evaluate("[...document.querySelectorAll('#main table tr')].find((r) => r.textContent.includes('acp-1'))"
+    href = c.browser.evaluate("[...document.querySelectorAll('#main table tbody tr')]"
+                              ".filter((r) => r.cells[1]?.textContent === 'acp-1' && r.cells[2]?.textContent === 'acp').pop()"
                               "?.querySelector('a[href^=\"/threads/\"]')?.getAttribute('href')")
     assert href, f"acp-1's thread is not listed: {c.text()}"
     c.open(href)

@@ -13,6 +13,7 @@ export async function render(main) {
       table('ACP threads', [
         ['Thread', (t) => link(`/threads/${encodeURIComponent(t.thread_id)}`, t.title || t.thread_id)],
         ['Agent', (t) => (t.agent_id ? link(`/agents/${encodeURIComponent(t.agent_id)}`, t.agent_id) : '')],
+        ['Swarm', (t) => (t.swarm_id ? link(`/swarms/${encodeURIComponent(t.swarm_id)}`, t.swarm_id) : '')],
         ['Messages', (t) => String(t.head_seq)],
         ['Unread', (t) => String(t.unread)],
       ], threads, 'No ACP thread yet.'));
