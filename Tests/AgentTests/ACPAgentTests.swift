@@ -153,7 +153,7 @@ struct ACPAgentTests {
                 #expect(lateSeqs == Array(resumeFrom..<(resumeFrom + lateSeqs.count)), "\(lateSeqs)")
 
                 // 4. Refusals: no thread:write, another tenant, a frame over the limit (nothing stored).
-                let reader = ACPPhone(port: port, token: try await harness.live.token(subject: "reader", scopes: [.threadRead]))
+                let reader = ACPPhone(port: port, token: try await harness.live.token(subject: "reader", scopes: [.streamRead]))
                 let stranger = ACPPhone(
                     port: port,
                     token: try await harness.live.token(
