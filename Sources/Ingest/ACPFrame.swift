@@ -38,8 +38,7 @@ enum ACPFrame {
         } catch {
             throw Rejection(reason: "the body is not JSON: \(error.reason)")
         }
-        guard case .object(let fields) = message else { throw Rejection(reason: "the body must be a JSON-RPC 2.0 object") }
-        let keys = Dictionary(fields, uniquingKeysWith: { $1 })
+        guard let keys = message.fields else { throw Rejection(reason: "the body must be a JSON-RPC 2.0 object") }
         guard keys["jsonrpc"] == .string("2.0") else { throw Rejection(reason: "the body must carry \"jsonrpc\": \"2.0\"") }
         let kind: ACPPart.Kind
         if case .string = keys["method"] {
@@ -50,10 +49,7 @@ enum ACPFrame {
             throw Rejection(reason: "a JSON-RPC message needs method (request, notification) or result/error")
         }
         // Every envelope names its session (seed 003): the message's, else the thread's.
-        let params = keys["params"].flatMap { value -> [String: JSONValue]? in
-            guard case .object(let fields) = value else { return nil }
-            return Dictionary(fields, uniquingKeysWith: { $1 })
-        }
+        let params = keys["params"]?.fields
         if sessionID == nil {
             if case .string(let named)? = params?["sessionId"], EntityID.problem(named, field: "sessionId") == nil {
                 sessionID = named
@@ -153,10 +149,6 @@ enum ACPFrame {
     /// The title a message gives its thread: the agent's `session_info_update` title replaces
     /// it; the first line of a person's `session/prompt` text names a thread that has none.
     static func title(method: JSONValue?, params: [String: JSONValue]?, direction: ACPPart.Direction) -> ACPPart.ThreadTitle? {
-        func object(_ value: JSONValue?) -> [String: JSONValue]? {
-            guard case .object(let fields)? = value else { return nil }
-            return Dictionary(fields, uniquingKeysWith: { $1 })
-        }
         // The first line, without control or format characters (bidi overrides), at most
         // maxTitleBytes.
         func clipped(_ text: String) -> String? {
@@ -172,15 +164,14 @@ enum ACPFrame {
         }
         switch (method, direction) {
         case (.string("session/update")?, .agentToClient):
-            guard let update = object(params?["update"]), update["sessionUpdate"] == .string("session_info_update"),
+            guard let update = params?["update"]?.fields, update["sessionUpdate"] == .string("session_info_update"),
                 case .string(let text)? = update["title"], let title = clipped(text)
             else { return nil }
             return ACPPart.ThreadTitle(text: title, replaces: true)
         case (.string("session/prompt")?, .clientToAgent):
             guard case .array(let blocks)? = params?["prompt"] else { return nil }
             for block in blocks {
-                if let fields = object(block), fields["type"] == .string("text"), case .string(let text)? = fields["text"], let title = clipped(text)
-                {
+                if let fields = block.fields, fields["type"] == .string("text"), case .string(let text)? = fields["text"], let title = clipped(text) {
                     return ACPPart.ThreadTitle(text: title, replaces: false)
                 }
             }

@@ -19,3 +19,11 @@ enum JSONValue: Sendable, Equatable {
         }
     }
 }
+
+extension JSONValue {
+    /// An object's fields by name (the last of a repeated name), or nil for anything else.
+    var fields: [String: JSONValue]? {
+        guard case .object(let fields) = self else { return nil }
+        return Dictionary(fields, uniquingKeysWith: { $1 })
+    }
+}
