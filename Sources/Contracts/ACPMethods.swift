@@ -6,4 +6,12 @@ public enum ACPMethods {
     public static let fromDevices: Set<String> = ["session/prompt", "session/cancel"]
     /// The agent asks its client to let a tool run.
     public static let requestPermission = "session/request_permission"
+
+    /// The option an answer to a permission request selects
+    /// (`{"result":{"outcome":{"outcome":"selected","optionId":…}}}`), or nil (cancelled, an
+    /// error, another shape).
+    public static func selectedOption(in answer: [String: Any]) -> String? {
+        let outcome = (answer["result"] as? [String: Any])?["outcome"] as? [String: Any]
+        return outcome?["outcome"] as? String == "selected" ? outcome?["optionId"] as? String : nil
+    }
 }

@@ -68,9 +68,7 @@ struct ACPClientFrame: Sendable, Equatable {
             throw Problem(message: "a JSON-RPC message has a method (request, notification) or one of result and error")
         }
         guard let id else { throw Problem(message: "a result answers a request: it carries the request's id") }
-        let outcome = ((object["result"] as? [String: Any])?["outcome"] as? [String: Any])
-        let selected = outcome?["outcome"] as? String == "selected" ? outcome?["optionId"] as? String : nil
-        return ACPClientFrame(body: body, kind: .result, method: nil, id: id, sessionID: nil, selectedOption: selected)
+        return ACPClientFrame(body: body, kind: .result, method: nil, id: id, sessionID: nil, selectedOption: ACPMethods.selectedOption(in: object))
     }
 
     /// Whether a device may send it: a prompt, a cancel (``ACPMethods/fromDevices``), or an

@@ -211,12 +211,15 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
             }
         }
 
-        /// The id of a parsed message, when it is a string or an integer.
+        /// The id of a parsed message, when it is one (``JSONRPCID``: a string, or an integer).
         init?(_ value: Any?) {
-            switch value {
-            case let text as String: self = .string(text)
-            case let number as NSNumber where String(cString: number.objCType) != "c": self = .number(number.int64Value)
-            default: return nil
+            guard JSONRPCID.text(value) != nil else { return nil }
+            if let text = value as? String {
+                self = .string(text)
+            } else if let number = value as? NSNumber {
+                self = .number(number.int64Value)
+            } else {
+                return nil
             }
         }
 

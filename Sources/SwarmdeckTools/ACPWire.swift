@@ -95,29 +95,12 @@ public enum ACPWire {
     /// the envelope's own `,"msg_id":` is the last (its values after are ids and digests).
     static func rawBody(_ text: String) -> String? {
         let bytes = Array(text.utf8)
-        let start = Array(#""body":"#.utf8)
-        let end = Array(#","msg_id":"#.utf8)
-        guard let from = Self.firstRange(of: start, in: bytes), let to = Self.lastRange(of: end, in: bytes), from.upperBound < to.lowerBound
+        guard let from = bytes.firstRange(of: Array(#""body":"#.utf8)), let to = bytes.ranges(of: Array(#","msg_id":"#.utf8)).last,
+            from.upperBound < to.lowerBound
         else { return nil }
         let body = String(decoding: bytes[from.upperBound..<to.lowerBound], as: UTF8.self)
         // One line for the agent's stdin: JSON holds newlines only as whitespace between tokens.
         return body.contains("\n") ? body.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ") : body
-    }
-
-    private static func firstRange(of needle: [UInt8], in bytes: [UInt8]) -> Range<Int>? {
-        guard bytes.count >= needle.count else { return nil }
-        for index in 0...(bytes.count - needle.count) where bytes[index..<(index + needle.count)].elementsEqual(needle) {
-            return index..<(index + needle.count)
-        }
-        return nil
-    }
-
-    private static func lastRange(of needle: [UInt8], in bytes: [UInt8]) -> Range<Int>? {
-        guard bytes.count >= needle.count else { return nil }
-        for index in stride(from: bytes.count - needle.count, through: 0, by: -1) where bytes[index..<(index + needle.count)].elementsEqual(needle) {
-            return index..<(index + needle.count)
-        }
-        return nil
     }
 
     /// What the bridge does with an envelope of its thread.

@@ -329,31 +329,32 @@ actor ACPBridge {
     private func received(_ envelope: ACPWire.Envelope) async {
         guard envelope.thread == self.thread, envelope.seq > self.cursor else { return }
         self.requests.seen(envelope)
-        let deliver = self.requests.delivery(of: envelope) == .deliver
-        if deliver, envelope.body.utf8.count >= Self.maxInputBytes {
+        guard self.requests.delivery(of: envelope) == .deliver else {
+            self.cursor = envelope.seq
+            return
+        }
+        guard envelope.body.utf8.count < Self.maxInputBytes else {
             // It would never fit the agent's input queue.
             AgentConnector.say("ACP: frame \(envelope.seq) (\(envelope.body.utf8.count) bytes) is too large for the agent's input; skipped")
             self.cursor = envelope.seq
-        } else if deliver {
-            var waited = false
-            while true {
-                do {
-                    try self.child.send(line: envelope.body)
-                    break
-                } catch {
-                    // The queue is full (or the agent stopped reading): wait, unless it is gone.
-                    if !waited { AgentConnector.say("ACP: frame \(envelope.seq) waits for the agent's input: \(error)") }
-                    waited = true
-                    if !ProcessTree.alive(self.child.pid) { return }
-                    try? await Task.sleep(for: .milliseconds(200))
-                    if Task.isCancelled { return }
-                }
-            }
-            self.cursor = envelope.seq
-            self.saveState()
-        } else {
-            self.cursor = envelope.seq
+            return
         }
+        var waited = false
+        while true {
+            do {
+                try self.child.send(line: envelope.body)
+                break
+            } catch {
+                // The queue is full (or the agent stopped reading): wait, unless it is gone.
+                if !waited { AgentConnector.say("ACP: frame \(envelope.seq) waits for the agent's input: \(error)") }
+                waited = true
+                if !ProcessTree.alive(self.child.pid) { return }
+                try? await Task.sleep(for: .milliseconds(200))
+                if Task.isCancelled { return }
+            }
+        }
+        self.cursor = envelope.seq
+        self.saveState()
     }
 
     // MARK: The state file

@@ -91,8 +91,7 @@ struct ACPPermissionWatcher: Service {
         if acp["origin"] as? String == "client", acp["direction"] as? String == "client_to_agent", acp["kind"] as? String == "result",
             let requestID = JSONRPCID.text(body["id"]), let device = acp["device"] as? String
         {
-            let outcome = (body["result"] as? [String: Any])?["outcome"] as? [String: Any]
-            let optionID = outcome?["outcome"] as? String == "selected" ? outcome?["optionId"] as? String : nil
+            let optionID = ACPMethods.selectedOption(in: body)
             let requestSeq = (acp["answers_seq"] as? NSNumber)?.int64Value
             return .answered(thread: envelope.threadID, requestID: requestID, requestSeq: requestSeq, optionID: optionID, device: device)
         }
