@@ -66,13 +66,13 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
         )
     }
 
-    func offer(_ event: FeedEvent) { self.outbox.offer(event) }
+    func offer(_ events: [FeedEvent]) { self.outbox.offer(events) }
     func offerGap(from: Int64, to: Int64) {}  // each thread's cursor finds its own gaps
     func feedEnded() { self.connection.close(.unexpectedServerError, "the live feed ended; reconnect and resubscribe") }
 
     // MARK: The connection
 
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: (any Channel)?) async {
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel) async {
         await self.connection.run(inbound: inbound, outbound: outbound, channel: channel, handler: self)
     }
 

@@ -1,6 +1,7 @@
 import Contracts
 import EventLog
 import NIOCore
+import ServiceKit
 
 /// One event of a tenant's feed, parsed once per replica: the event as the log holds it (the
 /// fields filters look at and the client frame, shared by every connection that gets it), and
@@ -8,6 +9,10 @@ import NIOCore
 @dynamicMemberLookup
 struct FeedEvent: Sendable {
     var event: LoggedEvent
+    /// A live event's WebSocket text frame (header and frame), made once and written as it is
+    /// to every connection that gets the event alone; `event.frame` is a slice of it. nil for
+    /// an event read from the log.
+    private(set) var wire: ByteBuffer?
     /// For a log: a hash of its swarm, agent, severity and message text (as rendered), so
     /// repeats can be collapsed without reading the frame per connection; 0 otherwise.
     private(set) var repeatKey = 0
@@ -26,17 +31,23 @@ struct FeedEvent: Sendable {
 
     /// An event from the live feed.
     init(_ envelope: BusEventEnvelope) {
+        let length = envelope.frame.count
+        var wire = ByteBuffer()
+        wire.reserveCapacity(WebSocketFraming.headerLength(payload: length) + length)
+        let header = WebSocketFraming.writeHeader(.text, payload: length, into: &wire)
+        wire.writeBytes(envelope.frame)
         var event = LoggedEvent(
             seq: envelope.seq,
             kind: envelope.kind,
             severity: envelope.severity,
             swarmID: envelope.swarmID,
             agentID: envelope.agentID,
-            frame: ByteBuffer(bytes: envelope.frame)
+            frame: wire.getSlice(at: wire.readerIndex + header, length: length)!
         )
         event.threadID = envelope.threadID
         event.threadSeq = envelope.threadSeq
         self.init(event)
+        self.wire = wire
     }
 
     /// An ACP event's envelope (seed 003's persisted form), cut from its frame.

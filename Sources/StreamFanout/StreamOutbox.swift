@@ -99,20 +99,23 @@ final class StreamOutbox: Sendable {
         }
     }
 
-    /// A live event from the feed. Never waits.
-    func offer(_ event: FeedEvent) {
+    /// Live events from the feed, in seq order: one lock and at most one wake-up for all of
+    /// them. Never waits.
+    func offer(_ events: [FeedEvent]) {
         self.deliver { state in
-            guard let filter = state.filter, !state.closed, event.seq > state.lastOffered else { return }
-            state.lastOffered = event.seq
-            guard !state.overflowed, filter.matches(event) else { return }
-            guard state.events < self.maxEvents, state.bytes + event.frame.readableBytes <= self.maxBytes else {
-                state.overflowed = true
-                return
+            guard let filter = state.filter, !state.closed else { return }
+            for event in events where event.seq > state.lastOffered {
+                state.lastOffered = event.seq
+                guard !state.overflowed, filter.matches(event) else { continue }
+                guard state.events < self.maxEvents, state.bytes + event.frame.readableBytes <= self.maxBytes else {
+                    state.overflowed = true
+                    continue
+                }
+                state.queue.append(.event(event, after: state.accounted))
+                state.events += 1
+                state.bytes += event.frame.readableBytes
+                state.accounted = event.seq
             }
-            state.queue.append(.event(event, after: state.accounted))
-            state.events += 1
-            state.bytes += event.frame.readableBytes
-            state.accounted = event.seq
         }
     }
 
@@ -178,6 +181,20 @@ final class StreamOutbox: Sendable {
     /// The next thing to write, if there is one now (no suspension: the writer's fast path).
     func poll() -> OutboxItem? {
         self.state.withLock { Self.pop(&$0) }
+    }
+
+    /// Everything ready now, at most `limit` items (one lock): what the writer writes as one
+    /// batch. Ends after a catch-up or the close; empty when nothing is ready.
+    func drain(into items: inout [OutboxItem], limit: Int) {
+        self.state.withLock { state in
+            while items.count < limit, let item = Self.pop(&state) {
+                items.append(item)
+                switch item {
+                case .catchUp, .closed: return
+                default: continue
+                }
+            }
+        }
     }
 
     /// The next thing to write; waits when there is none.

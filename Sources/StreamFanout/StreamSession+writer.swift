@@ -45,30 +45,37 @@ extension StreamSession {
             return true
         }
 
+        // What the outbox had ready, taken under one lock; written as one batch.
+        var ready: [OutboxItem] = []
+        var next = 0
         while true {
             if let resume = takeResume() {
                 try await apply(resume)
                 continue
             }
-            if let range = skipped, self.outbox.isIdle {
-                // The end of a burst over the cap: say what was skipped now, not later.
-                FanoutMetrics.gapNotices.increment()
-                try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), writer)
-                skipped = nil
+            if next == ready.count {
+                if let range = skipped, self.outbox.isIdle {
+                    // The end of a burst over the cap: say what was skipped now, not later.
+                    FanoutMetrics.gapNotices.increment()
+                    try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), writer)
+                    skipped = nil
+                }
+                ready.removeAll(keepingCapacity: true)
+                next = 0
+                self.outbox.drain(into: &ready, limit: Self.itemsPerBatch)
+                if ready.isEmpty {
+                    try await self.flush(writer)  // nothing more to add: send what is batched
+                    writer.endBatch()
+                    // Collapsed lines are counted until the agent says something else, or for
+                    // a second at most (the heartbeat ticks the writer while some are pending).
+                    self.state.withLock { $0.collapsePending = collapse.hasPending }
+                    ready = [await self.outbox.next()]  // an idle connection holds no batch
+                }
+                let rate = Double(self.state.withLock { $0.eventsPerSecond })
+                (limiter.capacity, limiter.perSecond) = (rate, rate)
             }
-            // Collapsed lines are counted until the agent says something else, or for a
-            // second at most (the heartbeat ticks the writer while some are pending).
-            self.state.withLock { $0.collapsePending = collapse.hasPending }
-            let item: OutboxItem
-            if let ready = self.outbox.poll() {
-                item = ready
-            } else {
-                try await self.flush(writer)  // nothing more to add: send what is batched
-                writer.endBatch()
-                item = await self.outbox.next()
-            }
-            let rate = Double(self.state.withLock { $0.eventsPerSecond })
-            (limiter.capacity, limiter.perSecond) = (rate, rate)
+            let item = ready[next]
+            next += 1
             switch item {
             case .closed:
                 return
@@ -118,7 +125,7 @@ extension StreamSession {
                         try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), writer)
                         skipped = nil
                     }
-                    try await self.writeEvent(event.frame, writer)
+                    try await self.writeEvent(event, writer)
                     FanoutMetrics.delivered.increment()
                 } else {
                     skipped = (skipped?.from ?? event.seq, event.seq)
@@ -167,7 +174,7 @@ extension StreamSession {
                     )
                 }
                 for event in page {
-                    try await self.writeEvent(event.frame, writer)
+                    try await self.writeEvent(event, writer)
                 }
                 FanoutMetrics.caughtUp.increment(by: page.count)
                 let full = page.count == 1000 || page.reduce(0, { $0 + $1.frame.readableBytes }) >= Self.pageBytes
@@ -192,9 +199,11 @@ extension StreamSession {
         return through
     }
 
-    /// Writes an event frame, or adds it to the batch (sent when full, when the writer has
-    /// nothing more at hand, or before any other message, so the order is kept).
-    private func writeEvent(_ frame: ByteBuffer, _ writer: WebSocketFrameWriter) async throws {
+    /// Writes an event (a live one as the frame the feed made once), or adds it to the
+    /// `batchEvents` batch (sent when full, when the writer has nothing more at hand, or before
+    /// any other message, so the order is kept).
+    private func writeEvent(_ event: FeedEvent, _ writer: WebSocketFrameWriter) async throws {
+        let frame = event.frame
         let full: Bool? = self.batch.withLock { batch in
             guard batch.enabled else { return nil }
             batch.frames.append(frame)
@@ -202,7 +211,12 @@ extension StreamSession {
             return batch.frames.count >= 256 || batch.bytes >= 64 << 10
         }
         switch full {
-        case nil: try await self.send(frame, writer)
+        case nil:
+            if let wire = event.wire {
+                try await writer.send(framed: wire)
+            } else {
+                try await self.send(frame, writer)
+            }
         case true?: try await self.flush(writer)
         case false?: break
         }

@@ -52,6 +52,8 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
     let outbox: StreamOutbox
     let state: Mutex<State>
     let connection: WebSocketConnection
+    /// Outbox items the writer takes under one lock at most.
+    static let itemsPerBatch = 256
     let batch = Mutex(Batch())
 
     /// The most frame bytes one page read from the log holds (at least one event).
@@ -86,8 +88,8 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
 
     // MARK: FeedListener
 
-    func offer(_ event: FeedEvent) {
-        self.outbox.offer(event)
+    func offer(_ events: [FeedEvent]) {
+        self.outbox.offer(events)
     }
 
     func offerGap(from: Int64, to: Int64) {
@@ -101,7 +103,7 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
     // MARK: The connection
 
     /// Runs the connection until the client leaves or breaks the protocol.
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: (any Channel)?) async {
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel) async {
         FanoutMetrics.connections.increment(by: 1)
         defer { FanoutMetrics.connections.decrement(by: 1) }
         await self.connection.run(inbound: inbound, outbound: outbound, channel: channel, handler: self)

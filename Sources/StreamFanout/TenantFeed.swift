@@ -7,8 +7,9 @@ import Synchronization
 
 /// Something that takes a tenant's events in seq order: a connection.
 protocol FeedListener: AnyObject, Sendable {
-    /// The next event of the tenant (every one, in seq order, without gaps).
-    func offer(_ event: FeedEvent)
+    /// The next events of the tenant (every one, in seq order, without gaps): what one NATS
+    /// batch brought, the same array for every listener.
+    func offer(_ events: [FeedEvent])
     /// Events `from...to` were committed but cannot be delivered (the log was unreachable for
     /// their back-fill).
     func offerGap(from: Int64, to: Int64)
@@ -33,7 +34,12 @@ final class TenantFeed: Sendable {
     private struct State {
         /// The last seq handed to listeners; nil until the feed has read the log's head.
         var head: Int64?
-        var listeners: [ObjectIdentifier: any FeedListener] = [:]
+        var listeners: [ObjectIdentifier: any FeedListener] = [:] {
+            didSet { self.snapshot = nil }
+        }
+        /// The listeners as an array, made again after a join or a leave, for delivery (each
+        /// batch takes it as it is: no copy per batch).
+        var snapshot: [any FeedListener]?
         var waiting: [Waiter] = []
         var failure: (any Error)?
         /// The head at the hub's previous tail check.
@@ -111,28 +117,45 @@ final class TenantFeed: Sendable {
         }
         for waiter in waiting { waiter.continuation.resume(returning: head) }
 
-        for await message in subscription {
-            guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else {
-                self.logger.warning("undecodable envelope on the live feed", metadata: ["subject": "\(message.subject)"])
-                continue
-            }
-            // The subject is the tenant's; an envelope naming another tenant was not published
-            // by ingest for this one.
-            guard envelope.tenantID == self.tenant else {
-                self.logger.warning(
-                    "an envelope of another tenant on this tenant's subject, dropped",
-                    metadata: ["subject": "\(message.subject)", "tenant": "\(envelope.tenantID)"]
-                )
-                continue
-            }
-            let event = FeedEvent(envelope)
-            await self.serializer.run {
-                switch FeedContiguity.step(head: self.head, seq: event.seq) {
-                case .drop: return
-                case .deliver: break
-                case .backfillThenDeliver(let from, let to): await self.backfill(from: from, to: to)
+        for await messages in subscription.batches {
+            var events: [FeedEvent] = []
+            events.reserveCapacity(messages.count)
+            for message in messages {
+                guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else {
+                    self.logger.warning("undecodable envelope on the live feed", metadata: ["subject": "\(message.subject)"])
+                    continue
                 }
-                self.deliver(event)
+                // The subject is the tenant's; an envelope naming another tenant was not published
+                // by ingest for this one.
+                guard envelope.tenantID == self.tenant else {
+                    self.logger.warning(
+                        "an envelope of another tenant on this tenant's subject, dropped",
+                        metadata: ["subject": "\(message.subject)", "tenant": "\(envelope.tenantID)"]
+                    )
+                    continue
+                }
+                events.append(FeedEvent(envelope))
+            }
+            guard !events.isEmpty else { continue }
+            await self.serializer.run {
+                // The batch's deliverable events go to the listeners together; a back-fill
+                // goes between what came before it and the event that revealed it.
+                var ready: [FeedEvent] = []
+                ready.reserveCapacity(events.count)
+                for event in events {
+                    switch FeedContiguity.step(head: ready.last?.seq ?? self.head, seq: event.seq) {
+                    case .drop:
+                        continue
+                    case .deliver:
+                        break
+                    case .backfillThenDeliver(let from, let to):
+                        self.deliver(ready)
+                        ready.removeAll()
+                        await self.backfill(from: from, to: to)
+                    }
+                    ready.append(event)
+                }
+                self.deliver(ready)
             }
         }
         // The subscription ended (the connection closed or drained): the listeners must go
@@ -167,12 +190,17 @@ final class TenantFeed: Sendable {
         }
     }
 
-    private func deliver(_ event: FeedEvent) {
+    /// Hands `events` (in seq order, following the head) to every listener.
+    private func deliver(_ events: [FeedEvent]) {
+        guard let last = events.last else { return }
         let listeners = self.state.withLock { state in
-            state.head = event.seq
-            return Array(state.listeners.values)
+            state.head = last.seq
+            if let snapshot = state.snapshot { return snapshot }
+            let snapshot = Array(state.listeners.values)
+            state.snapshot = snapshot
+            return snapshot
         }
-        for listener in listeners { listener.offer(event) }
+        for listener in listeners { listener.offer(events) }
     }
 
     private func backfill(from: Int64, to: Int64) async {
@@ -187,7 +215,7 @@ final class TenantFeed: Sendable {
                     limit: 1000,
                     maxBytes: StreamSession.pageBytes
                 )
-                for index in backfill.take(page.map(\.seq)) { self.deliver(page[index]) }
+                self.deliver(backfill.take(page.map(\.seq)).map { page[$0] })
                 self.backfilled.increment(by: page.count)
             }
         } catch {

@@ -31,9 +31,9 @@ struct StreamOutboxTests {
     @Test("events after the subscription's head, matching its filter, in order; each says what it follows")
     func queued() {
         let outbox = StreamOutbox(maxEvents: 10, maxBytes: 1 << 20)
-        outbox.offer(Self.event(1))  // before any subscription: dropped
+        outbox.offer([Self.event(1)])  // before any subscription: dropped
         outbox.subscribe(StreamFilter(agentIDs: ["a1"]), head: 5, generation: 1)
-        for seq in 4...8 { outbox.offer(Self.event(Int64(seq), agent: seq == 7 ? "a2" : "a1")) }
+        for seq in 4...8 { outbox.offer([Self.event(Int64(seq), agent: seq == 7 ? "a2" : "a1")]) }
         let events = Self.drain(outbox).compactMap { item -> String? in
             guard case .event(let event, let after, let generation) = item else { return nil }
             return "\(event.seq)/\(after)/\(generation)"
@@ -47,7 +47,7 @@ struct StreamOutboxTests {
         for (maxEvents, maxBytes) in [(3, 1 << 20), (100, 500)] {
             let outbox = StreamOutbox(maxEvents: maxEvents, maxBytes: maxBytes)
             outbox.subscribe(.everything, head: 0, generation: 1)
-            for seq in 1...20 { outbox.offer(Self.event(Int64(seq), bytes: 100)) }
+            for seq in 1...20 { outbox.offer([Self.event(Int64(seq), bytes: 100)]) }
             let items = Self.drain(outbox)
             let queued = items.filter { if case .event = $0 { true } else { false } }.count
             #expect(queued < 20)
@@ -57,7 +57,7 @@ struct StreamOutboxTests {
             }
             #expect(generation == 1)
             #expect(outbox.caughtUp() == 20)
-            outbox.offer(Self.event(21))
+            outbox.offer([Self.event(21)])
             guard case .event(let event, let after, _)? = outbox.poll() else {
                 Issue.record("nothing queued after the catch-up")
                 continue
@@ -70,9 +70,9 @@ struct StreamOutboxTests {
     func ordering() {
         let outbox = StreamOutbox(maxEvents: 10, maxBytes: 1 << 20)
         outbox.subscribe(.everything, head: 0, generation: 2)
-        outbox.offer(Self.event(1))
+        outbox.offer([Self.event(1)])
         outbox.offerGap(from: 2, to: 4)
-        outbox.offer(Self.event(5))
+        outbox.offer([Self.event(5)])
         outbox.send(ByteBuffer(string: "ack"))
         outbox.ping()
         outbox.ping()
@@ -86,7 +86,7 @@ struct StreamOutboxTests {
             }
         }
         #expect(items == ["control:ack", "ping", "event:1", "gap:2-4", "event:5"])
-        outbox.offer(Self.event(6))
+        outbox.offer([Self.event(6)])
         outbox.close()
         guard case .closed? = outbox.poll() else {
             Issue.record("a closed outbox must say so first")
@@ -100,7 +100,7 @@ struct StreamOutboxTests {
         outbox.subscribe(.everything, head: 0, generation: 1)
         async let next = outbox.next()
         try? await Task.sleep(for: .milliseconds(50))
-        outbox.offer(Self.event(1))
+        outbox.offer([Self.event(1)])
         guard case .event(let event, _, _) = await next else {
             Issue.record("the waiting writer got something else")
             return

@@ -49,6 +49,31 @@ public struct NATSSubscription: AsyncSequence, Sendable {
         natsSubscription_Drain(self.handle.pointer)
     }
 
+    /// The same messages, each batch holding what had arrived when the consumer asked (one
+    /// wake-up per batch): for consumers that handle a burst at once.
+    public var batches: Batches { Batches(handle: self.handle, buffer: self.buffer) }
+
+    /// The subscription's messages in batches, in order; never an empty batch.
+    public struct Batches: AsyncSequence, Sendable {
+        public typealias Element = [NATSMessage]
+        let handle: NATSSubscriptionHandle
+        let buffer: SubscriptionBuffer
+
+        public func makeAsyncIterator() -> AsyncIterator {
+            AsyncIterator(handle: self.handle, buffer: self.buffer)
+        }
+
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            /// Held so that iterating keeps the subscription alive even when the sequence is gone.
+            let handle: NATSSubscriptionHandle
+            let buffer: SubscriptionBuffer
+
+            public mutating func next() async -> [NATSMessage]? {
+                await self.buffer.next()
+            }
+        }
+    }
+
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(handle: self.handle, buffer: self.buffer)
     }

@@ -34,7 +34,7 @@ extension WebSocketProtocolHandler {
 /// One WebSocket connection, whatever its protocol: a reader task and a writer, a close that
 /// happens once with one reason, message size and count budgets, invalid-message budget,
 /// pings, liveness and the stall check (visited by ``WebSocketHeartbeats``), and a writer
-/// that flushes once per batch of ready messages.
+/// that frames its messages itself and hands each batch of them to the socket at once.
 ///
 /// The writer runs in the connection's task and the reader in one child task (a task is memory
 /// per connection): the reader ending stops the protocol's queue, which ends the writer; the
@@ -76,12 +76,12 @@ public final class WebSocketConnection: Heartbeating, Sendable {
 
     /// Runs the connection until the client leaves, breaks a limit or the protocol closes it;
     /// then sends the close frame with the first reason given.
-    /// - Parameter channel: the connection's channel, to batch the writer's flushes (`nil`:
-    ///   a flush per message).
+    /// - Parameter channel: the connection's channel: the writer writes its frames to it
+    ///   directly; `outbound` sends the close frame.
     public func run(
         inbound: WebSocketInboundStream,
         outbound: WebSocketOutboundWriter,
-        channel: (any Channel)?,
+        channel: any Channel,
         handler: some WebSocketProtocolHandler
     ) async {
         self.state.withLock { state in
@@ -97,11 +97,14 @@ public final class WebSocketConnection: Heartbeating, Sendable {
             }
             self.heartbeats.remove(self)
         }
-        var batcher: FlushBatcher?
-        if let channel {
-            batcher = try? await FlushBatcher.install(on: channel)
+        let wire: WebSocketWireHandler
+        do {
+            wire = try await WebSocketWireHandler.install(on: channel)
+        } catch {
+            self.logger.warning("WebSocket connection without a frame encoder", metadata: ["error": "\(String(reflecting: error))"])
+            return
         }
-        let writer = WebSocketFrameWriter(outbound: outbound, connection: self, batcher: batcher)
+        let writer = WebSocketFrameWriter(wire: wire, connection: self)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await self.readLoop(inbound, handler: handler)

@@ -1,0 +1,143 @@
+import NIOCore
+import NIOWebSocket
+import Synchronization
+
+/// A connection's way to the socket that bypasses Hummingbird's WebSocket writer: frames
+/// already encoded are written from the event loop in batches (one `execute`, N writes, one
+/// flush), and the writer waits only when the channel is full.
+///
+/// It sits just before NIO's `WebSocketFrameEncoder` (nearer the socket), so what it writes
+/// passes anything below (TLS), and what Hummingbird writes (pongs, the close frame) passes
+/// it. Frames written in one batch are contiguous on the wire.
+final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    enum WireError: Error {
+        case closed
+    }
+
+    private struct State {
+        /// Bytes handed to the event loop that it has not written into the channel yet.
+        var submitted = 0
+        var writable = true
+        var closed = false
+        var waiter: CheckedContinuation<Void, any Error>?
+
+        /// Whether the writer may hand over more: the channel below its high-water mark and no
+        /// more than ``maxSubmitted`` on their way to it.
+        var isReady: Bool { self.closed || (self.writable && self.submitted < WebSocketWireHandler.maxSubmitted) }
+
+        mutating func takeWaiter() -> CheckedContinuation<Void, any Error>? {
+            guard self.isReady, let waiter = self.waiter else { return nil }
+            self.waiter = nil
+            return waiter
+        }
+    }
+
+    /// Bytes on their way to the channel before the writer waits.
+    static let maxSubmitted = 256 << 10
+
+    private let state = Mutex(State())
+    private let eventLoop: any EventLoop
+    /// Set and used on the event loop only.
+    private var context: ChannelHandlerContext?
+
+    private init(eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    /// Adds a handler to `channel`'s pipeline, just before its WebSocket frame encoder.
+    static func install(on channel: any Channel) async throws -> WebSocketWireHandler {
+        try await channel.eventLoop.submit {
+            try Self.install(on: channel.pipeline.syncOperations, eventLoop: channel.eventLoop)
+        }.get()
+    }
+
+    /// The same, on the event loop.
+    static func install(on pipeline: ChannelPipeline.SynchronousOperations, eventLoop: any EventLoop) throws -> WebSocketWireHandler {
+        let handler = WebSocketWireHandler(eventLoop: eventLoop)
+        try pipeline.addHandler(handler, position: .before(try pipeline.handler(type: WebSocketFrameEncoder.self)))
+        return handler
+    }
+
+    /// Writes `frames` (whole encoded frames, `bytes` in all) and flushes once, on the event
+    /// loop. Throws once the channel is closed.
+    func submit(_ frames: [ByteBuffer], bytes: Int) throws {
+        try self.state.withLock { state in
+            if state.closed { throw WireError.closed }
+            state.submitted += bytes
+        }
+        self.eventLoop.execute {
+            if let context = self.context {
+                for frame in frames { context.write(self.wrapOutboundOut(frame), promise: nil) }
+                context.flush()
+            }
+            let waiter = self.state.withLock { state in
+                state.submitted -= bytes
+                return state.takeWaiter()
+            }
+            waiter?.resume()
+        }
+    }
+
+    /// Whether ``ready()`` would return without waiting; throws once the channel is closed.
+    func readyNow() throws -> Bool {
+        try self.state.withLock { state in
+            if state.closed { throw WireError.closed }
+            return state.isReady
+        }
+    }
+
+    /// Returns when the writer may hand over more; throws once the channel is closed.
+    func ready() async throws {
+        if try self.readyNow() { return }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let now: Result<Void, any Error>? = self.state.withLock { state in
+                if state.closed { return .failure(WireError.closed) }
+                if state.isReady { return .success(()) }
+                state.waiter = continuation
+                return nil
+            }
+            if let now { continuation.resume(with: now) }
+        }
+    }
+
+    private func end() {
+        let waiter = self.state.withLock { state in
+            state.closed = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(throwing: WireError.closed)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let writable = context.channel.isWritable
+        self.state.withLock { $0.writable = writable }
+        if !context.channel.isActive { self.end() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        self.end()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.end()
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        let writable = context.channel.isWritable
+        let waiter = self.state.withLock { state in
+            state.writable = writable
+            return state.takeWaiter()
+        }
+        waiter?.resume()
+        context.fireChannelWritabilityChanged()
+    }
+}

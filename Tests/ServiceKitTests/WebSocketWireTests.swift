@@ -1,0 +1,82 @@
+import NIOCore
+import NIOEmbedded
+import NIOWebSocket
+import Testing
+
+@testable import ServiceKit
+
+@Suite("A connection's frames written straight to its channel: framed as NIO frames them, a batch in one flush, waits only while the channel is full")
+struct WebSocketWireTests {
+    /// What NIO's own encoder writes for a final, unmasked frame.
+    private func nioFrame(_ opcode: WebSocketOpcode, _ payload: ByteBuffer) throws -> [UInt8] {
+        let channel = EmbeddedChannel(handler: WebSocketFrameEncoder())
+        try channel.writeOutbound(WebSocketFrame(fin: true, opcode: opcode, data: payload))
+        var bytes: [UInt8] = []
+        while var buffer = try channel.readOutbound(as: ByteBuffer.self) { bytes += buffer.readBytes(length: buffer.readableBytes) ?? [] }
+        return bytes
+    }
+
+    @Test("text and ping frames are byte for byte NIO's, at every length class", arguments: [0, 1, 125, 126, 127, 65_535, 65_536, 70_000])
+    func framing(length: Int) throws {
+        let payload = ByteBuffer(bytes: (0..<length).map { UInt8(truncatingIfNeeded: $0) })
+        var ours = WebSocketFraming.text(payload)
+        #expect(ours.readBytes(length: ours.readableBytes) == (try self.nioFrame(.text, payload)))
+        #expect(WebSocketFraming.headerLength(payload: length) + length == (try self.nioFrame(.text, payload)).count)
+        if length <= 125 {
+            var ping = ByteBuffer()
+            WebSocketFraming.writeHeader(.ping, payload: length, into: &ping)
+            ping.writeImmutableBuffer(payload)
+            #expect(ping.readBytes(length: ping.readableBytes) == (try self.nioFrame(.ping, payload)))
+        }
+    }
+
+    private func wiredChannel() async throws -> (EmbeddedChannel, WebSocketWireHandler) {
+        let channel = EmbeddedChannel(handler: WebSocketFrameEncoder())
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
+        return (channel, try WebSocketWireHandler.install(on: channel.pipeline.syncOperations, eventLoop: channel.eventLoop))
+    }
+
+    @Test("a batch goes out in its order with one flush, below the frame encoder")
+    func batch() async throws {
+        let (channel, wire) = try await self.wiredChannel()
+        try wire.submit([ByteBuffer(string: "a"), ByteBuffer(string: "b"), ByteBuffer(string: "c")], bytes: 3)
+        channel.embeddedEventLoop.run()
+        var written: [String] = []
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { written.append(String(buffer: buffer)) }
+        #expect(written == ["a", "b", "c"])
+        #expect(try wire.readyNow())
+        // What Hummingbird writes (a frame for the encoder) still passes.
+        try channel.writeOutbound(WebSocketFrame(fin: true, opcode: .pong, data: ByteBuffer()))
+        #expect(try channel.readOutbound(as: ByteBuffer.self) != nil)
+    }
+
+    @Test("the writer waits while the channel is full, goes on when it drains, and fails once it closes")
+    func backpressure() async throws {
+        let (channel, wire) = try await self.wiredChannel()
+        channel.isWritable = false
+        channel.pipeline.fireChannelWritabilityChanged()
+        #expect(try !wire.readyNow())
+        let waiting = Task { try await wire.ready() }
+        try await Task.sleep(for: .milliseconds(50))
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        try await waiting.value
+
+        channel.isWritable = false
+        channel.pipeline.fireChannelWritabilityChanged()
+        let failing = Task { try await wire.ready() }
+        try await Task.sleep(for: .milliseconds(50))
+        try await channel.close()
+        await #expect(throws: WebSocketWireHandler.WireError.self) { try await failing.value }
+        #expect(throws: WebSocketWireHandler.WireError.self) { try wire.submit([ByteBuffer(string: "late")], bytes: 4) }
+    }
+
+    @Test("bytes handed over but not yet written count against the channel: past the bound the writer waits for the event loop")
+    func submittedBound() async throws {
+        let (channel, wire) = try await self.wiredChannel()
+        try wire.submit([ByteBuffer(repeating: 0, count: WebSocketWireHandler.maxSubmitted)], bytes: WebSocketWireHandler.maxSubmitted)
+        #expect(try !wire.readyNow())
+        channel.embeddedEventLoop.run()
+        #expect(try wire.readyNow())
+    }
+}
