@@ -251,8 +251,8 @@ let package = Package(
         .executableTarget(
             name: "SwarmdeckBench",
             dependencies: [
-                "APNs", "APNsLocal", "ApprovalsContract", "CNATS", "Contracts", "ControlAPIContract", "EventLog", "OTLP", "ServiceKit",
-                "SwarmdeckTools",
+                "APNs", "APNsLocal", "ApprovalsContract", "CNATS", "Contracts", "ControlAPIContract", "EventLog", "OTLP", "PlainWebSocket",
+                "ServiceKit", "SwarmdeckTools",
                 "TelemetryRelay", "TerminalBroker", hummingbird, swiftProtobuf,
                 argumentParser, asyncHTTPClient, crypto, hummingbirdWSClient, logging, nioCore, nioHTTP1, nioSSL, openAPIAsyncHTTPClient,
                 openAPIRuntime, postgresNIO,
@@ -277,8 +277,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "PlainWebSocket",
+            dependencies: [crypto, nioCore, nioPosix, nioWebSocket],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "StreamTestSupport",
-            dependencies: ["ServiceKit", crypto, nioCore, nioPosix, nioWebSocket],
+            dependencies: ["PlainWebSocket", "ServiceKit", nioCore],
             path: "Tests/StreamTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -294,8 +299,8 @@ let package = Package(
         .testTarget(
             name: "FanoutTests",
             dependencies: [
-                "Contracts", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration, hummingbird,
-                hummingbirdTesting, hummingbirdWebSocket, logging, nioCore, nioPosix, postgresNIO,
+                "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration,
+                hummingbird, hummingbirdTesting, hummingbirdWebSocket, logging, nioCore, nioPosix, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
@@ -346,8 +351,8 @@ let package = Package(
         .testTarget(
             name: "TerminalBrokerTests",
             dependencies: [
-                "AnthropicLocal", "Contracts", "ControlAPI", "Ingest", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TerminalBroker",
-                "TestSupport", crypto, hummingbird, hummingbirdTesting, logging, nioCore, nioPosix, nioSSH, postgresNIO,
+                "AnthropicLocal", "Contracts", "ControlAPI", "Ingest", "PlainWebSocket", "ServiceKit", "StreamTestSupport", "SwarmdeckTools",
+                "TerminalBroker", "TestSupport", crypto, hummingbird, hummingbirdTesting, logging, nioCore, nioPosix, nioSSH, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
@@ -365,7 +370,7 @@ let package = Package(
             name: "ServiceKitTests",
             dependencies: [
                 "CNATS", "Contracts", "ServiceKit", "TestSupport", configuration, hummingbird, hummingbirdTesting, jwtKit, logging,
-                nioCore, nioEmbedded, postgresNIO,
+                nioCore, nioEmbedded, nioWebSocket, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

@@ -5,16 +5,17 @@ import NIOPosix
 public import NIOWebSocket
 import Synchronization
 
-/// A WebSocket client for the tests (RFC 6455, `ws://` only): the handshake and the frames are
-/// read from one ordered stream of bytes, so what a server sends right after its 101 and its
-/// close of the connection arrive in the order they were sent.
+/// The project's own WebSocket client, for the tests and the benchmarks (RFC 6455, `ws://`
+/// only): the handshake and the frames are read from one ordered stream of bytes, so what a
+/// server sends right after its 101 and its close of the connection arrive in the order they
+/// were sent, and a refused upgrade is an error at once (``ClientError/notUpgraded(status:)``).
 ///
 /// HummingbirdWSClient lost them when the server closed the connection while the client's
 /// upgrade was still setting up its pipeline (the typed upgrader buffers the frames but not the
 /// end of input): the handler then waited forever for frames that had come. A server is allowed
 /// to close first (RFC 6455 §7.1.1); browsers, the phone's URLSession and a raw socket read
-/// those frames, so the tests' client must too.
-public enum TestWebSocket {
+/// those frames, so the tests' and the benchmarks' client must too.
+public enum PlainWebSocket {
     /// The server's close frame.
     public struct Close: Sendable {
         public let closeCode: WebSocketErrorCode
@@ -93,13 +94,13 @@ public enum TestWebSocket {
     }
 
     private static func parse(_ url: String) throws -> (host: String, port: Int, target: String) {
-        guard url.hasPrefix("ws://") else { throw TestWebSocket.ClientError.badURL(url) }
+        guard url.hasPrefix("ws://") else { throw PlainWebSocket.ClientError.badURL(url) }
         let rest = url.dropFirst("ws://".count)
         let authority = rest.prefix { $0 != "/" && $0 != "?" }
         var target = String(rest.dropFirst(authority.count))
         if !target.hasPrefix("/") { target = "/" + target }
         let parts = authority.split(separator: ":", maxSplits: 1)
-        guard let host = parts.first, let port = parts.count == 2 ? Int(parts[1]) : 80 else { throw TestWebSocket.ClientError.badURL(url) }
+        guard let host = parts.first, let port = parts.count == 2 ? Int(parts[1]) : 80 else { throw PlainWebSocket.ClientError.badURL(url) }
         return (String(host), port, target)
     }
 
@@ -200,16 +201,18 @@ public enum TestWebSocket {
                     let head = self.buffer.readString(length: end.upperBound - view.startIndex) ?? ""
                     let lines = head.split(separator: "\r\n")
                     let status = String(lines.first ?? "")
-                    guard status.split(separator: " ").dropFirst().first == "101" else { throw TestWebSocket.ClientError.notUpgraded(status: status) }
+                    guard status.split(separator: " ").dropFirst().first == "101" else {
+                        throw PlainWebSocket.ClientError.notUpgraded(status: status)
+                    }
                     let accept = lines.dropFirst().first { $0.lowercased().hasPrefix("sec-websocket-accept:") }
                         .map { $0.drop { $0 != ":" }.dropFirst().trimmingCharacters(in: .whitespaces) }
-                    guard accept == TestWebSocket.acceptValue(for: key) else {
-                        throw TestWebSocket.ClientError.badHandshake("Sec-WebSocket-Accept \(accept ?? "missing")")
+                    guard accept == PlainWebSocket.acceptValue(for: key) else {
+                        throw PlainWebSocket.ClientError.badHandshake("Sec-WebSocket-Accept \(accept ?? "missing")")
                     }
                     return
                 }
-                guard self.buffer.readableBytes < 16384 else { throw TestWebSocket.ClientError.badHandshake("a response head of over 16 KB") }
-                guard try await self.fill() else { throw TestWebSocket.ClientError.badHandshake("the connection ended before the response head") }
+                guard self.buffer.readableBytes < 16384 else { throw PlainWebSocket.ClientError.badHandshake("a response head of over 16 KB") }
+                guard try await self.fill() else { throw PlainWebSocket.ClientError.badHandshake("the connection ended before the response head") }
             }
         }
 
@@ -218,7 +221,7 @@ public enum TestWebSocket {
             while true {
                 if let frame = try self.parseFrame() { return frame }
                 guard try await self.fill() else {
-                    guard self.buffer.readableBytes == 0 else { throw TestWebSocket.ClientError.badFrame("the connection ended inside a frame") }
+                    guard self.buffer.readableBytes == 0 else { throw PlainWebSocket.ClientError.badFrame("the connection ended inside a frame") }
                     return nil
                 }
             }
@@ -233,10 +236,10 @@ public enum TestWebSocket {
                 length = Int(extended)
             } else if length == 127 {
                 guard let extended = peek.readInteger(as: UInt64.self) else { return nil }
-                guard extended <= UInt64(self.maxMessageBytes) else { throw TestWebSocket.ClientError.messageTooLarge(self.maxMessageBytes) }
+                guard extended <= UInt64(self.maxMessageBytes) else { throw PlainWebSocket.ClientError.messageTooLarge(self.maxMessageBytes) }
                 length = Int(extended)
             }
-            guard length <= self.maxMessageBytes else { throw TestWebSocket.ClientError.messageTooLarge(self.maxMessageBytes) }
+            guard length <= self.maxMessageBytes else { throw PlainWebSocket.ClientError.messageTooLarge(self.maxMessageBytes) }
             var mask: [UInt8]?
             if second & 0x80 != 0 {
                 guard let key = peek.readBytes(length: 4) else { return nil }
@@ -247,13 +250,20 @@ public enum TestWebSocket {
                 data = ByteBuffer(bytes: data.readableBytesView.enumerated().map { $0.element ^ mask[$0.offset % 4] })
             }
             guard let opcode = WebSocketOpcode(encodedWebSocketOpcode: first & 0x0F) else {
-                throw TestWebSocket.ClientError.badFrame("opcode \(first & 0x0F)")
+                throw PlainWebSocket.ClientError.badFrame("opcode \(first & 0x0F)")
             }
             self.buffer = peek
             return (first & 0x80 != 0, opcode, data)
         }
 
         public func next() async throws -> Message? {
+            guard let (opcode, data) = try await self.nextPayload() else { return nil }
+            return opcode == .text ? .text(String(buffer: data)) : .binary(data)
+        }
+
+        /// The next data message as its opcode (`.text` or `.binary`) and bytes, without
+        /// decoding them: a slice of what was read, for readers that count rather than parse.
+        public func nextPayload() async throws -> (WebSocketOpcode, ByteBuffer)? {
             guard self.close == nil else { return nil }
             while let (fin, opcode, data) = try await self.nextFrame() {
                 switch opcode {
@@ -264,7 +274,7 @@ public enum TestWebSocket {
                 case .connectionClose:
                     var data = data
                     guard data.readableBytes != 1, data.readableBytes <= 125, fin else {
-                        throw TestWebSocket.ClientError.badFrame("a close frame of \(data.readableBytes) bytes")
+                        throw PlainWebSocket.ClientError.badFrame("a close frame of \(data.readableBytes) bytes")
                     }
                     // 1005: the frame had no code (RFC 6455 §7.1.5).
                     let code = data.readWebSocketErrorCode() ?? .unknown(1005)
@@ -275,30 +285,26 @@ public enum TestWebSocket {
                     try? await self.outbound.close(code == .unknown(1005) ? .normalClosure : code)
                     return nil
                 case .text, .binary:
-                    guard self.fragments == nil else { throw TestWebSocket.ClientError.badFrame("a new message inside a fragmented one") }
-                    if fin { return Self.message(opcode, data) }
+                    guard self.fragments == nil else { throw PlainWebSocket.ClientError.badFrame("a new message inside a fragmented one") }
+                    if fin { return (opcode, data) }
                     self.fragments = (opcode, data)
                 case .continuation:
-                    guard var fragments = self.fragments else { throw TestWebSocket.ClientError.badFrame("a continuation with no message") }
+                    guard var fragments = self.fragments else { throw PlainWebSocket.ClientError.badFrame("a continuation with no message") }
                     var data = data
                     fragments.data.writeBuffer(&data)
                     guard fragments.data.readableBytes <= self.maxMessageBytes else {
-                        throw TestWebSocket.ClientError.messageTooLarge(self.maxMessageBytes)
+                        throw PlainWebSocket.ClientError.messageTooLarge(self.maxMessageBytes)
                     }
                     if fin {
                         self.fragments = nil
-                        return Self.message(fragments.opcode, fragments.data)
+                        return (fragments.opcode, fragments.data)
                     }
                     self.fragments = fragments
                 default:
-                    throw TestWebSocket.ClientError.badFrame("opcode \(opcode)")
+                    throw PlainWebSocket.ClientError.badFrame("opcode \(opcode)")
                 }
             }
             return nil
-        }
-
-        private static func message(_ opcode: WebSocketOpcode, _ data: ByteBuffer) -> Message {
-            opcode == .text ? .text(String(buffer: data)) : .binary(data)
         }
     }
 }

@@ -2,9 +2,9 @@ import ArgumentParser
 import AsyncHTTPClient
 import Contracts
 import Foundation
-import HummingbirdWSClient
 import Logging
 import NIOCore
+import PlainWebSocket
 import ServiceKit
 import SwarmdeckTools
 import Synchronization
@@ -58,29 +58,51 @@ struct FanoutBench: AsyncParsableCommand {
     @Option(help: "Then run stream-fanout again beside this many clients that subscribe and never read, to compare the others' latency.")
     var slowClients = 0
 
-    @Flag(help: "Subscribe with batchEvents (several events per WebSocket message when they queue up).")
-    var batchEvents = false
+    @Option(
+        help:
+            "stream-fanout's modes to run, comma-separated: single (one event per WebSocket message) and batched (batchEvents: several per message when they queue up, as nats-server packs them)."
+    )
+    var modes = "single,batched"
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let token = self.token ?? environment["SWARMDECK_TOKEN"], let key = self.key ?? environment["SWARMDECK_INGEST_KEY"] else {
             throw ValidationError("need --token and --key (or source .swarmdeck/local.env)")
         }
-        let fanoutPID =
-            try self.fanoutPID ?? Int32(
-                String(contentsOfFile: ".swarmdeck/run/stream-fanout.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            ) ?? 0
+        let fanoutPID = self.fanoutPID ?? Self.pidFile("stream-fanout")
         let counts = self.clients.split(separator: ",").compactMap { Int($0) }
+        let modes = self.modes.split(separator: ",").map { $0 == "batched" }
+        guard !modes.isEmpty, self.modes.split(separator: ",").allSatisfy({ $0 == "single" || $0 == "batched" }) else {
+            throw ValidationError("--modes takes single, batched or both")
+        }
         let nats = try NATSWebSocketServer(binary: self.natsServer)
         defer { nats.stop() }
         for count in counts {
-            let (fanout, head) = try await self.fanoutRun(clients: count, token: token, key: key, pid: fanoutPID)
-            print(fanout.printed(self.batchEvents ? "stream-fanout (batchEvents)" : "stream-fanout", clients: count))
+            var fanout: [(batched: Bool, report: Report)] = []
+            var head: Int64 = 0
+            for batched in modes {
+                let (report, last) = try await self.fanoutRun(clients: count, batched: batched, token: token, key: key, pid: fanoutPID)
+                print(report.printed(batched ? "stream-fanout (batchEvents)" : "stream-fanout", clients: count))
+                fanout.append((batched, report))
+                head = last
+            }
             let reference = try await self.natsRun(clients: count, server: nats)
             print(reference.printed("nats-server ws", clients: count))
-            print(String(format: "ratio stream-fanout/nats-server ws (delivered msgs/s, %d clients): %.2f", count, fanout.rate / reference.rate))
+            for (batched, report) in fanout {
+                print(
+                    String(
+                        format: "ratio stream-fanout%@/nats-server ws, %d clients: delivered msgs/s %.2f; server CPU per delivered message %.2f",
+                        batched ? " (batchEvents)" : "",
+                        count,
+                        report.rate / reference.rate,
+                        report.serverCPUPerMessage / reference.serverCPUPerMessage
+                    )
+                )
+            }
             if head > 10_000, self.resumes > 0 {
-                print(try await self.resumeRun(token: token, head: head))
+                for batched in modes {
+                    print(try await self.resumeRun(token: token, head: head, batched: batched))
+                }
             }
             if self.slowClients > 0 {
                 let subscribe = StreamClientMessage(type: "subscribe", filters: .init(swarmIds: ["bench"]), maxEventsPerSecond: 10_000).json
@@ -93,17 +115,24 @@ struct FanoutBench: AsyncParsableCommand {
                         reads: false
                     )
                 }
-                let (beside, _) = try await self.fanoutRun(clients: count, token: token, key: key, pid: fanoutPID)
+                let (beside, _) = try await self.fanoutRun(clients: count, batched: modes[0], token: token, key: key, pid: fanoutPID)
                 print(beside.printed("stream-fanout beside \(self.slowClients) clients that never read", clients: count))
                 await slow.close()
             }
         }
     }
 
+    /// The pid in the local stack's `.swarmdeck/run/<name>.pid`, or 0.
+    static func pidFile(_ name: String) -> Int32 {
+        (try? String(contentsOfFile: ".swarmdeck/run/\(name).pid", encoding: .utf8)).flatMap {
+            Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        } ?? 0
+    }
+
     // MARK: resume
 
     /// Connect, subscribe with `lastEventId` 10000 behind the head, time until the head arrives.
-    private func resumeRun(token: String, head: Int64) async throws -> String {
+    private func resumeRun(token: String, head: Int64, batched: Bool) async throws -> String {
         var times: [Duration] = []
         for _ in 0..<self.resumes {
             let started = ContinuousClock.now
@@ -111,25 +140,31 @@ struct FanoutBench: AsyncParsableCommand {
                 type: "subscribe",
                 lastEventId: .init(seq: head - 10_000),
                 maxEventsPerSecond: 10_000,
-                batchEvents: self.batchEvents
+                batchEvents: batched
             ).json
-            try await WebSocketClient.connect(
-                url: self.fanoutURL + "/v1/stream?protocol=1",
-                configuration: .bearer(token, maxFrameSize: 1 << 20),
-                logger: Logger(label: "bench")
-            ) { inbound, outbound, _ in
-                try await outbound.write(.text(message))
-                let marker = Array(#"{"seq":\#(head),"#.utf8)
-                for try await frame in inbound where frame.data.readableBytesView.firstRange(of: marker) != nil {
-                    return
+            let marker = Array(#"{"seq":\#(head),"#.utf8)
+            var found = false
+            let close = try await PlainWebSocket.connect(url: self.fanoutURL + "/v1/stream?protocol=1", bearer: token, closeTimeout: .seconds(1)) {
+                inbound,
+                outbound in
+                try await outbound.write(text: message)
+                while let (_, data) = try await inbound.nextPayload() {
+                    if data.readableBytesView.firstRange(of: marker) != nil {
+                        found = true
+                        return
+                    }
                 }
+            }
+            guard found else {
+                throw ValidationError("a resume ended before the head: \(close.map { "\($0.closeCode) \($0.reason ?? "")" } ?? "no close")")
             }
             times.append(ContinuousClock.now - started)
         }
         let sorted = times.sorted()
         func ms(_ p: Double) -> Double { (sorted.atQuantile(p)?.seconds ?? 0) * 1000 }
         return String(
-            format: "resume to head with a 10000-event backlog (%d resumes, connect included): p50 %.1f ms, p99 %.1f ms",
+            format: "resume to head with a 10000-event backlog%@ (%d resumes, connect included): p50 %.1f ms, p99 %.1f ms",
+            batched ? " (batchEvents)" : "",
             sorted.count,
             ms(0.5),
             ms(0.99)
@@ -139,19 +174,26 @@ struct FanoutBench: AsyncParsableCommand {
     // MARK: stream-fanout
 
     /// The run's report and the last seq it wrote.
-    private func fanoutRun(clients: Int, token: String, key: String, pid: Int32) async throws -> (Report, Int64) {
+    private func fanoutRun(clients: Int, batched: Bool, token: String, key: String, pid: Int32) async throws -> (Report, Int64) {
         let board = Board(expected: clients * self.events)
         let rssBefore = Memory.rss(pid)
         let subscribe = StreamClientMessage(
             type: "subscribe",
             filters: .init(swarmIds: ["bench"]),
             maxEventsPerSecond: 10_000,
-            batchEvents: self.batchEvents
+            batchEvents: batched
         ).json
         let sessions = try await Connector.open(clients, board: board) {
             Connection(url: self.fanoutURL + "/v1/stream?protocol=1", token: token, hello: [subscribe], ready: #""type":"subscribed""#)
         }
-        let rssAfter = Memory.rss(pid)
+        let rssIdle = Memory.rss(pid)
+        // Every process of the path: the server, the clients (this process), and what feeds it.
+        let stackNATS = ProcessCPU.pids(named: "nats-server").filter { $0 != self.natsPIDToSkip }
+        let processes: [(String, [Int32])] = [
+            ("stream-fanout", [pid]), ("clients (bench)", [getpid()]), ("ingest", [Self.pidFile("ingest")]), ("nats-server", stackNATS),
+            ("postgres", ProcessCPU.pids(named: "postgres")),
+        ]
+        let cpuBefore = ProcessCPU.Sample(processes)
         // Drive the events through ingest, stamped with the time they are sent.
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
@@ -184,10 +226,17 @@ struct FanoutBench: AsyncParsableCommand {
             sent += items.count
         }
         try await http.shutdown()
-        let report = await board.finish(timeout: .seconds(120), memoryPerConnection: pid > 0 && clients > 0 ? (rssAfter - rssBefore) / clients : nil)
+        var report = await board.finish(timeout: .seconds(120))
+        report.cpu = ProcessCPU.Sample(processes).since(cpuBefore, order: processes.map(\.0))
+        if pid > 0, clients > 0 {
+            report.memory = (idle: (rssIdle - rssBefore) / clients, afterBurst: (Memory.rss(pid) - rssBefore) / clients)
+        }
         await sessions.close()
         return (report, head)
     }
+
+    /// The bench's own nats-server, not counted as the stack's.
+    private var natsPIDToSkip: Int32 { NATSWebSocketServer.current.withLock { $0 } }
 
     // MARK: nats-server's WebSocket listener
 
@@ -203,7 +252,9 @@ struct FanoutBench: AsyncParsableCommand {
                 ready: "PONG"
             )
         }
-        let rssAfter = Memory.rss(server.pid)
+        let rssIdle = Memory.rss(server.pid)
+        let processes: [(String, [Int32])] = [("nats-server ws", [server.pid]), ("clients and publisher (bench)", [getpid()])]
+        let cpuBefore = ProcessCPU.Sample(processes)
         let publisher = try await NATSConnection.connect(NATSConfiguration(servers: ["nats://127.0.0.1:\(server.clientPort)"], name: "bench"))
         let padding = String(repeating: "x", count: self.payload)
         board.start()
@@ -219,7 +270,11 @@ struct FanoutBench: AsyncParsableCommand {
             try publisher.publish(Array(payload.utf8), to: subject)
         }
         try await publisher.flush(timeout: .seconds(120))
-        let report = await board.finish(timeout: .seconds(120), memoryPerConnection: clients > 0 ? (rssAfter - rssBefore) / clients : nil)
+        var report = await board.finish(timeout: .seconds(120))
+        report.cpu = ProcessCPU.Sample(processes).since(cpuBefore, order: processes.map(\.0))
+        if clients > 0 {
+            report.memory = (idle: (rssIdle - rssBefore) / clients, afterBurst: (Memory.rss(server.pid) - rssBefore) / clients)
+        }
         await publisher.drain()
         await sessions.close()
         return report
@@ -229,29 +284,49 @@ struct FanoutBench: AsyncParsableCommand {
 /// What one run measured.
 struct Report {
     var delivered: Int
+    var frames: Int
     var expected: Int
     var elapsed: Duration
     var latencies: [Int32]
-    /// nil when the server's pid is unknown.
-    var memoryPerConnection: Int?
+    /// CPU seconds per process group during the run; the first is the server's.
+    var cpu: [(String, Double)] = []
+    /// RSS growth per connection once connected, and after the burst; nil when the server's
+    /// pid is unknown.
+    var memory: (idle: Int, afterBurst: Int)?
 
     var rate: Double { Double(self.delivered) / max(self.elapsed.seconds, 1e-9) }
+
+    /// The server's CPU seconds per delivered message.
+    var serverCPUPerMessage: Double { (self.cpu.first?.1 ?? 0) / Double(max(self.delivered, 1)) }
 
     func printed(_ name: String, clients: Int) -> String {
         let sorted = self.latencies.sorted()
         func percentile(_ p: Double) -> Int32 { sorted.atQuantile(p) ?? -1 }
-        return String(
-            format: "%@, %d clients: %.0f msgs/s delivered (%d of %d in %.2f s); send-to-client latency p50 %d ms, p99 %d ms; %@ per idle connection",
-            name,
-            clients,
-            self.rate,
-            self.delivered,
-            self.expected,
-            self.elapsed.seconds,
-            percentile(0.5),
-            percentile(0.99),
-            self.memoryPerConnection.map { "\($0) bytes" } ?? "unknown memory"
+        var lines = [
+            String(
+                format:
+                    "%@, %d clients: %.0f msgs/s delivered (%d of %d in %.2f s, in %d WebSocket messages); send-to-client latency p50 %d ms, p99 %d ms",
+                name,
+                clients,
+                self.rate,
+                self.delivered,
+                self.expected,
+                self.elapsed.seconds,
+                self.frames,
+                percentile(0.5),
+                percentile(0.99)
+            )
+        ]
+        lines.append(
+            "  CPU seconds: "
+                + self.cpu.map { String(format: "%@ %.2f", $0.0, $0.1) }.joined(separator: ", ")
+                + String(format: "; server CPU per delivered message %.2f µs", self.serverCPUPerMessage * 1e6)
         )
+        lines.append(
+            self.memory.map { "  memory per connection (RSS growth): \($0.idle) bytes idle, \($0.afterBurst) bytes after the burst" }
+                ?? "  memory unknown (no server pid)"
+        )
+        return lines.joined(separator: "\n")
     }
 }
 
@@ -266,55 +341,64 @@ extension Duration {
 final class Board: Sendable {
     private struct State {
         var delivered = 0
+        var frames = 0
         var latencies: [Int32] = []
         var started: ContinuousClock.Instant?
         var last: ContinuousClock.Instant?
     }
 
     let expected: Int
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     init(expected: Int) {
         self.expected = expected
+        var state = State()
+        state.latencies.reserveCapacity(expected)
+        self.state = Mutex(state)
     }
 
     func start() {
         self.state.withLock { $0.started = .now }
     }
 
-    /// One text frame: every `"ts":<ms>` in it is one delivered message (a stream event, or
-    /// a NATS message); the stream's pings (`{"ts":…,"type":"ping"}`) are not.
+    /// One WebSocket message: every `"ts":<ms>` in it is one delivered message (a stream event,
+    /// or a NATS message); the stream's pings (`{"ts":…,"type":"ping"}`) are not. Allocates
+    /// nothing.
     func received(_ buffer: ByteBuffer) {
         if buffer.readableBytesView.starts(with: #"{"ts":"#.utf8) { return }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        var stamps: [Int32] = []
         buffer.withUnsafeReadableBytes { bytes in
-            let key = Array(#""ts":"#.utf8)
-            var index = 0
-            while index + key.count < bytes.count {
-                if bytes[index] == key[0], Array(bytes[index..<(index + key.count)]) == key {
-                    var cursor = index + key.count
+            self.state.withLock { state in
+                var found = false
+                // `"ts":` is 0x22 0x74 0x73 0x22 0x3A.
+                var index = 0
+                while index + 5 < bytes.count {
+                    guard bytes[index] == 0x22, bytes[index + 1] == 0x74, bytes[index + 2] == 0x73, bytes[index + 3] == 0x22,
+                        bytes[index + 4] == 0x3A
+                    else {
+                        index += 1
+                        continue
+                    }
+                    var cursor = index + 5
                     var value: Int64 = 0
                     while cursor < bytes.count, bytes[cursor] >= 48, bytes[cursor] <= 57 {
                         value = value * 10 + Int64(bytes[cursor] - 48)
                         cursor += 1
                     }
-                    stamps.append(Int32(clamping: now - value))
+                    state.latencies.append(Int32(clamping: now - value))
+                    state.delivered += 1
+                    found = true
                     index = cursor
-                } else {
-                    index += 1
+                }
+                if found {
+                    state.frames += 1
+                    state.last = .now
                 }
             }
         }
-        guard !stamps.isEmpty else { return }
-        self.state.withLock { state in
-            state.delivered += stamps.count
-            state.latencies += stamps
-            state.last = .now
-        }
     }
 
-    func finish(timeout: Duration, memoryPerConnection: Int?) async -> Report {
+    func finish(timeout: Duration) async -> Report {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline, self.state.withLock({ $0.delivered < self.expected }) {
             try? await Task.sleep(for: .milliseconds(20))
@@ -322,10 +406,10 @@ final class Board: Sendable {
         return self.state.withLock { state in
             Report(
                 delivered: state.delivered,
+                frames: state.frames,
                 expected: self.expected,
                 elapsed: (state.last ?? .now) - (state.started ?? .now),
-                latencies: state.latencies,
-                memoryPerConnection: memoryPerConnection
+                latencies: state.latencies
             )
         }
     }
@@ -334,7 +418,7 @@ final class Board: Sendable {
 /// How to open one client: its URL, what it sends first, and the text that says it is ready.
 struct Connection: Sendable {
     var url: String
-    /// Sent as `Authorization: Bearer` on the upgrade.
+    /// Sent as `Authorization: Bearer` on the upgrade (none when empty).
     var token: String
     var hello: [String]
     var ready: String
@@ -342,55 +426,85 @@ struct Connection: Sendable {
     var reads = true
 }
 
-/// Opens many WebSocket clients, each counting what it receives on the board.
+/// Opens many WebSocket clients (the project's own client, ``PlainWebSocket``), each counting
+/// what it receives on the board. A client refused or closed before it is ready fails the
+/// opening at once, with the reason.
 struct Connector {
     let tasks: [Task<Void, any Error>]
 
     static func open(_ count: Int, board: Board, _ make: @Sendable () -> Connection) async throws -> Connector {
         let readyCount = Tally()
+        let refusal = FirstReason()
         var tasks: [Task<Void, any Error>] = []
         for index in 0..<count {
             let connection = make()
+            let ready = Array(connection.ready.utf8)
             tasks.append(
                 Task {
-                    var configuration = WebSocketClientConfiguration.bearer(connection.token, maxFrameSize: 1 << 20)
-                    configuration.closeTimeout = .seconds(1)
-                    try await WebSocketClient.connect(url: connection.url, configuration: configuration, logger: Logger(label: "bench")) {
-                        inbound,
-                        outbound,
-                        _ in
-                        for message in connection.hello { try await outbound.write(.text(message)) }
-                        var isReady = false
-                        for try await frame in inbound {
-                            if !isReady {
-                                if String(buffer: frame.data).contains(connection.ready) {
+                    var isReady = false
+                    do {
+                        let close = try await PlainWebSocket.connect(
+                            url: connection.url,
+                            bearer: connection.token.isEmpty ? nil : connection.token,
+                            maxMessageBytes: 1 << 20,
+                            closeTimeout: .seconds(1)
+                        ) { inbound, outbound in
+                            for message in connection.hello { try await outbound.write(text: message) }
+                            while let (_, data) = try await inbound.nextPayload() {
+                                if isReady {
+                                    board.received(data)
+                                } else if data.readableBytesView.firstRange(of: ready) != nil {
                                     isReady = true
                                     readyCount.add()
                                     if !connection.reads { try await Task.sleep(for: .seconds(86_400)) }
                                 }
-                                continue
                             }
-                            board.received(frame.data)
                         }
+                        if !isReady {
+                            refusal.note { "closed before ready: \(close.map { "\($0.closeCode) \($0.reason ?? "")" } ?? "no close frame")" }
+                        }
+                    } catch {
+                        if !isReady, !(error is CancellationError) { refusal.note { "\(error)" } }
+                        throw error
                     }
                 }
             )
             // Open in waves, so the servers' accept queues keep up.
             if index % 200 == 199 {
-                while readyCount.value < index - 400 { try await Task.sleep(for: .milliseconds(10)) }
+                while readyCount.value < index - 400 {
+                    if let reason = refusal.reason { throw Self.refused(reason, ready: readyCount.value, count: count, tasks) }
+                    try await Task.sleep(for: .milliseconds(10))
+                }
             }
         }
         let deadline = ContinuousClock.now + .seconds(120)
         while readyCount.value < count {
+            if let reason = refusal.reason { throw Self.refused(reason, ready: readyCount.value, count: count, tasks) }
             guard ContinuousClock.now < deadline else { throw ValidationError("only \(readyCount.value) of \(count) clients became ready") }
             try await Task.sleep(for: .milliseconds(20))
         }
         return Connector(tasks: tasks)
     }
 
+    private static func refused(_ reason: String, ready: Int, count: Int, _ tasks: [Task<Void, any Error>]) -> ValidationError {
+        for task in tasks { task.cancel() }
+        return ValidationError("a client was refused after \(ready) of \(count) became ready: \(reason)")
+    }
+
     func close() async {
         for task in self.tasks { task.cancel() }
         for task in self.tasks { _ = await task.result }
+    }
+}
+
+/// The first reason given, of many tasks.
+final class FirstReason: Sendable {
+    private let first = Mutex<String?>(nil)
+
+    var reason: String? { self.first.withLock { $0 } }
+
+    func note(_ reason: () -> String) {
+        self.first.withLock { $0 = $0 ?? reason() }
     }
 }
 
@@ -406,6 +520,9 @@ final class Tally: Sendable {
 
 /// A nats-server of the bench's own with a WebSocket listener, on free loopback ports.
 final class NATSWebSocketServer: Sendable {
+    /// The pid of the one running, so the stack's nats-server can be told from it.
+    static let current = Mutex<Int32>(0)
+
     let clientPort: Int
     let webSocketPort: Int
     let pid: Int32
@@ -439,6 +556,7 @@ final class NATSWebSocketServer: Sendable {
         try process.run()
         self.process = process
         self.pid = process.processIdentifier
+        Self.current.withLock { $0 = process.processIdentifier }
         Thread.sleep(forTimeInterval: 0.5)
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A process's memory, as the benches report it.
 enum Memory {
     /// The resident set of process `pid` (VmRSS), in bytes; 0 when it cannot be read.
@@ -7,5 +9,45 @@ enum Memory {
             return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
         }
         return 0
+    }
+}
+
+/// CPU time of processes, as the benches report it: user plus system seconds from `/proc`.
+enum ProcessCPU {
+    /// The CPU seconds process `pid` has used; 0 when it cannot be read.
+    static func seconds(_ pid: Int32) -> Double {
+        guard pid > 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return 0 }
+        // After the command's closing parenthesis: state is field 3; utime and stime are 14 and 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// The processes whose command name is `name`.
+    static func pids(named name: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry in
+            guard let pid = Int32(entry),
+                let command = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8),
+                command.trimmingCharacters(in: .whitespacesAndNewlines) == name
+            else { return nil }
+            return pid
+        }
+    }
+
+    /// A set of named process groups, read together.
+    struct Sample {
+        var seconds: [String: Double]
+
+        init(_ groups: [(String, [Int32])]) {
+            self.seconds = Dictionary(groups.map { ($0.0, $0.1.reduce(0) { $0 + ProcessCPU.seconds($1) }) }, uniquingKeysWith: +)
+        }
+
+        /// The seconds each group used since `earlier`, in the order given.
+        func since(_ earlier: Sample, order: [String]) -> [(String, Double)] {
+            order.map { ($0, (self.seconds[$0] ?? 0) - (earlier.seconds[$0] ?? 0)) }
+        }
     }
 }

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import NIOWebSocket
+import PlainWebSocket
 import ServiceKit
 import StreamTestSupport
 import TestSupport
@@ -222,7 +223,7 @@ struct ACPCacheTests {
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token(), path: "/v1/acp", protocolVersion: nil)
                 let piece = ByteBuffer(string: String(repeating: " ", count: frames == 1 ? 5000 : 2000))
                 let close = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no close")) {
-                    try await TestWebSocket.connect(url: client.url, bearer: client.token) { inbound, outbound in
+                    try await PlainWebSocket.connect(url: client.url, bearer: client.token) { inbound, outbound in
                         for index in 0..<frames {
                             try await outbound.write(opcode: index == 0 ? .text : .continuation, fin: index == frames - 1, data: piece)
                         }
@@ -267,7 +268,7 @@ extension StreamClient {
         let token = self.token
         let count = messages.count
         _ = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no answer")) {
-            try await TestWebSocket.connect(url: url, bearer: token) { inbound, outbound in
+            try await PlainWebSocket.connect(url: url, bearer: token) { inbound, outbound in
                 for message in messages { try await outbound.write(text: message) }
                 for try await message in inbound {
                     guard case .text(let text) = message else { continue }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import PlainWebSocket
 import StreamTestSupport
 import Synchronization
 import Testing
@@ -10,7 +11,7 @@ import Testing
 /// connection.
 /// HummingbirdWSClient lost such frames (a fanout test timed out waiting for them in CI).
 @Suite("The tests' WebSocket client: what a server sends with its 101 and then closes is read")
-struct TestWebSocketTests {
+struct PlainWebSocketTests {
     /// Answers each upgrade with 101 + three messages + a close frame (1002), optionally in two
     /// writes, then closes.
     final class SpeakFirstHandler: ChannelInboundHandler, Sendable {
@@ -31,7 +32,7 @@ struct TestWebSocketTests {
             let key =
                 request.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
                 .map { $0.drop { $0 != ":" }.dropFirst().trimmingCharacters(in: .whitespaces) } ?? ""
-            let accept = TestWebSocket.acceptValue(for: key)
+            let accept = PlainWebSocket.acceptValue(for: key)
             let response = ByteBuffer(
                 string: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n"
             )
@@ -70,7 +71,7 @@ struct TestWebSocketTests {
         let port = try #require(server.localAddress?.port)
         for _ in 0..<100 {
             let texts = Mutex<[String]>([])
-            let close = try await TestWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/stream?protocol=2") { inbound, _ in
+            let close = try await PlainWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/stream?protocol=2") { inbound, _ in
                 for try await message in inbound {
                     if case .text(let text) = message { texts.withLock { $0.append(text) } }
                 }

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import PlainWebSocket
 import ServiceKit
 import StreamTestSupport
 import Synchronization
@@ -182,7 +183,7 @@ struct StreamFanoutTests {
                     #expect(response.status == .unauthorized)
                 }
                 await #expect(throws: (any Error).self) {
-                    _ = try await TestWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/stream?protocol=1&access_token=\(token)") { _, _ in }
+                    _ = try await PlainWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/stream?protocol=1&access_token=\(token)") { _, _ in }
                 }
 
                 let client = StreamClient(port: port, token: token)

@@ -1,4 +1,5 @@
 import Foundation
+import PlainWebSocket
 import ServiceKit
 
 /// A seed 003 client of `/v1/acp` held open: it sends frames when told and keeps every
@@ -21,7 +22,7 @@ public final class ACPPhone: Sendable {
         self.task = Task {
             defer { ended.texts.withLock { $0.append("closed") } }
             do {
-                _ = try await TestWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/acp?protocol=1", bearer: token) { inbound, outbound in
+                _ = try await PlainWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/acp?protocol=1", bearer: token) { inbound, outbound in
                     let writer = Task {
                         for await text in stream { try await outbound.write(text: text) }
                     }

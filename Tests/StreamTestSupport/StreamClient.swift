@@ -1,4 +1,5 @@
 import Foundation
+public import PlainWebSocket
 import ServiceKit
 public import Synchronization
 
@@ -57,7 +58,7 @@ public struct StreamClient: Sendable {
         timeout: Duration = .seconds(30),
         toleratingDrop: Bool = false,
         until: @escaping @Sendable (Frame) -> Bool
-    ) async throws -> (frames: [Frame], close: TestWebSocket.Close?, messages: Int) {
+    ) async throws -> (frames: [Frame], close: PlainWebSocket.Close?, messages: Int) {
         let received = Received()
         do {
             return try await self.run(sending: messages, timeout: timeout, received: received, until: until)
@@ -72,7 +73,7 @@ public struct StreamClient: Sendable {
         timeout: Duration,
         received: Received,
         until: @escaping @Sendable (Frame) -> Bool
-    ) async throws -> (frames: [Frame], close: TestWebSocket.Close?, messages: Int) {
+    ) async throws -> (frames: [Frame], close: PlainWebSocket.Close?, messages: Int) {
         let answerPings = self.answerPings
         let readDelay = self.readDelay
         let url = self.url
@@ -85,7 +86,7 @@ public struct StreamClient: Sendable {
                 "stream client timed out after \(timeout) (\(upgraded.withLock { $0 } ? "upgraded" : "never upgraded"), sent \(messages.count) messages, first \(messages.first?.prefix(60) ?? "none")); got \(received.texts.withLock { $0.prefix(8) })"
             )
         ) {
-            try await TestWebSocket.connect(url: url, bearer: token) { inbound, outbound in
+            try await PlainWebSocket.connect(url: url, bearer: token) { inbound, outbound in
                 upgraded.withLock { $0 = true }
                 for message in messages { try await outbound.write(text: message) }
                 if let readDelay { try await Task.sleep(for: readDelay) }

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOConcurrencyHelpers
+import PlainWebSocket
 import ServiceKit
 import StreamTestSupport
 import TestSupport
@@ -105,14 +106,14 @@ final class ViewerClient: Sendable {
 
     private let texts = NIOLockedValueBox<[String]>([])
     private let outgoing: AsyncStream<String>.Continuation
-    private let task: Task<TestWebSocket.Close?, any Error>
+    private let task: Task<PlainWebSocket.Close?, any Error>
 
     init(url: String, token: String? = nil) {
         let (stream, continuation) = AsyncStream<String>.makeStream()
         self.outgoing = continuation
         let texts = self.texts
         self.task = Task {
-            try await TestWebSocket.connect(url: url, bearer: token) { inbound, outbound in
+            try await PlainWebSocket.connect(url: url, bearer: token) { inbound, outbound in
                 // The sender is a task of its own, not a child the handler would wait for: the
                 // handler returns as soon as the server's close ends the inbound stream.
                 let sender = Task {
@@ -158,7 +159,7 @@ final class ViewerClient: Sendable {
     }
 
     /// The close frame, once the server closed.
-    func closed(timeout: Duration = .seconds(15)) async throws -> TestWebSocket.Close? {
+    func closed(timeout: Duration = .seconds(15)) async throws -> PlainWebSocket.Close? {
         let task = self.task
         return try await withDeadline(timeout, orThrow: HarnessError(message: "the server did not close the WebSocket")) {
             try await withTaskCancellationHandler {
