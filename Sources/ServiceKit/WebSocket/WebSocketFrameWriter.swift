@@ -72,8 +72,10 @@ public final class WebSocketFrameWriter {
 
     private func submit() throws {
         guard !self.frames.isEmpty else { return }
+        // The arrays went to the event loop: the next batch starts new ones (an idle
+        // connection holds none).
         defer {
-            self.frames.removeAll(keepingCapacity: true)
+            self.frames = []
             self.bytes = 0
             self.headers = ByteBuffer()
         }

@@ -48,12 +48,17 @@ extension StreamSession {
         // What the outbox had ready, taken under one lock; written as one batch.
         var ready: [OutboxItem] = []
         var next = 0
+        // Counted per batch, not per event.
+        var delivered = 0
+        defer { FanoutMetrics.delivered.increment(by: delivered) }
         while true {
             if let resume = takeResume() {
                 try await apply(resume)
                 continue
             }
             if next == ready.count {
+                FanoutMetrics.delivered.increment(by: delivered)
+                delivered = 0
                 if let range = skipped, self.outbox.isIdle {
                     // The end of a burst over the cap: say what was skipped now, not later.
                     FanoutMetrics.gapNotices.increment()
@@ -126,7 +131,7 @@ extension StreamSession {
                         skipped = nil
                     }
                     try await self.writeEvent(event, writer)
-                    FanoutMetrics.delivered.increment()
+                    delivered += 1
                 } else {
                     skipped = (skipped?.from ?? event.seq, event.seq)
                 }
@@ -226,7 +231,7 @@ extension StreamSession {
     private func flush(_ writer: WebSocketFrameWriter) async throws {
         let frames: [ByteBuffer] = self.batch.withLock { batch in
             defer {
-                batch.frames.removeAll(keepingCapacity: true)
+                batch.frames = []  // handed over: keeping its capacity would copy it
                 batch.bytes = 0
             }
             return batch.frames

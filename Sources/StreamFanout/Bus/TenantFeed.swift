@@ -46,6 +46,9 @@ final class TenantFeed: Sendable {
         var lastChecked: Int64 = -1
     }
 
+    /// Events handed to listeners at once at most (a NATS batch can be larger).
+    static let maxBatch = 256
+
     let tenant: String
     private let state = Mutex(State())
     private let reader: EventLogReader
@@ -154,6 +157,10 @@ final class TenantFeed: Sendable {
                         await self.backfill(from: from, to: to)
                     }
                     ready.append(event)
+                    if ready.count == Self.maxBatch {
+                        self.deliver(ready)
+                        ready.removeAll(keepingCapacity: true)
+                    }
                 }
                 self.deliver(ready)
             }
