@@ -14,6 +14,10 @@ struct FanoutReplicaTests {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("stream-fanout")
     }
 
+    /// How long a client waits for the last of the writes: a guard against a hang, not a
+    /// speed test (on two loaded cores, ingest in the test process has taken 35 s for them).
+    static let writesTimeout = Duration.seconds(120)
+
     /// A stream-fanout process on a free port.
     static func start(_ harness: FanoutHarness) throws -> (Process, Int) {
         let port = try freeLoopbackPort()
@@ -52,7 +56,11 @@ struct FanoutReplicaTests {
             }()
             let seen = Counted()
             let pid = first.processIdentifier
-            let before = try await StreamClient(port: firstPort, token: token).run(sending: [subscribe(lastEventId: 0)], toleratingDrop: true) {
+            let before = try await StreamClient(port: firstPort, token: token).run(
+                sending: [subscribe(lastEventId: 0)],
+                timeout: Self.writesTimeout,
+                toleratingDrop: true
+            ) {
                 frame in
                 if frame["seq"] != nil, seen.next() == 100 { kill(pid, SIGKILL) }
                 return false
@@ -62,7 +70,10 @@ struct FanoutReplicaTests {
             let last = try #require(before.frames.seqs.last)
             #expect(before.frames.seqs == Array(1...last))
 
-            let after = try await StreamClient(port: secondPort, token: token).run(sending: [subscribe(lastEventId: last)]) {
+            let after = try await StreamClient(port: secondPort, token: token).run(
+                sending: [subscribe(lastEventId: last)],
+                timeout: Self.writesTimeout
+            ) {
                 ($0["seq"] as? Int) == total
             }
             try await writes

@@ -39,7 +39,10 @@ struct StreamFanoutTests {
                         try await Task.sleep(for: .milliseconds(10))
                     }
                 }()
-                let (frames, _, _) = try await client.run(sending: [subscribe(lastEventId: 40)]) { ($0["seq"] as? Int) == 300 }
+                // The deadline guards against a hang; on two loaded cores the writes have taken 35 s.
+                let (frames, _, _) = try await client.run(sending: [subscribe(lastEventId: 40)], timeout: .seconds(120)) {
+                    ($0["seq"] as? Int) == 300
+                }
                 try await writes
                 #expect(frames.first?["type"] as? String == "subscribed")
                 #expect(frames.first?["fromSeq"] as? Int == 41)

@@ -66,6 +66,39 @@ struct StreamOutboxTests {
         }
     }
 
+    @Test(
+        "a batch is taken as its events one by one would be: copies at or below the last offered dropped, the bound crossed mid-batch; the writer's drain stops at the catch-up"
+    )
+    func batches() {
+        let outbox = StreamOutbox(maxEvents: 5, maxBytes: 1 << 20)
+        outbox.subscribe(.everything, head: 2, generation: 1)
+        outbox.offer((1...4).map { Self.event(Int64($0)) })  // 1 and 2 are at or below the head
+        outbox.offer((3...12).map { Self.event(Int64($0)) })  // 3 and 4 again; 5...7 fit, the rest overflow
+        var items: [OutboxItem] = []
+        outbox.drain(into: &items, limit: 100)
+        let queued = items.compactMap { item -> String? in
+            guard case .event(let event, let after, _) = item else { return nil }
+            return "\(event.seq)/\(after)"
+        }
+        #expect(queued == ["3/2", "4/3", "5/4", "6/5", "7/6"])
+        guard case .catchUp(1)? = items.last else {
+            Issue.record("the drain did not end at the catch-up: \(items)")
+            return
+        }
+        #expect(outbox.caughtUp() == 12)
+        var limited: [OutboxItem] = []
+        outbox.offer((13...20).map { Self.event(Int64($0)) })
+        outbox.drain(into: &limited, limit: 3)
+        #expect(limited.count == 3)
+        outbox.close()
+        var rest: [OutboxItem] = []
+        outbox.drain(into: &rest, limit: 100)
+        guard rest.count == 1, case .closed = rest[0] else {
+            Issue.record("the drain did not end at the close: \(rest)")
+            return
+        }
+    }
+
     @Test("gaps keep their place among events; control messages and pings go first; close ends everything")
     func ordering() {
         let outbox = StreamOutbox(maxEvents: 10, maxBytes: 1 << 20)

@@ -83,7 +83,7 @@ public struct StreamClient: Sendable {
             timeout,
             orThrow: ServiceKitError(
                 .natsTimeout,
-                "stream client timed out after \(timeout) (\(upgraded.withLock { $0 } ? "upgraded" : "never upgraded"), sent \(messages.count) messages, first \(messages.first?.prefix(60) ?? "none")); got \(received.texts.withLock { $0.prefix(8) })"
+                "stream client timed out after \(timeout) (\(upgraded.withLock { $0 } ? "upgraded" : "never upgraded"), sent \(messages.count) messages, first \(messages.first?.prefix(60) ?? "none")); got \(received.texts.withLock { $0.count }) messages, first \(received.texts.withLock { $0.prefix(3) }), last \(received.texts.withLock { $0.suffix(5) })"
             )
         ) {
             try await PlainWebSocket.connect(url: url, bearer: token) { inbound, outbound in

@@ -47,6 +47,7 @@ public final class WebSocketConnection: Heartbeating, Sendable {
         var handler: (any WebSocketProtocolHandler)?
         /// Closed outright when a write stalls: a writer waiting on a full socket wakes only then.
         var channel: (any Channel)?
+        var wire: WebSocketWireHandler?
         var invalidMessages = 0
     }
 
@@ -94,6 +95,7 @@ public final class WebSocketConnection: Heartbeating, Sendable {
                 state.done = true
                 state.handler = nil
                 state.channel = nil
+                state.wire = nil
             }
             self.heartbeats.remove(self)
         }
@@ -101,9 +103,13 @@ public final class WebSocketConnection: Heartbeating, Sendable {
         do {
             wire = try await WebSocketWireHandler.install(on: channel)
         } catch {
-            self.logger.warning("WebSocket connection without a frame encoder", metadata: ["error": "\(String(reflecting: error))"])
+            // The connection went away before it started (its pipeline is gone).
+            self.logger.debug("WebSocket connection ended before it started", metadata: ["error": "\(String(reflecting: error))"])
+            handler.stop()
+            await handler.finish()
             return
         }
+        self.state.withLock { $0.wire = wire }
         let writer = WebSocketFrameWriter(wire: wire, connection: self)
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -209,11 +215,33 @@ public final class WebSocketConnection: Heartbeating, Sendable {
     /// Pings, checks liveness and stalls, ticks the protocol's timers. Called by the replica's
     /// ``WebSocketHeartbeats``; false once the connection is done.
     public func heartbeat(now: ContinuousClock.Instant) -> Bool {
-        let (action, handler, channel): (ConnectionLiveness.Action, (any WebSocketProtocolHandler)?, (any Channel)?) = self.state.withLock { state in
-            guard !state.done, state.closeReason == nil else { return (.none, nil, nil) }
-            return (state.liveness.tick(now: now), state.handler, state.channel)
+        enum Visit {
+            case done
+            /// Closing: the channel, if its writer cannot get the rest (and the close frame) out.
+            case closing(stuck: (any Channel)?)
+            case live(ConnectionLiveness.Action, any WebSocketProtocolHandler, (any Channel)?)
         }
-        guard let handler else { return false }
+        let visit: Visit = self.state.withLock { state in
+            guard !state.done, let handler = state.handler else { return .done }
+            guard state.closeReason == nil else {
+                // A writer waiting on a full socket, or a close frame that cannot get through
+                // one, would wait for as long as the client keeps the socket open.
+                let stuck = state.wire?.isWaiting == true || state.channel?.isWritable == false
+                return .closing(stuck: stuck ? state.channel : nil)
+            }
+            return .live(state.liveness.tick(now: now), handler, state.channel)
+        }
+        let (action, handler, channel): (ConnectionLiveness.Action, any WebSocketProtocolHandler, (any Channel)?)
+        switch visit {
+        case .done:
+            return false
+        case .closing(let stuck):
+            guard let stuck else { return true }
+            stuck.close(promise: nil)
+            return false
+        case .live(let liveAction, let liveHandler, let liveChannel):
+            (action, handler, channel) = (liveAction, liveHandler, liveChannel)
+        }
         handler.heartbeat()
         switch action {
         case .none:
@@ -222,7 +250,7 @@ public final class WebSocketConnection: Heartbeating, Sendable {
             handler.ping()
         case .gone:
             self.close(.goingAway, "no answer to two pings")
-            return false
+            return true  // visited while it closes, in case its socket is full
         case .stalled:
             // The writer waits on the full socket and would never see a close frame through it:
             // the channel is closed under it, which fails the write and ends the connection.

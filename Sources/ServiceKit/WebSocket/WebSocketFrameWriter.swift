@@ -12,13 +12,22 @@ public import NIOCore
 public final class WebSocketFrameWriter {
     /// Bytes handed to the socket in one flush at most.
     public static let maxBatchBytes = 64 << 10
+    /// Payloads up to this size are copied beside their header (one buffer for a run of small
+    /// frames); larger ones are written as they are.
+    static let maxCopiedPayload = 1024
+
+    /// A run of bytes of ``inline``, or a buffer written as it is.
+    private enum Piece {
+        case inline(at: Int, length: Int)
+        case shared(ByteBuffer)
+    }
 
     private let wire: WebSocketWireHandler
     private let connection: WebSocketConnection
-    private var frames: [ByteBuffer] = []
+    private var pieces: [Piece] = []
+    /// The batch's headers and small payloads, back to back; sliced only when the batch goes.
+    private var inline = ByteBuffer()
     private var bytes = 0
-    /// The batch's frame headers, written one after another; each frame's is a slice of it.
-    private var headers = ByteBuffer()
 
     init(wire: WebSocketWireHandler, connection: WebSocketConnection) {
         self.wire = wire
@@ -34,7 +43,7 @@ public final class WebSocketFrameWriter {
     /// writes it; never copied).
     public func send(framed frame: ByteBuffer) async throws {
         try await self.waitIfFull()
-        self.frames.append(frame)
+        self.pieces.append(.shared(frame))
         self.bytes += frame.readableBytes
         if self.bytes >= Self.maxBatchBytes { try self.submit() }
     }
@@ -51,12 +60,18 @@ public final class WebSocketFrameWriter {
 
     private func add(_ opcode: WebSocketFraming.Opcode, _ payload: ByteBuffer) async throws {
         try await self.waitIfFull()
-        let start = self.headers.writerIndex
-        let length = WebSocketFraming.writeHeader(opcode, payload: payload.readableBytes, into: &self.headers)
-        self.frames.append(self.headers.getSlice(at: start, length: length)!)
+        let copied = payload.readableBytes <= Self.maxCopiedPayload
+        let start = self.inline.writerIndex
+        var length = WebSocketFraming.writeHeader(opcode, payload: payload.readableBytes, into: &self.inline)
+        if copied { length += self.inline.writeImmutableBuffer(payload) }
+        if case .inline(let at, let before)? = self.pieces.last, at + before == start {
+            self.pieces[self.pieces.count - 1] = .inline(at: at, length: before + length)
+        } else {
+            self.pieces.append(.inline(at: start, length: length))
+        }
         self.bytes += length
-        if payload.readableBytes > 0 {
-            self.frames.append(payload)
+        if !copied {
+            self.pieces.append(.shared(payload))
             self.bytes += payload.readableBytes
         }
         if self.bytes >= Self.maxBatchBytes { try self.submit() }
@@ -64,21 +79,26 @@ public final class WebSocketFrameWriter {
 
     /// At the start of a batch, waits while the channel is full (the stall check watches).
     private func waitIfFull() async throws {
-        guard self.frames.isEmpty, try !self.wire.readyNow() else { return }
+        guard self.pieces.isEmpty, try !self.wire.readyNow() else { return }
         self.connection.writeStarted()
         defer { self.connection.writeEnded() }
         try await self.wire.ready()
     }
 
     private func submit() throws {
-        guard !self.frames.isEmpty else { return }
-        // The arrays went to the event loop: the next batch starts new ones (an idle
-        // connection holds none).
-        defer {
-            self.frames = []
-            self.bytes = 0
-            self.headers = ByteBuffer()
+        guard !self.pieces.isEmpty else { return }
+        let frames = self.pieces.map { piece in
+            switch piece {
+            case .inline(let at, let length): self.inline.getSlice(at: at, length: length)!
+            case .shared(let buffer): buffer
+            }
         }
-        try self.wire.submit(self.frames, bytes: self.bytes)
+        let bytes = self.bytes
+        // Handed to the event loop: the next batch starts new buffers (an idle connection holds
+        // none).
+        self.pieces = []
+        self.inline = ByteBuffer()
+        self.bytes = 0
+        try self.wire.submit(frames, bytes: bytes)
     }
 }

@@ -8,7 +8,9 @@ import Synchronization
 ///
 /// It sits just before NIO's `WebSocketFrameEncoder` (nearer the socket), so what it writes
 /// passes anything below (TLS), and what Hummingbird writes (pongs, the close frame) passes
-/// it. Frames written in one batch are contiguous on the wire.
+/// it. Frames written in one batch are contiguous on the wire. Once a close frame has gone
+/// out (``CloseWatcher``, just after the encoder, sees it) or the output is closed, nothing
+/// more is written (RFC 6455 §5.5.1) and the writer gets ``WireError/closed``.
 final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -44,12 +46,15 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
     private let eventLoop: any EventLoop
     /// Set and used on the event loop only.
     private var context: ChannelHandlerContext?
+    /// A close frame went out: on the event loop only.
+    private var closeSent = false
 
     private init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }
 
-    /// Adds a handler to `channel`'s pipeline, just before its WebSocket frame encoder.
+    /// Adds a handler to `channel`'s pipeline, just before its WebSocket frame encoder (and
+    /// its close watcher just after it).
     static func install(on channel: any Channel) async throws -> WebSocketWireHandler {
         try await channel.eventLoop.submit {
             try Self.install(on: channel.pipeline.syncOperations, eventLoop: channel.eventLoop)
@@ -59,7 +64,9 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// The same, on the event loop.
     static func install(on pipeline: ChannelPipeline.SynchronousOperations, eventLoop: any EventLoop) throws -> WebSocketWireHandler {
         let handler = WebSocketWireHandler(eventLoop: eventLoop)
-        try pipeline.addHandler(handler, position: .before(try pipeline.handler(type: WebSocketFrameEncoder.self)))
+        let encoder = try pipeline.handler(type: WebSocketFrameEncoder.self)
+        try pipeline.addHandler(handler, position: .before(encoder))
+        try pipeline.addHandler(CloseWatcher(wire: handler), position: .after(encoder))
         return handler
     }
 
@@ -71,7 +78,7 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
             state.submitted += bytes
         }
         self.eventLoop.execute {
-            if let context = self.context {
+            if let context = self.context, !self.closeSent {
                 for frame in frames { context.write(self.wrapOutboundOut(frame), promise: nil) }
                 context.flush()
             }
@@ -91,20 +98,35 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
     }
 
-    /// Returns when the writer may hand over more; throws once the channel is closed.
+    /// Whether the writer is waiting for the channel to drain.
+    var isWaiting: Bool { self.state.withLock { $0.waiter != nil } }
+
+    /// Returns when the writer may hand over more; throws once the channel is closed or the
+    /// task is cancelled. One waiter at a time (the connection's writer).
     func ready() async throws {
         if try self.readyNow() { return }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let now: Result<Void, any Error>? = self.state.withLock { state in
-                if state.closed { return .failure(WireError.closed) }
-                if state.isReady { return .success(()) }
-                state.waiter = continuation
-                return nil
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let now: Result<Void, any Error>? = self.state.withLock { state in
+                    if state.closed { return .failure(WireError.closed) }
+                    if state.isReady { return .success(()) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    precondition(state.waiter == nil, "one writer per connection")
+                    state.waiter = continuation
+                    return nil
+                }
+                if let now { continuation.resume(with: now) }
             }
-            if let now { continuation.resume(with: now) }
+        } onCancel: {
+            let waiter = self.state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(throwing: CancellationError())
         }
     }
 
+    /// Nothing more goes out: the writer's wait ends with ``WireError/closed``.
     private func end() {
         let waiter = self.state.withLock { state in
             state.closed = true
@@ -112,6 +134,12 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
             return state.waiter
         }
         waiter?.resume(throwing: WireError.closed)
+    }
+
+    /// A close frame passed the encoder: on the event loop.
+    fileprivate func closeFrameSent() {
+        self.closeSent = true
+        self.end()
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -131,6 +159,11 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
         context.fireChannelInactive()
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .outputClosed { self.end() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         let writable = context.channel.isWritable
         let waiter = self.state.withLock { state in
@@ -139,5 +172,23 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
         waiter?.resume()
         context.fireChannelWritabilityChanged()
+    }
+
+    /// Sees the frames Hummingbird writes (before they are encoded) and tells the wire when one
+    /// is a close frame.
+    final class CloseWatcher: ChannelOutboundHandler {
+        typealias OutboundIn = WebSocketFrame
+        typealias OutboundOut = WebSocketFrame
+
+        private let wire: WebSocketWireHandler
+
+        init(wire: WebSocketWireHandler) {
+            self.wire = wire
+        }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            if self.unwrapOutboundIn(data).opcode == .connectionClose { self.wire.closeFrameSent() }
+            context.write(data, promise: promise)
+        }
     }
 }

@@ -144,7 +144,6 @@ final class TenantFeed: Sendable {
                 // The batch's deliverable events go to the listeners together; a back-fill
                 // goes between what came before it and the event that revealed it.
                 var ready: [FeedEvent] = []
-                ready.reserveCapacity(events.count)
                 for event in events {
                     switch FeedContiguity.step(head: ready.last?.seq ?? self.head, seq: event.seq) {
                     case .drop:
@@ -157,10 +156,6 @@ final class TenantFeed: Sendable {
                         await self.backfill(from: from, to: to)
                     }
                     ready.append(event)
-                    if ready.count == Self.maxBatch {
-                        self.deliver(ready)
-                        ready.removeAll(keepingCapacity: true)
-                    }
                 }
                 self.deliver(ready)
             }
@@ -197,8 +192,15 @@ final class TenantFeed: Sendable {
         }
     }
 
-    /// Hands `events` (in seq order, following the head) to every listener.
+    /// Hands `events` (in seq order, following the head) to every listener, at most
+    /// ``maxBatch`` at a time.
     private func deliver(_ events: [FeedEvent]) {
+        guard events.count <= Self.maxBatch else {
+            for start in stride(from: 0, to: events.count, by: Self.maxBatch) {
+                self.deliver(Array(events[start..<min(start + Self.maxBatch, events.count)]))
+            }
+            return
+        }
         guard let last = events.last else { return }
         let listeners = self.state.withLock { state in
             state.head = last.seq

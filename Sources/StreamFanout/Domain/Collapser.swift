@@ -45,7 +45,8 @@ struct Collapser {
     mutating func admit(_ event: FeedEvent) -> Decision {
         guard self.enabled, event.kind == .log else { return .send(nil) }
         let id = AgentKey(swarmID: event.swarmID, agentID: event.agentID)
-        if var agent = self.agents[id], agent.key == event.repeatKey, event.repeatKey != 0 {
+        let key = event.repeatKey
+        if var agent = self.agents[id], agent.key == key, key != 0 {
             if agent.suppressed == 0 {
                 agent.from = event.seq
                 agent.since = .now
@@ -64,7 +65,7 @@ struct Collapser {
         }
         // Bounded: past 10,000 agents start over (those with pending lines are kept).
         if self.agents.count >= 10_000 && self.agents[id] == nil { self.agents = self.agents.filter { $0.value.suppressed > 0 } }
-        self.agents[id] = Agent(key: event.repeatKey, swarmID: event.swarmID)
+        self.agents[id] = Agent(key: key, swarmID: event.swarmID)
         if self.pending == 0 { self.oldestPending = nil }
         return .send(notice)
     }

@@ -13,9 +13,17 @@ struct FeedEvent: Sendable {
     /// to every connection that gets the event alone; `event.frame` is a slice of it. nil for
     /// an event read from the log.
     private(set) var wire: ByteBuffer?
+    /// A live event's ``repeatKey``, worked out once on the feed for every connection; an event
+    /// read from the log works it out when asked (collapsing is opt-in: a replay seldom asks).
+    private var knownRepeatKey: Int?
+
     /// For a log: a hash of its swarm, agent, severity and message text (as rendered), so
     /// repeats can be collapsed without reading the frame per connection; 0 otherwise.
-    private(set) var repeatKey = 0
+    var repeatKey: Int {
+        if let known = self.knownRepeatKey { return known }
+        guard self.event.kind == .log else { return 0 }
+        return Self.repeatKey(swarm: self.event.swarmID, agent: self.event.agentID, severity: self.event.severity, frame: self.event.frame)
+    }
 
     subscript<Value>(dynamicMember field: KeyPath<LoggedEvent, Value>) -> Value {
         self.event[keyPath: field]
@@ -24,9 +32,6 @@ struct FeedEvent: Sendable {
     /// An event read from the log.
     init(_ event: LoggedEvent) {
         self.event = event
-        if event.kind == .log {
-            self.repeatKey = Self.repeatKey(swarm: event.swarmID, agent: event.agentID, severity: event.severity, frame: event.frame)
-        }
     }
 
     /// An event from the live feed.
@@ -48,6 +53,7 @@ struct FeedEvent: Sendable {
         event.threadSeq = envelope.threadSeq
         self.init(event)
         self.wire = wire
+        self.knownRepeatKey = self.repeatKey
     }
 
     /// An ACP event's envelope (seed 003's persisted form), cut from its frame.
