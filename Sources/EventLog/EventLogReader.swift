@@ -88,9 +88,22 @@ public struct EventLogReader: Sendable {
         var events: [LoggedEvent] = []
         var envelopeIndex: [Int64: Int] = [:]
         var bytes = 0
-        for try await (seq, kind, severity, swarm, agent, frame) in rows.decode((Int64, Int16, Int16, String, String, ByteBuffer).self) {
+        for try await row in rows {
             // Past the byte budget, the rest of the page is not read (the next page starts here).
             guard bytes < maxBytes else { break }
+            // Column by column: decoding the row as a tuple looks up the tuple's metadata per
+            // row, which cost a replay more than reading the rows.
+            var cells = row.makeIterator()
+            func next<Value: PostgresDecodable>(_: Value.Type) throws -> Value {
+                guard let cell = cells.next() else { throw PostgresDecodingError.Code.missingData }
+                return try cell.decode(Value.self)
+            }
+            let seq = try next(Int64.self)
+            let kind = try next(Int16.self)
+            let severity = try next(Int16.self)
+            let swarm = try next(String.self)
+            let agent = try next(String.self)
+            let frame = try next(ByteBuffer.self)
             bytes += frame.readableBytes
             let event = LoggedEvent(
                 seq: seq,
