@@ -148,6 +148,7 @@ let package = Package(
         ),
         // prctl for the agent connector (variadic in C, so not callable from Swift).
         .target(name: "CProcessControl"),
+        .target(name: "CHeap"),
         .target(name: "Contracts", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
         .target(name: "OTLP", dependencies: [compressNIO, nioCore, swiftProtobuf], swiftSettings: swiftSettings),
         // The connector's telemetry relay: a loopback OTLP/HTTP endpoint for the command under it,
@@ -240,7 +241,8 @@ let package = Package(
         .target(
             name: "ServiceKit",
             dependencies: [
-                "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, hummingbirdWebSocket, jwtKit, logging, metrics,
+                "CHeap", "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, hummingbirdWebSocket, jwtKit, logging,
+                metrics,
                 openAPIRuntime,
                 nioCore, nioPosix,
                 nioWebSocket, postgresNIO,

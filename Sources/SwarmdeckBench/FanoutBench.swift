@@ -177,6 +177,7 @@ struct FanoutBench: AsyncParsableCommand {
     private func fanoutRun(clients: Int, batched: Bool, token: String, key: String, pid: Int32) async throws -> (Report, Int64) {
         let board = Board(expected: clients * self.events)
         let rssBefore = Memory.rss(pid)
+        let heapBefore = await self.fanoutHeap()
         let subscribe = StreamClientMessage(
             type: "subscribe",
             filters: .init(swarmIds: ["bench"]),
@@ -187,6 +188,7 @@ struct FanoutBench: AsyncParsableCommand {
             Connection(url: self.fanoutURL + "/v1/stream?protocol=1", token: token, hello: [subscribe], ready: #""type":"subscribed""#)
         }
         let rssIdle = Memory.rss(pid)
+        let heapIdle = await self.fanoutHeap()
         // Every process of the path: the server, the clients (this process), and what feeds it.
         let stackNATS = ProcessCPU.pids(named: "nats-server").filter { $0 != self.natsPIDToSkip }
         let processes: [(String, [Int32])] = [
@@ -231,8 +233,23 @@ struct FanoutBench: AsyncParsableCommand {
         if pid > 0, clients > 0 {
             report.memory = (idle: (rssIdle - rssBefore) / clients, afterBurst: (Memory.rss(pid) - rssBefore) / clients)
         }
+        if let heapBefore, let heapIdle, let heapAfter = await self.fanoutHeap(), clients > 0 {
+            report.heap = (idle: (heapIdle - heapBefore) / clients, afterBurst: (heapAfter - heapBefore) / clients)
+        }
         await sessions.close()
         return (report, head)
+    }
+
+    /// stream-fanout's live heap (`process_heap_bytes` on its `/metrics`), or nil.
+    private func fanoutHeap() async -> Int? {
+        let url = self.fanoutURL.replacingOccurrences(of: "ws://", with: "http://") + "/metrics"
+        guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5)),
+            let body = try? await response.body.collect(upTo: 4 << 20)
+        else { return nil }
+        for line in String(buffer: body).split(separator: "\n") where line.hasPrefix("process_heap_bytes ") {
+            return line.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) }
+        }
+        return nil
     }
 
     /// The bench's own nats-server, not counted as the stack's.
@@ -293,6 +310,9 @@ struct Report {
     /// RSS growth per connection once connected, and after the burst; nil when the server's
     /// pid is unknown.
     var memory: (idle: Int, afterBurst: Int)?
+    /// Live heap growth per connection, the same way (the server's `process_heap_bytes`); nil
+    /// when it has none.
+    var heap: (idle: Int, afterBurst: Int)?
 
     var rate: Double { Double(self.delivered) / max(self.elapsed.seconds, 1e-9) }
 
@@ -323,8 +343,9 @@ struct Report {
                 + String(format: "; server CPU per delivered message %.2f µs", self.serverCPUPerMessage * 1e6)
         )
         lines.append(
-            self.memory.map { "  memory per connection (RSS growth): \($0.idle) bytes idle, \($0.afterBurst) bytes after the burst" }
-                ?? "  memory unknown (no server pid)"
+            (self.memory.map { "  memory per connection (RSS growth): \($0.idle) bytes idle, \($0.afterBurst) bytes after the burst" }
+                ?? "  memory unknown (no server pid)")
+                + (self.heap.map { "; live heap growth: \($0.idle) bytes idle, \($0.afterBurst) bytes after the burst" } ?? "")
         )
         return lines.joined(separator: "\n")
     }

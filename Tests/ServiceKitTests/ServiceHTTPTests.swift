@@ -205,7 +205,14 @@ struct ServiceHTTPTests {
             #expect(try await eventually { try await client.execute(uri: "/readyz", method: .get) { $0.status == .ok } })
             try await client.execute(uri: "/metrics", method: .get) { response in
                 #expect(response.status == .ok)
-                #expect(String(buffer: response.body).contains("hb_requests"))
+                let text = String(buffer: response.body)
+                #expect(text.contains("hb_requests"))
+                // The live heap and resident set, read at the scrape: a test process holds megabytes.
+                for name in ["process_heap_bytes", "process_resident_memory_bytes"] {
+                    let line: Substring? = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+                    let value: Double = line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
+                    #expect(value > 1_000_000, "\(name): \(line ?? "absent")")
+                }
             }
         }
         await connection.drain()

@@ -7,7 +7,8 @@ extension Router where Context == ServiceRequestContext {
     /// - `GET /healthz`: 200 while the process serves HTTP (liveness).
     /// - `GET /readyz`: 200 when every check passes, else 503 in the error envelope naming
     ///   the failing dependencies (readiness: take the replica out of rotation).
-    /// - `GET /metrics`: Prometheus text format.
+    /// - `GET /metrics`: Prometheus text format, with the process's live heap and resident set
+    ///   read at the scrape (`process_heap_bytes`, `process_resident_memory_bytes`).
     public func addOperationalRoutes(readiness checks: [ReadinessCheck]) {
         self.addOperationalRoutes(readiness: ReadinessChecks(checks))
     }
@@ -39,7 +40,8 @@ extension Router where Context == ServiceRequestContext {
             )
         }
         self.get("/metrics") { _, _ in
-            Response(
+            ServiceMetrics.sampleProcess()
+            return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: ServiceMetrics.registry.emitToBuffer()))

@@ -194,7 +194,10 @@ public final class WebSocketConnection: Heartbeating, Sendable {
                     self.close(.policyViolation, "more than \(self.limits.maxMessagesPer10Seconds) messages in 10 s")
                     return
                 }
-                if await !handler.received(message, on: self) {
+                // Each message is handled in a task of its own: the memory its handling needs
+                // (its async frames) is given back when it is done, instead of staying with the
+                // reader for the connection's life.
+                if await !inTaskOfItsOwn({ await handler.received(message, on: self) }) {
                     self.countInvalid()
                 }
             }

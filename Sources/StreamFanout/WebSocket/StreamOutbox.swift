@@ -234,7 +234,7 @@ final class StreamOutbox: Sendable {
             state.queueHead += 1
             if state.queueHead == state.queue.count {
                 // Drained: a burst's capacity is not kept by a connection gone quiet.
-                state.queue.removeAll(keepingCapacity: state.queue.capacity <= 64)
+                state.queue.removeAll(keepingCapacity: state.queue.capacity <= 8)
                 state.queueHead = 0
             } else if state.queueHead > 1024 && state.queueHead * 2 > state.queue.count {
                 state.queue.removeFirst(state.queueHead)

@@ -74,7 +74,8 @@ extension StreamSession {
                     // Collapsed lines are counted until the agent says something else, or for
                     // a second at most (the heartbeat ticks the writer while some are pending).
                     self.state.withLock { $0.collapsePending = collapse.hasPending }
-                    ready = [await self.outbox.next()]  // an idle connection holds no batch
+                    ready = []  // an idle connection holds no batch
+                    ready = [await self.outbox.next()]
                 }
                 let rate = Double(self.state.withLock { $0.eventsPerSecond })
                 (limiter.capacity, limiter.perSecond) = (rate, rate)
@@ -154,7 +155,8 @@ extension StreamSession {
         do {
             if checkRetention, after < through {
                 writer.endBatch()  // what is written goes out before the log is read
-                let oldest = try await self.reader.oldest(tenant: self.tenant) ?? (through + 1)
+                let tenant = self.tenant
+                let oldest = try await inTaskOfItsOwn { try await self.reader.oldest(tenant: tenant) } ?? (through + 1)
                 if oldest > after + 1 {
                     FanoutMetrics.gapNotices.increment()
                     try await self.write(ServerMessage.gap(from: after + 1, to: min(oldest - 1, through), reason: "expired"), writer)
@@ -168,15 +170,18 @@ extension StreamSession {
                 try await self.flush(writer)
                 writer.endBatch()
                 let windowEnd = cursor + min(through - cursor, Self.scanWindow, Int64(self.settings.maxReplayScan))
-                let page = try await self.replays.run {
-                    try await self.reader.events(
-                        tenant: self.tenant,
-                        after: cursor,
-                        through: windowEnd,
-                        filter: filter,
-                        limit: 1000,
-                        maxBytes: Self.pageBytes
-                    )
+                let (tenant, after) = (self.tenant, cursor)
+                let page = try await inTaskOfItsOwn {
+                    try await self.replays.run {
+                        try await self.reader.events(
+                            tenant: tenant,
+                            after: after,
+                            through: windowEnd,
+                            filter: filter,
+                            limit: 1000,
+                            maxBytes: Self.pageBytes
+                        )
+                    }
                 }
                 for event in page {
                     try await self.writeEvent(event, writer)

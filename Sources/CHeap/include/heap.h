@@ -1,0 +1,11 @@
+#ifndef SWARMDECK_HEAP_H
+#define SWARMDECK_HEAP_H
+
+#include <stddef.h>
+
+/// Bytes the C allocator has handed out and not had back (glibc's mallinfo2: the arenas' bytes
+/// in use plus mmap'd blocks): the live heap, as opposed to the resident set, which keeps what
+/// was freed.
+size_t swarmdeck_heap_in_use(void);
+
+#endif
