@@ -242,7 +242,7 @@ struct FanoutBench: AsyncParsableCommand {
 
     /// stream-fanout's live heap (`process_heap_bytes` on its `/metrics`), or nil.
     private func fanoutHeap() async -> Int? {
-        let url = self.fanoutURL.replacingOccurrences(of: "ws://", with: "http://") + "/metrics"
+        let url = self.fanoutURL.replacingOccurrences(of: "wss://", with: "https://").replacingOccurrences(of: "ws://", with: "http://") + "/metrics"
         guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5)),
             let body = try? await response.body.collect(upTo: 4 << 20)
         else { return nil }

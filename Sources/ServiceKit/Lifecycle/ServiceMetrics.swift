@@ -31,7 +31,8 @@ public enum ServiceMetrics {
     /// Reads the process's live heap and resident set into `process_heap_bytes` and
     /// `process_resident_memory_bytes`: at each scrape of `/metrics`.
     public static func sampleProcess() {
-        Self.heapBytes.set(Double(swarmdeck_heap_in_use()))
+        let heap = swarmdeck_heap_in_use()
+        if heap > 0 { Self.heapBytes.set(Double(heap)) }
         // /proc/self/statm: size, resident, ... in pages.
         if let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
             let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) })

@@ -42,16 +42,19 @@ public final class AsyncPermits: Sendable {
         guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let granted: Bool = self.state.withLock { state in
+                let outcome: Result<Void, any Error>? = self.state.withLock { state in
                     // A permit may have come back between the check and here.
                     if state.available > 0 {
                         state.available -= 1
-                        return true
+                        return .success(())
                     }
+                    // Cancelled before this waiter was listed: the cancellation handler found
+                    // nothing to wake (the flag is set before it runs).
+                    if Task.isCancelled { return .failure(CancellationError()) }
                     state.waiters.append((id, continuation))
-                    return false
+                    return nil
                 }
-                if granted { continuation.resume() }
+                if let outcome { continuation.resume(with: outcome) }
             }
         } onCancel: {
             let waiter = self.state.withLock { state -> CheckedContinuation<Void, any Error>? in

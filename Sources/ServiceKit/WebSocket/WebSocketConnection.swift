@@ -7,7 +7,7 @@ import Synchronization
 /// What a WebSocket protocol (`/v1/stream`, `/v1/acp`, the terminal) supplies to the
 /// connection engine.
 public protocol WebSocketProtocolHandler: AnyObject, Sendable {
-    /// One client message, in the reader's task. Returns false when the message was invalid
+    /// One client message, in a task of its own (one at a time, in order: the reader waits). Returns false when the message was invalid
     /// (the protocol has answered it with an error); too many close the connection.
     func received(_ message: WebSocketClientMessage, on connection: WebSocketConnection) async -> Bool
     /// The writer: runs in the connection's task, writing through `writer`, until the

@@ -202,6 +202,9 @@ final class StreamOutbox: Sendable {
         await withCheckedContinuation { continuation in
             let item: OutboxItem? = self.state.withLock { state in
                 if let item = Self.pop(&state) { return item }
+                // The writer goes idle: a burst's capacity is not kept by a quiet connection
+                // (kept while it is busy, so a busy queue does not grow again per batch).
+                if state.queue.capacity > 8 { state.queue = [] }
                 state.waiter = continuation
                 return nil
             }
@@ -233,8 +236,7 @@ final class StreamOutbox: Sendable {
             let queued = state.queue[state.queueHead]
             state.queueHead += 1
             if state.queueHead == state.queue.count {
-                // Drained: a burst's capacity is not kept by a connection gone quiet.
-                state.queue.removeAll(keepingCapacity: state.queue.capacity <= 8)
+                state.queue.removeAll(keepingCapacity: true)
                 state.queueHead = 0
             } else if state.queueHead > 1024 && state.queueHead * 2 > state.queue.count {
                 state.queue.removeFirst(state.queueHead)

@@ -74,7 +74,9 @@ extension StreamSession {
                     // Collapsed lines are counted until the agent says something else, or for
                     // a second at most (the heartbeat ticks the writer while some are pending).
                     self.state.withLock { $0.collapsePending = collapse.hasPending }
-                    ready = []  // an idle connection holds no batch
+                    // Let go of the batch's array before waiting (assigning the awaited item
+                    // alone would keep it through the wait): an idle connection holds none.
+                    ready = []
                     ready = [await self.outbox.next()]
                 }
                 let rate = Double(self.state.withLock { $0.eventsPerSecond })
