@@ -20,7 +20,6 @@ let httpTypes = Target.Dependency.product(name: "HTTPTypes", package: "swift-htt
 let hummingbird = Target.Dependency.product(name: "Hummingbird", package: "hummingbird")
 let hummingbirdCore = Target.Dependency.product(name: "HummingbirdCore", package: "hummingbird")
 let hummingbirdTesting = Target.Dependency.product(name: "HummingbirdTesting", package: "hummingbird")
-let hummingbirdWebSocket = Target.Dependency.product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
 let hummingbirdWSClient = Target.Dependency.product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
 let jwtKit = Target.Dependency.product(name: "JWTKit", package: "jwt-kit")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
@@ -31,6 +30,8 @@ let nioHPACK = Target.Dependency.product(name: "NIOHPACK", package: "swift-nio-h
 let nioHTTP2 = Target.Dependency.product(name: "NIOHTTP2", package: "swift-nio-http2")
 let nioSSH = Target.Dependency.product(name: "NIOSSH", package: "swift-nio-ssh")
 let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
+let nioHTTPTypes = Target.Dependency.product(name: "NIOHTTPTypes", package: "swift-nio-extras")
+let nioHTTPTypesHTTP1 = Target.Dependency.product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras")
 let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
 let nioFoundationCompat = Target.Dependency.product(name: "NIOFoundationCompat", package: "swift-nio")
 let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
@@ -51,7 +52,7 @@ let x509 = Target.Dependency.product(name: "X509", package: "swift-certificates"
 /// gets a three-line executable target, `Sources/<target>Main`, declared by `service(...)`.
 let services: [(product: String, target: String, dependencies: [Target.Dependency], exclude: [String])] = [
     ("ingest", "Ingest", ["EventLog", "OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
-    ("stream-fanout", "StreamFanout", ["EventLog", hummingbirdWebSocket, metrics, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
+    ("stream-fanout", "StreamFanout", ["EventLog", metrics, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
     (
         "control-api", "ControlAPI", ["ControlAPIContract", "EventLog", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []
@@ -69,7 +70,7 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
     (
         "terminal-broker", "TerminalBroker",
         [
-            "TerminalBrokerContract", crypto, hummingbirdWebSocket, metrics, nioCore, nioPosix, nioSSH, nioWebSocket, openAPIHummingbird,
+            "TerminalBrokerContract", crypto, metrics, nioCore, nioPosix, nioSSH, nioWebSocket, openAPIHummingbird,
             openAPIRuntime, serviceLifecycle,
         ],
         []
@@ -123,6 +124,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.24.0"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.35.0"),
         .package(url: "https://github.com/apple/swift-nio-ssh.git", from: "0.15.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
@@ -241,10 +243,10 @@ let package = Package(
         .target(
             name: "ServiceKit",
             dependencies: [
-                "CHeap", "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, hummingbirdWebSocket, jwtKit, logging,
+                "CHeap", "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, jwtKit, logging,
                 metrics,
                 openAPIRuntime,
-                nioCore, nioPosix,
+                nioCore, nioHTTP1, nioHTTPTypes, nioHTTPTypesHTTP1, nioPosix,
                 nioWebSocket, postgresNIO,
                 prometheus, serviceLifecycle, swiftProtobuf, systemPackage,
             ],
@@ -302,7 +304,7 @@ let package = Package(
             name: "FanoutTests",
             dependencies: [
                 "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration,
-                hummingbird, hummingbirdTesting, hummingbirdWebSocket, logging, nioCore, nioPosix, postgresNIO,
+                hummingbird, hummingbirdTesting, logging, nioCore, nioPosix, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

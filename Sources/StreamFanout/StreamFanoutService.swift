@@ -1,6 +1,5 @@
 import EventLog
 import Hummingbird
-import HummingbirdWebSocket
 public import ServiceKit
 
 /// The stream-fanout service: live event streams to phones over WebSocket (`/v1/stream`) and
@@ -57,16 +56,13 @@ public enum StreamFanoutService: SwarmdeckService {
             logger: logger,
             connections: TenantConnections(maxPerTenant: settings.maxConnectionsPerTenant)
         )
-        controller.addFallbackRoute(to: assembly.router)
-        let webSocketRouter = Router(context: WebSocketServiceContext.self)
-        controller.addWebSocketRoute(to: webSocketRouter)
-        controller.addACPRoute(to: webSocketRouter)
+        var webSocketRoutes = WebSocketRoutes()
+        controller.addStreamRoute(to: &webSocketRoutes)
+        controller.addACPRoute(to: &webSocketRoutes)
+        webSocketRoutes.addHTTPAnswers(to: assembly.router)
         return ServiceParts(
             services: [hub, heartbeats, presence],
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: webSocketRouter,
-                configuration: .init(ws: .init(maxFrameSize: settings.maxMessageBytes, autoPing: .disabled))
-            )
+            server: .webSocketUpgrade(routes: webSocketRoutes, maxMessageBytes: settings.maxMessageBytes, logger: logger)
         )
     }
 }

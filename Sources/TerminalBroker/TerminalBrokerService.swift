@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import NIOPosix
 import OpenAPIHummingbird
 public import ServiceKit
@@ -62,14 +61,12 @@ public enum TerminalBrokerService: SwarmdeckService {
             settings: settings,
             logger: logger
         )
-        let webSocketRouter = Router(context: WebSocketServiceContext.self)
-        controller.addWebSocketRoute(to: webSocketRouter)
+        var webSocketRoutes = WebSocketRoutes()
+        controller.addWebSocketRoute(to: &webSocketRoutes)
+        webSocketRoutes.addHTTPAnswers(to: assembly.router)
         return ServiceParts(
             services: [heartbeats, RecordingSweep(recordings: recordings, logger: logger), TerminalShutdown(pool: pool, attachments: attachments)],
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: webSocketRouter,
-                configuration: .init(ws: .init(maxFrameSize: settings.maxInputBytes + 256, autoPing: .disabled))
-            )
+            server: .webSocketUpgrade(routes: webSocketRoutes, maxMessageBytes: settings.maxInputBytes + 256, logger: logger)
         )
     }
 }

@@ -188,6 +188,19 @@ struct StreamFanoutTests {
                 await #expect(throws: (any Error).self) {
                     _ = try await PlainWebSocket.connect(url: "ws://127.0.0.1:\(port)/v1/stream?protocol=1&access_token=\(token)") { _, _ in }
                 }
+                // A refused upgrade gets its status (and the envelope), so a client knows to refresh
+                // its token rather than retry; a path with no WebSocket gets 404.
+                for (path, token, status) in [
+                    ("v1/stream", nil, "401"), ("v1/stream", "garbage", "401"), ("v1/stream", try await harness.token(scopes: [.admin]), "403"),
+                    ("v1/acp", "garbage", "401"), ("v1/elsewhere", token, "404"),
+                ] {
+                    do {
+                        _ = try await PlainWebSocket.connect(url: "ws://127.0.0.1:\(port)/\(path)?protocol=1", bearer: token) { _, _ in }
+                        Issue.record("\(path) upgraded")
+                    } catch PlainWebSocket.ClientError.notUpgraded(let line) {
+                        #expect(line.contains(" \(status) "), "\(path): \(line)")
+                    }
+                }
 
                 let client = StreamClient(port: port, token: token)
                 let bad = try await client.run(sending: [

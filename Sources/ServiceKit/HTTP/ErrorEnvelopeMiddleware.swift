@@ -92,6 +92,13 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
 
     /// A JSON response carrying the envelope (and `Retry-After` when the body has one).
     public static func response(status: HTTPResponse.Status, body: ErrorEnvelope.Body) -> Response {
+        let (headers, payload) = Self.parts(of: body)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: payload))
+    }
+
+    /// The envelope's headers (`Content-Type`, `Retry-After` when the body has one,
+    /// `WWW-Authenticate` for an auth error) and its JSON.
+    static func parts(of body: ErrorEnvelope.Body) -> (HTTPFields, ByteBuffer) {
         let data = (try? JSONEncoder().encode(ErrorEnvelope(body))) ?? Data(#"{"error":{"code":"ServerError"}}"#.utf8)
         var headers: HTTPFields = [.contentType: "application/json"]
         if let retryAfter = body.retryAfterSeconds {
@@ -100,6 +107,6 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
         if body.errorClass == .auth {
             headers[.wwwAuthenticate] = #"Bearer error="invalid_token""#
         }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return (headers, ByteBuffer(bytes: data))
     }
 }

@@ -1,18 +1,17 @@
 public import Contracts
+import HTTPTypes
 public import Hummingbird
-public import HummingbirdWebSocket
 
 /// Authenticates a WebSocket upgrade with an access token before the upgrade: a refused upgrade
-/// gets no socket (Hummingbird answers it with a bare 400), and the same path's answer to a
-/// request that was not an upgrade gets the error envelope (401/403).
+/// gets no socket, and is answered by the same path's HTTP route with the error envelope
+/// (401/403), as a request that was not an upgrade is.
 ///
 /// The token comes from `Authorization: Bearer …`, or for clients that cannot set headers on a
 /// WebSocket (browsers), from a `swarmdeck.bearer.<token>` subprotocol
 /// (``WebSocketBearerProtocol``). Never from the URL: a query string ends up in access and
 /// error logs, proxies' included (`?access_token=` is refused as it was not there: 401).
-/// Use it only on WebSocket paths
-/// (the upgrade, and the same path's answer to a request that was not an upgrade). The identity
-/// reaches the handler as `context.requestContext.identity`.
+/// Use it only on WebSocket paths (``WebSocketRoutes``, and the same path's HTTP route, which
+/// answers a request that was not upgraded).
 public struct WebSocketAuthentication: Sendable {
     let verifier: AccessTokenVerifier
     let scopes: [Scope]
@@ -29,24 +28,25 @@ public struct WebSocketAuthentication: Sendable {
 
     /// The identity of `request`'s token, with the required scopes.
     /// - Throws: `AuthInvalid`, `AuthExpired` or `PermissionDenied`.
-    public func authenticate(_ request: Request) async throws -> AccessIdentity {
-        try await self.authenticate(request, offered: Self.offeredProtocol(request))
+    public func authenticate(_ request: Request) async throws(APIError) -> AccessIdentity {
+        try await self.authenticate(request.headers)
     }
 
-    /// The upgrade check of `router.ws(_:shouldUpgrade:onUpgrade:)`. It selects
+    /// The identity of an upgrade request's token, and the headers of the answer: it selects
     /// ``WebSocketBearerProtocol/application`` when the client offered it.
-    @Sendable public func shouldUpgrade(_ request: Request, _ context: WebSocketServiceContext) async throws -> RouterShouldUpgrade {
-        let offered = Self.offeredProtocol(request)
-        context.identity = try await self.authenticate(request, offered: offered)
-        return .upgrade(offered.offersApplication ? [.secWebSocketProtocol: WebSocketBearerProtocol.application] : [:])
+    func accept(_ headers: HTTPFields) async throws(APIError) -> (AccessIdentity, answer: HTTPFields) {
+        let identity = try await self.authenticate(headers)
+        let offered = WebSocketBearerProtocol(headerValues: headers[values: .secWebSocketProtocol])
+        return (identity, offered.offersApplication ? [.secWebSocketProtocol: WebSocketBearerProtocol.application] : [:])
     }
 
-    private func authenticate(_ request: Request, offered: WebSocketBearerProtocol) async throws -> AccessIdentity {
+    private func authenticate(_ headers: HTTPFields) async throws(APIError) -> AccessIdentity {
+        let offered = WebSocketBearerProtocol(headerValues: headers[values: .secWebSocketProtocol])
         let token: String
-        if request.headers[.authorization] == nil, let headless = offered.token {
+        if headers[.authorization] == nil, let headless = offered.token {
             token = headless
         } else {
-            token = try request.bearerToken("access token")
+            token = try Request.bearerToken(authorization: headers[.authorization], "access token")
         }
         let refusal: APIError
         do {
@@ -64,9 +64,5 @@ public struct WebSocketAuthentication: Sendable {
             sessionRefusal = error
         }
         throw sessionRefusal.code == .authExpired ? sessionRefusal : refusal
-    }
-
-    private static func offeredProtocol(_ request: Request) -> WebSocketBearerProtocol {
-        WebSocketBearerProtocol(headerValues: request.headers[values: .secWebSocketProtocol])
     }
 }

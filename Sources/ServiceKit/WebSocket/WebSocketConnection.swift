@@ -1,13 +1,13 @@
-public import HummingbirdWebSocket
 public import Logging
-public import NIOCore
+import NIOCore
 public import NIOWebSocket
 import Synchronization
 
 /// What a WebSocket protocol (`/v1/stream`, `/v1/acp`, the terminal) supplies to the
 /// connection engine.
 public protocol WebSocketProtocolHandler: AnyObject, Sendable {
-    /// One client message, in a task of its own (one at a time, in order: the reader waits). Returns false when the message was invalid
+    /// One client message, in a task of its own (one at a time, in order: the socket is not
+    /// read meanwhile). Returns false when the message was invalid
     /// (the protocol has answered it with an error); too many close the connection.
     func received(_ message: WebSocketClientMessage, on connection: WebSocketConnection) async -> Bool
     /// The writer: runs in the connection's task, writing through `writer`, until the
@@ -31,18 +31,20 @@ extension WebSocketProtocolHandler {
     public func finish() async {}
 }
 
-/// One WebSocket connection, whatever its protocol: a reader task and a writer, a close that
-/// happens once with one reason, message size and count budgets, invalid-message budget,
-/// pings, liveness and the stall check (visited by ``WebSocketHeartbeats``), and a writer
-/// that frames its messages itself and hands each batch of them to the socket at once.
+/// One WebSocket connection, whatever its protocol: a writer, a reader that is a channel
+/// handler (``WebSocketReadHandler``), a close that happens once with one reason, message size
+/// and count budgets, invalid-message budget, pings, liveness and the stall check (visited by
+/// ``WebSocketHeartbeats``), and a writer that frames its messages itself and hands each batch
+/// of them to the socket at once.
 ///
-/// The writer runs in the connection's task and the reader in one child task (a task is memory
-/// per connection): the reader ending stops the protocol's queue, which ends the writer; the
-/// writer ending (a close, a failed write) cancels the reader.
+/// The writer runs in the connection's task; no task reads (a task is memory per connection):
+/// each client message is handled in a short task of its own. The client's close, or the socket
+/// closing, stops the protocol's queue, which ends the writer.
 public final class WebSocketConnection: Heartbeating, Sendable {
     private struct State {
         var closeReason: (WebSocketErrorCode, String)?
         var liveness: ConnectionLiveness
+        var budget: MessageBudget
         var done = false
         var handler: (any WebSocketProtocolHandler)?
         /// Closed outright when a write stalls: a writer waiting on a full socket wakes only then.
@@ -70,24 +72,19 @@ public final class WebSocketConnection: Heartbeating, Sendable {
                     stalledAfter: limits.stalledAfter,
                     checksAnswers: limits.liveness == .clientMessages,
                     now: .now
-                )
+                ),
+                budget: MessageBudget(perTenSeconds: limits.maxMessagesPer10Seconds, now: .now)
             )
         )
     }
 
-    /// Runs the connection until the client leaves, breaks a limit or the protocol closes it;
-    /// then sends the close frame with the first reason given.
-    /// - Parameter channel: the connection's channel: the writer writes its frames to it
-    ///   directly; `outbound` sends the close frame.
-    public func run(
-        inbound: WebSocketInboundStream,
-        outbound: WebSocketOutboundWriter,
-        channel: any Channel,
-        handler: some WebSocketProtocolHandler
-    ) async {
+    /// Runs the connection on `socket` until the client leaves, breaks a limit or the protocol
+    /// closes it; then sends the close frame with the first reason given.
+    public func run(on socket: UpgradedWebSocket, handler: some WebSocketProtocolHandler) async {
         self.state.withLock { state in
             state.handler = handler
-            state.channel = channel
+            state.channel = socket.channel
+            state.wire = socket.wire
         }
         self.heartbeats.add(self)
         defer {
@@ -99,38 +96,22 @@ public final class WebSocketConnection: Heartbeating, Sendable {
             }
             self.heartbeats.remove(self)
         }
-        let wire: WebSocketWireHandler
+        socket.reader.attach(self)
+        let writer = WebSocketFrameWriter(wire: socket.wire, connection: self)
         do {
-            wire = try await WebSocketWireHandler.install(on: channel)
+            try await handler.write(to: writer)
         } catch {
-            // The connection went away before it started (its pipeline is gone).
-            self.logger.debug("WebSocket connection ended before it started", metadata: ["error": "\(String(reflecting: error))"])
-            handler.stop()
-            await handler.finish()
-            return
+            self.logger.debug("WebSocket write ended", metadata: ["error": "\(String(reflecting: error))"])
+            self.close(.goingAway, "write failed")
         }
-        self.state.withLock { $0.wire = wire }
-        let writer = WebSocketFrameWriter(wire: wire, connection: self)
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await self.readLoop(inbound, handler: handler)
-                handler.stop()
-            }
-            do {
-                try await handler.write(to: writer)
-            } catch {
-                self.logger.debug("WebSocket write ended", metadata: ["error": "\(String(reflecting: error))"])
-                self.close(.goingAway, "write failed")
-            }
-            writer.endBatch()
-            handler.stop()
-            group.cancelAll()
-        }
+        writer.endBatch()
+        handler.stop()
+        // No message is handled once the protocol lets go of what it holds.
+        await socket.reader.detach()
         // Let go of feeds before closing: a close frame to a stalled socket can take a while.
         await handler.finish()
-        if let (code, reason) = self.state.withLock({ $0.closeReason }) {
-            try? await outbound.close(code, reason: reason)
-        }
+        let (code, reason) = self.state.withLock { $0.closeReason } ?? (.normalClosure, "")
+        socket.close(code, reason: reason)
     }
 
     /// Closes the connection with `code` and `reason`, unless it is closing already (the first
@@ -164,47 +145,33 @@ public final class WebSocketConnection: Heartbeating, Sendable {
         self.state.withLock { $0.liveness.wrote() }
     }
 
-    // MARK: Reading
+    // MARK: Reading (from the socket's read handler)
 
-    private func readLoop(_ inbound: WebSocketInboundStream, handler: some WebSocketProtocolHandler) async {
-        var assembler = WebSocketMessageAssembler(maxBytes: self.limits.maxMessageBytes)
-        var budget = MessageBudget(perTenSeconds: self.limits.maxMessagesPer10Seconds, now: .now)
-        do {
-            for try await frame in inbound {
-                if self.isClosing { return }
-                let message: WebSocketClientMessage
-                switch assembler.add(frame) {
-                case .partial:
-                    continue
-                case .message(let complete):
-                    message = complete
-                case .tooLarge:
-                    self.close(.messageTooLarge, "messages are at most \(self.limits.maxMessageBytes) bytes")
-                    return
-                case .outOfOrder:
-                    self.close(.protocolError, "a continuation frame out of order")
-                    return
-                case .notUTF8:
-                    self.close(.dataInconsistentWithMessage, "a text message that is not UTF-8")
-                    return
-                }
-                let now = ContinuousClock.now
-                self.state.withLock { $0.liveness.heard(at: now) }
-                guard budget.admit(at: now) == .accept else {
-                    self.close(.policyViolation, "more than \(self.limits.maxMessagesPer10Seconds) messages in 10 s")
-                    return
-                }
-                // Each message is handled in a task of its own: the memory its handling needs
-                // (its async frames) is given back when it is done, instead of staying with the
-                // reader for the connection's life.
-                if await !inTaskOfItsOwn({ await handler.received(message, on: self) }) {
-                    self.countInvalid()
-                }
-            }
-        } catch {
-            // The connection went away, or broke the protocol (the handler closes it).
-            self.logger.debug("WebSocket read ended", metadata: ["error": "\(String(reflecting: error))"])
+    /// A client message arrived (on the event loop): false drops it, the connection closing or
+    /// the message breaking the count budget (which closes it, 1008).
+    func admit(at now: ContinuousClock.Instant) -> Bool {
+        let admitted: Bool? = self.state.withLock { state in
+            guard state.closeReason == nil else { return nil }
+            state.liveness.heard(at: now)
+            return state.budget.admit(at: now) == .accept
         }
+        guard let admitted else { return false }
+        if !admitted { self.close(.policyViolation, "more than \(self.limits.maxMessagesPer10Seconds) messages in 10 s") }
+        return admitted
+    }
+
+    /// Handles one admitted client message (in a task of its own: the memory its handling
+    /// needs is given back when it is done).
+    func handle(_ message: WebSocketClientMessage) async {
+        guard let handler = self.state.withLock({ $0.closeReason == nil ? $0.handler : nil }) else { return }
+        if await !handler.received(message, on: self) {
+            self.countInvalid()
+        }
+    }
+
+    /// The client closed, or the socket did: the protocol's queue ends, which ends the writer.
+    func inputEnded() {
+        self.state.withLock { $0.handler }?.stop()
     }
 
     // MARK: Heartbeat

@@ -1,4 +1,3 @@
-public import HummingbirdWebSocket
 public import NIOCore
 
 /// A client message, assembled from its frames.
@@ -23,6 +22,13 @@ public struct WebSocketMessageAssembler: Sendable {
         case notUTF8
     }
 
+    /// The opcodes of data frames.
+    public enum Opcode: Sendable {
+        case text
+        case binary
+        case continuation
+    }
+
     public let maxBytes: Int
     private var pending: ByteBuffer?
     private var pendingIsText = false
@@ -31,11 +37,7 @@ public struct WebSocketMessageAssembler: Sendable {
         self.maxBytes = maxBytes
     }
 
-    public mutating func add(_ frame: WebSocketDataFrame) -> Outcome {
-        self.add(opcode: frame.opcode, data: frame.data, fin: frame.fin)
-    }
-
-    public mutating func add(opcode: WebSocketDataFrame.Opcode, data: ByteBuffer, fin: Bool) -> Outcome {
+    public mutating func add(opcode: Opcode, data: ByteBuffer, fin: Bool) -> Outcome {
         switch opcode {
         case .text, .binary:
             guard self.pending == nil else { return .outOfOrder }

@@ -2,12 +2,12 @@ import NIOCore
 import NIOWebSocket
 import Synchronization
 
-/// A connection's way to the socket that bypasses Hummingbird's WebSocket writer: frames
+/// A connection's way to the socket: frames
 /// already encoded are written from the event loop in batches (one `execute`, N writes, one
 /// flush), and the writer waits only when the channel is full.
 ///
 /// It sits just before NIO's `WebSocketFrameEncoder` (nearer the socket), so what it writes
-/// passes anything below (TLS), and what Hummingbird writes (pongs, the close frame) passes
+/// passes anything below (TLS), and what the read handler writes (pongs, the close frame) passes
 /// it. Frames written in one batch are contiguous on the wire. Once a close frame has gone
 /// out (``CloseWatcher``, just after the encoder, sees it) or the output is closed, nothing
 /// more is written (RFC 6455 §5.5.1) and the writer gets ``WireError/closed``.
@@ -174,7 +174,7 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
         context.fireChannelWritabilityChanged()
     }
 
-    /// Sees the frames Hummingbird writes (before they are encoded) and tells the wire when one
+    /// Sees the frames the read handler writes (before they are encoded) and tells the wire when one
     /// is a close frame.
     final class CloseWatcher: ChannelOutboundHandler {
         typealias OutboundIn = WebSocketFrame

@@ -1,7 +1,6 @@
 import Contracts
 import EventLog
 import Foundation
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -72,8 +71,8 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
 
     // MARK: The connection
 
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel) async {
-        await self.connection.run(inbound: inbound, outbound: outbound, channel: channel, handler: self)
+    func run(on socket: UpgradedWebSocket) async {
+        await self.connection.run(on: socket, handler: self)
     }
 
     /// Requests go to the writer, which handles them in order with the live envelopes.

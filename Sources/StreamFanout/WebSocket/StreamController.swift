@@ -2,7 +2,6 @@ import Contracts
 import EventLog
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -14,8 +13,8 @@ import ServiceKit
 /// The access token (scope `stream:read`) comes in `Authorization: Bearer …` or, for clients
 /// that cannot set headers on a WebSocket, a `swarmdeck.bearer.<token>` subprotocol; the
 /// tenant is the token's. A
-/// request that fails authentication is not upgraded and gets the error envelope (401/403);
-/// an authenticated request that is not an upgrade gets 400.
+/// request that fails authentication is not upgraded and gets the error envelope (401/403)
+/// from the same path's HTTP route; an authenticated request that is not an upgrade gets 400.
 struct StreamController: Sendable {
     /// The protocol version this server speaks.
     static let protocolVersion = "1"
@@ -39,11 +38,11 @@ struct StreamController: Sendable {
     /// Open connections per tenant, both routes together.
     let connections: TenantConnections
 
-    /// The WebSocket route, on the upgrade router.
-    func addWebSocketRoute(to router: Router<WebSocketServiceContext>) {
+    /// `GET /v1/stream`.
+    func addStreamRoute(to routes: inout WebSocketRoutes) {
         self.addRoute(
             "v1/stream",
-            to: router,
+            to: &routes,
             authentication: self.authentication,
             missingProtocolIsCurrent: false,
             mismatch: { asked in
@@ -54,7 +53,7 @@ struct StreamController: Sendable {
                     requestID: nil
                 )
             },
-            run: { identity, logger, inbound, outbound, channel in
+            run: { identity, logger, socket in
                 let session = StreamSession(
                     identity: identity,
                     settings: self.settings,
@@ -64,17 +63,17 @@ struct StreamController: Sendable {
                     heartbeats: self.heartbeats,
                     logger: logger
                 )
-                await session.run(inbound: inbound, outbound: outbound, channel: channel)
+                await session.run(on: socket)
             }
         )
     }
 
     /// `GET /v1/acp`: the ACP cache (seed 003), JSON-RPC 2.0. Seed 003's client names no
     /// protocol: a missing `protocol` is protocol 1; another version is refused.
-    func addACPRoute(to router: Router<WebSocketServiceContext>) {
+    func addACPRoute(to routes: inout WebSocketRoutes) {
         self.addRoute(
             "v1/acp",
-            to: router,
+            to: &routes,
             authentication: self.acpAuthentication,
             missingProtocolIsCurrent: true,
             mismatch: { _ in
@@ -84,7 +83,7 @@ struct StreamController: Sendable {
                     "ProtocolMismatch: this server speaks ACP cache protocol \(Self.protocolVersion); connect with ?protocol=\(Self.protocolVersion)"
                 )
             },
-            run: { identity, logger, inbound, outbound, channel in
+            run: { identity, logger, socket in
                 let session = ACPSession(
                     identity: identity,
                     settings: self.settings,
@@ -95,7 +94,7 @@ struct StreamController: Sendable {
                     heartbeats: self.heartbeats,
                     logger: logger
                 )
-                await session.run(inbound: inbound, outbound: outbound, channel: channel)
+                await session.run(on: socket)
             }
         )
     }
@@ -103,19 +102,19 @@ struct StreamController: Sendable {
     /// A WebSocket route: authenticated before the upgrade; a protocol version other than this
     /// server's gets `mismatch`'s message and a close with 1002; otherwise `run` serves it.
     private func addRoute(
-        _ path: RouterPath,
-        to router: Router<WebSocketServiceContext>,
+        _ path: String,
+        to routes: inout WebSocketRoutes,
         authentication: WebSocketAuthentication,
         missingProtocolIsCurrent: Bool,
         mismatch: @escaping @Sendable (_ asked: String?) -> ByteBuffer,
-        run: @escaping @Sendable (AccessIdentity, Logger, WebSocketInboundStream, WebSocketOutboundWriter, any Channel) async -> Void
+        run: @escaping @Sendable (AccessIdentity, Logger, UpgradedWebSocket) async -> Void
     ) {
-        router.ws(path, shouldUpgrade: authentication.shouldUpgrade) { inbound, outbound, context in
-            guard let identity = context.requestContext.identity else { return }
-            let asked = context.request.uri.queryParameters["protocol"].map(String.init)
+        routes.add(path, authentication: authentication, hint: "with ?protocol=\(Self.protocolVersion)") { request, socket in
+            let identity = request.identity
+            let asked = request.uri.queryParameters["protocol"].map(String.init)
             guard asked == Self.protocolVersion || (asked == nil && missingProtocolIsCurrent) else {
-                try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: mismatch(asked))))
-                try await outbound.close(.protocolError, reason: "protocol mismatch")
+                try? socket.send(text: mismatch(asked))
+                socket.close(.protocolError, reason: "protocol mismatch")
                 return
             }
             guard self.connections.acquire(identity.tenant) else {
@@ -124,27 +123,14 @@ struct StreamController: Sendable {
                     message: "the tenant has \(self.connections.maxPerTenant) connections open on this server (fanout.max-connections-per-tenant)",
                     retryAfterSeconds: 5
                 )
-                let frame = StreamServerMessage.error(refusal)
-                try await outbound.write(.text(String(decoding: try JSONEncoder().encode(frame), as: UTF8.self)))
-                try await outbound.close(.unknown(1013), reason: "try again later")
+                if let frame = try? JSONEncoder().encode(StreamServerMessage.error(refusal)) {
+                    try? socket.send(text: ByteBuffer(bytes: frame))
+                }
+                socket.close(.unknown(1013), reason: "try again later")
                 return
             }
             defer { self.connections.release(identity.tenant) }
-            await run(identity, self.logger.with(identity), inbound, outbound, context.requestContext.channel)
-        }
-    }
-
-    /// The same paths on the HTTP router, for requests that were not upgraded: their
-    /// authentication error, or 400 when they should have asked for an upgrade.
-    func addFallbackRoute(to router: Router<ServiceRequestContext>) {
-        for (path, authentication) in [("v1/stream", self.authentication), ("v1/acp", self.acpAuthentication)] {
-            router.get(RouterPath(path)) { request, _ -> Response in
-                _ = try await authentication.authenticate(request)
-                throw APIError(
-                    .invalidRequest,
-                    "/\(path) is a WebSocket: send an upgrade request with ?protocol=\(Self.protocolVersion)"
-                )
-            }
+            await run(identity, request.logger, socket)
         }
     }
 }

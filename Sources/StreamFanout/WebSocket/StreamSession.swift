@@ -1,7 +1,6 @@
 import Contracts
 import EventLog
 import Foundation
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -103,10 +102,10 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
     // MARK: The connection
 
     /// Runs the connection until the client leaves or breaks the protocol.
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel) async {
+    func run(on socket: UpgradedWebSocket) async {
         FanoutMetrics.connections.increment(by: 1)
         defer { FanoutMetrics.connections.decrement(by: 1) }
-        await self.connection.run(inbound: inbound, outbound: outbound, channel: channel, handler: self)
+        await self.connection.run(on: socket, handler: self)
     }
 
     func received(_ message: WebSocketClientMessage, on connection: WebSocketConnection) async -> Bool {

@@ -1,7 +1,6 @@
 import Contracts
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOWebSocket
@@ -36,12 +35,12 @@ struct TerminalController: Sendable {
 
     // MARK: The attach WebSocket
 
-    func addWebSocketRoute(to router: Router<WebSocketServiceContext>) {
-        router.ws("v1/terminal/sessions/:sessionId/attach", shouldUpgrade: self.authentication.shouldUpgrade) { inbound, outbound, context in
-            guard let identity = context.requestContext.identity else { return }
-            let query = context.request.uri.queryParameters
+    func addWebSocketRoute(to routes: inout WebSocketRoutes) {
+        routes.add("v1/terminal/sessions/:sessionId/attach", authentication: self.authentication) { request, socket in
+            let identity = request.identity
+            let query = request.uri.queryParameters
             let refuse: @Sendable (APIError) async -> Void = { error in
-                try? await outbound.write(.text(String(buffer: TerminalSession.encode(end: error))))
+                try? socket.send(text: TerminalSession.encode(end: error))
                 let code: WebSocketErrorCode =
                     switch error.code {
                     case .protocolMismatch: .protocolError
@@ -49,7 +48,7 @@ struct TerminalController: Sendable {
                     case .rateLimited: .unknown(1013)
                     default: .unexpectedServerError
                     }
-                try? await outbound.close(code, reason: error.code.rawValue)
+                socket.close(code, reason: error.code.rawValue)
             }
             if let asked = query["protocol"].map(String.init), asked != TerminalSession.protocolVersion {
                 await refuse(
@@ -73,7 +72,7 @@ struct TerminalController: Sendable {
             }
             let logger = self.logger.with(identity)
             do {
-                let (id, host) = try await self.store.requireSession(context.requestContext.parameters.require("sessionId"), tenant: identity.tenant)
+                let (id, host) = try await self.store.requireSession(request.parameters["sessionId"] ?? "", tenant: identity.tenant)
                 let viewer = TerminalViewer(
                     id: self.viewerIDs.withLockedValue {
                         $0 += 1
@@ -109,7 +108,7 @@ struct TerminalController: Sendable {
                         input: wantsInput,
                         recorded: unrecorded == nil
                     )
-                    try await outbound.write(.text(String(buffer: hello)))
+                    try socket.send(text: hello)
                 } catch {
                     attachment.remove(viewer)
                     return
@@ -127,7 +126,7 @@ struct TerminalController: Sendable {
                     logger: logger
                 )
                 let session = TerminalSession(viewer: viewer, attachment: attachment, logger: logger)
-                await connection.run(inbound: inbound, outbound: outbound, channel: context.requestContext.channel, handler: session)
+                await connection.run(on: socket, handler: session)
             } catch {
                 let failure = error as? APIError ?? APIError(.terminalInitFailed, "\(error)")
                 logger.notice("terminal attach refused", metadata: ["error": "\(failure.code.rawValue)"])

@@ -1,0 +1,163 @@
+import HTTPTypes
+public import HummingbirdCore
+public import Logging
+public import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOWebSocket
+import Synchronization
+
+/// A server's HTTP/1 connection that upgrades to a service's WebSocket routes
+/// (``WebSocketRoutes``), and otherwise serves the HTTP router.
+///
+/// Unlike Hummingbird's WebSocket upgrade, an upgraded socket keeps nothing of its request
+/// (no request context, no async channel) and is read by a channel handler: the connection's
+/// task is the route's (its writer). A request the upgrade check refuses is answered with the
+/// error envelope and closed: 401 `AuthInvalid`/`AuthExpired` or 403 `PermissionDenied` for its
+/// token, 404 `NotFound` for a path with no WebSocket route, so a client knows to refresh its
+/// token rather than retry.
+public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
+    enum Upgrade: Sendable {
+        case webSocket(UpgradedWebSocket, WebSocketUpgradeRequest, WebSocketRoutes.Open)
+        case http(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+        /// An upgrade request that was refused: answered with this error and closed.
+        case refused(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, APIError)
+    }
+
+    public struct Value: ServerChildChannelValue {
+        let upgrade: EventLoopFuture<Upgrade>
+        public let channel: any Channel
+    }
+
+    public let responder: HTTPChannelHandler.Responder
+    let routes: WebSocketRoutes
+    /// The largest frame and the largest message a client may send.
+    let maxMessageBytes: Int
+    let http1: HTTP1Channel.Configuration
+    let logger: Logger
+
+    public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            // What the upgrade check accepted, for the pipeline's upgrade that follows it, or why
+            // it refused.
+            let accepted = Mutex<(WebSocketUpgradeRequest, WebSocketRoutes.Open)?>(nil)
+            let refusal = Mutex<APIError?>(nil)
+            let upgrader = NIOTypedWebSocketServerUpgrader<Upgrade>(
+                maxFrameSize: self.maxMessageBytes,
+                shouldUpgrade: { channel, head in
+                    let uri = URI(head.uri)
+                    guard let (route, parameters) = self.routes.match(uri.path),
+                        let request = try? HTTPRequest(head, secure: false, splitCookie: false)
+                    else {
+                        refusal.withLock { $0 = APIError(.notFound, "no WebSocket at \(uri.path.prefix(256))") }
+                        return channel.eventLoop.makeSucceededFuture(nil)
+                    }
+                    let promise = channel.eventLoop.makePromise(of: HTTPHeaders?.self)
+                    promise.completeWithTask {
+                        let identity: AccessIdentity
+                        let answer: HTTPFields
+                        do {
+                            (identity, answer) = try await route.authentication.accept(request.headerFields)
+                        } catch {
+                            refusal.withLock { $0 = error as? APIError ?? APIError(.serverError, "the upgrade check failed") }
+                            return nil
+                        }
+                        let upgrade = WebSocketUpgradeRequest(
+                            identity: identity,
+                            parameters: parameters,
+                            uri: uri,
+                            logger: self.logger.with(identity)
+                        )
+                        accepted.withLock { $0 = (upgrade, route.open) }
+                        return HTTPHeaders(answer)
+                    }
+                    return promise.futureResult
+                },
+                upgradePipelineHandler: { channel, _ in
+                    channel.eventLoop.makeCompletedFuture {
+                        guard let (request, open) = accepted.withLock({ $0 }) else { throw ChannelError.inappropriateOperationForState }
+                        let socket = try UpgradedWebSocket.install(on: channel, maxMessageBytes: self.maxMessageBytes)
+                        return .webSocket(socket, request, open)
+                    }
+                }
+            )
+            let upgrades = NIOTypedHTTPServerUpgradeConfiguration<Upgrade>(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let pipeline = channel.pipeline.syncOperations
+                        try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        try pipeline.addHandlers(self.http1.additionalChannelHandlers())
+                        try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: self.http1.idleTimeout.map { .init($0) }, logger: logger))
+                        let http = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                            wrappingChannelSynchronously: channel,
+                            configuration: .init(isOutboundHalfClosureEnabled: true)
+                        )
+                        if let refused = refusal.withLock({ $0 }) { return .refused(http, refused) }
+                        return .http(http)
+                    }
+                }
+            )
+            var configuration = NIOUpgradableHTTPServerPipelineConfiguration<Upgrade>(upgradeConfiguration: upgrades)
+            configuration.enablePipelining = false  // HTTP is pipelined by NIOAsyncChannel
+            configuration.enableErrorHandling = false  // handled by Hummingbird
+            configuration.enableResponseHeaderValidation = false  // HTTPTypes validates them
+            configuration.decoderConfiguration.maxHeaderFieldSize = self.http1.httpDecoder.maxHeaderFieldSize
+            configuration.decoderConfiguration.maxHeaderListSize = self.http1.httpDecoder.maxHeaderListSize
+            configuration.decoderConfiguration.maxHeaderFieldCount = self.http1.httpDecoder.maxHeaderFieldCount
+            let upgrade = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            return Value(upgrade: upgrade, channel: channel)
+        }
+    }
+
+    public func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.upgrade.get() {
+            case .http(let http):
+                await self.handleHTTP(asyncChannel: http, logger: logger)
+            case .refused(let http, let error):
+                await Self.answer(http, with: error, logger: logger)
+            case .webSocket(let socket, let request, let open):
+                await open(request, socket)
+                socket.close(.normalClosure, reason: "")  // unless the route closed it already
+            }
+        } catch {
+            logger.debug("connection ended before its upgrade", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+}
+
+extension WebSocketUpgradeChannel {
+    /// Answers a refused upgrade with the error envelope and closes the connection (the request
+    /// asked for a protocol switch: nothing more is read from it).
+    static func answer(_ http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, with error: APIError, logger: Logger) async {
+        let (status, body) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: nil)
+        ErrorEnvelopeMiddleware.log(error, as: body, logger: logger)
+        var (headers, payload) = ErrorEnvelopeMiddleware.parts(of: body)
+        headers[.connection] = "close"
+        headers[.contentLength] = String(payload.readableBytes)
+        do {
+            try await http.executeThenClose { _, outbound in
+                try await outbound.write(contentsOf: [.head(HTTPResponse(status: status, headerFields: headers)), .body(payload), .end(nil)])
+            }
+        } catch {
+            logger.trace("a refused upgrade's answer was not written", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+}
+
+extension HTTPServerBuilder {
+    /// HTTP/1 that upgrades to `routes` (``WebSocketUpgradeChannel``).
+    /// - Parameter maxMessageBytes: the largest frame and message a client may send.
+    public static func webSocketUpgrade(
+        routes: WebSocketRoutes,
+        maxMessageBytes: Int,
+        http1: HTTP1Channel.Configuration = .init(),
+        logger: Logger
+    ) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            WebSocketUpgradeChannel(responder: responder, routes: routes, maxMessageBytes: maxMessageBytes, http1: http1, logger: logger)
+        }
+    }
+}
