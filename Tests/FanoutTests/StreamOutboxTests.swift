@@ -2,6 +2,7 @@ import Contracts
 import EventLog
 import Foundation
 import NIOCore
+import Synchronization
 import Testing
 
 @testable import StreamFanout
@@ -17,15 +18,19 @@ struct StreamOutboxTests {
         )
     }
 
+    /// Everything ready (the writer's drain stops after a close or a catch-up: both repeat
+    /// until acted on).
     static func drain(_ outbox: StreamOutbox) -> [OutboxItem] {
         var items: [OutboxItem] = []
-        while let item = outbox.poll() {
-            items.append(item)
-            // Both repeat until acted on (the writer closes, or catches up).
-            if case .closed = item { break }
-            if case .catchUp = item { break }
-        }
+        outbox.drain(into: &items, limit: .max)
         return items
+    }
+
+    /// The next item ready, if any.
+    static func poll(_ outbox: StreamOutbox) -> OutboxItem? {
+        var items: [OutboxItem] = []
+        outbox.drain(into: &items, limit: 1)
+        return items.first
     }
 
     @Test("events after the subscription's head, matching its filter, in order; each says what it follows")
@@ -58,7 +63,7 @@ struct StreamOutboxTests {
             #expect(generation == 1)
             #expect(outbox.caughtUp() == 20)
             outbox.offer([Self.event(21)])
-            guard case .event(let event, let after, _)? = outbox.poll() else {
+            guard case .event(let event, let after, _)? = Self.poll(outbox) else {
                 Issue.record("nothing queued after the catch-up")
                 continue
             }
@@ -121,24 +126,34 @@ struct StreamOutboxTests {
         #expect(items == ["control:ack", "ping", "event:1", "gap:2-4", "event:5"])
         outbox.offer([Self.event(6)])
         outbox.close()
-        guard case .closed? = outbox.poll() else {
+        guard case .closed? = Self.poll(outbox) else {
             Issue.record("a closed outbox must say so first")
             return
         }
     }
 
-    @Test("a writer waiting for the next item is handed it as it arrives")
-    func waiting() async {
+    @Test(
+        "an idle writer sleeps only when nothing is ready; its wake is called once, by the first thing that becomes ready, filtered events not counting"
+    )
+    func idleWake() {
         let outbox = StreamOutbox(maxEvents: 10, maxBytes: 1 << 20)
-        outbox.subscribe(.everything, head: 0, generation: 1)
-        async let next = outbox.next()
-        try? await Task.sleep(for: .milliseconds(50))
-        outbox.offer([Self.event(1)])
-        guard case .event(let event, _, _) = await next else {
-            Issue.record("the waiting writer got something else")
-            return
-        }
-        #expect(event.seq == 1)
+        var errorsOnly = StreamFilter()
+        errorsOnly.minimumSeverity = .error
+        outbox.subscribe(errorsOnly, head: 0, generation: 1)
+        outbox.send(ByteBuffer(string: "hello"))
+        let wakes = Mutex(0)
+        let wake: @Sendable () -> Void = { wakes.withLock { $0 += 1 } }
+        #expect(!outbox.sleep(until: wake))  // something is ready
+        var ready: [OutboxItem] = []
+        outbox.drain(into: &ready, limit: 10)
+        #expect(ready.count == 1)
+        #expect(outbox.sleep(until: wake))
+        outbox.offer([Self.event(1)])  // filtered out: nothing is ready
+        #expect(wakes.withLock { $0 } == 0)
+        outbox.ping()
+        outbox.tick()
+        outbox.close()
+        #expect(wakes.withLock { $0 } == 1)
     }
 
     @Test("the collapser folds an agent's identical lines into one notice with their count and range")

@@ -35,6 +35,12 @@ public final class UpgradedWebSocket: Sendable {
         try self.wire.submit([frame], bytes: frame.readableBytes)
     }
 
+    /// A route that neither served nor closed the socket leaves it to be closed normally.
+    func closeUnlessServed() {
+        let reader = self.reader
+        self.channel.eventLoop.execute { if !reader.isServed { reader.sendClose(.normalClosure, reason: "") } }
+    }
+
     /// Sends the close frame (once: the first code and reason win) after what was sent before
     /// it, and closes the socket when the client answers, or after a few seconds.
     public func close(_ code: WebSocketErrorCode, reason: String) {

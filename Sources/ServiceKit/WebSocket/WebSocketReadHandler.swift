@@ -27,6 +27,8 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var assembler: WebSocketMessageAssembler
     private var context: ChannelHandlerContext?
     private var receiver: WebSocketConnection?
+    /// A connection has served the socket (the route did not just refuse it).
+    private(set) var isServed = false
     /// Complete messages not handed over yet.
     private var waiting: [WebSocketClientMessage] = []
     private var handling: Task<Void, Never>?
@@ -51,6 +53,7 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
     func attach(_ connection: WebSocketConnection) {
         self.onLoop { handler in
             handler.receiver = connection
+            handler.isServed = true
             handler.handNext()
         }
     }

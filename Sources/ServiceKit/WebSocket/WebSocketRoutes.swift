@@ -9,8 +9,10 @@ public import Logging
 /// A path is literal segments and `:name` parameters (`v1/terminal/sessions/:sessionId/attach`).
 public struct WebSocketRoutes: Sendable {
     /// Opens an upgraded connection: refuses it (``UpgradedWebSocket/send(text:)`` and
-    /// ``UpgradedWebSocket/close(_:reason:)``) or serves it (``WebSocketConnection/run(on:handler:)``),
-    /// returning when it has ended.
+    /// ``UpgradedWebSocket/close(_:reason:)``) or serves it, returning when it has ended
+    /// (``WebSocketConnection/run(on:handler:)``) or at once
+    /// (``WebSocketConnection/start(on:handler:whenDone:)``). A socket neither served nor closed
+    /// is closed normally when it returns.
     public typealias Open = @Sendable (WebSocketUpgradeRequest, UpgradedWebSocket) async -> Void
 
     struct Route: Sendable {

@@ -120,7 +120,7 @@ public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                 await Self.answer(http, with: error, logger: logger)
             case .webSocket(let socket, let request, let open):
                 await open(request, socket)
-                socket.close(.normalClosure, reason: "")  // unless the route closed it already
+                socket.closeUnlessServed()
             }
         } catch {
             logger.debug("connection ended before its upgrade", metadata: ["error": "\(String(reflecting: error))"])

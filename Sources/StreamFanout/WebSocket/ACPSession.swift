@@ -17,7 +17,7 @@ import Synchronization
 /// Everything a connection does happens in its writer, in order: requests (replays, fetches,
 /// acks) and live envelopes, so a replay and the live tail of a thread meet at its cursor
 /// without a gap or a repeat.
-final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
+final class ACPSession: FeedListener, WebSocketIdleWriter, Sendable {
     static let maxThreads = 100
     static let maxFetch = 1000
 
@@ -33,6 +33,7 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
     private let outbox: StreamOutbox
     private let feed = Mutex<TenantFeed?>(nil)
     private let connection: WebSocketConnection
+    private let writerMemory = WriterMemory()
     /// Where the threads this connection follows live are announced (for the notifier).
     private let presence: ACPPresenceBoard
     private let connectionID = UUID().uuidString
@@ -71,8 +72,10 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
 
     // MARK: The connection
 
-    func run(on socket: UpgradedWebSocket) async {
-        await self.connection.run(on: socket, handler: self)
+    /// Serves the connection, holding no task while there is nothing to write; `whenDone` runs
+    /// once it has ended.
+    func start(on socket: UpgradedWebSocket, whenDone: @escaping @Sendable () -> Void) {
+        self.connection.start(on: socket, handler: self, whenDone: whenDone)
     }
 
     /// Requests go to the writer, which handles them in order with the live envelopes.
@@ -113,51 +116,68 @@ final class ACPSession: FeedListener, WebSocketProtocolHandler, Sendable {
 
     // MARK: Writing
 
-    func write(to writer: WebSocketFrameWriter) async throws {
-        /// Live threads and the last per-thread seq sent of each.
+    /// The writer's state between its runs (one run at a time): the live threads and the last
+    /// per-thread seq sent of each, and the thread of frames that name none (the last
+    /// subscribed, or `acp.cache.bind`).
+    final class WriterMemory: @unchecked Sendable {
         var cursors: [String: Int64] = [:]
-        /// The thread of frames that name none: the last subscribed, or `acp.cache.bind`.
         var bound: String?
+    }
+
+    func sleep(until wake: @escaping @Sendable () -> Void) -> Bool {
+        self.outbox.sleep(until: wake)
+    }
+
+    /// Writes what the outbox has ready (taken under one lock, up to 256 items at a time):
+    /// true when nothing more is ready, false once the outbox is closed or the connection is
+    /// closing.
+    func writeReady(to writer: WebSocketFrameWriter) async throws -> Bool {
+        let memory = self.writerMemory
+        var cursors = memory.cursors
+        var bound = memory.bound
+        defer {
+            memory.cursors = cursors
+            memory.bound = bound
+        }
+        var ready: [OutboxItem] = []
         while true {
-            let item: OutboxItem
-            if let ready = self.outbox.poll() {
-                item = ready
-            } else {
-                writer.endBatch()
-                item = await self.outbox.next()
-            }
-            switch item {
-            case .closed:
-                return
-            case .control(let message):
-                try await writer.send(message)
-            case .ping:
-                try await writer.ping()
-            case .request(let text):
-                // What is written so far goes out before the cache or the feed is asked.
-                writer.endBatch()
-                if try await !self.handle(text, cursors: &cursors, bound: &bound, writer: writer) {
-                    self.connection.countInvalid()
-                    if self.connection.isClosing { return }
+            ready.removeAll(keepingCapacity: true)
+            self.outbox.drain(into: &ready, limit: StreamSession.itemsPerBatch)
+            if ready.isEmpty { return true }
+            for item in ready {
+                switch item {
+                case .closed:
+                    return false
+                case .control(let message):
+                    try await writer.send(message)
+                case .ping:
+                    try await writer.ping()
+                case .request(let text):
+                    // What is written so far goes out before the cache or the feed is asked.
+                    writer.endBatch()
+                    if try await !self.handle(text, cursors: &cursors, bound: &bound, writer: writer) {
+                        self.connection.countInvalid()
+                        if self.connection.isClosing { return false }
+                    }
+                case .event(let event, _, _):
+                    guard event.kind == .acp, let cursor = cursors[event.threadID], event.threadSeq > cursor else { continue }
+                    if event.threadSeq > cursor + 1 {
+                        cursors[event.threadID] = try await self.replay(event.threadID, after: cursor, through: event.threadSeq - 1, writer: writer)
+                    }
+                    if let envelope = event.envelope {
+                        try await writer.send(envelope)
+                    }
+                    cursors[event.threadID] = event.threadSeq
+                case .catchUp, .gap:
+                    // Dropped from the queue, or not delivered by the feed: every live thread
+                    // catches up from the log.
+                    if case .catchUp = item { _ = self.outbox.caughtUp() }
+                    for (thread, cursor) in cursors {
+                        cursors[thread] = try await self.replay(thread, after: cursor, through: .max, writer: writer)
+                    }
+                case .tick:
+                    continue
                 }
-            case .event(let event, _, _):
-                guard event.kind == .acp, let cursor = cursors[event.threadID], event.threadSeq > cursor else { continue }
-                if event.threadSeq > cursor + 1 {
-                    cursors[event.threadID] = try await self.replay(event.threadID, after: cursor, through: event.threadSeq - 1, writer: writer)
-                }
-                if let envelope = event.envelope {
-                    try await writer.send(envelope)
-                }
-                cursors[event.threadID] = event.threadSeq
-            case .catchUp, .gap:
-                // Dropped from the queue, or not delivered by the feed: every live thread
-                // catches up from the log.
-                if case .catchUp = item { _ = self.outbox.caughtUp() }
-                for (thread, cursor) in cursors {
-                    cursors[thread] = try await self.replay(thread, after: cursor, through: .max, writer: writer)
-                }
-            case .tick:
-                continue
             }
         }
     }

@@ -53,7 +53,7 @@ struct StreamController: Sendable {
                     requestID: nil
                 )
             },
-            run: { identity, logger, socket in
+            serve: { identity, logger, socket, whenDone in
                 let session = StreamSession(
                     identity: identity,
                     settings: self.settings,
@@ -63,7 +63,7 @@ struct StreamController: Sendable {
                     heartbeats: self.heartbeats,
                     logger: logger
                 )
-                await session.run(on: socket)
+                session.start(on: socket, whenDone: whenDone)
             }
         )
     }
@@ -83,7 +83,7 @@ struct StreamController: Sendable {
                     "ProtocolMismatch: this server speaks ACP cache protocol \(Self.protocolVersion); connect with ?protocol=\(Self.protocolVersion)"
                 )
             },
-            run: { identity, logger, socket in
+            serve: { identity, logger, socket, whenDone in
                 let session = ACPSession(
                     identity: identity,
                     settings: self.settings,
@@ -94,20 +94,22 @@ struct StreamController: Sendable {
                     heartbeats: self.heartbeats,
                     logger: logger
                 )
-                await session.run(on: socket)
+                session.start(on: socket, whenDone: whenDone)
             }
         )
     }
 
     /// A WebSocket route: authenticated before the upgrade; a protocol version other than this
-    /// server's gets `mismatch`'s message and a close with 1002; otherwise `run` serves it.
+    /// server's gets `mismatch`'s message and a close with 1002, a tenant at its connection
+    /// limit an error and 1013; otherwise `serve` serves it and calls `whenDone` once it ends
+    /// (which frees the tenant's slot).
     private func addRoute(
         _ path: String,
         to routes: inout WebSocketRoutes,
         authentication: WebSocketAuthentication,
         missingProtocolIsCurrent: Bool,
         mismatch: @escaping @Sendable (_ asked: String?) -> ByteBuffer,
-        run: @escaping @Sendable (AccessIdentity, Logger, UpgradedWebSocket) async -> Void
+        serve: @escaping @Sendable (AccessIdentity, Logger, UpgradedWebSocket, _ whenDone: @escaping @Sendable () -> Void) async -> Void
     ) {
         routes.add(path, authentication: authentication, hint: "with ?protocol=\(Self.protocolVersion)") { request, socket in
             let identity = request.identity
@@ -129,8 +131,7 @@ struct StreamController: Sendable {
                 socket.close(.unknown(1013), reason: "try again later")
                 return
             }
-            defer { self.connections.release(identity.tenant) }
-            await run(identity, request.logger, socket)
+            await serve(identity, request.logger, socket) { self.connections.release(identity.tenant) }
         }
     }
 }

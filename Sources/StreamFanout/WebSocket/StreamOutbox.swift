@@ -53,7 +53,14 @@ final class StreamOutbox: Sendable {
         var filter: StreamFilter?
         var generation = 0
         var reserved = 0
-        var waiter: CheckedContinuation<OutboxItem, Never>?
+        /// The idle writer's wake: called once something is ready.
+        var wake: (@Sendable () -> Void)?
+
+        /// Whether ``pop(_:)`` would give something.
+        var hasReady: Bool {
+            self.closed || !self.control.isEmpty || self.pingWanted || !self.requests.isEmpty || self.queueHead < self.queue.count
+                || self.overflowed || self.ticked
+        }
     }
 
     private let state = Mutex(State())
@@ -178,11 +185,6 @@ final class StreamOutbox: Sendable {
         }
     }
 
-    /// The next thing to write, if there is one now (no suspension: the writer's fast path).
-    func poll() -> OutboxItem? {
-        self.state.withLock { Self.pop(&$0) }
-    }
-
     /// Everything ready now, at most `limit` items (one lock): what the writer writes as one
     /// batch. Ends after a catch-up or the close; empty when nothing is ready.
     func drain(into items: inout [OutboxItem], limit: Int) {
@@ -197,31 +199,28 @@ final class StreamOutbox: Sendable {
         }
     }
 
-    /// The next thing to write; waits when there is none.
-    func next() async -> OutboxItem {
-        await withCheckedContinuation { continuation in
-            let item: OutboxItem? = self.state.withLock { state in
-                if let item = Self.pop(&state) { return item }
-                // The writer goes idle: a burst's capacity is not kept by a quiet connection
-                // (kept while it is busy, so a busy queue does not grow again per batch).
-                if state.queue.capacity > 8 { state.queue = [] }
-                state.waiter = continuation
-                return nil
-            }
-            if let item { continuation.resume(returning: item) }
+    /// Arms `wake` for when something is ready (the writer holds no task meanwhile); false,
+    /// without keeping it, when something is ready already.
+    func sleep(until wake: @escaping @Sendable () -> Void) -> Bool {
+        self.state.withLock { state in
+            guard !state.hasReady else { return false }
+            // The writer goes idle: a burst's capacity is not kept by a quiet connection.
+            if state.queue.capacity > 8 { state.queue = [] }
+            state.wake = wake
+            return true
         }
     }
 
-    /// Changes the state and, when that made something ready for a waiting writer, hands it
-    /// over (popped under the same lock, so nothing can take it in between).
+    /// Changes the state and, when that made something ready for an idle writer, wakes it
+    /// (once: the wake is taken under the same lock).
     private func deliver(_ change: (inout State) -> Void) {
-        let handOver: (CheckedContinuation<OutboxItem, Never>, OutboxItem)? = self.state.withLock { state in
+        let wake: (@Sendable () -> Void)? = self.state.withLock { state in
             change(&state)
-            guard let waiter = state.waiter, let item = Self.pop(&state) else { return nil }
-            state.waiter = nil
-            return (waiter, item)
+            guard state.hasReady, let wake = state.wake else { return nil }
+            state.wake = nil
+            return wake
         }
-        if let (waiter, item) = handOver { waiter.resume(returning: item) }
+        wake?()
     }
 
     private static func pop(_ state: inout State) -> OutboxItem? {

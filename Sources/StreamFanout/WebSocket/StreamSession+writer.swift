@@ -8,15 +8,31 @@ import Synchronization
 extension StreamSession {
     // MARK: Writing
 
-    /// Writes the outbox to the socket: protocol messages first, then events; replays from the
-    /// log where the live queue cannot account for a seq range; applies the rate cap.
-    func write(to writer: WebSocketFrameWriter) async throws {
-        var cursor: Int64 = 0  // everything the client should have up to here was sent or announced
-        var generation = 0
-        var filter = StreamFilter.everything
-        var limiter = TokenBucket(capacity: Double(self.settings.defaultEventsPerSecond), perSecond: Double(self.settings.defaultEventsPerSecond))
-        var skipped: (from: Int64, to: Int64)?
-        var collapse = Collapser(enabled: false)
+    /// Arms the outbox's wake: the writer holds no task while nothing is ready.
+    func sleep(until wake: @escaping @Sendable () -> Void) -> Bool {
+        self.outbox.sleep(until: wake)
+    }
+
+    /// Writes what the outbox has ready to the socket: protocol messages first, then events;
+    /// replays from the log where the live queue cannot account for a seq range; applies the
+    /// rate cap. Returns true when nothing more is ready, false once the outbox is closed.
+    func writeReady(to writer: WebSocketFrameWriter) async throws -> Bool {
+        // The writer's state lives in the session between runs (one run at a time).
+        let memory = self.writerMemory
+        var cursor = memory.cursor  // everything the client should have up to here was sent or announced
+        var generation = memory.generation
+        var filter = memory.filter
+        var limiter = memory.limiter
+        var skipped = memory.skipped
+        var collapse = memory.collapse
+        defer {
+            memory.cursor = cursor
+            memory.generation = generation
+            memory.filter = filter
+            memory.limiter = limiter
+            memory.skipped = skipped
+            memory.collapse = collapse
+        }
 
         func takeResume(_ wanted: Int? = nil) -> Resume? {
             self.state.withLock { state in
@@ -70,14 +86,10 @@ extension StreamSession {
                 self.outbox.drain(into: &ready, limit: Self.itemsPerBatch)
                 if ready.isEmpty {
                     try await self.flush(writer)  // nothing more to add: send what is batched
-                    writer.endBatch()
                     // Collapsed lines are counted until the agent says something else, or for
                     // a second at most (the heartbeat ticks the writer while some are pending).
                     self.state.withLock { $0.collapsePending = collapse.hasPending }
-                    // Let go of the batch's array before waiting (assigning the awaited item
-                    // alone would keep it through the wait): an idle connection holds none.
-                    ready = []
-                    ready = [await self.outbox.next()]
+                    return true
                 }
                 let rate = Double(self.state.withLock { $0.eventsPerSecond })
                 (limiter.capacity, limiter.perSecond) = (rate, rate)
@@ -86,7 +98,7 @@ extension StreamSession {
             next += 1
             switch item {
             case .closed:
-                return
+                return false
             case .control(let message):
                 if message.readableBytes > 0 { try await self.write(message, writer) }
             case .request:

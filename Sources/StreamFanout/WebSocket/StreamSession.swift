@@ -12,7 +12,7 @@ import Synchronization
 /// live, in seq order without gaps or repeats (or with an explicit `gap` notice). The
 /// connection itself (reader and writer tasks, budgets, pings, close) is ServiceKit's
 /// ``WebSocketConnection``; this is the protocol.
-final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
+final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
     struct State {
         var feed: TenantFeed?
         /// A new subscription, for the writer: its acknowledgement, then a replay of
@@ -32,6 +32,21 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
         var eventsPerSecond: Int
         var collapseRepeats: Bool
         var batchEvents: Bool
+    }
+
+    /// The writer's state between its runs: the writer runs in a short task whenever something
+    /// is ready, one run at a time, so only it touches this.
+    final class WriterMemory: @unchecked Sendable {
+        var cursor: Int64 = 0
+        var generation = 0
+        var filter = StreamFilter.everything
+        var limiter: TokenBucket
+        var skipped: (from: Int64, to: Int64)?
+        var collapse = Collapser(enabled: false)
+
+        init(eventsPerSecond: Int) {
+            self.limiter = TokenBucket(capacity: Double(eventsPerSecond), perSecond: Double(eventsPerSecond))
+        }
     }
 
     /// Events waiting to go out together (with `batchEvents`): a JSON array in one message.
@@ -54,6 +69,7 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
     /// Outbox items the writer takes under one lock at most.
     static let itemsPerBatch = 256
     let batch = Mutex(Batch())
+    let writerMemory: WriterMemory
 
     /// The most frame bytes one page read from the log holds (at least one event).
     static let pageBytes = 4 << 20
@@ -77,6 +93,7 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
         self.logger = logger
         self.outbox = StreamOutbox(maxEvents: settings.queueEvents, maxBytes: settings.queueBytes)
         self.state = Mutex(State(eventsPerSecond: settings.defaultEventsPerSecond))
+        self.writerMemory = WriterMemory(eventsPerSecond: settings.defaultEventsPerSecond)
         self.connection = WebSocketConnection(
             limits: settings.webSocketLimits(liveness: .clientMessages),
             heartbeats: heartbeats,
@@ -101,11 +118,14 @@ final class StreamSession: FeedListener, WebSocketProtocolHandler, Sendable {
 
     // MARK: The connection
 
-    /// Runs the connection until the client leaves or breaks the protocol.
-    func run(on socket: UpgradedWebSocket) async {
+    /// Serves the connection until the client leaves or breaks the protocol, holding no task
+    /// while there is nothing to write; `whenDone` runs once it has ended.
+    func start(on socket: UpgradedWebSocket, whenDone: @escaping @Sendable () -> Void) {
         FanoutMetrics.connections.increment(by: 1)
-        defer { FanoutMetrics.connections.decrement(by: 1) }
-        await self.connection.run(on: socket, handler: self)
+        self.connection.start(on: socket, handler: self) {
+            FanoutMetrics.connections.decrement(by: 1)
+            whenDone()
+        }
     }
 
     func received(_ message: WebSocketClientMessage, on connection: WebSocketConnection) async -> Bool {
