@@ -52,7 +52,7 @@ let x509 = Target.Dependency.product(name: "X509", package: "swift-certificates"
 /// gets a three-line executable target, `Sources/<target>Main`, declared by `service(...)`.
 let services: [(product: String, target: String, dependencies: [Target.Dependency], exclude: [String])] = [
     ("ingest", "Ingest", ["EventLog", "OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
-    ("stream-fanout", "StreamFanout", ["EventLog", metrics, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
+    ("stream-fanout", "StreamFanout", ["EventLog", metrics, prometheus, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
     (
         "control-api", "ControlAPI", ["ControlAPIContract", "EventLog", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []

@@ -200,6 +200,7 @@ struct FanoutBench: AsyncParsableCommand {
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
         let padding = String(repeating: "x", count: self.payload)
+        let deliveryBefore = await self.fanoutDelivery()
         board.start()
         var sent = 0
         var head: Int64 = 0
@@ -233,6 +234,11 @@ struct FanoutBench: AsyncParsableCommand {
         if pid > 0, clients > 0 {
             report.memory = (idle: (rssIdle - rssBefore) / clients, afterBurst: (Memory.rss(pid) - rssBefore) / clients)
         }
+        if let deliveryAfter = await self.fanoutDelivery() {
+            // The histogram appears with its first sample: none before means zeros.
+            let before = Dictionary(deliveryBefore ?? [], uniquingKeysWith: { first, _ in first })
+            report.inside = deliveryAfter.map { bound, count in (bound, count - (before[bound] ?? 0)) }
+        }
         if let heapBefore, let heapIdle, let heapAfter = await self.fanoutHeap(), clients > 0 {
             report.heap = (idle: (heapIdle - heapBefore) / clients, afterBurst: (heapAfter - heapBefore) / clients)
         }
@@ -242,14 +248,33 @@ struct FanoutBench: AsyncParsableCommand {
 
     /// stream-fanout's live heap (`process_heap_bytes` on its `/metrics`), or nil.
     private func fanoutHeap() async -> Int? {
+        guard let metrics = await self.fanoutMetrics() else { return nil }
+        for line in metrics where line.hasPrefix("process_heap_bytes ") {
+            return line.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) }
+        }
+        return nil
+    }
+
+    /// The cumulative counts of the fanout's `fanout_delivery_seconds` histogram, by upper
+    /// bound in seconds; nil when it has none.
+    private func fanoutDelivery() async -> [(Double, Double)]? {
+        guard let metrics = await self.fanoutMetrics() else { return nil }
+        let buckets = metrics.compactMap { line -> (Double, Double)? in
+            let prefix = "fanout_delivery_seconds_bucket{le=\""
+            guard line.hasPrefix(prefix), let quote = line.dropFirst(prefix.count).firstIndex(of: "\"") else { return nil }
+            let bound = line[line.index(line.startIndex, offsetBy: prefix.count)..<quote]
+            guard let count = line.split(separator: " ").last.flatMap({ Double($0) }) else { return nil }
+            return (bound == "+Inf" ? .infinity : Double(bound) ?? .infinity, count)
+        }
+        return buckets.isEmpty ? nil : buckets.sorted { $0.0 < $1.0 }
+    }
+
+    private func fanoutMetrics() async -> [Substring]? {
         let url = self.fanoutURL.replacingOccurrences(of: "wss://", with: "https://").replacingOccurrences(of: "ws://", with: "http://") + "/metrics"
         guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5)),
             let body = try? await response.body.collect(upTo: 4 << 20)
         else { return nil }
-        for line in String(buffer: body).split(separator: "\n") where line.hasPrefix("process_heap_bytes ") {
-            return line.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) }
-        }
-        return nil
+        return String(buffer: body).split(separator: "\n")
     }
 
     /// The bench's own nats-server, not counted as the stack's.
@@ -313,6 +338,15 @@ struct Report {
     /// Live heap growth per connection, the same way (the server's `process_heap_bytes`); nil
     /// when it has none.
     var heap: (idle: Int, afterBurst: Int)?
+    /// The run's share of the server's own delivery histogram (NATS batch in → the writer's
+    /// write): cumulative counts by upper bound in seconds.
+    var inside: [(Double, Double)]?
+
+    /// The upper bound of the bucket holding quantile `p` of ``inside``.
+    func insideQuantile(_ p: Double) -> Double? {
+        guard let inside = self.inside, let total = inside.last?.1, total > 0 else { return nil }
+        return inside.first { $0.1 >= p * total }?.0
+    }
 
     var rate: Double { Double(self.delivered) / max(self.elapsed.seconds, 1e-9) }
 
@@ -337,6 +371,17 @@ struct Report {
                 percentile(0.99)
             )
         ]
+        if let p50 = self.insideQuantile(0.5), let p99 = self.insideQuantile(0.99) {
+            lines.append(
+                String(
+                    format:
+                        "  inside the server (NATS batch in → the writer's write, per connection batch): p50 ≤ %.2f ms, p99 ≤ %.2f ms (%.0f batches)",
+                    p50 * 1000,
+                    p99 * 1000,
+                    self.inside?.last?.1 ?? 0
+                )
+            )
+        }
         lines.append(
             "  CPU seconds: "
                 + self.cpu.map { String(format: "%@ %.2f", $0.0, $0.1) }.joined(separator: ", ")

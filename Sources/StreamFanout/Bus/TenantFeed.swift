@@ -121,6 +121,7 @@ final class TenantFeed: Sendable {
         for waiter in waiting { waiter.continuation.resume(returning: head) }
 
         for await messages in subscription.batches {
+            let received = ContinuousClock.now
             var events: [FeedEvent] = []
             events.reserveCapacity(messages.count)
             for message in messages {
@@ -137,7 +138,7 @@ final class TenantFeed: Sendable {
                     )
                     continue
                 }
-                events.append(FeedEvent(envelope))
+                events.append(FeedEvent(envelope, received: received))
             }
             guard !events.isEmpty else { continue }
             await self.serializer.run {

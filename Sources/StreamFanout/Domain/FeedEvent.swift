@@ -16,6 +16,9 @@ struct FeedEvent: Sendable {
     /// A live event's ``repeatKey``, worked out once on the feed for every connection; an event
     /// read from the log works it out when asked (collapsing is opt-in: a replay seldom asks).
     private var knownRepeatKey: Int?
+    /// When a live event's NATS batch reached the feed (for `fanout_delivery_seconds`); nil for
+    /// an event read from the log.
+    private(set) var received: ContinuousClock.Instant?
 
     /// For a log: a hash of its swarm, agent, severity and message text (as rendered), so
     /// repeats can be collapsed without reading the frame per connection; 0 otherwise.
@@ -34,8 +37,8 @@ struct FeedEvent: Sendable {
         self.event = event
     }
 
-    /// An event from the live feed.
-    init(_ envelope: BusEventEnvelope) {
+    /// An event from the live feed, whose NATS batch arrived at `received`.
+    init(_ envelope: BusEventEnvelope, received: ContinuousClock.Instant) {
         let length = envelope.frame.count
         var wire = ByteBuffer()
         wire.reserveCapacity(WebSocketFraming.headerLength(payload: length) + length)
@@ -54,6 +57,7 @@ struct FeedEvent: Sendable {
         self.init(event)
         self.wire = wire
         self.knownRepeatKey = self.repeatKey
+        self.received = received
     }
 
     /// An ACP event's envelope (seed 003's persisted form), cut from its frame.

@@ -66,15 +66,21 @@ extension StreamSession {
         var next = 0
         // Counted per batch, not per event.
         var delivered = 0
-        defer { FanoutMetrics.delivered.increment(by: delivered) }
+        // The oldest live event written in this batch, for `fanout_delivery_seconds`.
+        var oldestReceived: ContinuousClock.Instant?
+        defer { if delivered > 0 { FanoutMetrics.delivered.increment(by: delivered) } }
         while true {
             if let resume = takeResume() {
                 try await apply(resume)
                 continue
             }
             if next == ready.count {
-                FanoutMetrics.delivered.increment(by: delivered)
+                if delivered > 0 { FanoutMetrics.delivered.increment(by: delivered) }
                 delivered = 0
+                if let oldest = oldestReceived {
+                    FanoutMetrics.delivery.record(.now - oldest)
+                    oldestReceived = nil
+                }
                 if let range = skipped, self.outbox.isIdle {
                     // The end of a burst over the cap: say what was skipped now, not later.
                     FanoutMetrics.gapNotices.increment()
@@ -147,6 +153,7 @@ extension StreamSession {
                     }
                     try await self.writeEvent(event, writer)
                     delivered += 1
+                    if let received = event.received, oldestReceived.map({ received < $0 }) ?? true { oldestReceived = received }
                 } else {
                     skipped = (skipped?.from ?? event.seq, event.seq)
                 }
