@@ -103,6 +103,21 @@ struct WebSocketReadHandlerTests {
         #expect(try self.written(channel).map { Array($0.1.prefix(2)) } == [[0x03, 0xF0]])
     }
 
+    @Test("a graceful shutdown closes the socket with 1001, once; the client's answer closes it")
+    func shutdown() async throws {
+        let (channel, _) = try await self.upgraded()
+        try channel.writeInbound(self.frame(.text, Array("{}".utf8)))  // waiting, never served
+        channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        channel.embeddedEventLoop.run()
+        let frames = try self.written(channel)
+        #expect(frames.map(\.0) == [0x8])
+        #expect(frames.first.map { Array($0.1.prefix(2)) } == [0x03, 0xE9])
+        try channel.writeInbound(self.frame(.connectionClose, [0x03, 0xE8]))
+        channel.embeddedEventLoop.run()
+        #expect(!channel.isActive)
+    }
+
     @Test("a route matches its literal segments and takes its parameters; nothing else matches")
     func routes() async throws {
         let authentication = WebSocketAuthentication(verifier: try await ServiceHTTPTests.verifier(), requiring: .streamRead)

@@ -3,8 +3,8 @@ import HTTPTypes
 public import Hummingbird
 
 /// Authenticates a WebSocket upgrade with an access token before the upgrade: a refused upgrade
-/// gets no socket, and is answered by the same path's HTTP route with the error envelope
-/// (401/403), as a request that was not an upgrade is.
+/// gets no socket but the error envelope (401/403, from ``WebSocketUpgradeChannel``), as a
+/// request to the same path that was not an upgrade does (``WebSocketRoutes/addHTTPAnswers(to:)``).
 ///
 /// The token comes from `Authorization: Bearer …`, or for clients that cannot set headers on a
 /// WebSocket (browsers), from a `swarmdeck.bearer.<token>` subprotocol

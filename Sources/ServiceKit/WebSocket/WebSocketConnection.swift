@@ -62,9 +62,12 @@ extension WebSocketIdleWriter {
 /// ``WebSocketHeartbeats``), and a writer that frames its messages itself and hands each batch
 /// of them to the socket at once.
 ///
-/// The writer runs in the connection's task; no task reads (a task is memory per connection):
-/// each client message is handled in a short task of its own. The client's close, or the socket
-/// closing, stops the protocol's queue, which ends the writer.
+/// No task reads (a task is memory per connection): each client message is handled in a short
+/// task of its own. The writer runs in the caller's task (``run(on:handler:)``) or, for a
+/// protocol whose writer can sleep (``WebSocketIdleWriter``), in a short task whenever it has
+/// something to write (``start(on:handler:whenDone:)``): an idle connection then holds no task.
+/// The client's close, the socket closing or the server shutting down stops the protocol's
+/// queue, which ends the writer.
 public final class WebSocketConnection: Heartbeating, Sendable {
     private struct State {
         var closeReason: (WebSocketErrorCode, String)?

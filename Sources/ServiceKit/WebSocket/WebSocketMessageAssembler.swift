@@ -29,7 +29,7 @@ public struct WebSocketMessageAssembler: Sendable {
         case continuation
     }
 
-    public let maxBytes: Int
+    public var maxBytes: Int
     private var pending: ByteBuffer?
     private var pendingIsText = false
 

@@ -52,8 +52,22 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// Hands the waiting messages, and those that follow, to `connection`.
     func attach(_ connection: WebSocketConnection) {
         self.onLoop { handler in
-            handler.receiver = connection
             handler.isServed = true
+            // The connection's own budget, if smaller than the upgrade's frame limit.
+            handler.assembler.maxBytes = min(handler.assembler.maxBytes, connection.limits.maxMessageBytes)
+            guard handler.context != nil, !handler.peerClosed, !handler.closeSent else {
+                // The socket closed (or is closing) before the connection started.
+                connection.inputEnded()
+                return
+            }
+            handler.receiver = connection
+            // What arrived before counts against the connection's budget as it would have.
+            let now = ContinuousClock.now
+            for index in handler.waiting.indices where !connection.admit(at: now) {
+                handler.waiting.removeSubrange(index...)
+                handler.inputDone = true
+                break
+            }
             handler.handNext()
         }
     }
@@ -64,6 +78,7 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             self.onLoop { handler in
                 handler.receiver = nil
+                handler.inputDone = true  // what follows would wait for a connection that has ended
                 handler.waiting = []
                 guard let handling = handler.handling else { return continuation.resume() }
                 handling.cancel()
@@ -75,12 +90,23 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// Sends the close frame unless one went out already, and closes the socket once the client
     /// answers (at once if it closed first), or after ``closeTimeout``. On the event loop.
     func sendClose(_ code: WebSocketErrorCode, reason: String) {
+        self.eventLoop.assertInEventLoop()
         guard let context = self.context, !self.closeSent else { return }
         self.closeSent = true
         self.inputDone = true
+        // Nothing waiting is handled now; reading goes on, for the client's answer.
+        self.waiting = []
+        if self.readHeld {
+            self.readHeld = false
+            context.read()
+        }
         var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
         data.write(webSocketErrorCode: code)
-        data.writeString(String(decoding: reason.utf8.prefix(123), as: UTF8.self))
+        // A control frame's payload is at most 125 bytes: the code and 123 of the reason, cut at
+        // a character.
+        var cut = reason
+        while cut.utf8.count > 123 { cut.removeLast() }
+        data.writeString(cut)
         let written = context.writeAndFlush(self.wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
         let channel = NIOLoopBound(context, eventLoop: context.eventLoop)
         if self.peerClosed {
@@ -206,6 +232,19 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
         } else {
             self.readHeld = true
         }
+    }
+
+    /// The server is shutting down (Hummingbird's graceful shutdown): the connection closes
+    /// with 1001, so its client resumes elsewhere.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            if let receiver = self.receiver {
+                receiver.close(.goingAway, "the server is shutting down")
+            } else {
+                self.sendClose(.goingAway, reason: "the server is shutting down")
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -3,8 +3,8 @@ public import HummingbirdCore
 public import Logging
 
 /// A service's WebSocket paths, served by ``WebSocketUpgradeChannel``: each authenticated
-/// before the upgrade (a refused request is answered by the HTTP router, with the error
-/// envelope), then opened on the upgraded socket.
+/// before the upgrade (a refused request is answered with the error envelope and closed), then
+/// opened on the upgraded socket.
 ///
 /// A path is literal segments and `:name` parameters (`v1/terminal/sessions/:sessionId/attach`).
 public struct WebSocketRoutes: Sendable {

@@ -57,10 +57,10 @@ public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                     promise.completeWithTask {
                         let identity: AccessIdentity
                         let answer: HTTPFields
-                        do {
+                        do throws(APIError) {
                             (identity, answer) = try await route.authentication.accept(request.headerFields)
                         } catch {
-                            refusal.withLock { $0 = error as? APIError ?? APIError(.serverError, "the upgrade check failed") }
+                            refusal.withLock { $0 = error }
                             return nil
                         }
                         let upgrade = WebSocketUpgradeRequest(
@@ -147,6 +147,32 @@ extension WebSocketUpgradeChannel {
     }
 }
 
+extension WebSocketUpgradeChannel {
+    struct LateUpgrade: Error {}
+
+    /// The HTTP router, except for a request asking for an upgrade that the upgrade handler did
+    /// not see (a second request on a keep-alive connection, or one without a valid
+    /// `Sec-WebSocket-Key` and `-Version`): NIO's HTTP parser reads nothing more after an
+    /// upgrade request, so it gets 400 with the envelope and the connection is closed.
+    static func refusingLateUpgrades(_ responder: @escaping HTTPChannelHandler.Responder) -> HTTPChannelHandler.Responder {
+        { request, responseWriter, channel in
+            guard request.headers[.upgrade] != nil else { return try await responder(request, responseWriter, channel) }
+            let error = APIError(
+                .invalidRequest,
+                "an upgrade must be the first request on its connection, with Sec-WebSocket-Key and Sec-WebSocket-Version: 13"
+            )
+            let (status, body) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: nil)
+            var (headers, payload) = ErrorEnvelopeMiddleware.parts(of: body)
+            headers[.connection] = "close"
+            headers[.contentLength] = String(payload.readableBytes)
+            var bodyWriter = try await responseWriter.writeHead(HTTPResponse(status: status, headerFields: headers))
+            try await bodyWriter.write(payload)
+            try await bodyWriter.finish(nil)
+            throw LateUpgrade()  // ends the connection
+        }
+    }
+}
+
 extension HTTPServerBuilder {
     /// HTTP/1 that upgrades to `routes` (``WebSocketUpgradeChannel``).
     /// - Parameter maxMessageBytes: the largest frame and message a client may send.
@@ -157,7 +183,13 @@ extension HTTPServerBuilder {
         logger: Logger
     ) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
-            WebSocketUpgradeChannel(responder: responder, routes: routes, maxMessageBytes: maxMessageBytes, http1: http1, logger: logger)
+            WebSocketUpgradeChannel(
+                responder: WebSocketUpgradeChannel.refusingLateUpgrades(responder),
+                routes: routes,
+                maxMessageBytes: maxMessageBytes,
+                http1: http1,
+                logger: logger
+            )
         }
     }
 }

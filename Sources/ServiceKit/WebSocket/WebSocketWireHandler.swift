@@ -53,15 +53,8 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
         self.eventLoop = eventLoop
     }
 
-    /// Adds a handler to `channel`'s pipeline, just before its WebSocket frame encoder (and
-    /// its close watcher just after it).
-    static func install(on channel: any Channel) async throws -> WebSocketWireHandler {
-        try await channel.eventLoop.submit {
-            try Self.install(on: channel.pipeline.syncOperations, eventLoop: channel.eventLoop)
-        }.get()
-    }
-
-    /// The same, on the event loop.
+    /// Adds a handler to a pipeline, just before its WebSocket frame encoder (and its close
+    /// watcher just after it), on the event loop.
     static func install(on pipeline: ChannelPipeline.SynchronousOperations, eventLoop: any EventLoop) throws -> WebSocketWireHandler {
         let handler = WebSocketWireHandler(eventLoop: eventLoop)
         let encoder = try pipeline.handler(type: WebSocketFrameEncoder.self)

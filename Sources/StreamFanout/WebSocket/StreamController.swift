@@ -13,8 +13,8 @@ import ServiceKit
 /// The access token (scope `stream:read`) comes in `Authorization: Bearer …` or, for clients
 /// that cannot set headers on a WebSocket, a `swarmdeck.bearer.<token>` subprotocol; the
 /// tenant is the token's. A
-/// request that fails authentication is not upgraded and gets the error envelope (401/403)
-/// from the same path's HTTP route; an authenticated request that is not an upgrade gets 400.
+/// request that fails authentication is not upgraded and gets the error envelope (401/403);
+/// an authenticated request that is not an upgrade gets 400.
 struct StreamController: Sendable {
     /// The protocol version this server speaks.
     static let protocolVersion = "1"

@@ -10,7 +10,7 @@ import Synchronization
 /// One `/v1/stream` connection speaking protocol 1 (docs/stream-protocol.md): reads client
 /// messages, keeps one subscription, and writes its events, replayed from the log and then
 /// live, in seq order without gaps or repeats (or with an explicit `gap` notice). The
-/// connection itself (reader and writer tasks, budgets, pings, close) is ServiceKit's
+/// connection itself (the reader, the writer's runs, budgets, pings, close) is ServiceKit's
 /// ``WebSocketConnection``; this is the protocol.
 final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
     struct State {
