@@ -265,6 +265,57 @@ struct StreamFanoutTests {
         }
     }
 
+    @Test(
+        "connections dropped without a close, right after the upgrade or after subscribing, free their tenant's slots at once (not at the next ping)"
+    )
+    func droppedConnectionsFreeSlots() async throws {
+        let harness = try await FanoutHarness(fanout: ["FANOUT_MAX_CONNECTIONS_PER_TENANT": "2", "FANOUT_PING_SECONDS": "120"])
+        try await harness.ingest().test(.router) { _ in
+            try await harness.fanout().test(.live) { fanout in
+                let port = try #require(fanout.port)
+                let token = try await harness.token()
+                let url = "ws://127.0.0.1:\(port)/v1/stream?protocol=1"
+                struct Dropped: Error {}
+                for round in 0..<8 {
+                    // Throwing from the handler closes the TCP connection without a close frame.
+                    _ = try? await PlainWebSocket.connect(url: url, bearer: token) { inbound, outbound in
+                        if round % 2 == 1 {
+                            try await outbound.write(text: subscribe())
+                            _ = try await inbound.next()
+                        }
+                        throw Dropped()
+                    }
+                }
+                // Both slots are free: one client holds one while another subscribes.
+                #expect(
+                    await eventually {
+                        let (release, releasing) = AsyncStream<Void>.makeStream()
+                        let holding = Mutex(false)
+                        let holder = Task {
+                            try await PlainWebSocket.connect(url: url, bearer: token) { inbound, outbound in
+                                try await outbound.write(text: subscribe())
+                                while let message = try await inbound.next() {
+                                    if case .text(let text) = message, text.contains(#""type":"subscribed""#) { break }
+                                }
+                                holding.withLock { $0 = true }
+                                for await _ in release { break }
+                            }
+                        }
+                        defer {
+                            releasing.finish()
+                            holder.cancel()
+                        }
+                        guard await eventually(timeout: .seconds(2), { holding.withLock { $0 } }) else { return false }
+                        let second = try? await StreamClient(port: port, token: token).run(sending: [subscribe()]) {
+                            $0["type"] as? String == "subscribed"
+                        }
+                        return second?.frames.last?["type"] as? String == "subscribed"
+                    }
+                )
+            }
+        }
+    }
+
     @Test("an envelope naming another tenant, published on this tenant's subject, is dropped: the real event of that seq is delivered")
     func otherTenantsEnvelopeDropped() async throws {
         let harness = try await FanoutHarness()

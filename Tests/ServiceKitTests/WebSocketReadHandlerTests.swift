@@ -118,6 +118,14 @@ struct WebSocketReadHandlerTests {
         #expect(!channel.isActive)
     }
 
+    @Test("a client that closes its side without a close frame (a half-close, which the server allows) gets its socket closed")
+    func halfClosed() async throws {
+        let (channel, _) = try await self.upgraded()
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        channel.embeddedEventLoop.run()
+        #expect(!channel.isActive)
+    }
+
     @Test("a route matches its literal segments and takes its parameters; nothing else matches")
     func routes() async throws {
         let authentication = WebSocketAuthentication(verifier: try await ServiceHTTPTests.verifier(), requiring: .streamRead)

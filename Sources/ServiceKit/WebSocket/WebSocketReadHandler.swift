@@ -40,6 +40,8 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var inputDone = false
     private var closeSent = false
     private var peerClosed = false
+    /// The client's side of the socket is closed (it half-closed, or the socket is gone).
+    private var inputClosed = false
     private var closeTimer: Scheduled<Void>?
 
     init(maxMessageBytes: Int, eventLoop: any EventLoop) {
@@ -55,7 +57,7 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
             handler.isServed = true
             // The connection's own budget, if smaller than the upgrade's frame limit.
             handler.assembler.maxBytes = min(handler.assembler.maxBytes, connection.limits.maxMessageBytes)
-            guard handler.context != nil, !handler.peerClosed, !handler.closeSent else {
+            guard handler.context != nil, !handler.peerClosed, !handler.inputClosed, !handler.closeSent else {
                 // The socket closed (or is closing) before the connection started.
                 connection.inputEnded()
                 return
@@ -237,7 +239,15 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// The server is shutting down (Hummingbird's graceful shutdown): the connection closes
     /// with 1001, so its client resumes elsewhere.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ChannelShouldQuiesceEvent {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            // The client closed its side without a close frame (the server allows half
+            // closure, so this is not `channelInactive`): nothing more comes; the socket is
+            // closed.
+            self.inputClosed = true
+            self.inputDone = true
+            self.receiver?.inputEnded()
+            context.close(promise: nil)
+        } else if event is ChannelShouldQuiesceEvent {
             if let receiver = self.receiver {
                 receiver.close(.goingAway, "the server is shutting down")
             } else {
@@ -248,6 +258,7 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        self.inputClosed = true
         self.inputDone = true
         self.closeTimer?.cancel()
         self.closeTimer = nil
