@@ -132,14 +132,10 @@ extension WebSocketUpgradeChannel {
     /// Answers a refused upgrade with the error envelope and closes the connection (the request
     /// asked for a protocol switch: nothing more is read from it).
     static func answer(_ http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, with error: APIError, logger: Logger) async {
-        let (status, body) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: nil)
-        ErrorEnvelopeMiddleware.log(error, as: body, logger: logger)
-        var (headers, payload) = ErrorEnvelopeMiddleware.parts(of: body)
-        headers[.connection] = "close"
-        headers[.contentLength] = String(payload.readableBytes)
+        let (head, payload) = Self.closingEnvelope(for: error, logger: logger)
         do {
             try await http.executeThenClose { _, outbound in
-                try await outbound.write(contentsOf: [.head(HTTPResponse(status: status, headerFields: headers)), .body(payload), .end(nil)])
+                try await outbound.write(contentsOf: [.head(head), .body(payload), .end(nil)])
             }
         } catch {
             logger.trace("a refused upgrade's answer was not written", metadata: ["error": "\(String(reflecting: error))"])
@@ -148,6 +144,17 @@ extension WebSocketUpgradeChannel {
 }
 
 extension WebSocketUpgradeChannel {
+    /// The envelope answering `error` on a connection that is then closed: its head
+    /// (`Connection: close`, its length) and its JSON. Logged as the router logs refusals.
+    static func closingEnvelope(for error: APIError, logger: Logger?) -> (HTTPResponse, ByteBuffer) {
+        let (status, body) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: nil)
+        if let logger { ErrorEnvelopeMiddleware.log(error, as: body, logger: logger) }
+        var (headers, payload) = ErrorEnvelopeMiddleware.parts(of: body)
+        headers[.connection] = "close"
+        headers[.contentLength] = String(payload.readableBytes)
+        return (HTTPResponse(status: status, headerFields: headers), payload)
+    }
+
     struct LateUpgrade: Error {}
 
     /// The HTTP router, except for a request asking for an upgrade that the upgrade handler did
@@ -161,11 +168,8 @@ extension WebSocketUpgradeChannel {
                 .invalidRequest,
                 "an upgrade must be the first request on its connection, with Sec-WebSocket-Key and Sec-WebSocket-Version: 13"
             )
-            let (status, body) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: nil)
-            var (headers, payload) = ErrorEnvelopeMiddleware.parts(of: body)
-            headers[.connection] = "close"
-            headers[.contentLength] = String(payload.readableBytes)
-            var bodyWriter = try await responseWriter.writeHead(HTTPResponse(status: status, headerFields: headers))
+            let (head, payload) = Self.closingEnvelope(for: error, logger: nil)
+            var bodyWriter = try await responseWriter.writeHead(head)
             try await bodyWriter.write(payload)
             try await bodyWriter.finish(nil)
             throw LateUpgrade()  // ends the connection

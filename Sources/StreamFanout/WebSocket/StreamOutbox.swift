@@ -57,9 +57,12 @@ final class StreamOutbox: Sendable {
         var wake: (@Sendable () -> Void)?
 
         /// Whether ``pop(_:)`` would give something.
-        var hasReady: Bool {
+        var hasReady: Bool { self.hasWork || self.ticked }
+
+        /// Whether something other than a tick is ready.
+        var hasWork: Bool {
             self.closed || !self.control.isEmpty || self.pingWanted || !self.requests.isEmpty || self.queueHead < self.queue.count
-                || self.overflowed || self.ticked
+                || self.overflowed
         }
     }
 
@@ -177,12 +180,9 @@ final class StreamOutbox: Sendable {
         self.deliver { $0.closed = true }
     }
 
-    /// Whether the writer would get something without waiting.
+    /// Whether nothing but a tick is ready: the end of a burst.
     var isIdle: Bool {
-        self.state.withLock { state in
-            state.control.isEmpty && !state.pingWanted && state.requests.isEmpty && state.queueHead == state.queue.count && !state.overflowed
-                && !state.closed
-        }
+        self.state.withLock { !$0.hasWork }
     }
 
     /// Everything ready now, at most `limit` items (one lock): what the writer writes as one
