@@ -29,30 +29,34 @@ struct ControlFuzzTests {
             )
             let port = try #require(control.port)
             let seed = Int.random(in: 1..<1_000_000)
+            let session = try await H.openSession(control, key: key, swarm: "s1", agent: "a1")
+            // The three fuzzes run side by side (each schemathesis is one process on one core).
             // Operators' operations with an access token holding every scope.
-            let (operators, operatorReport) = try await Schemathesis.run(
+            async let operatorRun = Schemathesis.run(
                 port: port,
                 authorization: "Bearer \(token)",
                 pathRegex: "^/(v1/(?!agent/)|\\.well-known)",
                 seed: seed
             )
-            #expect(operators == 0, "schemathesis (seed \(seed)) found failures:\n\(operatorReport)")
             // The agents' channel: sessions with an ingest key, the commands with a session token
             // (short waits: waitSeconds is fuzzed too).
-            let (sessions, sessionReport) = try await Schemathesis.run(
+            async let sessionRun = Schemathesis.run(
                 port: port,
                 authorization: "Bearer \(key)",
                 pathRegex: "^/v1/agent/sessions$",
                 seed: seed
             )
-            #expect(sessions == 0, "schemathesis (seed \(seed)) found failures:\n\(sessionReport)")
-            let session = try await H.openSession(control, key: key, swarm: "s1", agent: "a1")
-            let (agents, agentReport) = try await Schemathesis.run(
+            async let agentRun = Schemathesis.run(
                 port: port,
                 authorization: "Bearer \(session)",
                 pathRegex: "^/v1/agent/commands",
                 seed: seed
             )
+            let (operators, operatorReport) = try await operatorRun
+            #expect(operators == 0, "schemathesis (seed \(seed)) found failures:\n\(operatorReport)")
+            let (sessions, sessionReport) = try await sessionRun
+            #expect(sessions == 0, "schemathesis (seed \(seed)) found failures:\n\(sessionReport)")
+            let (agents, agentReport) = try await agentRun
             #expect(agents == 0, "schemathesis (seed \(seed)) found failures:\n\(agentReport)")
         }
     }

@@ -5,7 +5,7 @@ import Testing
 
 /// Apart from the other suites: it moves 32 MB, and the test command runs it after them, beside
 /// the fuzz test, so it neither slows nor is slowed by the timing-sensitive ones.
-@Suite("Stream-fanout stalled sockets (live, run apart)")
+@Suite("Stream-fanout stalled sockets (live, beside the fuzzes)")
 struct FanoutStallTests {
     @Test("a socket that accepts nothing for fanout.stalled-seconds is closed under its waiting writer, not kept")
     func stalledSocket() async throws {
