@@ -185,38 +185,39 @@ extension StreamSession {
                 }
             }
             // Each query looks at a window of seqs and reads a page bounded by rows and bytes;
-            // scanning stops once `fanout.max-replay-scan` seqs went by without a match.
+            // scanning stops once `fanout.max-replay-scan` seqs went by without a match. The
+            // next page is read while this one is written.
             var fruitless: Int64 = 0
-            while cursor < through {
-                try await self.flush(writer)
-                writer.endBatch()
-                let windowEnd = cursor + min(through - cursor, Self.scanWindow, Int64(self.settings.maxReplayScan))
-                let (tenant, after) = (self.tenant, cursor)
-                let page = try await inTaskOfItsOwn {
-                    try await self.replays.run {
-                        try await self.reader.events(
-                            tenant: tenant,
-                            after: after,
-                            through: windowEnd,
-                            filter: filter,
-                            limit: 1000,
-                            maxBytes: Self.pageBytes
-                        )
-                    }
+            var next = cursor < through ? self.readPage(after: cursor, through: through, filter: filter) : nil
+            defer { next?.task.cancel() }
+            while let (windowEnd, task) = next {
+                next = nil
+                let page = try await withTaskCancellationHandler {
+                    try await task.value
+                } onCancel: {
+                    task.cancel()
+                }
+                let full = page.count == Self.pageRows || page.reduce(0, { $0 + $1.frame.readableBytes }) >= Self.pageBytes
+                let pageEnd: Int64
+                if full, let last = page.last {
+                    pageEnd = last.seq
+                    fruitless = 0
+                } else {
+                    fruitless = page.isEmpty ? fruitless + (windowEnd - cursor) : 0
+                    pageEnd = windowEnd
+                }
+                let scanLimited = pageEnd < through && fruitless >= Int64(self.settings.maxReplayScan)
+                if pageEnd < through && !scanLimited {
+                    next = self.readPage(after: pageEnd, through: through, filter: filter)
                 }
                 for event in page {
                     try await self.writeEvent(event, writer)
                 }
                 FanoutMetrics.caughtUp.increment(by: page.count)
-                let full = page.count == 1000 || page.reduce(0, { $0 + $1.frame.readableBytes }) >= Self.pageBytes
-                if full, let last = page.last {
-                    cursor = last.seq
-                    fruitless = 0
-                } else {
-                    fruitless = page.isEmpty ? fruitless + (windowEnd - cursor) : 0
-                    cursor = windowEnd
-                }
-                if cursor < through && fruitless >= Int64(self.settings.maxReplayScan) {
+                cursor = pageEnd
+                try await self.flush(writer)
+                writer.endBatch()
+                if scanLimited {
                     FanoutMetrics.gapNotices.increment()
                     try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "scan_limit"), writer)
                     cursor = through
@@ -228,6 +229,31 @@ extension StreamSession {
             try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "unavailable"), writer)
         }
         return through
+    }
+
+    /// Starts reading the page of the log after `after`: the events matching `filter` in the
+    /// next window of seqs up to `through`, at most ``pageRows`` rows and ``pageBytes`` bytes,
+    /// under a replay permit. Returns the window's end and the read.
+    private func readPage(
+        after: Int64,
+        through: Int64,
+        filter: StreamFilter
+    ) -> (windowEnd: Int64, task: Task<[FeedEvent], any Error>) {
+        let windowEnd = after + min(through - after, Self.scanWindow, Int64(self.settings.maxReplayScan))
+        let (tenant, reader, replays) = (self.tenant, self.reader, self.replays)
+        let task = Task {
+            try await replays.run {
+                try await reader.events(
+                    tenant: tenant,
+                    after: after,
+                    through: windowEnd,
+                    filter: filter,
+                    limit: Self.pageRows,
+                    maxBytes: Self.pageBytes
+                )
+            }
+        }
+        return (windowEnd, task)
     }
 
     /// Writes an event (a live one as the frame the feed made once), or adds it to the

@@ -71,6 +71,8 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
     let batch = Mutex(Batch())
     let writerMemory: WriterMemory
 
+    /// The most events one page read from the log holds.
+    static let pageRows = 1000
     /// The most frame bytes one page read from the log holds (at least one event).
     static let pageBytes = 4 << 20
     /// The seqs one replay query looks at, so that no statement scans the whole log.
