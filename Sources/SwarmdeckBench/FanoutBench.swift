@@ -105,7 +105,11 @@ struct FanoutBench: AsyncParsableCommand {
                 }
             }
             if self.slowClients > 0 {
-                let subscribe = StreamClientMessage(type: "subscribe", filters: .init(swarmIds: ["bench"], include: ["logs"]), maxEventsPerSecond: 10_000).json
+                let subscribe = StreamClientMessage(
+                    type: "subscribe",
+                    filters: .init(swarmIds: ["bench"], include: ["logs"]),
+                    maxEventsPerSecond: 10_000
+                ).json
                 let slow = try await Connector.open(self.slowClients, board: Board(expected: 0)) {
                     Connection(
                         url: self.fanoutURL + "/v1/stream?protocol=1",

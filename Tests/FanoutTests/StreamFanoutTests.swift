@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import NIOPosix
 import PlainWebSocket
 import ServiceKit
 import StreamTestSupport
@@ -20,6 +21,28 @@ struct StreamFanoutTests {
             let text = String(buffer: response.body)
             let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
             return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+        }
+    }
+
+    /// Sends an upgrade request for `path` on a new connection and returns what the server
+    /// answers (its head, and its body for a refusal) until it closes or a 101's head ends.
+    static func rawUpgrade(port: Int, path: String, token: String?, requestID: String?) async throws -> String {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) {
+            channel in
+            channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            var request = "GET /\(path)?protocol=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            if let token { request += "Authorization: Bearer \(token)\r\n" }
+            if let requestID { request += "x-request-id: \(requestID)\r\n" }
+            try await outbound.write(ByteBuffer(string: request + "\r\n"))
+            var answer = ""
+            for try await buffer in inbound {
+                answer += String(buffer: buffer)
+                if answer.hasPrefix("HTTP/1.1 101 "), answer.contains("\r\n\r\n") { break }
+            }
+            return answer
         }
     }
 
@@ -200,6 +223,16 @@ struct StreamFanoutTests {
                     } catch PlainWebSocket.ClientError.notUpgraded(let line) {
                         #expect(line.contains(" \(status) "), "\(path): \(line)")
                     }
+                }
+                // The refusal carries the request's correlation id (the client's, else a new one),
+                // in its header and its envelope, as every HTTP answer does; so does a 101.
+                for (path, sent, status) in [("v1/stream", "refused-1", "401"), ("v1/elsewhere", nil, "404"), ("v1/stream", "up-1", "101")] {
+                    let answer = try await Self.rawUpgrade(port: port, path: path, token: status == "101" ? token : nil, requestID: sent)
+                    let head = answer.prefix { $0 != "\r" }
+                    #expect(head.hasPrefix("HTTP/1.1 \(status) "), "\(path): \(head)")
+                    let id = answer.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-request-id: ") }.map { String($0.dropFirst(14)) }
+                    if let sent { #expect(id == sent, "\(path): \(answer)") } else { #expect(id?.isEmpty == false, "\(path): \(answer)") }
+                    if status != "101", let id { #expect(answer.contains(#""requestId":"\#(id)""#), "\(path): \(answer)") }
                 }
 
                 let client = StreamClient(port: port, token: token)

@@ -17,12 +17,18 @@ public struct RequestIDMiddleware: RouterMiddleware {
         next: (Request, ServiceRequestContext) async throws -> Response
     ) async throws -> Response {
         var context = context
-        let id = request.headers[.requestID].flatMap { Self.isValid($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
+        let id = Self.id(sent: request.headers[.requestID])
         context.requestID = id
         context.logger[metadataKey: "request_id"] = .string(id)
         var response = try await next(request, context)
         response.headers[.requestID] = id
         return response
+    }
+
+    /// The request's correlation id: `sent` (the client's `x-request-id`) if it is valid, else a
+    /// new one.
+    static func id(sent: String?) -> String {
+        sent.flatMap { Self.isValid($0) ? $0 : nil } ?? UUID().uuidString.lowercased()
     }
 
     static func isValid(_ id: String) -> Bool {

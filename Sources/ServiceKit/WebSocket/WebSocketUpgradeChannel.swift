@@ -1,3 +1,4 @@
+import Contracts
 import HTTPTypes
 public import HummingbirdCore
 public import Logging
@@ -21,8 +22,14 @@ public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     enum Upgrade: Sendable {
         case webSocket(UpgradedWebSocket, WebSocketUpgradeRequest, WebSocketRoutes.Open)
         case http(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
-        /// An upgrade request that was refused: answered with this error and closed.
-        case refused(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, APIError)
+        /// An upgrade request that was refused: answered with its error and closed.
+        case refused(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, Refusal)
+    }
+
+    /// Why an upgrade was refused, and the request's correlation id for its answer.
+    struct Refusal: Sendable {
+        var error: APIError
+        var requestID: String
     }
 
     public struct Value: ServerChildChannelValue {
@@ -42,16 +49,21 @@ public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             // What the upgrade check accepted, for the pipeline's upgrade that follows it, or why
             // it refused.
             let accepted = Mutex<(WebSocketUpgradeRequest, WebSocketRoutes.Open)?>(nil)
-            let refusal = Mutex<APIError?>(nil)
+            let refusal = Mutex<Refusal?>(nil)
             let upgrader = NIOTypedWebSocketServerUpgrader<Upgrade>(
                 maxFrameSize: self.maxMessageBytes,
                 shouldUpgrade: { channel, head in
                     let uri = URI(head.uri)
-                    guard let (route, parameters) = self.routes.match(uri.path),
-                        let request = try? HTTPRequest(head, secure: false, splitCookie: false)
-                    else {
-                        refusal.withLock { $0 = APIError(.notFound, "no WebSocket at \(uri.path.prefix(256))") }
+                    let requestID = RequestIDMiddleware.id(sent: head.headers.first(name: HeaderName.requestID))
+                    func refuse(_ error: APIError) -> EventLoopFuture<HTTPHeaders?> {
+                        refusal.withLock { $0 = Refusal(error: error, requestID: requestID) }
                         return channel.eventLoop.makeSucceededFuture(nil)
+                    }
+                    guard let (route, parameters) = self.routes.match(uri.path) else {
+                        return refuse(APIError(.notFound, "no WebSocket at \(uri.path.prefix(256))"))
+                    }
+                    guard let request = try? HTTPRequest(head, secure: false, splitCookie: false) else {
+                        return refuse(APIError(.invalidRequest, "the upgrade request's head is not valid HTTP"))
                     }
                     let promise = channel.eventLoop.makePromise(of: HTTPHeaders?.self)
                     promise.completeWithTask {
@@ -60,17 +72,16 @@ public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         do throws(APIError) {
                             (identity, answer) = try await route.authentication.accept(request.headerFields)
                         } catch {
-                            refusal.withLock { $0 = error }
+                            refusal.withLock { $0 = Refusal(error: error, requestID: requestID) }
                             return nil
                         }
-                        let upgrade = WebSocketUpgradeRequest(
-                            identity: identity,
-                            parameters: parameters,
-                            uri: uri,
-                            logger: self.logger.with(identity)
-                        )
+                        var logger = self.logger.with(identity)
+                        logger[metadataKey: "request_id"] = .string(requestID)
+                        let upgrade = WebSocketUpgradeRequest(identity: identity, parameters: parameters, uri: uri, logger: logger)
                         accepted.withLock { $0 = (upgrade, route.open) }
-                        return HTTPHeaders(answer)
+                        var headers = HTTPHeaders(answer)
+                        headers.replaceOrAdd(name: HeaderName.requestID, value: requestID)
+                        return headers
                     }
                     return promise.futureResult
                 },
@@ -116,8 +127,8 @@ public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             switch try await value.upgrade.get() {
             case .http(let http):
                 await self.handleHTTP(asyncChannel: http, logger: logger)
-            case .refused(let http, let error):
-                await Self.answer(http, with: error, logger: logger)
+            case .refused(let http, let refusal):
+                await Self.answer(http, with: refusal, logger: logger)
             case .webSocket(let socket, let request, let open):
                 await open(request, socket)
                 socket.closeUnlessServed()
@@ -131,8 +142,8 @@ public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
 extension WebSocketUpgradeChannel {
     /// Answers a refused upgrade with the error envelope and closes the connection (the request
     /// asked for a protocol switch: nothing more is read from it).
-    static func answer(_ http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, with error: APIError, logger: Logger) async {
-        let (head, payload) = Self.closingEnvelope(for: error, logger: logger)
+    static func answer(_ http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, with refusal: Refusal, logger: Logger) async {
+        let (head, payload) = Self.closingEnvelope(for: refusal.error, requestID: refusal.requestID, logger: logger)
         do {
             try await http.executeThenClose { _, outbound in
                 try await outbound.write(contentsOf: [.head(head), .body(payload), .end(nil)])
@@ -145,11 +156,16 @@ extension WebSocketUpgradeChannel {
 
 extension WebSocketUpgradeChannel {
     /// The envelope answering `error` on a connection that is then closed: its head
-    /// (`Connection: close`, its length) and its JSON. Logged as the router logs refusals.
-    static func closingEnvelope(for error: APIError, logger: Logger?) -> (HTTPResponse, ByteBuffer) {
-        let (status, body) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: nil)
-        if let logger { ErrorEnvelopeMiddleware.log(error, as: body, logger: logger) }
+    /// (`Connection: close`, its length, `x-request-id`) and its JSON. Logged as the router
+    /// logs refusals.
+    static func closingEnvelope(for error: APIError, requestID: String, logger: Logger?) -> (HTTPResponse, ByteBuffer) {
+        let (status, body) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: requestID)
+        if var logger {
+            logger[metadataKey: "request_id"] = .string(requestID)
+            ErrorEnvelopeMiddleware.log(error, as: body, logger: logger)
+        }
         var (headers, payload) = ErrorEnvelopeMiddleware.parts(of: body)
+        headers[.requestID] = requestID
         headers[.connection] = "close"
         headers[.contentLength] = String(payload.readableBytes)
         return (HTTPResponse(status: status, headerFields: headers), payload)
@@ -168,7 +184,8 @@ extension WebSocketUpgradeChannel {
                 .invalidRequest,
                 "an upgrade must be the first request on its connection, with Sec-WebSocket-Key and Sec-WebSocket-Version: 13"
             )
-            let (head, payload) = Self.closingEnvelope(for: error, logger: nil)
+            let requestID = RequestIDMiddleware.id(sent: request.headers[.requestID])
+            let (head, payload) = Self.closingEnvelope(for: error, requestID: requestID, logger: nil)
             var bodyWriter = try await responseWriter.writeHead(head)
             try await bodyWriter.write(payload)
             try await bodyWriter.finish(nil)
