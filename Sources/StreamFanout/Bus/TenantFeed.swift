@@ -121,7 +121,7 @@ final class TenantFeed: Sendable {
         for waiter in waiting { waiter.continuation.resume(returning: head) }
 
         for await messages in subscription.batches {
-            let received = ContinuousClock.now
+            let received = NIODeadline.now()
             var events: [FeedEvent] = []
             events.reserveCapacity(messages.count)
             for message in messages {

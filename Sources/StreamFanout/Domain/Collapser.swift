@@ -39,7 +39,10 @@ struct Collapser {
 
     /// Whether some suppressed lines have waited `age` already.
     func isDue(_ age: Duration) -> Bool {
-        self.oldestPending.map { ContinuousClock.now - $0 >= age } ?? false
+        // The count first: it is asked per event, and reading the optional instant (a resilient
+        // type) goes through the runtime.
+        guard self.pending > 0, let oldest = self.oldestPending else { return false }
+        return ContinuousClock.now - oldest >= age
     }
 
     mutating func admit(_ event: FeedEvent) -> Decision {

@@ -17,8 +17,10 @@ struct FeedEvent: Sendable {
     /// read from the log works it out when asked (collapsing is opt-in: a replay seldom asks).
     private var knownRepeatKey: Int?
     /// When a live event's NATS batch reached the feed (for `fanout_delivery_seconds`); nil for
-    /// an event read from the log.
-    private(set) var received: ContinuousClock.Instant?
+    /// an event read from the log. NIO's deadline, not `ContinuousClock.Instant`: the standard
+    /// library's types are resilient, and one among the fields would make every copy of an
+    /// event (several per event per connection) go through the runtime's value witnesses.
+    private(set) var received: NIODeadline?
 
     /// For a log: a hash of its swarm, agent, severity and message text (as rendered), so
     /// repeats can be collapsed without reading the frame per connection; 0 otherwise.
@@ -38,7 +40,7 @@ struct FeedEvent: Sendable {
     }
 
     /// An event from the live feed, whose NATS batch arrived at `received`.
-    init(_ envelope: BusEventEnvelope, received: ContinuousClock.Instant) {
+    init(_ envelope: BusEventEnvelope, received: NIODeadline) {
         let length = envelope.frame.count
         var wire = ByteBuffer()
         wire.reserveCapacity(WebSocketFraming.headerLength(payload: length) + length)

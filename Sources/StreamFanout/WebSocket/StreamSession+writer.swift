@@ -67,7 +67,7 @@ extension StreamSession {
         // Counted per batch, not per event.
         var delivered = 0
         // The oldest live event written in this batch, for `fanout_delivery_seconds`.
-        var oldestReceived: ContinuousClock.Instant?
+        var oldestReceived: NIODeadline?
         defer { if delivered > 0 { FanoutMetrics.delivered.increment(by: delivered) } }
         while true {
             if let resume = takeResume() {
@@ -78,7 +78,7 @@ extension StreamSession {
                 if delivered > 0 { FanoutMetrics.delivered.increment(by: delivered) }
                 delivered = 0
                 if let oldest = oldestReceived {
-                    FanoutMetrics.delivery.record(.now - oldest)
+                    FanoutMetrics.delivery.record(.nanoseconds((NIODeadline.now() - oldest).nanoseconds))
                     oldestReceived = nil
                 }
                 if let range = skipped, self.outbox.isIdle {
