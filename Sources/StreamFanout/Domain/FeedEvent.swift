@@ -6,28 +6,31 @@ import ServiceKit
 /// One event of a tenant's feed, parsed once per replica: the event as the log holds it (the
 /// fields filters look at and the client frame, shared by every connection that gets it), and
 /// what stream-fanout derives from it once.
+///
+/// A class: a live event sits in every connection's queue and passes through its writer, and
+/// each copy of a value with this many buffers and strings would retain and release each of
+/// them; a reference is one retain.
 @dynamicMemberLookup
-struct FeedEvent: Sendable {
-    var event: LoggedEvent
+final class FeedEvent: Sendable {
+    let event: LoggedEvent
     /// A live event's WebSocket text frame (header and frame), made once and written as it is
     /// to every connection that gets the event alone; `event.frame` is a slice of it. nil for
     /// an event read from the log.
-    private(set) var wire: ByteBuffer?
+    let wire: ByteBuffer?
     /// A live event's ``repeatKey``, worked out once on the feed for every connection; an event
     /// read from the log works it out when asked (collapsing is opt-in: a replay seldom asks).
-    private var knownRepeatKey: Int?
+    private let knownRepeatKey: Int?
     /// When a live event's NATS batch reached the feed (for `fanout_delivery_seconds`); nil for
     /// an event read from the log. NIO's deadline, not `ContinuousClock.Instant`: the standard
-    /// library's types are resilient, and one among the fields would make every copy of an
-    /// event (several per event per connection) go through the runtime's value witnesses.
-    private(set) var received: NIODeadline?
+    /// library's types are resilient, and reading one goes through the runtime's value
+    /// witnesses, per event per connection.
+    let received: NIODeadline?
 
     /// For a log: a hash of its swarm, agent, severity and message text (as rendered), so
     /// repeats can be collapsed without reading the frame per connection; 0 otherwise.
     var repeatKey: Int {
         if let known = self.knownRepeatKey { return known }
-        guard self.event.kind == .log else { return 0 }
-        return Self.repeatKey(swarm: self.event.swarmID, agent: self.event.agentID, severity: self.event.severity, frame: self.event.frame)
+        return Self.repeatKey(of: self.event)
     }
 
     subscript<Value>(dynamicMember field: KeyPath<LoggedEvent, Value>) -> Value {
@@ -37,6 +40,9 @@ struct FeedEvent: Sendable {
     /// An event read from the log.
     init(_ event: LoggedEvent) {
         self.event = event
+        self.wire = nil
+        self.knownRepeatKey = nil
+        self.received = nil
     }
 
     /// An event from the live feed, whose NATS batch arrived at `received`.
@@ -56,10 +62,15 @@ struct FeedEvent: Sendable {
         )
         event.threadID = envelope.threadID
         event.threadSeq = envelope.threadSeq
-        self.init(event)
+        self.event = event
         self.wire = wire
-        self.knownRepeatKey = self.repeatKey
+        self.knownRepeatKey = Self.repeatKey(of: event)
         self.received = received
+    }
+
+    private static func repeatKey(of event: LoggedEvent) -> Int {
+        guard event.kind == .log else { return 0 }
+        return Self.repeatKey(swarm: event.swarmID, agent: event.agentID, severity: event.severity, frame: event.frame)
     }
 
     /// An ACP event's envelope (seed 003's persisted form), cut from its frame.
