@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
@@ -48,6 +49,34 @@ struct WebSocketWireTests {
         // What Hummingbird writes (a frame for the encoder) still passes.
         try channel.writeOutbound(WebSocketFrame(fin: true, opcode: .pong, data: ByteBuffer()))
         #expect(try channel.readOutbound(as: ByteBuffer.self) != nil)
+    }
+
+    @Test("frames framed once: small ones are copied into the batch's buffer beside their neighbours, large ones are written as they are")
+    func framedBatch() async throws {
+        let (channel, wire) = try await self.wiredChannel()
+        let limits = WebSocketLimits(
+            maxMessageBytes: 1024,
+            maxMessagesPer10Seconds: 100,
+            pingInterval: .seconds(30),
+            liveness: .pingFrames,
+            stalledAfter: .seconds(30)
+        )
+        let connection = WebSocketConnection(limits: limits, heartbeats: WebSocketHeartbeats(), logger: Logger(label: "test"))
+        let writer = WebSocketFrameWriter(wire: wire, connection: connection)
+        let frames = [10, 20, 2000, 30].map { WebSocketFraming.text(ByteBuffer(repeating: UInt8(truncatingIfNeeded: $0), count: $0)) }
+        for frame in frames { try await writer.send(framed: frame) }
+        writer.endBatch()
+        channel.embeddedEventLoop.run()
+        var written: [ByteBuffer] = []
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { written.append(buffer) }
+        // The two small frames in one buffer, the large one as it was, the last small one.
+        #expect(
+            written.map(\.readableBytes) == [frames[0].readableBytes + frames[1].readableBytes, frames[2].readableBytes, frames[3].readableBytes]
+        )
+        #expect(written[1] == frames[2])
+        #expect(
+            written.reduce(into: ByteBuffer()) { $0.writeImmutableBuffer($1) } == frames.reduce(into: ByteBuffer()) { $0.writeImmutableBuffer($1) }
+        )
     }
 
     @Test("the writer waits while the channel is full, goes on when it drains, and fails once it closes")

@@ -39,12 +39,19 @@ public final class WebSocketFrameWriter {
         try await self.add(.text, message)
     }
 
-    /// Writes one whole frame built by ``WebSocketFraming`` (shared by every connection that
-    /// writes it; never copied).
+    /// Writes one whole frame built by ``WebSocketFraming`` (framed once, shared by every
+    /// connection that writes it). A small one is copied into the batch's buffer beside the
+    /// frames before it, as nats-server copies a message into its client's buffer: a batch of
+    /// small events is then one write to the channel, not one per event (each of which costs
+    /// the channel's bookkeeping, and a queue whose capacity the channel keeps).
     public func send(framed frame: ByteBuffer) async throws {
         try await self.waitIfFull()
-        self.pieces.append(.shared(frame))
-        self.bytes += frame.readableBytes
+        if frame.readableBytes <= Self.maxCopiedPayload {
+            self.appendInline { $0.writeImmutableBuffer(frame) }
+        } else {
+            self.pieces.append(.shared(frame))
+            self.bytes += frame.readableBytes
+        }
         if self.bytes >= Self.maxBatchBytes { try self.submit() }
     }
 
@@ -61,20 +68,28 @@ public final class WebSocketFrameWriter {
     private func add(_ opcode: WebSocketFraming.Opcode, _ payload: ByteBuffer) async throws {
         try await self.waitIfFull()
         let copied = payload.readableBytes <= Self.maxCopiedPayload
+        self.appendInline { inline in
+            let header = WebSocketFraming.writeHeader(opcode, payload: payload.readableBytes, into: &inline)
+            return copied ? header + inline.writeImmutableBuffer(payload) : header
+        }
+        if !copied {
+            self.pieces.append(.shared(payload))
+            self.bytes += payload.readableBytes
+        }
+        if self.bytes >= Self.maxBatchBytes { try self.submit() }
+    }
+
+    /// Appends what `write` writes to the batch's buffer (it returns how many bytes), as part of
+    /// the run of inline bytes before it when there is one.
+    private func appendInline(_ write: (inout ByteBuffer) -> Int) {
         let start = self.inline.writerIndex
-        var length = WebSocketFraming.writeHeader(opcode, payload: payload.readableBytes, into: &self.inline)
-        if copied { length += self.inline.writeImmutableBuffer(payload) }
+        let length = write(&self.inline)
         if case .inline(let at, let before)? = self.pieces.last, at + before == start {
             self.pieces[self.pieces.count - 1] = .inline(at: at, length: before + length)
         } else {
             self.pieces.append(.inline(at: start, length: length))
         }
         self.bytes += length
-        if !copied {
-            self.pieces.append(.shared(payload))
-            self.bytes += payload.readableBytes
-        }
-        if self.bytes >= Self.maxBatchBytes { try self.submit() }
     }
 
     /// At the start of a batch, waits while the channel is full (the stall check watches).
