@@ -27,6 +27,18 @@ struct StreamFanoutTests {
     /// Sends an upgrade request for `path` on a new connection and returns what the server
     /// answers (its head, and its body for a refusal) until it closes or a 101's head ends.
     static func rawUpgrade(port: Int, path: String, token: String?, requestID: String?) async throws -> String {
+        try await withThrowingTaskGroup(of: String.self) { group in
+            group.addTask { try await Self.rawExchange(port: port, path: path, token: token, requestID: requestID) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(10))
+                throw HarnessError(message: "no answer to the upgrade of /\(path) in 10 s")
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
+    private static func rawExchange(port: Int, path: String, token: String?, requestID: String?) async throws -> String {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port) {
             channel in
             channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
@@ -226,12 +238,18 @@ struct StreamFanoutTests {
                 }
                 // The refusal carries the request's correlation id (the client's, else a new one),
                 // in its header and its envelope, as every HTTP answer does; so does a 101.
-                for (path, sent, status) in [("v1/stream", "refused-1", "401"), ("v1/elsewhere", nil, "404"), ("v1/stream", "up-1", "101")] {
+                // An id that is not 1-128 of [A-Za-z0-9._:-] is replaced by a new one.
+                let cases: [(String, String?, String, Bool)] = [
+                    ("v1/stream", "refused-1", "401", true), ("v1/elsewhere", nil, "404", false), ("v1/stream", "up-1", "101", true),
+                    ("v1/stream", "not an id", "401", false),
+                ]
+                for (path, sent, status, kept) in cases {
                     let answer = try await Self.rawUpgrade(port: port, path: path, token: status == "101" ? token : nil, requestID: sent)
-                    let head = answer.prefix { $0 != "\r" }
-                    #expect(head.hasPrefix("HTTP/1.1 \(status) "), "\(path): \(head)")
-                    let id = answer.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-request-id: ") }.map { String($0.dropFirst(14)) }
-                    if let sent { #expect(id == sent, "\(path): \(answer)") } else { #expect(id?.isEmpty == false, "\(path): \(answer)") }
+                    let lines = answer.components(separatedBy: "\r\n")
+                    #expect(lines[0].hasPrefix("HTTP/1.1 \(status) "), "\(path): \(lines[0])")
+                    let id = lines.first { $0.lowercased().hasPrefix("x-request-id: ") }.map { String($0.dropFirst(14)) }
+                    #expect(id?.isEmpty == false, "\(path): \(answer)")
+                    #expect((id == sent) == kept, "\(path): \(answer)")
                     if status != "101", let id { #expect(answer.contains(#""requestId":"\#(id)""#), "\(path): \(answer)") }
                 }
 

@@ -185,38 +185,41 @@ extension StreamSession {
                 }
             }
             // Each query looks at a window of seqs and reads a page bounded by rows and bytes;
-            // scanning stops once `fanout.max-replay-scan` seqs went by without a match. The
-            // next page is read while this one is written.
+            // scanning stops once `fanout.max-replay-scan` seqs went by without a match. While a
+            // page is written the next one is read, when the two fit in one page's bytes (a
+            // replaying connection holds at most ``pageBytes`` of the log).
             var fruitless: Int64 = 0
-            var next = cursor < through ? self.readPage(after: cursor, through: through, filter: filter) : nil
+            var next: PageRead?
             defer { next?.task.cancel() }
-            while let (windowEnd, task) = next {
+            while cursor < through {
+                // What is written goes out before the log is read.
+                try await self.flush(writer)
+                writer.endBatch()
+                let read = next ?? self.readPage(after: cursor, through: through, filter: filter, maxBytes: Self.pageBytes)
                 next = nil
                 let page = try await withTaskCancellationHandler {
-                    try await task.value
+                    try await read.task.value
                 } onCancel: {
-                    task.cancel()
+                    read.task.cancel()
                 }
-                let full = page.count == Self.pageRows || page.reduce(0, { $0 + $1.frame.readableBytes }) >= Self.pageBytes
+                let bytes = page.reduce(0) { $0 + $1.frame.readableBytes }
                 let pageEnd: Int64
-                if full, let last = page.last {
-                    pageEnd = last.seq
+                if page.count == Self.pageRows || bytes >= read.maxBytes, let last = page.last {
+                    pageEnd = last.seq  // a full page: the window goes on after it
                     fruitless = 0
                 } else {
-                    fruitless = page.isEmpty ? fruitless + (windowEnd - cursor) : 0
-                    pageEnd = windowEnd
+                    fruitless = page.isEmpty ? fruitless + (read.windowEnd - cursor) : 0
+                    pageEnd = read.windowEnd
                 }
                 let scanLimited = pageEnd < through && fruitless >= Int64(self.settings.maxReplayScan)
-                if pageEnd < through && !scanLimited {
-                    next = self.readPage(after: pageEnd, through: through, filter: filter)
+                if pageEnd < through && !scanLimited && bytes <= Self.pageBytes / 2 {
+                    next = self.readPage(after: pageEnd, through: through, filter: filter, maxBytes: Self.pageBytes - bytes)
                 }
                 for event in page {
                     try await self.writeEvent(event, writer)
                 }
                 FanoutMetrics.caughtUp.increment(by: page.count)
                 cursor = pageEnd
-                try await self.flush(writer)
-                writer.endBatch()
                 if scanLimited {
                     FanoutMetrics.gapNotices.increment()
                     try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "scan_limit"), writer)
@@ -231,14 +234,17 @@ extension StreamSession {
         return through
     }
 
+    /// A page of the log being read: its window's end, its byte bound and the read.
+    struct PageRead {
+        var windowEnd: Int64
+        var maxBytes: Int
+        var task: Task<[FeedEvent], any Error>
+    }
+
     /// Starts reading the page of the log after `after`: the events matching `filter` in the
-    /// next window of seqs up to `through`, at most ``pageRows`` rows and ``pageBytes`` bytes,
-    /// under a replay permit. Returns the window's end and the read.
-    private func readPage(
-        after: Int64,
-        through: Int64,
-        filter: StreamFilter
-    ) -> (windowEnd: Int64, task: Task<[FeedEvent], any Error>) {
+    /// next window of seqs up to `through`, at most ``pageRows`` rows and `maxBytes` of frames
+    /// (at least one event), under a replay permit.
+    private func readPage(after: Int64, through: Int64, filter: StreamFilter, maxBytes: Int) -> PageRead {
         let windowEnd = after + min(through - after, Self.scanWindow, Int64(self.settings.maxReplayScan))
         let (tenant, reader, replays) = (self.tenant, self.reader, self.replays)
         let task = Task {
@@ -249,11 +255,11 @@ extension StreamSession {
                     through: windowEnd,
                     filter: filter,
                     limit: Self.pageRows,
-                    maxBytes: Self.pageBytes
+                    maxBytes: maxBytes
                 )
             }
         }
-        return (windowEnd, task)
+        return PageRead(windowEnd: windowEnd, maxBytes: maxBytes, task: task)
     }
 
     /// Writes an event (a live one as the frame the feed made once), or adds it to the
