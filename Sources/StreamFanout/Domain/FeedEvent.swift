@@ -13,9 +13,9 @@ import ServiceKit
 @dynamicMemberLookup
 final class FeedEvent: Sendable {
     let event: LoggedEvent
-    /// A live event's WebSocket text frame (header and frame), made once and written as it is
-    /// to every connection that gets the event alone; `event.frame` is a slice of it. nil for
-    /// an event read from the log.
+    /// A live event's WebSocket text frame (header and frame), made once for every connection
+    /// that gets the event alone (`WebSocketFrameWriter.send(framed:)`); `event.frame` is a
+    /// slice of it. nil for an event read from the log.
     let wire: ByteBuffer?
     /// A live event's ``repeatKey``, worked out once on the feed for every connection; an event
     /// read from the log works it out when asked (collapsing is opt-in: a replay seldom asks).
