@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import NIOCore
 import NIOEmbedded
@@ -101,12 +102,39 @@ struct WebSocketWireTests {
         #expect(throws: WebSocketWireHandler.WireError.self) { try wire.submit([ByteBuffer(string: "late")], bytes: 4) }
     }
 
-    @Test("bytes handed over but not yet written count against the channel: past the bound the writer waits for the event loop")
+    @Test("bytes handed over off the event loop but not yet written count against the channel: past the bound the writer waits for the event loop")
     func submittedBound() async throws {
-        let (channel, wire) = try await self.wiredChannel()
+        let loopback = try await LoopbackWebSocket.open()
+        defer { loopback.close() }
+        let wire = loopback.socket.wire
+        // The event loop is held busy while the batch is handed over.
+        let (held, hold) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        loopback.socket.eventLoop.execute {
+            hold.yield()
+            release.wait()
+        }
+        var heldIterator = held.makeAsyncIterator()
+        await heldIterator.next()
         try wire.submit([ByteBuffer(repeating: 0, count: WebSocketWireHandler.maxSubmitted)], bytes: WebSocketWireHandler.maxSubmitted)
         #expect(try !wire.readyNow())
-        channel.embeddedEventLoop.run()
+        release.signal()
+        try await loopback.socket.eventLoop.submit {}.get()
         #expect(try wire.readyNow())
+    }
+
+    @Test("on the event loop a batch goes into the channel at once")
+    func onTheEventLoop() async throws {
+        let loopback = try await LoopbackWebSocket.open()
+        defer { loopback.close() }
+        let wire = loopback.socket.wire
+        let written = try await loopback.socket.eventLoop.submit {
+            try wire.submit([WebSocketFraming.text(ByteBuffer(string: "at once"))], bytes: 9)
+            return try wire.readyNow()
+        }.get()
+        #expect(written)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while loopback.collector.frames.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(loopback.collector.frames.map(\.1) == ["at once"])
     }
 }

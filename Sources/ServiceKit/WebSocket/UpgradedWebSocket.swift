@@ -13,6 +13,9 @@ public final class UpgradedWebSocket: Sendable {
     let reader: WebSocketReadHandler
     let wire: WebSocketWireHandler
 
+    /// The socket's event loop: its connection's writer writes there without waiting when it can.
+    public var eventLoop: any EventLoop { self.channel.eventLoop }
+
     /// Adds the read handler and the wire to an upgraded pipeline (on its event loop).
     static func install(on channel: any Channel, maxMessageBytes: Int) throws -> UpgradedWebSocket {
         let pipeline = channel.pipeline.syncOperations

@@ -31,31 +31,6 @@ extension WebSocketProtocolHandler {
     public func finish() async {}
 }
 
-/// A protocol whose writer holds no task while it has nothing to write: the connection runs it
-/// in a short task each time the protocol wakes it (``WebSocketConnection/start(on:handler:whenDone:)``),
-/// so an idle connection is its objects and its socket, no task.
-public protocol WebSocketIdleWriter: WebSocketProtocolHandler {
-    /// Writes what is ready, then returns: true when nothing more is ready now, false when the
-    /// protocol's queue ended. Its state is kept in the protocol between runs (one run at a
-    /// time).
-    func writeReady(to writer: WebSocketFrameWriter) async throws -> Bool
-    /// Calls `wake` (once, from anywhere) when something is ready to write; returns false,
-    /// without keeping `wake`, when something is ready already.
-    func sleep(until wake: @escaping @Sendable () -> Void) -> Bool
-}
-
-extension WebSocketIdleWriter {
-    /// Writes until the queue ends, waiting in place while it is idle (``WebSocketConnection/run(on:handler:)``).
-    public func write(to writer: WebSocketFrameWriter) async throws {
-        while try await self.writeReady(to: writer) {
-            writer.endBatch()
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                if !self.sleep(until: { continuation.resume() }) { continuation.resume() }
-            }
-        }
-    }
-}
-
 /// One WebSocket connection, whatever its protocol: a writer, a reader that is a channel
 /// handler (``WebSocketReadHandler``), a close that happens once with one reason, message size
 /// and count budgets, invalid-message budget, pings, liveness and the stall check (visited by
@@ -64,8 +39,9 @@ extension WebSocketIdleWriter {
 ///
 /// No task reads (a task is memory per connection): each client message is handled in a short
 /// task of its own. The writer runs in the caller's task (``run(on:handler:)``) or, for a
-/// protocol whose writer can sleep (``WebSocketIdleWriter``), in a short task whenever it has
-/// something to write (``start(on:handler:whenDone:)``): an idle connection then holds no task.
+/// protocol whose writer can sleep (``WebSocketIdleWriter``), whenever it has something to
+/// write (``start(on:handler:whenDone:)``): on the socket's event loop while nothing makes it
+/// wait, else in a short task. An idle connection then holds no task.
 /// The client's close, the socket closing or the server shutting down stops the protocol's
 /// queue, which ends the writer.
 public final class WebSocketConnection: Heartbeating, Sendable {
@@ -118,39 +94,13 @@ public final class WebSocketConnection: Heartbeating, Sendable {
         await self.end(on: socket, handler: handler, writer: writer)
     }
 
-    /// Serves `socket` like ``run(on:handler:)`` but returns at once: the writer runs in a
-    /// short task whenever the protocol has something to write, and no task is held while it
-    /// has nothing. `whenDone` runs once the connection has ended (after its close frame).
+    /// Serves `socket` like ``run(on:handler:)`` but returns at once: the writer runs whenever
+    /// the protocol has something to write, on the socket's event loop while it needs no wait
+    /// and in a short task when it does, and nothing is held while it has nothing. `whenDone`
+    /// runs once the connection has ended (after its close frame).
     public func start(on socket: UpgradedWebSocket, handler: some WebSocketIdleWriter, whenDone: @escaping @Sendable () -> Void) {
-        let writer = Unchecked(self.begin(on: socket, handler: handler))
-        Task { await self.writeWhileReady(on: socket, handler: handler, writer: writer, whenDone: whenDone) }
-    }
-
-    /// One run of an idle writer: writes until nothing is ready, then sleeps (the task ends and
-    /// the protocol's wake starts the next run), or ends the connection.
-    private func writeWhileReady(
-        on socket: UpgradedWebSocket,
-        handler: some WebSocketIdleWriter,
-        writer: Unchecked<WebSocketFrameWriter>,
-        whenDone: @escaping @Sendable () -> Void
-    ) async {
-        while true {
-            let idle: Bool
-            do {
-                idle = try await handler.writeReady(to: writer.value)
-            } catch {
-                self.writeFailed(error)
-                idle = false
-            }
-            guard idle else { break }
-            writer.value.endBatch()
-            // Nothing touches the writer once the wake is armed: the next run may begin at once.
-            if handler.sleep(until: { Task { await self.writeWhileReady(on: socket, handler: handler, writer: writer, whenDone: whenDone) } }) {
-                return
-            }
-        }
-        await self.end(on: socket, handler: handler, writer: writer.value)
-        whenDone()
+        let writer = self.begin(on: socket, handler: handler)
+        WebSocketWriterRuns(connection: self, socket: socket, handler: handler, writer: writer, whenDone: whenDone).wake()
     }
 
     private func begin(on socket: UpgradedWebSocket, handler: some WebSocketProtocolHandler) -> WebSocketFrameWriter {
@@ -164,14 +114,14 @@ public final class WebSocketConnection: Heartbeating, Sendable {
         return WebSocketFrameWriter(wire: socket.wire, connection: self)
     }
 
-    private func writeFailed(_ error: any Error) {
+    func writeFailed(_ error: any Error) {
         self.logger.debug("WebSocket write ended", metadata: ["error": "\(String(reflecting: error))"])
         self.close(.goingAway, "write failed")
     }
 
     /// After the writer: no message is handled once the protocol lets go of what it holds, which
     /// it does before the close frame (a close frame to a stalled socket can take a while).
-    private func end(on socket: UpgradedWebSocket, handler: some WebSocketProtocolHandler, writer: WebSocketFrameWriter) async {
+    func end(on socket: UpgradedWebSocket, handler: some WebSocketProtocolHandler, writer: WebSocketFrameWriter) async {
         writer.endBatch()
         handler.stop()
         await socket.reader.detach()
@@ -302,15 +252,5 @@ public final class WebSocketConnection: Heartbeating, Sendable {
             return false
         }
         return true
-    }
-}
-
-/// The idle writer's frame writer, handed from one run to the next: runs never overlap (a run
-/// arms its wake only when it is done with the writer).
-struct Unchecked<Value>: @unchecked Sendable {
-    let value: Value
-
-    init(_ value: Value) {
-        self.value = value
     }
 }

@@ -1,14 +1,17 @@
 public import NIOCore
 
-/// The one writer of a connection, used by its writer task only: text messages and ping frames,
-/// framed here and written straight to the channel (no actor, no async writer, no frame
+/// The one writer of a connection, used by one writer run at a time: text messages and ping
+/// frames, framed here and written straight to the channel (no actor, no async writer, no frame
 /// encoder on the way).
 ///
 /// What is written collects into a batch that goes to the socket in one flush when the protocol
 /// says nothing more is ready (``endBatch()``) or the batch reaches ``maxBatchBytes``. A protocol
 /// calls `endBatch()` before any wait that is not a write (a database read, its queue), so
-/// nothing written waits on it. A write waits only while the channel is full; a socket that
-/// takes nothing for the stall time is closed under it.
+/// nothing written waits on it. The `send` methods wait while the channel is full (a socket that
+/// takes nothing for the stall time is closed under them); the `append` methods never wait, for
+/// a writer that runs on the event loop and asks ``isReady()`` first (as the `send` methods
+/// wait, at the start of each batch). On the socket's event loop a batch is written into the
+/// channel at once, elsewhere with one `execute`.
 public final class WebSocketFrameWriter {
     /// Bytes handed to the socket in one flush at most.
     public static let maxBatchBytes = 64 << 10
@@ -36,16 +39,55 @@ public final class WebSocketFrameWriter {
 
     /// Writes one text message.
     public func send(_ message: ByteBuffer) async throws {
-        try await self.add(.text, message)
+        try await self.ready()
+        try self.append(message)
     }
 
     /// Writes one whole frame built by ``WebSocketFraming`` (framed once, shared by every
-    /// connection that writes it). A small one is copied into the batch's buffer beside the
-    /// frames before it, as nats-server copies a message into its client's buffer: a batch of
-    /// small events is then one write to the channel, not one per event (each of which costs
-    /// the channel's bookkeeping, and a queue whose capacity the channel keeps).
+    /// connection that writes it).
     public func send(framed frame: ByteBuffer) async throws {
-        try await self.waitIfFull()
+        try await self.ready()
+        try self.append(framed: frame)
+    }
+
+    /// Writes a WebSocket ping frame.
+    public func ping() async throws {
+        try await self.ready()
+        try self.appendPing()
+    }
+
+    /// The protocol has nothing more at hand: hand the batch to the socket.
+    public func endBatch() {
+        try? self.submit()
+    }
+
+    /// Whether the next write can go without waiting: a batch is open, or the channel can take
+    /// a new one (below its high-water mark, and not too much on its way to it). Throws once
+    /// the channel is closed.
+    public func isReady() throws -> Bool {
+        try !self.pieces.isEmpty || self.wire.readyNow()
+    }
+
+    /// Returns when ``isReady()`` would be true, waiting while the channel is full (the stall
+    /// check watches the wait).
+    public func ready() async throws {
+        guard try !self.isReady() else { return }
+        self.connection.writeStarted()
+        defer { self.connection.writeEnded() }
+        try await self.wire.ready()
+    }
+
+    /// Adds one text message to the batch, without waiting.
+    public func append(_ message: ByteBuffer) throws {
+        try self.add(.text, message)
+    }
+
+    /// Adds one whole frame built by ``WebSocketFraming`` to the batch, without waiting. A small
+    /// one is copied into the batch's buffer beside the frames before it, as nats-server copies
+    /// a message into its client's buffer: a batch of small events is then one write to the
+    /// channel, not one per event (each of which costs the channel's bookkeeping, and a queue
+    /// whose capacity the channel keeps).
+    public func append(framed frame: ByteBuffer) throws {
         if frame.readableBytes <= Self.maxCopiedPayload {
             self.appendInline { $0.writeImmutableBuffer(frame) }
         } else {
@@ -55,18 +97,12 @@ public final class WebSocketFrameWriter {
         if self.bytes >= Self.maxBatchBytes { try self.submit() }
     }
 
-    /// Writes a WebSocket ping frame.
-    public func ping() async throws {
-        try await self.add(.ping, ByteBuffer())
+    /// Adds a WebSocket ping frame to the batch, without waiting.
+    public func appendPing() throws {
+        try self.add(.ping, ByteBuffer())
     }
 
-    /// The protocol has nothing more at hand: hand the batch to the socket.
-    public func endBatch() {
-        try? self.submit()
-    }
-
-    private func add(_ opcode: WebSocketFraming.Opcode, _ payload: ByteBuffer) async throws {
-        try await self.waitIfFull()
+    private func add(_ opcode: WebSocketFraming.Opcode, _ payload: ByteBuffer) throws {
         let copied = payload.readableBytes <= Self.maxCopiedPayload
         self.appendInline { inline in
             let header = WebSocketFraming.writeHeader(opcode, payload: payload.readableBytes, into: &inline)
@@ -90,14 +126,6 @@ public final class WebSocketFrameWriter {
             self.pieces.append(.inline(at: start, length: length))
         }
         self.bytes += length
-    }
-
-    /// At the start of a batch, waits while the channel is full (the stall check watches).
-    private func waitIfFull() async throws {
-        guard self.pieces.isEmpty, try !self.wire.readyNow() else { return }
-        self.connection.writeStarted()
-        defer { self.connection.writeEnded() }
-        try await self.wire.ready()
     }
 
     private func submit() throws {

@@ -63,24 +63,33 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
         return handler
     }
 
-    /// Writes `frames` (whole encoded frames, `bytes` in all) and flushes once, on the event
-    /// loop. Throws once the channel is closed.
+    /// Writes `frames` (whole encoded frames, `bytes` in all) and flushes once: at once on the
+    /// event loop, else with one `execute`. Throws once the channel is closed.
     func submit(_ frames: [ByteBuffer], bytes: Int) throws {
+        if self.eventLoop.inEventLoop {
+            if self.state.withLock({ $0.closed }) { throw WireError.closed }
+            self.write(frames)
+            return
+        }
         try self.state.withLock { state in
             if state.closed { throw WireError.closed }
             state.submitted += bytes
         }
         self.eventLoop.execute {
-            if let context = self.context, !self.closeSent {
-                for frame in frames { context.write(self.wrapOutboundOut(frame), promise: nil) }
-                context.flush()
-            }
+            self.write(frames)
             let waiter = self.state.withLock { state in
                 state.submitted -= bytes
                 return state.takeWaiter()
             }
             waiter?.resume()
         }
+    }
+
+    /// On the event loop.
+    private func write(_ frames: [ByteBuffer]) {
+        guard let context = self.context, !self.closeSent else { return }
+        for frame in frames { context.write(self.wrapOutboundOut(frame), promise: nil) }
+        context.flush()
     }
 
     /// Whether ``ready()`` would return without waiting; throws once the channel is closed.

@@ -7,6 +7,9 @@ import Synchronization
 
 /// Something that takes a tenant's events in seq order: a connection.
 protocol FeedListener: AnyObject, Sendable {
+    /// Where ``offer(_:)`` and ``offerGap(from:to:)`` are called: the connection's socket's
+    /// event loop.
+    var eventLoop: any EventLoop { get }
     /// The next events of the tenant (every one, in seq order, without gaps): what one NATS
     /// batch brought, the same array for every listener.
     func offer(_ events: [FeedEvent])
@@ -20,6 +23,11 @@ protocol FeedListener: AnyObject, Sendable {
 /// One tenant's live feed on this replica: one NATS subscription shared by every connection of
 /// the tenant, each event parsed once and handed to every listener in seq order.
 ///
+/// Listeners are kept in shards, one per event loop: a batch is handed to a shard's listeners
+/// on their event loop with one `execute` (in order: an event loop runs what it is given in
+/// order), where a connection writes it to its socket at once when it can
+/// (``WebSocketIdleWriter/writeAvailable(to:)``), with no task woken per connection.
+///
 /// Contiguity: an event whose seq is past the next one expected means publishes were lost or
 /// overtaken (ingest replicas publish independently). Since seqs are assigned under the
 /// tenant's row lock, a committed seq means every lower seq is committed too, so the missing
@@ -31,15 +39,47 @@ final class TenantFeed: Sendable {
         var arm: @Sendable (Int64) -> Void
     }
 
+    /// The listeners of one event loop.
+    struct Shard: Sendable {
+        var eventLoop: any EventLoop
+        var listeners: [any FeedListener]
+
+        /// Runs `offer` for each listener, on their event loop.
+        func onEventLoop(_ offer: @escaping @Sendable (any FeedListener) -> Void) {
+            let listeners = self.listeners
+            self.eventLoop.execute {
+                for listener in listeners { offer(listener) }
+            }
+        }
+    }
+
     private struct State {
         /// The last seq handed to listeners; nil until the feed has read the log's head.
         var head: Int64?
         var listeners: [ObjectIdentifier: any FeedListener] = [:] {
             didSet { self.snapshot = nil }
         }
-        /// The listeners as an array, made again after a join or a leave, for delivery (each
+        /// The listeners by event loop, made again after a join or a leave, for delivery (each
         /// batch takes it as it is: no copy per batch).
-        var snapshot: [any FeedListener]?
+        var snapshot: [Shard]?
+
+        /// The listeners by event loop.
+        mutating func shards() -> [Shard] {
+            if let snapshot = self.snapshot { return snapshot }
+            var byLoop: [ObjectIdentifier: Int] = [:]
+            var shards: [Shard] = []
+            for listener in self.listeners.values {
+                let loop = listener.eventLoop
+                if let index = byLoop[ObjectIdentifier(loop)] {
+                    shards[index].listeners.append(listener)
+                } else {
+                    byLoop[ObjectIdentifier(loop)] = shards.count
+                    shards.append(Shard(eventLoop: loop, listeners: [listener]))
+                }
+            }
+            self.snapshot = shards
+            return shards
+        }
         var waiting: [Waiter] = []
         var failure: (any Error)?
         /// The head at the hub's previous tail check.
@@ -203,14 +243,11 @@ final class TenantFeed: Sendable {
             return
         }
         guard let last = events.last else { return }
-        let listeners = self.state.withLock { state in
+        let shards = self.state.withLock { state in
             state.head = last.seq
-            if let snapshot = state.snapshot { return snapshot }
-            let snapshot = Array(state.listeners.values)
-            state.snapshot = snapshot
-            return snapshot
+            return state.shards()
         }
-        for listener in listeners { listener.offer(events) }
+        for shard in shards { shard.onEventLoop { $0.offer(events) } }
     }
 
     private func backfill(from: Int64, to: Int64) async {
@@ -236,11 +273,11 @@ final class TenantFeed: Sendable {
         }
         if let gap = backfill.gap {
             // Not in the log (or the log is unreachable): tell every listener, and move on.
-            let listeners = self.state.withLock { state in
+            let shards = self.state.withLock { state in
                 state.head = to
-                return Array(state.listeners.values)
+                return state.shards()
             }
-            for listener in listeners { listener.offerGap(from: gap.lowerBound, to: gap.upperBound) }
+            for shard in shards { shard.onEventLoop { $0.offerGap(from: gap.lowerBound, to: gap.upperBound) } }
         }
     }
 }

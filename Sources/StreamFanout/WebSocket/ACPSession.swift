@@ -37,9 +37,12 @@ final class ACPSession: FeedListener, WebSocketIdleWriter, Sendable {
     /// Where the threads this connection follows live are announced (for the notifier).
     private let presence: ACPPresenceBoard
     private let connectionID = UUID().uuidString
+    /// The socket's event loop, where the feed offers its events.
+    let eventLoop: any EventLoop
 
     init(
         identity: AccessIdentity,
+        eventLoop: any EventLoop,
         settings: FanoutSettings,
         hub: FeedHub,
         cache: ACPCache,
@@ -49,6 +52,7 @@ final class ACPSession: FeedListener, WebSocketIdleWriter, Sendable {
         logger: Logger
     ) {
         self.tenant = identity.tenant
+        self.eventLoop = eventLoop
         self.device = identity.subject
         self.identity = identity
         self.relay = relay

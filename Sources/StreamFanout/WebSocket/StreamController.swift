@@ -56,6 +56,7 @@ struct StreamController: Sendable {
             serve: { identity, logger, socket, whenDone in
                 let session = StreamSession(
                     identity: identity,
+                    eventLoop: socket.eventLoop,
                     settings: self.settings,
                     hub: self.hub,
                     reader: self.reader,
@@ -86,6 +87,7 @@ struct StreamController: Sendable {
             serve: { identity, logger, socket, whenDone in
                 let session = ACPSession(
                     identity: identity,
+                    eventLoop: socket.eventLoop,
                     settings: self.settings,
                     hub: self.hub,
                     cache: self.cache,

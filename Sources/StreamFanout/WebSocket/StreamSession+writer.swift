@@ -13,165 +13,232 @@ extension StreamSession {
         self.outbox.sleep(until: wake)
     }
 
+    /// On the event loop: writes what the outbox has ready while nothing needs a wait (the
+    /// socket full, a read of the log, a new subscription), and says where it stopped.
+    func writeAvailable(to writer: WebSocketFrameWriter) throws -> WebSocketWriteOutcome {
+        var state = self.writerMemory.take()
+        defer { self.writerMemory.put(state) }
+        return try self.writeAvailable(&state, writer)
+    }
+
     /// Writes what the outbox has ready to the socket: protocol messages first, then events;
     /// replays from the log where the live queue cannot account for a seq range; applies the
-    /// rate cap. Returns true when nothing more is ready, false once the outbox is closed.
+    /// rate cap. Returns true when nothing more is ready, false once the outbox is closed. What
+    /// needs no wait is written by ``writeAvailable(to:)``'s steps; this waits where they stop.
     func writeReady(to writer: WebSocketFrameWriter) async throws -> Bool {
-        // The writer's state lives in the session between runs (one run at a time).
-        let memory = self.writerMemory
-        var cursor = memory.cursor  // everything the client should have up to here was sent or announced
-        var generation = memory.generation
-        var filter = memory.filter
-        var limiter = memory.limiter
-        var skipped = memory.skipped
-        var collapse = memory.collapse
-        defer {
-            memory.cursor = cursor
-            memory.generation = generation
-            memory.filter = filter
-            memory.limiter = limiter
-            memory.skipped = skipped
-            memory.collapse = collapse
-        }
-
-        func takeResume(_ wanted: Int? = nil) -> Resume? {
-            self.state.withLock { state in
-                guard let resume = state.resume, wanted == nil || resume.generation == wanted else { return nil }
-                state.resume = nil
-                return resume
-            }
-        }
-        func apply(_ resume: Resume) async throws {
-            // What the old subscription collapsed is announced before the new one starts.
-            for notice in collapse.flush(olderThan: .zero) { try await self.write(notice, writer) }
-            generation = resume.generation
-            filter = resume.filter
-            skipped = nil
-            collapse = Collapser(enabled: resume.collapseRepeats)
-            try await self.flush(writer)
-            self.batch.withLock { $0.enabled = resume.batchEvents }
-            limiter = TokenBucket(capacity: Double(resume.eventsPerSecond), perSecond: Double(resume.eventsPerSecond))
-            try await self.write(resume.acknowledgement, writer)
-            cursor = try await self.replay(after: resume.from, through: resume.head, filter: filter, writer: writer, checkRetention: true)
-        }
-        func current(_ itemGeneration: Int) async throws -> Bool {
-            if itemGeneration == generation { return true }
-            guard let resume = takeResume(itemGeneration) else { return false }  // an ended subscription's
-            try await apply(resume)
-            return true
-        }
-
-        // What the outbox had ready, taken under one lock; written as one batch.
-        var ready: [OutboxItem] = []
-        var next = 0
-        // Counted per batch, not per event.
-        var delivered = 0
-        // The oldest live event written in this batch, for `fanout_delivery_seconds`.
-        var oldestReceived: NIODeadline?
-        defer { if delivered > 0 { FanoutMetrics.delivered.increment(by: delivered) } }
+        var state = self.writerMemory.take()
+        defer { self.writerMemory.put(state) }
         while true {
-            if let resume = takeResume() {
-                try await apply(resume)
-                continue
-            }
-            if next == ready.count {
-                if delivered > 0 { FanoutMetrics.delivered.increment(by: delivered) }
-                delivered = 0
-                if let oldest = oldestReceived {
-                    FanoutMetrics.delivery.record(.nanoseconds((NIODeadline.now() - oldest).nanoseconds))
-                    oldestReceived = nil
-                }
-                if let range = skipped, self.outbox.isIdle {
-                    // The end of a burst over the cap: say what was skipped now, not later.
-                    FanoutMetrics.gapNotices.increment()
-                    try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), writer)
-                    skipped = nil
-                }
-                ready.removeAll(keepingCapacity: true)
-                next = 0
-                self.outbox.drain(into: &ready, limit: Self.itemsPerBatch)
-                if ready.isEmpty {
-                    try await self.flush(writer)  // nothing more to add: send what is batched
-                    // Collapsed lines are counted until the agent says something else, or for
-                    // a second at most (the heartbeat ticks the writer while some are pending).
-                    self.state.withLock { $0.collapsePending = collapse.hasPending }
-                    return true
-                }
-                let rate = Double(self.state.withLock { $0.eventsPerSecond })
-                (limiter.capacity, limiter.perSecond) = (rate, rate)
-            }
-            let item = ready[next]
-            next += 1
-            switch item {
-            case .closed:
-                return false
-            case .control(let message):
-                if message.readableBytes > 0 { try await self.write(message, writer) }
-            case .request:
-                continue  // the stream protocol handles its messages in the reader
-            case .ping:
-                try await self.flush(writer)
-                try await writer.ping()
-            case .tick:
-                for notice in collapse.flush(olderThan: .seconds(1)) { try await self.write(notice, writer) }
-            case .catchUp(let itemGeneration):
-                guard try await current(itemGeneration) else { continue }
-                FanoutMetrics.catchUps.increment()
-                let through = self.outbox.caughtUp()
-                if through - cursor > Int64(self.settings.maxCatchUpEvents) {
-                    FanoutMetrics.gapNotices.increment()
-                    try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "slow_consumer"), writer)
-                    cursor = through
-                } else if through > cursor {
-                    cursor = try await self.replay(after: cursor, through: through, filter: filter, writer: writer)
-                }
-            case .gap(let from, let to, let itemGeneration):
-                guard try await current(itemGeneration), to > cursor else { continue }
-                FanoutMetrics.gapNotices.increment()
-                try await self.write(ServerMessage.gap(from: max(from, cursor + 1), to: to, reason: "unavailable"), writer)
-                cursor = to
-            case .event(let event, let after, let itemGeneration):
-                guard try await current(itemGeneration), event.seq > cursor else { continue }
-                if after > cursor {
-                    cursor = try await self.replay(after: cursor, through: after, filter: filter, writer: writer)
-                }
-                if collapse.isDue(.seconds(1)) {
-                    for notice in collapse.flush(olderThan: .seconds(1)) { try await self.write(notice, writer) }
-                }
-                switch collapse.admit(event) {
-                case .suppress:
-                    cursor = event.seq
-                    continue
-                case .send(let notice):
-                    if let notice { try await self.write(notice, writer) }
-                }
-                if limiter.take() == nil {
-                    if let range = skipped {
-                        FanoutMetrics.gapNotices.increment()
-                        try await self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), writer)
-                        skipped = nil
-                    }
-                    try await self.writeEvent(event, writer)
-                    delivered += 1
-                    if let received = event.received, oldestReceived.map({ received < $0 }) ?? true { oldestReceived = received }
-                } else {
-                    skipped = (skipped?.from ?? event.seq, event.seq)
-                }
-                cursor = event.seq
+            switch try self.writeAvailable(&state, writer) {
+            case .idle: return true
+            case .ended: return false
+            case .blocked: try await self.unblock(&state, writer)
             }
         }
     }
 
-    /// Sends the events of `(after, through]` from the log that match `filter`, and returns
-    /// `through`. The rate cap does not apply: the client asked for them. With
-    /// `checkRetention`, seqs already dropped by the log's retention are announced as a gap.
+    /// Writes items as long as each needs no wait: a waiting subscription, a full socket, or an
+    /// item that needs the log stops it (``unblock(_:_:)`` does what it stopped at).
+    private func writeAvailable(_ state: inout WriterState, _ writer: WebSocketFrameWriter) throws -> WebSocketWriteOutcome {
+        while true {
+            if self.resumeWaiting.load(ordering: .acquiring) { return .blocked }
+            if state.next == state.ready.count {
+                self.countDelivered(&state)
+                if state.skipped != nil, self.outbox.isIdle {
+                    // The end of a burst over the cap: say what was skipped now, not later.
+                    guard try writer.isReady() else { return .blocked }
+                    try self.writeSkipped(&state, writer)
+                }
+                state.ready.removeAll(keepingCapacity: true)
+                state.next = 0
+                self.outbox.drain(into: &state.ready, limit: Self.itemsPerBatch)
+                if state.ready.isEmpty {
+                    try self.flush(&state, writer)  // nothing more to add: send what is batched
+                    // Collapsed lines are counted until the agent says something else, or for
+                    // a second at most (the heartbeat ticks the writer while some are pending).
+                    let collapsePending = state.collapse.hasPending
+                    self.state.withLock { $0.collapsePending = collapsePending }
+                    return .idle
+                }
+                let rate = Double(self.state.withLock { $0.eventsPerSecond })
+                (state.limiter.capacity, state.limiter.perSecond) = (rate, rate)
+            }
+            if case .closed = state.ready[state.next] { return .ended }
+            guard try writer.isReady(), try self.writeNow(state.ready[state.next], &state, writer) else { return .blocked }
+            state.next += 1
+        }
+    }
+
+    /// Writes `item` if that needs no wait and returns true; false when it needs
+    /// ``unblock(_:_:)``.
+    private func writeNow(_ item: OutboxItem, _ state: inout WriterState, _ writer: WebSocketFrameWriter) throws -> Bool {
+        switch item {
+        case .closed, .request:
+            break  // the stream protocol handles its messages in the reader
+        case .control(let message):
+            if message.readableBytes > 0 { try self.write(message, &state, writer) }
+        case .ping:
+            try self.flush(&state, writer)
+            try writer.appendPing()
+        case .tick:
+            for notice in state.collapse.flush(olderThan: .seconds(1)) { try self.write(notice, &state, writer) }
+        case .catchUp:
+            return false  // a read of the log
+        case .gap(let from, let to, let generation):
+            guard generation == state.generation else { return false }
+            try self.writeGap(from: from, to: to, &state, writer)
+        case .event(let event, let after, let generation):
+            guard generation == state.generation else { return false }
+            guard event.seq > state.cursor else { break }
+            guard after <= state.cursor else { return false }  // a replay first
+            try self.writeLive(event, &state, writer)
+        }
+        return true
+    }
+
+    /// Does what stopped ``writeAvailable(_:_:)``: starts a new subscription, waits for the
+    /// socket, or writes the next item, reading the log or waiting as it needs.
+    private func unblock(_ state: inout WriterState, _ writer: WebSocketFrameWriter) async throws {
+        if let resume = self.takeResume() {
+            try await self.apply(resume, &state, writer)
+            return
+        }
+        guard try writer.isReady() else {
+            try await writer.ready()
+            return
+        }
+        guard state.next < state.ready.count else { return }
+        let item = state.ready[state.next]
+        state.next += 1
+        switch item {
+        case .catchUp(let generation):
+            guard try await self.current(generation, &state, writer) else { return }
+            FanoutMetrics.catchUps.increment()
+            let through = self.outbox.caughtUp()
+            if through - state.cursor > Int64(self.settings.maxCatchUpEvents) {
+                FanoutMetrics.gapNotices.increment()
+                try await writer.ready()
+                try self.write(ServerMessage.gap(from: state.cursor + 1, to: through, reason: "slow_consumer"), &state, writer)
+                state.cursor = through
+            } else if through > state.cursor {
+                state.cursor = try await self.replay(after: state.cursor, through: through, &state, writer)
+            }
+        case .gap(let from, let to, let generation):
+            guard try await self.current(generation, &state, writer) else { return }
+            try await writer.ready()
+            try self.writeGap(from: from, to: to, &state, writer)
+        case .event(let event, let after, let generation):
+            guard try await self.current(generation, &state, writer), event.seq > state.cursor else { return }
+            if after > state.cursor {
+                state.cursor = try await self.replay(after: state.cursor, through: after, &state, writer)
+            }
+            try await writer.ready()
+            try self.writeLive(event, &state, writer)
+        default:
+            _ = try self.writeNow(item, &state, writer)
+        }
+    }
+
+    /// The subscription of the resume the writer has not started, if any (`wanted`: only if it
+    /// is that generation's).
+    private func takeResume(_ wanted: Int? = nil) -> Resume? {
+        self.state.withLock { state in
+            guard let resume = state.resume, wanted == nil || resume.generation == wanted else { return nil }
+            state.resume = nil
+            self.resumeWaiting.store(false, ordering: .releasing)
+            return resume
+        }
+    }
+
+    /// Starts a subscription: its acknowledgement, then its replay up to the head.
+    private func apply(_ resume: Resume, _ state: inout WriterState, _ writer: WebSocketFrameWriter) async throws {
+        // What the old subscription collapsed is announced before the new one starts.
+        for notice in state.collapse.flush(olderThan: .zero) { try self.write(notice, &state, writer) }
+        state.generation = resume.generation
+        state.filter = resume.filter
+        state.skipped = nil
+        state.collapse = Collapser(enabled: resume.collapseRepeats)
+        try self.flush(&state, writer)
+        state.batch.enabled = resume.batchEvents
+        state.limiter = TokenBucket(capacity: Double(resume.eventsPerSecond), perSecond: Double(resume.eventsPerSecond))
+        try await writer.ready()
+        try self.write(resume.acknowledgement, &state, writer)
+        state.cursor = try await self.replay(after: resume.from, through: resume.head, &state, writer, checkRetention: true)
+    }
+
+    /// Whether an item of `generation` is the current subscription's (starting that
+    /// subscription if it is the one waiting); false for an ended subscription's.
+    private func current(_ generation: Int, _ state: inout WriterState, _ writer: WebSocketFrameWriter) async throws -> Bool {
+        if generation == state.generation { return true }
+        guard let resume = self.takeResume(generation) else { return false }
+        try await self.apply(resume, &state, writer)
+        return true
+    }
+
+    /// A live event of the current subscription, after everything before it: collapsed, capped
+    /// or written.
+    private func writeLive(_ event: FeedEvent, _ state: inout WriterState, _ writer: WebSocketFrameWriter) throws {
+        if state.collapse.isDue(.seconds(1)) {
+            for notice in state.collapse.flush(olderThan: .seconds(1)) { try self.write(notice, &state, writer) }
+        }
+        switch state.collapse.admit(event) {
+        case .suppress:
+            state.cursor = event.seq
+            return
+        case .send(let notice):
+            if let notice { try self.write(notice, &state, writer) }
+        }
+        if state.limiter.take() == nil {
+            if state.skipped != nil { try self.writeSkipped(&state, writer) }
+            try self.writeEvent(event, &state, writer)
+            state.delivered += 1
+            if let received = event.received, state.oldestReceived.map({ received < $0 }) ?? true { state.oldestReceived = received }
+        } else {
+            state.skipped = (state.skipped?.from ?? event.seq, event.seq)
+        }
+        state.cursor = event.seq
+    }
+
+    /// Seqs the feed could not deliver.
+    private func writeGap(from: Int64, to: Int64, _ state: inout WriterState, _ writer: WebSocketFrameWriter) throws {
+        guard to > state.cursor else { return }
+        FanoutMetrics.gapNotices.increment()
+        try self.write(ServerMessage.gap(from: max(from, state.cursor + 1), to: to, reason: "unavailable"), &state, writer)
+        state.cursor = to
+    }
+
+    /// Announces what the rate cap skipped.
+    private func writeSkipped(_ state: inout WriterState, _ writer: WebSocketFrameWriter) throws {
+        guard let range = state.skipped else { return }
+        FanoutMetrics.gapNotices.increment()
+        try self.write(ServerMessage.gap(from: range.from, to: range.to, reason: "rate_limit"), &state, writer)
+        state.skipped = nil
+    }
+
+    /// Counts the live events written since the last count, and the delay of the oldest.
+    private func countDelivered(_ state: inout WriterState) {
+        if state.delivered > 0 {
+            FanoutMetrics.delivered.increment(by: state.delivered)
+            state.delivered = 0
+        }
+        if let oldest = state.oldestReceived {
+            FanoutMetrics.delivery.record(.nanoseconds((NIODeadline.now() - oldest).nanoseconds))
+            state.oldestReceived = nil
+        }
+    }
+
+    /// Sends the events of `(after, through]` from the log that match the subscription's
+    /// filter, and returns `through`. The rate cap does not apply: the client asked for them.
+    /// With `checkRetention`, seqs already dropped by the log's retention are announced as a
+    /// gap.
     private func replay(
         after: Int64,
         through: Int64,
-        filter: StreamFilter,
-        writer: WebSocketFrameWriter,
+        _ state: inout WriterState,
+        _ writer: WebSocketFrameWriter,
         checkRetention: Bool = false
     ) async throws -> Int64 {
+        let filter = state.filter
         var cursor = after
         do {
             if checkRetention, after < through {
@@ -180,7 +247,8 @@ extension StreamSession {
                 let oldest = try await inTaskOfItsOwn { try await self.reader.oldest(tenant: tenant) } ?? (through + 1)
                 if oldest > after + 1 {
                     FanoutMetrics.gapNotices.increment()
-                    try await self.write(ServerMessage.gap(from: after + 1, to: min(oldest - 1, through), reason: "expired"), writer)
+                    try await writer.ready()
+                    try self.write(ServerMessage.gap(from: after + 1, to: min(oldest - 1, through), reason: "expired"), &state, writer)
                     cursor = min(oldest - 1, through)
                 }
             }
@@ -193,7 +261,7 @@ extension StreamSession {
             defer { next?.task.cancel() }
             while cursor < through {
                 // What is written goes out before the log is read.
-                try await self.flush(writer)
+                try self.flush(&state, writer)
                 writer.endBatch()
                 let read = next ?? self.readPage(after: cursor, through: through, filter: filter, maxBytes: Self.pageBytes)
                 next = nil
@@ -216,20 +284,23 @@ extension StreamSession {
                     next = self.readPage(after: pageEnd, through: through, filter: filter, maxBytes: Self.pageBytes - bytes)
                 }
                 for event in page {
-                    try await self.writeEvent(event, writer)
+                    try await writer.ready()
+                    try self.writeEvent(event, &state, writer)
                 }
                 FanoutMetrics.caughtUp.increment(by: page.count)
                 cursor = pageEnd
                 if scanLimited {
                     FanoutMetrics.gapNotices.increment()
-                    try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "scan_limit"), writer)
+                    try await writer.ready()
+                    try self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "scan_limit"), &state, writer)
                     cursor = through
                 }
             }
         } catch let error as PSQLError {
             self.logger.warning("replay from the event log failed", metadata: ["error": "\(String(reflecting: error))"])
             FanoutMetrics.gapNotices.increment()
-            try await self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "unavailable"), writer)
+            try await writer.ready()
+            try self.write(ServerMessage.gap(from: cursor + 1, to: through, reason: "unavailable"), &state, writer)
         }
         return through
     }
@@ -264,39 +335,29 @@ extension StreamSession {
 
     /// Writes an event (a live one as the frame the feed made once), or adds it to the
     /// `batchEvents` batch (sent when full, when the writer has nothing more at hand, or before
-    /// any other message, so the order is kept).
-    private func writeEvent(_ event: FeedEvent, _ writer: WebSocketFrameWriter) async throws {
-        let frame = event.frame
-        let full: Bool? = self.batch.withLock { batch in
-            guard batch.enabled else { return nil }
-            batch.frames.append(frame)
-            batch.bytes += frame.readableBytes
-            return batch.frames.count >= 256 || batch.bytes >= 64 << 10
-        }
-        switch full {
-        case nil:
+    /// any other message, so the order is kept). Never waits.
+    private func writeEvent(_ event: FeedEvent, _ state: inout WriterState, _ writer: WebSocketFrameWriter) throws {
+        guard state.batch.enabled else {
             if let wire = event.wire {
-                try await writer.send(framed: wire)
+                try writer.append(framed: wire)
             } else {
-                try await self.send(frame, writer)
+                try writer.append(event.frame)
             }
-        case true?: try await self.flush(writer)
-        case false?: break
+            return
         }
+        state.batch.frames.append(event.frame)
+        state.batch.bytes += event.frame.readableBytes
+        if state.batch.frames.count >= 256 || state.batch.bytes >= 64 << 10 { try self.flush(&state, writer) }
     }
 
-    /// Sends the batched events: one alone as itself, several as a JSON array.
-    private func flush(_ writer: WebSocketFrameWriter) async throws {
-        let frames: [ByteBuffer] = self.batch.withLock { batch in
-            defer {
-                batch.frames = []  // handed over: keeping its capacity would copy it
-                batch.bytes = 0
-            }
-            return batch.frames
-        }
-        guard !frames.isEmpty else { return }
+    /// Sends the batched events: one alone as itself, several as a JSON array. Never waits.
+    private func flush(_ state: inout WriterState, _ writer: WebSocketFrameWriter) throws {
+        guard !state.batch.frames.isEmpty else { return }
+        let frames = state.batch.frames
+        state.batch.frames = []  // handed over: keeping its capacity would copy it
+        state.batch.bytes = 0
         if frames.count == 1 {
-            try await self.send(frames[0], writer)
+            try writer.append(frames[0])
             return
         }
         var message = ByteBuffer()
@@ -307,16 +368,12 @@ extension StreamSession {
             message.writeImmutableBuffer(frame)
         }
         message.writeString("]")
-        try await self.send(message, writer)
+        try writer.append(message)
     }
 
-    /// Writes a protocol message, after whatever events are batched.
-    private func write(_ buffer: ByteBuffer, _ writer: WebSocketFrameWriter) async throws {
-        try await self.flush(writer)
-        try await self.send(buffer, writer)
-    }
-
-    private func send(_ buffer: ByteBuffer, _ writer: WebSocketFrameWriter) async throws {
-        try await writer.send(buffer)
+    /// Writes a protocol message, after whatever events are batched. Never waits.
+    private func write(_ buffer: ByteBuffer, _ state: inout WriterState, _ writer: WebSocketFrameWriter) throws {
+        try self.flush(&state, writer)
+        try writer.append(buffer)
     }
 }

@@ -34,15 +34,49 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
         var batchEvents: Bool
     }
 
-    /// The writer's state between its runs: the writer runs in a short task whenever something
-    /// is ready, one run at a time, so only it touches this.
+    /// The writer's state between its runs: the writer runs whenever something is ready, one
+    /// run at a time (on the event loop, or in a short task when it must wait), so only it
+    /// touches this.
     final class WriterMemory: @unchecked Sendable {
+        private var state: WriterState
+
+        init(eventsPerSecond: Int) {
+            self.state = WriterState(eventsPerSecond: eventsPerSecond)
+        }
+
+        /// The state, for a run; an empty one is left in its place, so that the run's changes
+        /// copy nothing. Put it back with ``put(_:)``.
+        func take() -> WriterState {
+            defer { self.state = WriterState(eventsPerSecond: 0) }
+            return self.state
+        }
+
+        func put(_ state: WriterState) {
+            self.state = state
+        }
+    }
+
+    /// What the writer knows of the connection: where it is in the tenant's seqs, the
+    /// subscription it writes, its rate cap, what it collapsed and batched, and the outbox items
+    /// it took and has not written yet.
+    struct WriterState {
+        /// Everything the client should have up to here was sent or announced.
         var cursor: Int64 = 0
         var generation = 0
         var filter = StreamFilter.everything
         var limiter: TokenBucket
+        /// Seqs skipped by the rate cap and not yet announced.
         var skipped: (from: Int64, to: Int64)?
         var collapse = Collapser(enabled: false)
+        var batch = Batch()
+        /// What the outbox had ready, taken under one lock and written as one batch, and the
+        /// next of it to write.
+        var ready: [OutboxItem] = []
+        var next = 0
+        /// Live events written and not yet counted (counted per batch, not per event).
+        var delivered = 0
+        /// The oldest live event written in this batch, for `fanout_delivery_seconds`.
+        var oldestReceived: NIODeadline?
 
         init(eventsPerSecond: Int) {
             self.limiter = TokenBucket(capacity: Double(eventsPerSecond), perSecond: Double(eventsPerSecond))
@@ -66,10 +100,15 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
     let outbox: StreamOutbox
     let state: Mutex<State>
     let connection: WebSocketConnection
+    /// The socket's event loop, where the feed offers its events and the writer runs while it
+    /// need not wait.
+    let eventLoop: any EventLoop
     /// Outbox items the writer takes under one lock at most.
     static let itemsPerBatch = 256
-    let batch = Mutex(Batch())
     let writerMemory: WriterMemory
+    /// Whether `state.resume` holds a subscription the writer has not started (read by the
+    /// writer before each item without taking the lock).
+    let resumeWaiting = Atomic<Bool>(false)
 
     /// The most events one page read from the log holds.
     static let pageRows = 1000
@@ -80,6 +119,7 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
 
     init(
         identity: AccessIdentity,
+        eventLoop: any EventLoop,
         settings: FanoutSettings,
         hub: FeedHub,
         reader: EventLogReader,
@@ -88,6 +128,7 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
         logger: Logger
     ) {
         self.tenant = identity.tenant
+        self.eventLoop = eventLoop
         self.settings = settings
         self.hub = hub
         self.reader = reader
@@ -249,6 +290,7 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
                 let from = min(lastEventID ?? head, head)
                 self.state.withLock { state in
                     state.eventsPerSecond = rate
+                    self.resumeWaiting.store(true, ordering: .releasing)
                     state.resume = Resume(
                         from: from,
                         head: head,
@@ -274,7 +316,10 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
     }
 
     private func unsubscribe() {
-        self.state.withLock { $0.resume = nil }
+        self.state.withLock { state in
+            state.resume = nil
+            self.resumeWaiting.store(false, ordering: .releasing)
+        }
         self.outbox.subscribe(nil, head: 0, generation: self.outbox.nextGeneration())
     }
 
