@@ -7,7 +7,8 @@ import Synchronization
 
 /// A real TCP connection on loopback whose server side is an upgraded WebSocket (its frame
 /// encoder, read handler and wire installed once the socket is active, as after an upgrade),
-/// and whose client side collects the bytes it reads.
+/// and whose client side collects the bytes it reads. For what the server writes: it has no
+/// frame decoder, so the client sends nothing.
 struct LoopbackWebSocket {
     let socket: UpgradedWebSocket
     let collector: Collector

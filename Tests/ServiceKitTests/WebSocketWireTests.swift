@@ -107,34 +107,54 @@ struct WebSocketWireTests {
         let loopback = try await LoopbackWebSocket.open()
         defer { loopback.close() }
         let wire = loopback.socket.wire
-        // The event loop is held busy while the batch is handed over.
-        let (held, hold) = AsyncStream<Void>.makeStream()
-        let release = DispatchSemaphore(value: 0)
-        loopback.socket.eventLoop.execute {
-            hold.yield()
-            release.wait()
+        try await self.holdingEventLoop(of: loopback.socket) {
+            // A small frame, counted as the whole bound.
+            try wire.submit([WebSocketFraming.text(ByteBuffer(string: "x"))], bytes: WebSocketWireHandler.maxSubmitted)
+            #expect(try !wire.readyNow())
+        } then: {
         }
-        var heldIterator = held.makeAsyncIterator()
-        await heldIterator.next()
-        try wire.submit([ByteBuffer(repeating: 0, count: WebSocketWireHandler.maxSubmitted)], bytes: WebSocketWireHandler.maxSubmitted)
-        #expect(try !wire.readyNow())
-        release.signal()
         try await loopback.socket.eventLoop.submit {}.get()
         #expect(try wire.readyNow())
     }
 
-    @Test("on the event loop a batch goes into the channel at once")
-    func onTheEventLoop() async throws {
+    @Test("a batch handed over on the event loop never overtakes one handed over before it from elsewhere")
+    func orderAcrossThreads() async throws {
         let loopback = try await LoopbackWebSocket.open()
         defer { loopback.close() }
         let wire = loopback.socket.wire
-        let written = try await loopback.socket.eventLoop.submit {
-            try wire.submit([WebSocketFraming.text(ByteBuffer(string: "at once"))], bytes: 9)
-            return try wire.readyNow()
+        // "first" is handed over while the event loop runs something else, which then hands
+        // "second" over on the loop: "first" is still on its way, so "second" follows it.
+        try await self.holdingEventLoop(of: loopback.socket) {
+            try wire.submit([WebSocketFraming.text(ByteBuffer(string: "first"))], bytes: 7)
+        } then: {
+            try? wire.submit([WebSocketFraming.text(ByteBuffer(string: "second"))], bytes: 8)
+        }
+        // With nothing on its way, a batch handed over on the loop goes at once.
+        try await loopback.socket.eventLoop.submit {
+            try wire.submit([WebSocketFraming.text(ByteBuffer(string: "third"))], bytes: 7)
         }.get()
-        #expect(written)
         let deadline = ContinuousClock.now + .seconds(10)
-        while loopback.collector.frames.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(loopback.collector.frames.map(\.1) == ["at once"])
+        while loopback.collector.frames.count < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(loopback.collector.frames.map(\.1) == ["first", "second", "third"])
+    }
+
+    /// Runs `meanwhile` here while the socket's event loop is held busy by a task of its own,
+    /// which runs `then` on the loop once `meanwhile` is done.
+    private func holdingEventLoop(
+        of socket: UpgradedWebSocket,
+        _ meanwhile: () throws -> Void,
+        then: @escaping @Sendable () -> Void
+    ) async throws {
+        let (held, hold) = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }  // never leave the shared loop blocked
+        socket.eventLoop.execute {
+            hold.yield()
+            release.wait()
+            then()
+        }
+        var heldIterator = held.makeAsyncIterator()
+        await heldIterator.next()
+        try meanwhile()
     }
 }

@@ -20,6 +20,7 @@ private final class QueueWriter: WebSocketIdleWriter, Sendable {
 
     private let state = Mutex(State())
     let eventLoop: any EventLoop
+    var writesOnEventLoop: Bool { true }
 
     init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
@@ -129,14 +130,23 @@ struct WebSocketWriterRunsTests {
         #expect(collector.frames.allSatisfy { $0.0 == 0x1 })
 
         let counts = handler.counts
-        #expect(counts.offLoop == 0)  // every run starts on the event loop
+        #expect(counts.offLoop == 0)  // every wake, from the test or the loop, runs on the loop
         #expect(counts.onLoop >= 2)
         // A task only after a wait (four "later:" texts), not one per push (eleven).
         #expect((1...4).contains(counts.tasks))
 
         connection.close(.normalClosure, "bye")
-        var doneIterator = done.makeAsyncIterator()
-        _ = await doneIterator.next()
+        // whenDone, within the deadline.
+        let finished = Task {
+            var doneIterator = done.makeAsyncIterator()
+            return await doneIterator.next() != nil
+        }
+        let watchdog = Task {
+            try await Task.sleep(until: deadline)
+            finished.cancel()
+        }
+        #expect(await finished.value)
+        watchdog.cancel()
         while collector.frames.last?.0 != 0x8, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(collector.frames.last?.0 == 0x8)
     }

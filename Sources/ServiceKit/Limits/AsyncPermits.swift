@@ -30,7 +30,9 @@ public final class AsyncPermits: Sendable {
         return try await body()
     }
 
-    private func acquire() async throws {
+    /// Takes a permit, waiting for one; pair with ``release()`` (``run(_:)`` does both).
+    /// - Throws: `CancellationError` if cancelled while waiting.
+    public func acquire() async throws {
         let id: UInt64? = self.state.withLock { state in
             if state.available > 0 {
                 state.available -= 1
@@ -65,7 +67,8 @@ public final class AsyncPermits: Sendable {
         }
     }
 
-    private func release() {
+    /// Gives back a permit taken by ``acquire()``, from anywhere.
+    public func release() {
         let next = self.state.withLock { state -> CheckedContinuation<Void, any Error>? in
             if state.waiters.isEmpty {
                 state.available += 1

@@ -22,8 +22,11 @@ public protocol WebSocketIdleWriter: WebSocketProtocolHandler {
     /// On the socket's event loop: writes what is ready as long as nothing needs a wait (it asks
     /// `writer.isReady()` before each write and uses the `append` methods), and says where it
     /// stopped. ``writeReady(to:)`` goes on from there when it is ``WebSocketWriteOutcome/blocked``.
-    /// By default, always blocked: every run is a task.
+    /// By default, always blocked, and ``writesOnEventLoop`` is false.
     func writeAvailable(to writer: WebSocketFrameWriter) throws -> WebSocketWriteOutcome
+    /// Whether ``writeAvailable(to:)`` writes anything: if not, every run is a task, started at
+    /// once wherever the wake comes from.
+    var writesOnEventLoop: Bool { get }
     /// Calls `wake` (once, from anywhere) when something is ready to write; returns false,
     /// without keeping `wake`, when something is ready already.
     func sleep(until wake: @escaping @Sendable () -> Void) -> Bool
@@ -33,6 +36,8 @@ extension WebSocketIdleWriter {
     public func writeAvailable(to writer: WebSocketFrameWriter) throws -> WebSocketWriteOutcome {
         .blocked
     }
+
+    public var writesOnEventLoop: Bool { false }
 
     /// Writes until the queue ends, waiting in place while it is idle (``WebSocketConnection/run(on:handler:)``).
     public func write(to writer: WebSocketFrameWriter) async throws {
@@ -76,8 +81,13 @@ final class WebSocketWriterRuns<Handler: WebSocketIdleWriter>: @unchecked Sendab
         self.wakeUp = { [self] in self.wake() }
     }
 
-    /// Starts a run: at once on the socket's event loop, else on it.
+    /// Starts a run: at once on the socket's event loop, else on it (or in a task, for a
+    /// protocol that does not write on the event loop).
     func wake() {
+        guard self.handler.writesOnEventLoop else {
+            Task { await self.runInTask() }
+            return
+        }
         let eventLoop = self.socket.eventLoop
         if eventLoop.inEventLoop {
             self.runOnEventLoop()

@@ -2,9 +2,9 @@ import NIOCore
 import NIOWebSocket
 import Synchronization
 
-/// A connection's way to the socket: frames
-/// already encoded are written from the event loop in batches (one `execute`, N writes, one
-/// flush), and the writer waits only when the channel is full.
+/// A connection's way to the socket: frames already encoded are written in batches (N writes,
+/// one flush), at once when handed over on the event loop with nothing of the connection's
+/// still on its way, else with one `execute`; the writer waits only when the channel is full.
 ///
 /// It sits just before NIO's `WebSocketFrameEncoder` (nearer the socket), so what it writes
 /// passes anything below (TLS), and what the read handler writes (pongs, the close frame) passes
@@ -64,16 +64,19 @@ final class WebSocketWireHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
 
     /// Writes `frames` (whole encoded frames, `bytes` in all) and flushes once: at once on the
-    /// event loop, else with one `execute`. Throws once the channel is closed.
+    /// event loop when no batch handed over before is still on its way (which it would overtake),
+    /// else with one `execute`. Throws once the channel is closed.
     func submit(_ frames: [ByteBuffer], bytes: Int) throws {
-        if self.eventLoop.inEventLoop {
-            if self.state.withLock({ $0.closed }) { throw WireError.closed }
+        let onEventLoop = self.eventLoop.inEventLoop
+        let now = try self.state.withLock { state in
+            if state.closed { throw WireError.closed }
+            if onEventLoop && state.submitted == 0 { return true }
+            state.submitted += bytes
+            return false
+        }
+        if now {
             self.write(frames)
             return
-        }
-        try self.state.withLock { state in
-            if state.closed { throw WireError.closed }
-            state.submitted += bytes
         }
         self.eventLoop.execute {
             self.write(frames)

@@ -44,12 +44,20 @@ final class TenantFeed: Sendable {
         var eventLoop: any EventLoop
         var listeners: [any FeedListener]
 
-        /// Runs `offer` for each listener, on their event loop.
-        func onEventLoop(_ offer: @escaping @Sendable (any FeedListener) -> Void) {
+        /// Runs `offer` for each listener, on their event loop, holding one of `permits` until
+        /// it has run; false, without running it, once the feed is cancelled.
+        func onEventLoop(holding permits: AsyncPermits, _ offer: @escaping @Sendable (any FeedListener) -> Void) async -> Bool {
+            do {
+                try await permits.acquire()
+            } catch {
+                return false
+            }
             let listeners = self.listeners
             self.eventLoop.execute {
                 for listener in listeners { offer(listener) }
+                permits.release()
             }
+            return true
         }
     }
 
@@ -88,6 +96,10 @@ final class TenantFeed: Sendable {
 
     /// Events handed to listeners at once at most (a NATS batch can be larger).
     static let maxBatch = 256
+    /// Batches handed to event loops and not yet offered there, at most: past it the feed waits
+    /// for the event loops, its NATS subscription's pending limit holds what follows, and what
+    /// that drops is back-filled from the log (the seq check).
+    static let maxBatchesInFlight = 64
 
     let tenant: String
     private let state = Mutex(State())
@@ -96,6 +108,8 @@ final class TenantFeed: Sendable {
     /// Message handling and the tail check take turns.
     private let serializer = AsyncSerializer()
     private let backfilled = FanoutMetrics.backfilled
+    /// Batches on their way to event loops.
+    private let inFlight = AsyncPermits(TenantFeed.maxBatchesInFlight)
 
     init(tenant: String, reader: EventLogReader, logger: Logger) {
         self.tenant = tenant
@@ -192,13 +206,13 @@ final class TenantFeed: Sendable {
                     case .deliver:
                         break
                     case .backfillThenDeliver(let from, let to):
-                        self.deliver(ready)
+                        await self.deliver(ready)
                         ready.removeAll()
                         await self.backfill(from: from, to: to)
                     }
                     ready.append(event)
                 }
-                self.deliver(ready)
+                await self.deliver(ready)
             }
         }
         // The subscription ended (the connection closed or drained): the listeners must go
@@ -234,11 +248,11 @@ final class TenantFeed: Sendable {
     }
 
     /// Hands `events` (in seq order, following the head) to every listener, at most
-    /// ``maxBatch`` at a time.
-    private func deliver(_ events: [FeedEvent]) {
+    /// ``maxBatch`` at a time, on their event loops.
+    private func deliver(_ events: [FeedEvent]) async {
         guard events.count <= Self.maxBatch else {
             for start in stride(from: 0, to: events.count, by: Self.maxBatch) {
-                self.deliver(Array(events[start..<min(start + Self.maxBatch, events.count)]))
+                await self.deliver(Array(events[start..<min(start + Self.maxBatch, events.count)]))
             }
             return
         }
@@ -247,7 +261,9 @@ final class TenantFeed: Sendable {
             state.head = last.seq
             return state.shards()
         }
-        for shard in shards { shard.onEventLoop { $0.offer(events) } }
+        for shard in shards {
+            guard await shard.onEventLoop(holding: self.inFlight, { $0.offer(events) }) else { return }
+        }
     }
 
     private func backfill(from: Int64, to: Int64) async {
@@ -262,7 +278,7 @@ final class TenantFeed: Sendable {
                     limit: 1000,
                     maxBytes: StreamSession.pageBytes
                 )
-                self.deliver(backfill.take(page.map(\.seq)).map { page[$0] })
+                await self.deliver(backfill.take(page.map(\.seq)).map { page[$0] })
                 self.backfilled.increment(by: page.count)
             }
         } catch {
@@ -277,7 +293,9 @@ final class TenantFeed: Sendable {
                 state.head = to
                 return state.shards()
             }
-            for shard in shards { shard.onEventLoop { $0.offerGap(from: gap.lowerBound, to: gap.upperBound) } }
+            for shard in shards {
+                guard await shard.onEventLoop(holding: self.inFlight, { $0.offerGap(from: gap.lowerBound, to: gap.upperBound) }) else { return }
+            }
         }
     }
 }

@@ -16,9 +16,14 @@ extension StreamSession {
     /// On the event loop: writes what the outbox has ready while nothing needs a wait (the
     /// socket full, a read of the log, a new subscription), and says where it stopped.
     func writeAvailable(to writer: WebSocketFrameWriter) throws -> WebSocketWriteOutcome {
-        var state = self.writerMemory.take()
-        defer { self.writerMemory.put(state) }
-        return try self.writeAvailable(&state, writer)
+        try self.writerMemory.with { state in
+            do {
+                return try self.writeAvailable(&state, writer)
+            } catch {
+                self.countDelivered(&state)
+                throw error
+            }
+        }
     }
 
     /// Writes what the outbox has ready to the socket: protocol messages first, then events;
@@ -28,12 +33,17 @@ extension StreamSession {
     func writeReady(to writer: WebSocketFrameWriter) async throws -> Bool {
         var state = self.writerMemory.take()
         defer { self.writerMemory.put(state) }
-        while true {
-            switch try self.writeAvailable(&state, writer) {
-            case .idle: return true
-            case .ended: return false
-            case .blocked: try await self.unblock(&state, writer)
+        do {
+            while true {
+                switch try self.writeAvailable(&state, writer) {
+                case .idle: return true
+                case .ended: return false
+                case .blocked: try await self.unblock(&state, writer)
+                }
             }
+        } catch {
+            self.countDelivered(&state)
+            throw error
         }
     }
 
@@ -53,6 +63,8 @@ extension StreamSession {
                 state.next = 0
                 self.outbox.drain(into: &state.ready, limit: Self.itemsPerBatch)
                 if state.ready.isEmpty {
+                    // An idle connection keeps no burst's capacity.
+                    if state.ready.capacity > 8 { state.ready = [] }
                     try self.flush(&state, writer)  // nothing more to add: send what is batched
                     // Collapsed lines are counted until the agent says something else, or for
                     // a second at most (the heartbeat ticks the writer while some are pending).
@@ -63,7 +75,10 @@ extension StreamSession {
                 let rate = Double(self.state.withLock { $0.eventsPerSecond })
                 (state.limiter.capacity, state.limiter.perSecond) = (rate, rate)
             }
-            if case .closed = state.ready[state.next] { return .ended }
+            if case .closed = state.ready[state.next] {
+                self.countDelivered(&state)
+                return .ended
+            }
             guard try writer.isReady(), try self.writeNow(state.ready[state.next], &state, writer) else { return .blocked }
             state.next += 1
         }
@@ -152,6 +167,7 @@ extension StreamSession {
 
     /// Starts a subscription: its acknowledgement, then its replay up to the head.
     private func apply(_ resume: Resume, _ state: inout WriterState, _ writer: WebSocketFrameWriter) async throws {
+        try await writer.ready()
         // What the old subscription collapsed is announced before the new one starts.
         for notice in state.collapse.flush(olderThan: .zero) { try self.write(notice, &state, writer) }
         state.generation = resume.generation

@@ -38,17 +38,23 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
     /// run at a time (on the event loop, or in a short task when it must wait), so only it
     /// touches this.
     final class WriterMemory: @unchecked Sendable {
-        private var state: WriterState
+        /// nil only while a run that waits has it (``take()``).
+        private var state: WriterState?
 
         init(eventsPerSecond: Int) {
             self.state = WriterState(eventsPerSecond: eventsPerSecond)
         }
 
-        /// The state, for a run; an empty one is left in its place, so that the run's changes
-        /// copy nothing. Put it back with ``put(_:)``.
+        /// Runs `body` on the state, in place (a run that does not wait).
+        func with<Result>(_ body: (inout WriterState) throws -> Result) rethrows -> Result {
+            try body(&self.state!)
+        }
+
+        /// The state, for a run that waits (it cannot be changed in place across a wait); put
+        /// it back with ``put(_:)``.
         func take() -> WriterState {
-            defer { self.state = WriterState(eventsPerSecond: 0) }
-            return self.state
+            defer { self.state = nil }
+            return self.state!
         }
 
         func put(_ state: WriterState) {
@@ -109,6 +115,8 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
     /// Whether `state.resume` holds a subscription the writer has not started (read by the
     /// writer before each item without taking the lock).
     let resumeWaiting = Atomic<Bool>(false)
+    /// The stream protocol writes on the event loop (``writeAvailable(to:)``).
+    var writesOnEventLoop: Bool { true }
 
     /// The most events one page read from the log holds.
     static let pageRows = 1000
