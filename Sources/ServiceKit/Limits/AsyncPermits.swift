@@ -30,9 +30,7 @@ public final class AsyncPermits: Sendable {
         return try await body()
     }
 
-    /// Takes a permit, waiting for one; pair with ``release()`` (``run(_:)`` does both).
-    /// - Throws: `CancellationError` if cancelled while waiting.
-    public func acquire() async throws {
+    private func acquire() async throws {
         let id: UInt64? = self.state.withLock { state in
             if state.available > 0 {
                 state.available -= 1
@@ -67,8 +65,7 @@ public final class AsyncPermits: Sendable {
         }
     }
 
-    /// Gives back a permit taken by ``acquire()``, from anywhere.
-    public func release() {
+    private func release() {
         let next = self.state.withLock { state -> CheckedContinuation<Void, any Error>? in
             if state.waiters.isEmpty {
                 state.available += 1

@@ -23,8 +23,8 @@ protocol FeedListener: AnyObject, Sendable {
 /// One tenant's live feed on this replica: one NATS subscription shared by every connection of
 /// the tenant, each event parsed once and handed to every listener in seq order.
 ///
-/// Listeners are kept in shards, one per event loop: a batch is handed to a shard's listeners
-/// on their event loop with one `execute` (in order: an event loop runs what it is given in
+/// Listeners are kept by event loop: a batch is handed to the listeners of each event loop
+/// there (``FeedLoopQueue``: batches that arrive while the event loop is busy go together, in
 /// order), where a connection writes it to its socket at once when it can
 /// (``WebSocketIdleWriter/writeAvailable(to:)``), with no task woken per connection.
 ///
@@ -39,28 +39,6 @@ final class TenantFeed: Sendable {
         var arm: @Sendable (Int64) -> Void
     }
 
-    /// The listeners of one event loop.
-    struct Shard: Sendable {
-        var eventLoop: any EventLoop
-        var listeners: [any FeedListener]
-
-        /// Runs `offer` for each listener, on their event loop, holding one of `permits` until
-        /// it has run; false, without running it, once the feed is cancelled.
-        func onEventLoop(holding permits: AsyncPermits, _ offer: @escaping @Sendable (any FeedListener) -> Void) async -> Bool {
-            do {
-                try await permits.acquire()
-            } catch {
-                return false
-            }
-            let listeners = self.listeners
-            self.eventLoop.execute {
-                for listener in listeners { offer(listener) }
-                permits.release()
-            }
-            return true
-        }
-    }
-
     private struct State {
         /// The last seq handed to listeners; nil until the feed has read the log's head.
         var head: Int64?
@@ -69,25 +47,30 @@ final class TenantFeed: Sendable {
         }
         /// The listeners by event loop, made again after a join or a leave, for delivery (each
         /// batch takes it as it is: no copy per batch).
-        var snapshot: [Shard]?
+        var snapshot: [ObjectIdentifier: [any FeedListener]]?
+        /// A queue per event loop that has had listeners (as many as the server's event loops).
+        var queues: [ObjectIdentifier: FeedLoopQueue] = [:]
 
         /// The listeners by event loop.
-        mutating func shards() -> [Shard] {
+        mutating func byEventLoop() -> [ObjectIdentifier: [any FeedListener]] {
             if let snapshot = self.snapshot { return snapshot }
-            var byLoop: [ObjectIdentifier: Int] = [:]
-            var shards: [Shard] = []
-            for listener in self.listeners.values {
-                let loop = listener.eventLoop
-                if let index = byLoop[ObjectIdentifier(loop)] {
-                    shards[index].listeners.append(listener)
-                } else {
-                    byLoop[ObjectIdentifier(loop)] = shards.count
-                    shards.append(Shard(eventLoop: loop, listeners: [listener]))
-                }
-            }
-            self.snapshot = shards
-            return shards
+            var snapshot: [ObjectIdentifier: [any FeedListener]] = [:]
+            for listener in self.listeners.values { snapshot[ObjectIdentifier(listener.eventLoop), default: []].append(listener) }
+            self.snapshot = snapshot
+            return snapshot
         }
+
+        /// The queues of the event loops that have listeners now.
+        mutating func queuesInUse() -> [FeedLoopQueue] {
+            self.byEventLoop().keys.compactMap { self.queues[$0] }
+        }
+
+        mutating func add(_ listener: any FeedListener) {
+            self.listeners[ObjectIdentifier(listener)] = listener
+            let loop = listener.eventLoop
+            if self.queues[ObjectIdentifier(loop)] == nil { self.queues[ObjectIdentifier(loop)] = FeedLoopQueue(eventLoop: loop) }
+        }
+
         var waiting: [Waiter] = []
         var failure: (any Error)?
         /// The head at the hub's previous tail check.
@@ -96,10 +79,6 @@ final class TenantFeed: Sendable {
 
     /// Events handed to listeners at once at most (a NATS batch can be larger).
     static let maxBatch = 256
-    /// Batches handed to event loops and not yet offered there, at most: past it the feed waits
-    /// for the event loops, its NATS subscription's pending limit holds what follows, and what
-    /// that drops is back-filled from the log (the seq check).
-    static let maxBatchesInFlight = 64
 
     let tenant: String
     private let state = Mutex(State())
@@ -108,8 +87,6 @@ final class TenantFeed: Sendable {
     /// Message handling and the tail check take turns.
     private let serializer = AsyncSerializer()
     private let backfilled = FanoutMetrics.backfilled
-    /// Batches on their way to event loops.
-    private let inFlight = AsyncPermits(TenantFeed.maxBatchesInFlight)
 
     init(tenant: String, reader: EventLogReader, logger: Logger) {
         self.tenant = tenant
@@ -126,7 +103,7 @@ final class TenantFeed: Sendable {
                 if let failure = state.failure { return .failure(failure) }  // an ended feed
                 if let head = state.head {
                     arm(head)
-                    state.listeners[ObjectIdentifier(listener)] = listener
+                    state.add(listener)
                     return .success(head)
                 }
                 state.waiting.append(Waiter(continuation: continuation, listener: listener, arm: arm))
@@ -167,7 +144,7 @@ final class TenantFeed: Sendable {
             state.head = head
             for waiter in state.waiting {
                 waiter.arm(head)
-                state.listeners[ObjectIdentifier(waiter.listener)] = waiter.listener
+                state.add(waiter.listener)
             }
             defer { state.waiting = [] }
             return state.waiting
@@ -257,12 +234,34 @@ final class TenantFeed: Sendable {
             return
         }
         guard let last = events.last else { return }
-        let shards = self.state.withLock { state in
+        let queues = self.state.withLock { state in
             state.head = last.seq
-            return state.shards()
+            return state.queuesInUse()
         }
-        for shard in shards {
-            guard await shard.onEventLoop(holding: self.inFlight, { $0.offer(events) }) else { return }
+        for queue in queues { await self.hand(.events(events), to: queue) }
+    }
+
+    /// Adds `item` to what waits for an event loop's listeners, asking the event loop to offer
+    /// it if it was not asked yet; past the queue's bound, waits for the event loop.
+    private func hand(_ item: FeedLoopQueue.Item, to queue: FeedLoopQueue) async {
+        let (schedule, full) = queue.append(item)
+        if schedule { queue.eventLoop.execute { self.offerWaiting(in: queue) } }
+        if full { await queue.waitUntilTaken() }
+    }
+
+    /// On the queue's event loop: offers everything waiting to the listeners there now (one
+    /// that joined after an event was queued drops it: it replays up to its head).
+    private func offerWaiting(in queue: FeedLoopQueue) {
+        let items = queue.take()
+        guard !items.isEmpty else { return }
+        let listeners = self.state.withLock { $0.byEventLoop()[ObjectIdentifier(queue.eventLoop)] } ?? []
+        for item in items {
+            switch item {
+            case .events(let events):
+                for listener in listeners { listener.offer(events) }
+            case .gap(let from, let to):
+                for listener in listeners { listener.offerGap(from: from, to: to) }
+            }
         }
     }
 
@@ -289,13 +288,11 @@ final class TenantFeed: Sendable {
         }
         if let gap = backfill.gap {
             // Not in the log (or the log is unreachable): tell every listener, and move on.
-            let shards = self.state.withLock { state in
+            let queues = self.state.withLock { state in
                 state.head = to
-                return state.shards()
+                return state.queuesInUse()
             }
-            for shard in shards {
-                guard await shard.onEventLoop(holding: self.inFlight, { $0.offerGap(from: gap.lowerBound, to: gap.upperBound) }) else { return }
-            }
+            for queue in queues { await self.hand(.gap(from: gap.lowerBound, to: gap.upperBound), to: queue) }
         }
     }
 }
