@@ -25,6 +25,18 @@ struct FeedLoopQueueTests {
         #expect(self.seqs(queue.take()) == ["1,2,3", "gap 4-5", "6"])
         #expect(queue.take().isEmpty)
         #expect(queue.append(.events([StreamOutboxTests.event(7)])).schedule)
+        // Joined up to maxJoined events an item, no more.
+        let many = (8..<(8 + Int64(FeedLoopQueue.maxJoined))).map { StreamOutboxTests.event($0) }
+        #expect(queue.append(.events(Array(many.dropLast()))) == (schedule: false, full: false))
+        #expect(queue.append(.events([many.last!, StreamOutboxTests.event(8 + Int64(FeedLoopQueue.maxJoined))])) == (schedule: false, full: false))
+        let items = queue.take()
+        #expect(items.count == 2)
+        if case .events(let first) = items[0], case .events(let second) = items[1] {
+            #expect(first.count == FeedLoopQueue.maxJoined)  // 7 and the 255 joined to it
+            #expect(first.map(\.seq) + second.map(\.seq) == Array(7...(8 + Int64(FeedLoopQueue.maxJoined))))
+        } else {
+            Issue.record("two batches of events expected")
+        }
     }
 
     @Test("past maxEvents the feed waits until the event loop takes what waits")
@@ -46,10 +58,22 @@ struct FeedLoopQueueTests {
         try await Task.sleep(for: .milliseconds(50))
         #expect(!waited.isSet)
         let items = queue.take()
-        #expect(items.count == 1)  // joined into one batch
+        #expect(items.count == appended / batch.count)  // full batches are not joined
         await waiting.value
         #expect(waited.isSet)
         await queue.waitUntilTaken()  // nothing waits: returns at once
+    }
+
+    @Test("a feed waiting past the bound is let go when it is cancelled (the feed stopping)")
+    func cancelled() async throws {
+        let queue = FeedLoopQueue(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+        let batch = (1...256).map { StreamOutboxTests.event(Int64($0)) }
+        while !queue.append(.events(batch)).full {}
+        let waiting = Task { await queue.waitUntilTaken() }
+        try await Task.sleep(for: .milliseconds(20))
+        waiting.cancel()
+        await waiting.value  // returns: a hang here fails the run's deadline
+        #expect(!queue.take().isEmpty)  // nothing was taken meanwhile
     }
 }
 

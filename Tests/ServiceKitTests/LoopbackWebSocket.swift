@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOPosix
 import NIOWebSocket
@@ -85,5 +86,19 @@ final class Collector: ChannelInboundHandler, Sendable {
             index += 2 + length
         }
         return frames
+    }
+}
+
+extension WebSocketConnection {
+    /// A connection with small limits and slow timers, for a test's writer.
+    static func forTests() -> WebSocketConnection {
+        let limits = WebSocketLimits(
+            maxMessageBytes: 1024,
+            maxMessagesPer10Seconds: 100,
+            pingInterval: .seconds(30),
+            liveness: .pingFrames,
+            stalledAfter: .seconds(30)
+        )
+        return WebSocketConnection(limits: limits, heartbeats: WebSocketHeartbeats(), logger: Logger(label: "test"))
     }
 }

@@ -1,5 +1,4 @@
 import Dispatch
-import Logging
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
@@ -55,14 +54,7 @@ struct WebSocketWireTests {
     @Test("frames framed once: small ones are copied into the batch's buffer beside their neighbours, large ones are written as they are")
     func framedBatch() async throws {
         let (channel, wire) = try await self.wiredChannel()
-        let limits = WebSocketLimits(
-            maxMessageBytes: 1024,
-            maxMessagesPer10Seconds: 100,
-            pingInterval: .seconds(30),
-            liveness: .pingFrames,
-            stalledAfter: .seconds(30)
-        )
-        let connection = WebSocketConnection(limits: limits, heartbeats: WebSocketHeartbeats(), logger: Logger(label: "test"))
+        let connection = WebSocketConnection.forTests()
         let writer = WebSocketFrameWriter(wire: wire, connection: connection)
         let frames = [10, 20, 2000, 30].map { WebSocketFraming.text(ByteBuffer(repeating: UInt8(truncatingIfNeeded: $0), count: $0)) }
         for frame in frames { try await writer.send(framed: frame) }

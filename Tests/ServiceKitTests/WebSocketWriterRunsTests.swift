@@ -1,4 +1,3 @@
-import Logging
 import NIOCore
 import NIOWebSocket
 import Synchronization
@@ -104,14 +103,7 @@ struct WebSocketWriterRunsTests {
         defer { loopback.close() }
         let (socket, collector) = (loopback.socket, loopback.collector)
 
-        let limits = WebSocketLimits(
-            maxMessageBytes: 1024,
-            maxMessagesPer10Seconds: 100,
-            pingInterval: .seconds(30),
-            liveness: .pingFrames,
-            stalledAfter: .seconds(30)
-        )
-        let connection = WebSocketConnection(limits: limits, heartbeats: WebSocketHeartbeats(), logger: Logger(label: "test"))
+        let connection = WebSocketConnection.forTests()
         let handler = QueueWriter(eventLoop: socket.eventLoop)
         let (done, ended) = AsyncStream<Void>.makeStream()
         connection.start(on: socket, handler: handler) { ended.yield() }

@@ -12,6 +12,7 @@ import Synchronization
 /// what that drops is back-filled from the log (the seq check).
 final class FeedLoopQueue: Sendable {
     enum Item {
+        /// At most ``maxJoined`` events.
         case events([FeedEvent])
         case gap(from: Int64, to: Int64)
     }
@@ -20,11 +21,16 @@ final class FeedLoopQueue: Sendable {
         var items: [Item] = []
         var events = 0
         var scheduled = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+        var nextWaiter: UInt64 = 0
     }
 
-    /// Events waiting at most before the feed waits.
+    /// Events waiting at most before the feed waits (it waits once an append passes it).
     static let maxEvents = 16_384
+    /// Events joined into one item at most: each item is offered to a connection on its own,
+    /// and its writer writes it before the next (so a writable connection's queue, bounded by
+    /// `fanout.queue-events`, never holds more than an item, however many wait here).
+    static let maxJoined = TenantFeed.maxBatch
 
     let eventLoop: any EventLoop
     private let state = Mutex(State())
@@ -40,8 +46,10 @@ final class FeedLoopQueue: Sendable {
             switch item {
             case .events(let events):
                 state.events += events.count
-                if case .events? = state.items.last, case .events(var before) = state.items.removeLast() {
-                    before += events  // moved out of the list: appended in place
+                if case .events(let last)? = state.items.last, last.count + events.count <= Self.maxJoined,
+                    case .events(var before) = state.items.removeLast()
+                {
+                    before += events  // moved out of the list (copied once if the feed still shares it)
                     state.items.append(.events(before))
                 } else {
                     state.items.append(item)
@@ -66,19 +74,33 @@ final class FeedLoopQueue: Sendable {
             }
             return (state.items, state.waiters)
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter.continuation.resume() }
         return items
     }
 
-    /// Returns once no more than ``maxEvents`` wait.
+    /// Returns once no more than ``maxEvents`` wait, or the task is cancelled (the feed
+    /// stopping).
     func waitUntilTaken() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = self.state.withLock { state in
-                guard state.events > Self.maxEvents else { return true }
-                state.waiters.append(continuation)
-                return false
+        let id = self.state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = self.state.withLock { state in
+                    // Cancelled before it was listed: the handler found nothing to resume.
+                    guard state.events > Self.maxEvents, !Task.isCancelled else { return true }
+                    state.waiters.append((id, continuation))
+                    return false
+                }
+                if now { continuation.resume() }
             }
-            if now { continuation.resume() }
+        } onCancel: {
+            let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index).continuation
+            }
+            waiter?.resume()
         }
     }
 }

@@ -10,8 +10,9 @@ protocol FeedListener: AnyObject, Sendable {
     /// Where ``offer(_:)`` and ``offerGap(from:to:)`` are called: the connection's socket's
     /// event loop.
     var eventLoop: any EventLoop { get }
-    /// The next events of the tenant (every one, in seq order, without gaps): what one NATS
-    /// batch brought, the same array for every listener.
+    /// The next events of the tenant (every one, in seq order, without gaps): what one or
+    /// more NATS batches brought, at most ``TenantFeed/maxBatch``, the same array for every
+    /// listener on the event loop.
     func offer(_ events: [FeedEvent])
     /// Events `from...to` were committed but cannot be delivered (the log was unreachable for
     /// their back-fill).
@@ -77,7 +78,8 @@ final class TenantFeed: Sendable {
         var lastChecked: Int64 = -1
     }
 
-    /// Events handed to listeners at once at most (a NATS batch can be larger).
+    /// Events offered to a listener at once at most (a NATS batch can be larger; batches that
+    /// wait for a busy event loop are joined up to this).
     static let maxBatch = 256
 
     let tenant: String
