@@ -103,6 +103,8 @@ struct FanoutBench: AsyncParsableCommand {
                 for batched in modes {
                     print(try await self.resumeRun(token: token, head: head, batched: batched))
                 }
+            } else if self.resumes > 0 {
+                print("resume to head: not timed, the tenant's log holds \(head) events and a resume replays 10,000 (post more with --events)")
             }
             if self.slowClients > 0 {
                 let subscribe = StreamClientMessage(
@@ -205,6 +207,7 @@ struct FanoutBench: AsyncParsableCommand {
         let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
         let padding = String(repeating: "x", count: self.payload)
         let deliveryBefore = await self.fanoutDelivery()
+        let catchUpsBefore = await self.fanoutCounter("fanout_catch_ups_total")
         board.start()
         var sent = 0
         var head: Int64 = 0
@@ -243,6 +246,9 @@ struct FanoutBench: AsyncParsableCommand {
             let before = Dictionary(deliveryBefore ?? [], uniquingKeysWith: { first, _ in first })
             report.inside = deliveryAfter.map { bound, count in (bound, count - (before[bound] ?? 0)) }
         }
+        if let catchUpsAfter = await self.fanoutCounter("fanout_catch_ups_total") {
+            report.catchUps = catchUpsAfter - (catchUpsBefore ?? 0)
+        }
         if let heapBefore, let heapIdle, let heapAfter = await self.fanoutHeap(), clients > 0 {
             report.heap = (idle: (heapIdle - heapBefore) / clients, afterBurst: (heapAfter - heapBefore) / clients)
         }
@@ -252,8 +258,14 @@ struct FanoutBench: AsyncParsableCommand {
 
     /// stream-fanout's live heap (`process_heap_bytes` on its `/metrics`), or nil.
     private func fanoutHeap() async -> Int? {
+        await self.fanoutCounter("process_heap_bytes")
+    }
+
+    /// A metric without labels on stream-fanout's `/metrics`, or nil (none yet: a counter
+    /// appears with its first increment).
+    private func fanoutCounter(_ name: String) async -> Int? {
         guard let metrics = await self.fanoutMetrics() else { return nil }
-        for line in metrics where line.hasPrefix("process_heap_bytes ") {
+        for line in metrics where line.hasPrefix(name + " ") {
             return line.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) }
         }
         return nil
@@ -345,6 +357,9 @@ struct Report {
     /// The run's share of the server's own delivery histogram (NATS batch in → the writer's
     /// write): cumulative counts by upper bound in seconds.
     var inside: [(Double, Double)]?
+    /// Queue overflows caught up from the log during the run (`fanout_catch_ups_total`); nil
+    /// when the server does not say.
+    var catchUps: Int?
 
     /// The upper bound of the bucket holding quantile `p` of ``inside``.
     func insideQuantile(_ p: Double) -> Double? {
@@ -385,6 +400,9 @@ struct Report {
                     self.inside?.last?.1 ?? 0
                 )
             )
+        }
+        if let catchUps = self.catchUps, catchUps > 0 {
+            lines.append("  \(catchUps) connection queues overflowed and caught up from the log (fanout_catch_ups_total)")
         }
         lines.append(
             "  CPU seconds: "
