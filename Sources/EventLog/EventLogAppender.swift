@@ -27,24 +27,34 @@ public struct CommittedEvent: Sendable {
 public struct EventLogAppender: Sendable {
     let client: PostgresClient
     let logger: Logger
+    /// How far back a `msg_id` is found: one committed earlier is stored again.
+    let dedupWindowMilliseconds: Int64
 
-    public init(client: PostgresClient, logger: Logger) {
+    /// An appender whose de-duplication reaches `dedupWindow` back from each commit (and no
+    /// further than the log's retention, which drops whole days).
+    public init(client: PostgresClient, dedupWindow: Duration = .seconds(86_400), logger: Logger) {
         self.client = client
         self.logger = logger
+        self.dedupWindowMilliseconds = dedupWindow.components.seconds * 1000 + dedupWindow.components.attoseconds / 1_000_000_000_000_000
     }
 
     /// Appends `events` (already de-duplicated within the group by the caller) for `tenant`.
     ///
     /// Locks the tenant's row (`FOR UPDATE`), so appends of one tenant are serialized and
-    /// commit order is seq order; drops events whose `msg_id` is already in the log; gives the
-    /// others contiguous seqs from the tenant's counter; inserts them with one statement.
-    /// Returns, per event, its new seq or the seq it already had.
+    /// commit order is seq order; drops events whose `msg_id` was committed within the
+    /// de-duplication window; gives the others contiguous seqs from the tenant's counter;
+    /// inserts them. Returns, per event, its new seq or the seq it already had. Without an ACP
+    /// envelope among them, all of that is one statement, one round trip (`append_events`);
+    /// with one, a transaction that also advances the envelopes' threads.
     public func append(
         tenant: String,
         events: [PreparedEvent],
         committedAt: Date
     ) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
-        try await self.client.transaction(logger: self.logger) { connection in
+        guard events.contains(where: { $0.acp != nil }) else {
+            return try await self.appendInOneStatement(tenant: tenant, events: events, committedAt: committedAt)
+        }
+        return try await self.client.transaction(logger: self.logger) { connection in
             let locked = try await connection.query(
                 "SELECT next_seq FROM tenants WHERE tenant_id = \(tenant) FOR UPDATE",
                 logger: self.logger
@@ -59,7 +69,11 @@ public struct EventLogAppender: Sendable {
             let msgIDs = events.map(\.msgID)
             var existing: [String: Int64] = [:]
             let found = try await connection.query(
-                "SELECT msg_id, seq FROM events WHERE tenant_id = \(tenant) AND msg_id = ANY(\(msgIDs))",
+                """
+                SELECT msg_id, seq FROM events WHERE tenant_id = \(tenant) AND msg_id = ANY(\(msgIDs))
+                    AND committed_at >= to_timestamp(\(self.committedMilliseconds(committedAt) - self.dedupWindowMilliseconds) / 1000.0)
+                ORDER BY seq
+                """,
                 logger: self.logger
             )
             for try await (msgID, foundSeq) in found.decode((String, Int64).self) { existing[msgID] = foundSeq }
@@ -85,7 +99,7 @@ public struct EventLogAppender: Sendable {
                 committed[index].frame = committed[index].event.frame(seq: committed[index].seq, threadSeq: committed[index].threadSeq)
             }
 
-            let committedMilliseconds = Int64(committedAt.timeIntervalSince1970 * 1000)
+            let committedMilliseconds = self.committedMilliseconds(committedAt)
             try await connection.query(
                 """
                 INSERT INTO events (tenant_id, seq, msg_id, swarm_id, agent_id, kind, severity, occurred_at, committed_at, frame)
@@ -106,6 +120,53 @@ public struct EventLogAppender: Sendable {
             }
             return (outcomes, committed)
         }
+    }
+
+    private func committedMilliseconds(_ date: Date) -> Int64 {
+        Int64(date.timeIntervalSince1970 * 1000)
+    }
+
+    /// ``append(tenant:events:committedAt:)`` for events none of which is an ACP envelope:
+    /// `append_events` (migration 7) does it in one statement.
+    private func appendInOneStatement(
+        tenant: String,
+        events: [PreparedEvent],
+        committedAt: Date
+    ) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
+        var seqs: [Int64] = []
+        var duplicates: [Bool] = []
+        do {
+            let rows = try await self.client.query(
+                """
+                SELECT seqs, duplicates FROM append_events(\(tenant), \(self.committedMilliseconds(committedAt)), \(self.dedupWindowMilliseconds),
+                    \(events.map(\.msgID)), \(events.map(\.swarmID)), \(events.map(\.agentID)),
+                    \(events.map { Int16($0.kind.rawValue) }), \(events.map { Int16($0.severity.rawValue) }),
+                    \(events.map(\.occurredAtMilliseconds)), \(events.map { ByteBuffer(bytes: $0.frameTail) }))
+                """,
+                logger: self.logger
+            )
+            for try await row in rows.decode(([Int64], [Bool]).self) { (seqs, duplicates) = row }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "P0002" {
+            // Keys reference tenants, so only a tenant deleted under a cached key gets here.
+            throw APIError(.authInvalid, "the ingest key's tenant no longer exists")
+        }
+        guard seqs.count == events.count, duplicates.count == events.count else {
+            throw APIError(.serverError, "the event log answered \(seqs.count) outcomes for \(events.count) events")
+        }
+        var outcomes: [ItemOutcome] = []
+        outcomes.reserveCapacity(events.count)
+        var committed: [CommittedEvent] = []
+        committed.reserveCapacity(events.count)
+        for (index, event) in events.enumerated() {
+            let seq = seqs[index]
+            if duplicates[index] {
+                outcomes.append(.duplicate(seq: seq))
+            } else {
+                outcomes.append(.accepted(seq: seq))
+                committed.append(CommittedEvent(seq: seq, event: event, frame: event.frame(seq: seq)))
+            }
+        }
+        return (outcomes, committed)
     }
 
     /// Locks the threads of the ACP envelopes in `committed` and gives each envelope the next

@@ -189,5 +189,61 @@ public enum EventLogMigrations {
                 WHERE t.tenant_id = f.tenant_id AND t.thread_id = f.thread_id AND t.agent_id IS NULL;
                 """
         ),
+        Migration(
+            version: 7,
+            name: "an append in one statement",
+            sql: #"""
+                -- A group of a tenant's events (none an ACP envelope) appended in one round trip:
+                -- the tenant's row locked, msg_ids committed within the de-duplication window
+                -- (p_dedup_ms before this commit: only the day partitions it reaches are read)
+                -- answered with their seq, the others given the next seqs in order, their frames
+                -- completed with the seq (`{"seq":N,"eventId":"N"` + the tail ingest rendered,
+                -- docs/stream-protocol.md), inserted, and the counter moved. Returns per event its
+                -- seq, and whether it was there already. An unknown tenant raises P0002.
+                CREATE FUNCTION append_events(
+                    p_tenant text, p_committed_ms bigint, p_dedup_ms bigint,
+                    p_msg_ids text[], p_swarm_ids text[], p_agent_ids text[], p_kinds smallint[],
+                    p_severities smallint[], p_occurred_ms bigint[], p_tails bytea[],
+                    OUT seqs bigint[], OUT duplicates boolean[]
+                ) LANGUAGE plpgsql AS $fn$
+                DECLARE
+                    first_seq bigint;
+                    committed timestamptz := to_timestamp(p_committed_ms / 1000.0);
+                    accepted bigint;
+                BEGIN
+                    SELECT next_seq INTO first_seq FROM tenants WHERE tenant_id = p_tenant FOR UPDATE;
+                    IF NOT FOUND THEN
+                        RAISE EXCEPTION 'tenant % does not exist', p_tenant USING ERRCODE = 'P0002';
+                    END IF;
+                    WITH input AS (
+                        SELECT * FROM unnest(p_msg_ids, p_swarm_ids, p_agent_ids, p_kinds, p_severities, p_occurred_ms, p_tails)
+                            WITH ORDINALITY AS u(msg_id, swarm_id, agent_id, kind, severity, occurred_ms, tail, ord)
+                    ), known AS (
+                        SELECT DISTINCT ON (e.msg_id) e.msg_id, e.seq FROM events e
+                        WHERE e.tenant_id = p_tenant AND e.msg_id = ANY (p_msg_ids)
+                          AND e.committed_at >= committed - p_dedup_ms * interval '1 millisecond'
+                        ORDER BY e.msg_id, e.seq DESC
+                    ), numbered AS (
+                        SELECT i.*, k.seq AS known_seq,
+                               first_seq - 1 + count(*) FILTER (WHERE k.seq IS NULL) OVER (ORDER BY i.ord) AS new_seq
+                        FROM input i LEFT JOIN known k USING (msg_id)
+                    ), inserted AS (
+                        INSERT INTO events (tenant_id, seq, msg_id, swarm_id, agent_id, kind, severity, occurred_at, committed_at, frame)
+                        SELECT p_tenant, n.new_seq, n.msg_id, n.swarm_id, n.agent_id, n.kind, n.severity,
+                               to_timestamp(n.occurred_ms / 1000.0), committed,
+                               convert_to('{"seq":' || n.new_seq || ',"eventId":"' || n.new_seq || '"', 'UTF8') || n.tail
+                        FROM numbered n WHERE n.known_seq IS NULL
+                    )
+                    SELECT array_agg(coalesce(n.known_seq, n.new_seq) ORDER BY n.ord),
+                           array_agg(n.known_seq IS NOT NULL ORDER BY n.ord),
+                           count(*) FILTER (WHERE n.known_seq IS NULL)
+                    INTO seqs, duplicates, accepted FROM numbered n;
+                    IF accepted > 0 THEN
+                        UPDATE tenants SET next_seq = first_seq + accepted WHERE tenant_id = p_tenant;
+                    END IF;
+                END
+                $fn$;
+                """#
+        ),
     ]
 }

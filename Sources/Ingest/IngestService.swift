@@ -24,7 +24,7 @@ public enum IngestService: SwarmdeckService {
         let settings = assembly.settings
         let logger = assembly.logger
         let publisher = EventPublisher(connection: assembly.nats, subjects: assembly.subjects, logger: logger)
-        let eventLog = EventLogAppender(client: assembly.postgres, logger: logger)
+        let eventLog = EventLogAppender(client: assembly.postgres, dedupWindow: .seconds(settings.dedupWindowHours * 3600), logger: logger)
         let retention = EventLogRetention(client: assembly.postgres, retentionDays: settings.retentionDays, logger: logger)
         let rate = TenantEventRate(settings: settings)
         let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, rate: rate, logger: logger)

@@ -42,6 +42,9 @@ public struct IngestSettings: ServiceSettings {
     var commitTimeoutSeconds: Int
     /// Days of the event log kept (whole days of commit, UTC); older day partitions are dropped.
     var retentionDays: Int
+    /// How far back from a commit a `msgId` is found (a re-send after it is stored again): the
+    /// duplicate check reads only the day partitions this reaches.
+    var dedupWindowHours: Int
     /// What the ACP stream (ACP threads' advances, for the notifier) keeps, in bytes and
     /// seconds; the oldest go first.
     var acpStreamMaxBytes: Int
@@ -56,7 +59,8 @@ public struct IngestSettings: ServiceSettings {
         .maxQueuedTenantShare, .tenantEventsPerSecond, .tenantEventsBurst, .tenantStateEventsPerSecond,
         .tenantStateEventsBurst,
         .writeBatchEvents, .keyCacheSeconds,
-        .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays, .acpStreamMaxBytes, .acpStreamMaxAgeSeconds, .acpStreamMaxPerTenant,
+        .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays, .dedupWindowHours, .acpStreamMaxBytes, .acpStreamMaxAgeSeconds,
+        .acpStreamMaxPerTenant,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -79,6 +83,7 @@ public struct IngestSettings: ServiceSettings {
         self.commitTimeoutSeconds = try reader.setting(.commitTimeoutSeconds, in: 1...120)
         self.maxACPBodyBytes = try reader.setting(.maxACPBodyBytes, in: 1024...(64 << 20))
         self.retentionDays = try reader.setting(.retentionDays, in: 1...3650)
+        self.dedupWindowHours = try reader.setting(.dedupWindowHours, in: 1...(24 * 3650))
         self.acpStreamMaxBytes = try reader.setting(.acpStreamMaxBytes, in: (1 << 20)...(64 << 30))
         self.acpStreamMaxAgeSeconds = try reader.setting(.acpStreamMaxAgeSeconds, in: 60...(7 * 86_400))
         self.acpStreamMaxPerTenant = try reader.setting(.acpStreamMaxPerTenant, in: 100...100_000_000)
@@ -176,6 +181,11 @@ extension SettingKey {
     )
     static let maxACPBodyBytes = SettingKey("ingest.max-acp-body-bytes", "one ACP message's body in bytes (413 beyond)", default: "1048576")
     static let retentionDays = SettingKey("ingest.retention-days", "days of event log kept; older day partitions are dropped hourly", default: "7")
+    static let dedupWindowHours = SettingKey(
+        "ingest.dedup-window-hours",
+        "hours back from a commit a msgId is found as a duplicate (a re-send after that is stored again; the check reads only the day partitions this reaches)",
+        default: "24"
+    )
     static let acpStreamMaxBytes = SettingKey(
         "ingest.acp-stream-max-bytes",
         "bytes of ACP threads' advances the ACP stream keeps for the notifier (the oldest go first)",
