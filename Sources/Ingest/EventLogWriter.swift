@@ -8,7 +8,10 @@ import ServiceKit
 import Synchronization
 
 /// Group commit: requests of one tenant queue here and one writer task per tenant commits them
-/// together, up to `ingest.write-batch-events` events per transaction, then publishes them.
+/// together, up to `ingest.write-batch-events` events per transaction. Requests are answered at
+/// the commit; the events are published off that path, in commit order (each commit's publish
+/// follows the tenant's previous one), while the writer commits the next group. At most
+/// ``publishesAhead`` commits of a tenant wait to be published: past that the writer waits.
 ///
 /// Bounded: more than `ingest.max-queued-events` events, or `ingest.max-queued-bytes` of them,
 /// waiting across tenants, or more than `ingest.max-queued-tenant-share` of either waiting for
@@ -33,6 +36,13 @@ final class EventLogWriter: Sendable {
     private let refused: Counter
     /// Each tenant's rate through this lane (the bulk lane has one; the priority lane none).
     private let rate: TenantEventRate?
+    /// Each tenant's last publish, which its next one follows.
+    private let publishes = Mutex<[String: (id: UInt64, task: Task<Void, Never>)]>([:])
+    private let publishIDs = Atomic<UInt64>(0)
+
+    /// Commits of one tenant whose events may wait to be published while the writer commits
+    /// the next.
+    static let publishesAhead = 2
 
     /// Which queue a writer serves: tenants' telemetry, or the small events that must not wait
     /// behind it (agents' state changes and services' events: control acknowledgements, gates).
@@ -110,18 +120,38 @@ final class EventLogWriter: Sendable {
     }
 
     private func drain(tenant: String) async {
+        var publishing: [Task<Void, Never>] = []
         while true {
             let batch = self.queue.withLock { $0.nextBatch(tenant: tenant) }
             if batch.isEmpty { return }
-            await self.commit(tenant: tenant, group: batch.map(\.item))
+            if let publish = await self.commit(tenant: tenant, group: batch.map(\.item)) {
+                publishing.append(publish)
+                if publishing.count > Self.publishesAhead { await publishing.removeFirst().value }
+            }
             self.queue.withLock { $0.finished(batch, tenant: tenant) }
+        }
+    }
+
+    /// Publishes `events` once the tenant's previous commit's events are published.
+    private func publish(tenant: String, events: [CommittedEvent], committedAt: Date) -> Task<Void, Never> {
+        let id = self.publishIDs.wrappingAdd(1, ordering: .relaxed).newValue
+        let committedAtNanoseconds = Int64(committedAt.timeIntervalSince1970 * 1e9)
+        return self.publishes.withLock { publishes in
+            let previous = publishes[tenant]?.task
+            let task = Task {
+                await previous?.value
+                self.publisher.publish(tenant: tenant, events: events, committedAtNanoseconds: committedAtNanoseconds)
+                self.publishes.withLock { if $0[tenant]?.id == id { $0[tenant] = nil } }
+            }
+            publishes[tenant] = (id, task)
+            return task
         }
     }
 
     /// The append, or 503 once `commitTimeout` passes: while Postgres is unreachable its pool
     /// queues requests until a circuit breaker trips (a minute), which would hold clients
     /// that long. The outcome of a timed-out append is left to the client's retry (duplicates).
-    private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> ([ItemOutcome], [CommittedEvent]) {
+    private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> ([ItemOutcome], Task<Void, Never>) {
         let timeout = self.commitTimeout
         return try await withDeadline(
             timeout,
@@ -131,15 +161,15 @@ final class EventLogWriter: Sendable {
                 retryAfterSeconds: 1
             )
         ) {
-            // Published here, not by the caller: a commit that completes after the deadline
-            // (the client got 503) is still on the live feed.
+            // Published from here, not by the caller: a commit that completes after the
+            // deadline (the client got 503) is still on the live feed.
             let (outcomes, committed) = try await self.log.append(tenant: tenant, events: events, committedAt: committedAt)
-            self.publisher.publish(tenant: tenant, events: committed, committedAtNanoseconds: Int64(committedAt.timeIntervalSince1970 * 1e9))
-            return (outcomes, committed)
+            return (outcomes, self.publish(tenant: tenant, events: committed, committedAt: committedAt))
         }
     }
 
-    private func commit(tenant: String, group: [Submission]) async {
+    /// Commits `group` and answers its requests; returns the publish of what it committed.
+    private func commit(tenant: String, group: [Submission]) async -> Task<Void, Never>? {
         let plan = GroupCommitPlan(
             group.map { submission in
                 submission.events.map { event in
@@ -152,8 +182,10 @@ final class EventLogWriter: Sendable {
         )
         let committedAt = Date()
         let result: Result<[ItemOutcome], any Error>
+        var publish: Task<Void, Never>?
         do {
-            let (outcomes, _) = try await self.appendWithinDeadline(tenant: tenant, events: plan.unique, committedAt: committedAt)
+            let outcomes: [ItemOutcome]
+            (outcomes, publish) = try await self.appendWithinDeadline(tenant: tenant, events: plan.unique, committedAt: committedAt)
             self.transactionEvents.record(plan.unique.count)
             result = .success(outcomes)
         } catch let error as APIError {
@@ -174,5 +206,6 @@ final class EventLogWriter: Sendable {
         case .failure(let error):
             for submission in group { submission.continuation.resume(throwing: error) }
         }
+        return publish
     }
 }
