@@ -4,42 +4,127 @@ public import PostgresNIO
 import ServiceKit
 
 /// The ceiling ingest's benchmark compares itself with: rows per second of a raw
-/// `COPY … FROM STDIN` of rows shaped like the event log's into a copy of its table (same
-/// columns and indexes), which is dropped afterwards.
+/// `COPY … FROM STDIN` of the rows ingest just stored, into a table made like the event log
+/// (partitioned by day, the same columns and indexes), which is dropped afterwards. The COPY
+/// skips what ingest does besides storing: no duplicate check, no seq lock, no publish.
 public enum EventLogCopyBaseline {
-    /// Copies `rows` rows into `<schema>.bench_copy` (made `LIKE <schema>.events`) and returns
-    /// the rate.
-    public static func rowsPerSecond(client: PostgresClient, schema: String, rows: Int, logger: Logger) async throws -> Double {
-        let table = "\(schema).bench_copy"
-        try await client.query("DROP TABLE IF EXISTS \(unescaped: table)", logger: logger)
-        try await client.query("CREATE TABLE \(unescaped: table) (LIKE \(unescaped: schema).events INCLUDING ALL)", logger: logger)
-        let frame =
-            "\\\\x"
-            + Array(
-                #"{"type":"log","ts":1763780000000,"swarmId":"load","agentId":"agent-1","severity":"info","level":"info","message":"load test event 1"}"#
-                    .utf8
+    /// What a baseline run copied.
+    public struct Run: Sendable {
+        public var rows: Int
+        public var tenants: Int
+        public var rowsPerSecond: Double
+    }
+
+    /// Copies the last `rows` rows of `sourceTenant` (or fewer, if it has fewer) into
+    /// `<schema>.bench_copy`, once for each count in `tenants`: the rows dealt in turn to that
+    /// many tenants, each tenant's seqs from 1, committed now. Only the COPY is timed (the text
+    /// is made before).
+    public static func run(
+        client: PostgresClient,
+        schema: String,
+        sourceTenant: String,
+        rows: Int,
+        tenants: [Int],
+        logger: Logger
+    ) async throws -> [Run] {
+        let source = try await client.query(
+            """
+            SELECT msg_id, swarm_id, agent_id, kind, severity, (extract(epoch FROM occurred_at) * 1000)::bigint, frame
+            FROM \(unescaped: schema).events WHERE tenant_id = \(sourceTenant) ORDER BY seq DESC LIMIT \(rows)
+            """,
+            logger: logger
+        )
+        var stored: [(String, String, String, Int16, Int16, Int64, ByteBuffer)] = []
+        for try await row in source.decode((String, String, String, Int16, Int16, Int64, ByteBuffer).self) { stored.append(row) }
+        guard !stored.isEmpty else { return [] }
+        var runs: [Run] = []
+        for count in tenants {
+            let text = Self.copyText(stored, tenants: max(1, count))
+            let table = "\(schema).bench_copy"
+            try await client.query("DROP TABLE IF EXISTS \(unescaped: table)", logger: logger)
+            try await client.query(
+                "CREATE TABLE \(unescaped: table) (LIKE \(unescaped: schema).events INCLUDING ALL) PARTITION BY RANGE (committed_at)",
+                logger: logger
             )
-            .map { String(format: "%02x", $0) }.joined()
-        let start = ContinuousClock.now
-        try await client.withConnection { connection in
-            // copyFrom quotes the table name as one identifier: name it via search_path.
-            try await connection.query("SET search_path TO \(unescaped: schema)", logger: logger)
-            try await connection.copyFrom(table: "bench_copy", logger: logger) { writer in
-                var buffer = ByteBuffer()
-                for row in 0..<rows {
-                    buffer.writeString(
-                        "bench\t\(row + 1)\tcopy-\(row)\tload\tagent-\(row % 8)\t2\t3\t2026-11-22 00:00:00+00\t2026-11-22 00:00:00+00\t\(frame)\n"
-                    )
-                    if buffer.readableBytes > 1 << 20 {
-                        try await writer.write(buffer)
-                        buffer.clear()
-                    }
+            let elapsed = try await client.withConnection { connection in
+                // copyFrom quotes the table name as one identifier: name it via search_path.
+                try await connection.query("SET search_path TO \(unescaped: schema)", logger: logger)
+                try await connection.query("SELECT create_day_partition('bench_copy', (now() AT TIME ZONE 'UTC')::date)", logger: logger)
+                let start = ContinuousClock.now
+                try await connection.copyFrom(table: "bench_copy", logger: logger) { writer in
+                    for chunk in text { try await writer.write(chunk) }
                 }
-                if buffer.readableBytes > 0 { try await writer.write(buffer) }
+                return ContinuousClock.now - start
+            }
+            try await client.query("DROP TABLE \(unescaped: table)", logger: logger)
+            runs.append(Run(rows: stored.count, tenants: max(1, count), rowsPerSecond: Double(stored.count) / elapsed.secondsDouble))
+        }
+        return runs
+    }
+
+    /// COPY's text format of `rows`, in chunks of about a MiB: dealt to `tenants` tenants,
+    /// each with seqs from 1, committed now (UTC).
+    static func copyText(_ rows: [(String, String, String, Int16, Int16, Int64, ByteBuffer)], tenants: Int) -> [ByteBuffer] {
+        let now = Self.timestamp(Int64(Date().timeIntervalSince1970 * 1000))
+        var seqs = [Int64](repeating: 0, count: tenants)
+        var chunks: [ByteBuffer] = []
+        var buffer = ByteBuffer()
+        for (index, row) in rows.enumerated() {
+            let tenant = index % tenants
+            seqs[tenant] += 1
+            let (msgID, swarm, agent, kind, severity, occurred, frame) = row
+            // The frame with this seq: `{"seq":N,"eventId":"N"` and the stored frame's rest.
+            var view = frame.readableBytesView
+            if let comma = view.firstIndex(of: UInt8(ascii: ",")), let next = view[view.index(after: comma)...].firstIndex(of: UInt8(ascii: ",")) {
+                view = view[next...]
+            }
+            let seq = seqs[tenant]
+            buffer.writeString(
+                "bench-\(tenant)\t\(seq)\t\(Self.escaped(msgID))\t\(Self.escaped(swarm))\t\(Self.escaped(agent))\t\(kind)\t\(severity)\t"
+            )
+            buffer.writeString("\(Self.timestamp(occurred))\t\(now)\t\\\\x")
+            Self.writeHex(Array(#"{"seq":\#(seq),"eventId":"\#(seq)""#.utf8), to: &buffer)
+            Self.writeHex(view, to: &buffer)
+            buffer.writeString("\n")
+            if buffer.readableBytes > 1 << 20 {
+                chunks.append(buffer)
+                buffer = ByteBuffer()
             }
         }
-        let elapsed = ContinuousClock.now - start
-        try await client.query("DROP TABLE \(unescaped: table)", logger: logger)
-        return Double(rows) / elapsed.secondsDouble
+        if buffer.readableBytes > 0 { chunks.append(buffer) }
+        return chunks
+    }
+
+    /// A text value for COPY: backslash, tab, newline and carriage return escaped.
+    static func escaped(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for character in text.unicodeScalars {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\t": out += "\\t"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            default: out.unicodeScalars.append(character)
+            }
+        }
+        return out
+    }
+
+    private static func timestamp(_ milliseconds: Int64) -> String {
+        let seconds = Double(milliseconds) / 1000
+        return ISO8601DateFormatter.string(
+            from: Date(timeIntervalSince1970: seconds),
+            timeZone: TimeZone(identifier: "UTC")!,
+            formatOptions: [.withInternetDateTime, .withFractionalSeconds]
+        )
+    }
+
+    private static func writeHex(_ bytes: some Sequence<UInt8>, to buffer: inout ByteBuffer) {
+        let digits = Array("0123456789abcdef".utf8)
+        for byte in bytes {
+            buffer.writeInteger(digits[Int(byte >> 4)])
+            buffer.writeInteger(digits[Int(byte & 0x0f)])
+        }
     }
 }

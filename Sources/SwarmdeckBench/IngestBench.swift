@@ -7,8 +7,9 @@ import PostgresNIO
 import ServiceKit
 import SwarmdeckTools
 
-/// `swarmdeck bench ingest`: ingest's sustained rate beside a raw `COPY` of the same rows, and
-/// its acknowledgement latency at half that rate, in one run.
+/// `swarmdeck bench ingest`: ingest's sustained rate and the CPU each process of the stack spent
+/// per event, beside a raw `COPY` of the same rows into a table made like the event log (for one
+/// tenant and for several), and its acknowledgement latency at half that rate, in one run.
 struct IngestBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ingest",
@@ -35,6 +36,15 @@ struct IngestBench: AsyncParsableCommand {
     @Option(help: "Seconds per load phase.")
     var duration: Double = 10
 
+    @Option(help: "The ingest key's tenant (whose rows the COPY copies).")
+    var tenant = "dev"
+
+    @Option(help: "Tenant counts the COPY deals the rows to, comma-separated.")
+    var copyTenants = "1,4"
+
+    @Option(help: "ingest's pid, for its rate setting and CPU (default: .swarmdeck/run/ingest.pid).")
+    var ingestPid: Int32?
+
     func run() async throws {
         let key = try self.target.ingestKey()
         guard let databaseURL = self.databaseURL ?? ProcessInfo.processInfo.environment["SWARMDECK_DATABASE_URL"] else {
@@ -46,6 +56,22 @@ struct IngestBench: AsyncParsableCommand {
         print(
             "ingest bench (\(self.protocolName.rawValue)): \(target.connections) connections, batch \(self.batch), \(self.duration) s per phase, \(target.url)"
         )
+        let ingestPID =
+            self.ingestPid ?? Int32(
+                (try? String(contentsOfFile: ".swarmdeck/run/ingest.pid", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            ) ?? 0
+        print(Self.tenantRate(ofProcess: ingestPID))
+        let processes: [(String, [Int32])] = [
+            ("ingest", ingestPID > 0 ? [ingestPID] : ProcessCPU.pids(named: "ingest")),
+            ("postgres", ProcessCPU.pids(named: "postgres")),
+            ("nats-server", ProcessCPU.pids(named: "nats-server")),
+            ("stream-fanout", ProcessCPU.pids(named: "stream-fanout")),
+            ("health-monitor", ProcessCPU.pids(named: "health-monitor")),
+            ("control-api", ProcessCPU.pids(named: "control-api")),
+            ("nginx", ProcessCPU.pids(named: "nginx")),
+            ("this bench", [getpid()]),
+        ]
+        let cpuBefore = ProcessCPU.Sample(processes)
         let full = try await IngestLoad(
             url: target.url,
             protocolName: self.protocolName,
@@ -56,6 +82,11 @@ struct IngestBench: AsyncParsableCommand {
             duration: .seconds(self.duration)
         ).run()
         print(full.printed(title: "full load"))
+        let cpu = ProcessCPU.Sample(processes).since(cpuBefore, order: processes.map(\.0))
+        print(
+            "CPU per accepted event at full load: "
+                + cpu.map { String(format: "%@ %.1f µs", $0.0, $0.1 / Double(max(full.accepted, 1)) * 1e6) }.joined(separator: ", ")
+        )
         let halfRate = full.eventsPerSecond / 2
         let half = try await IngestLoad(
             url: target.url,
@@ -68,27 +99,62 @@ struct IngestBench: AsyncParsableCommand {
         ).run()
         print(half.printed(title: String(format: "half load (%.0f events/s target, batch %d)", halfRate, self.latencyBatch)))
 
-        let rows = max(full.accepted, 10_000)
-        let copyRate: Double
+        let runs: [EventLogCopyBaseline.Run]
         do {
-            copyRate = try await self.copyRate(rows: rows, databaseURL: databaseURL)
+            runs = try await self.copyRuns(rows: min(max(full.accepted, 10_000), 500_000), databaseURL: databaseURL)
         } catch {
             throw ValidationError("COPY failed: \(String(reflecting: error))")
         }
-        print(String(format: "raw COPY: %.0f rows/s (%d rows into a copy of %@.events with its indexes)", copyRate, rows, self.schema))
-        print(String(format: "ratio ingest/COPY: %.2f", full.eventsPerSecond / copyRate))
+        guard !runs.isEmpty else { throw ValidationError("tenant \(self.tenant) has no rows in \(self.schema).events to copy (--tenant)") }
+        for run in runs {
+            print(
+                String(
+                    format:
+                        "raw COPY, %d tenant(s): %.0f rows/s (the last %d rows ingest stored, into a table made like %@.events: partitioned by day, its indexes); ratio ingest/COPY %.2f",
+                    run.tenants,
+                    run.rowsPerSecond,
+                    run.rows,
+                    self.schema,
+                    full.eventsPerSecond / run.rowsPerSecond
+                )
+            )
+        }
     }
 
-    /// Rows per second of `COPY … FROM STDIN` of `rows` rows shaped like ingest's.
-    private func copyRate(rows: Int, databaseURL: String) async throws -> Double {
+    /// The tenant rate ingest runs with, read from its environment (its configuration's
+    /// `ingest.tenant-events-per-second`): a run at that rate measures the limiter.
+    static func tenantRate(ofProcess pid: Int32) -> String {
+        guard pid > 0, let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else {
+            return "tenant rate: unknown (ingest's environment cannot be read; set INGEST_TENANT_EVENTS_PER_SECOND high for a load test)"
+        }
+        let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        let rate = variables.first { $0.hasPrefix("INGEST_TENANT_EVENTS_PER_SECOND=") }?.split(separator: "=").last.map(String.init)
+        let burst = variables.first { $0.hasPrefix("INGEST_TENANT_EVENTS_BURST=") }?.split(separator: "=").last.map(String.init)
+        guard let rate else {
+            return
+                "tenant rate: the default (2000 events/s): this run measures the limiter, not ingest (INGEST_TENANT_EVENTS_PER_SECOND=1000000 deploy/local/stack up)"
+        }
+        return "tenant rate: \(rate) events/s, burst \(burst ?? "the default") (INGEST_TENANT_EVENTS_PER_SECOND, INGEST_TENANT_EVENTS_BURST)"
+    }
+
+    /// `COPY … FROM STDIN` of the rows ingest just stored, dealt to each of ``copyTenants``.
+    private func copyRuns(rows: Int, databaseURL: String) async throws -> [EventLogCopyBaseline.Run] {
         let client = PostgresClient(configuration: try PostgresClient.Configuration(url: databaseURL, maxConnections: 2))
-        return try await withThrowingTaskGroup(of: Double?.self) { group in
+        let tenants = self.copyTenants.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        return try await withThrowingTaskGroup(of: [EventLogCopyBaseline.Run]?.self) { group in
             group.addTask {
                 await client.run()
                 return nil
             }
             defer { group.cancelAll() }
-            return try await EventLogCopyBaseline.rowsPerSecond(client: client, schema: self.schema, rows: rows, logger: Logger(label: "bench"))
+            return try await EventLogCopyBaseline.run(
+                client: client,
+                schema: self.schema,
+                sourceTenant: self.tenant,
+                rows: rows,
+                tenants: tenants,
+                logger: Logger(label: "bench")
+            )
         }
     }
 }
