@@ -219,9 +219,22 @@ def outage(c, swarm):
         pid = int(f.read())
     os.kill(pid, signal.SIGKILL)
     c.browser.wait_for("document.querySelector('#stream-status').dataset.state === 'disconnected'", timeout=20, what="the page to see the drop")
+    # Gone (or a zombie) before the stack looks: a process still exiting would count as running.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                if any(line.startswith("State:") and "Z" in line for line in f):
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
     marker = f"written while the fanout was down {uuid.uuid4()}"
     ingest([{"swarmId": swarm, "agentId": "demo-1" if swarm == "demo" else "quiet", "kind": "log", "message": marker}])
-    subprocess.run([f"{ROOT}/deploy/local/stack", "up", "--no-build", "--no-demo"], check=True, capture_output=True)
+    up = subprocess.run([f"{ROOT}/deploy/local/stack", "up", "--no-build", "--no-demo"], capture_output=True, text=True)
+    assert up.returncode == 0, f"stack up failed:\n{up.stdout}{up.stderr}"
+    with open(f"{RUN}/stream-fanout.pid") as f:
+        assert int(f.read()) != pid, f"stack up did not start stream-fanout again:\n{up.stderr}"
     c.browser.wait_for("document.querySelector('#stream-status').textContent.includes('resumed')", timeout=60, what="the stream to resume")
     c.browser.wait_for(f"document.querySelector('#timeline-events').innerText.includes({json.dumps(marker)})", timeout=30, what="the event written during the outage")
 
