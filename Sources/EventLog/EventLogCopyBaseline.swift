@@ -10,8 +10,11 @@ import ServiceKit
 public enum EventLogCopyBaseline {
     /// What a baseline run copied.
     public struct Run: Sendable {
+        /// Rows copied.
         public var rows: Int
+        /// Tenants they were dealt to.
         public var tenants: Int
+        /// The COPY's rate.
         public var rowsPerSecond: Double
     }
 

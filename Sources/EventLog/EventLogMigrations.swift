@@ -195,7 +195,8 @@ public enum EventLogMigrations {
             sql: #"""
                 -- A group of a tenant's events (none an ACP envelope) appended in one round trip:
                 -- the tenant's row locked, msg_ids committed within the de-duplication window
-                -- (p_dedup_ms before this commit: only the day partitions it reaches are read)
+                -- (p_dedup_ms before this commit, an immutable bound: the day partitions before it
+                -- are pruned when the statement is planned)
                 -- answered with their seq, the others given the next seqs in order, their frames
                 -- completed with the seq (`{"seq":N,"eventId":"N"` + the tail ingest rendered,
                 -- docs/stream-protocol.md), inserted, and the counter moved. Returns per event its
@@ -221,7 +222,7 @@ public enum EventLogMigrations {
                     ), known AS (
                         SELECT DISTINCT ON (e.msg_id) e.msg_id, e.seq FROM events e
                         WHERE e.tenant_id = p_tenant AND e.msg_id = ANY (p_msg_ids)
-                          AND e.committed_at >= committed - p_dedup_ms * interval '1 millisecond'
+                          AND e.committed_at >= to_timestamp((p_committed_ms - p_dedup_ms) / 1000.0)
                         ORDER BY e.msg_id, e.seq DESC
                     ), numbered AS (
                         SELECT i.*, k.seq AS known_seq,
@@ -234,8 +235,8 @@ public enum EventLogMigrations {
                                convert_to('{"seq":' || n.new_seq || ',"eventId":"' || n.new_seq || '"', 'UTF8') || n.tail
                         FROM numbered n WHERE n.known_seq IS NULL
                     )
-                    SELECT array_agg(coalesce(n.known_seq, n.new_seq) ORDER BY n.ord),
-                           array_agg(n.known_seq IS NOT NULL ORDER BY n.ord),
+                    SELECT coalesce(array_agg(coalesce(n.known_seq, n.new_seq) ORDER BY n.ord), '{}'),
+                           coalesce(array_agg(n.known_seq IS NOT NULL ORDER BY n.ord), '{}'),
                            count(*) FILTER (WHERE n.known_seq IS NULL)
                     INTO seqs, duplicates, accepted FROM numbered n;
                     IF accepted > 0 THEN

@@ -36,8 +36,8 @@ final class EventLogWriter: Sendable {
     private let refused: Counter
     /// Each tenant's rate through this lane (the bulk lane has one; the priority lane none).
     private let rate: TenantEventRate?
-    /// Each tenant's last publish, which its next one follows.
-    private let publishes = Mutex<[String: (id: UInt64, task: Task<Void, Never>)]>([:])
+    /// Each tenant's publishes not done yet, oldest first: each follows the one before it.
+    private let publishes = Mutex<[String: [(id: UInt64, task: Task<Void, Never>)]]>([:])
     private let publishIDs = Atomic<UInt64>(0)
 
     /// Commits of one tenant whose events may wait to be published while the writer commits
@@ -120,38 +120,48 @@ final class EventLogWriter: Sendable {
     }
 
     private func drain(tenant: String) async {
-        var publishing: [Task<Void, Never>] = []
         while true {
             let batch = self.queue.withLock { $0.nextBatch(tenant: tenant) }
             if batch.isEmpty { return }
-            if let publish = await self.commit(tenant: tenant, group: batch.map(\.item)) {
-                publishing.append(publish)
-                if publishing.count > Self.publishesAhead { await publishing.removeFirst().value }
-            }
+            await self.commit(tenant: tenant, group: batch.map(\.item))
             self.queue.withLock { $0.finished(batch, tenant: tenant) }
+            await self.waitForPublishes(tenant: tenant)
         }
     }
 
     /// Publishes `events` once the tenant's previous commit's events are published.
-    private func publish(tenant: String, events: [CommittedEvent], committedAt: Date) -> Task<Void, Never> {
+    private func publish(tenant: String, events: [CommittedEvent], committedAt: Date) {
         let id = self.publishIDs.wrappingAdd(1, ordering: .relaxed).newValue
         let committedAtNanoseconds = Int64(committedAt.timeIntervalSince1970 * 1e9)
-        return self.publishes.withLock { publishes in
-            let previous = publishes[tenant]?.task
+        self.publishes.withLock { publishes in
+            let previous = publishes[tenant]?.last?.task
             let task = Task {
                 await previous?.value
                 self.publisher.publish(tenant: tenant, events: events, committedAtNanoseconds: committedAtNanoseconds)
-                self.publishes.withLock { if $0[tenant]?.id == id { $0[tenant] = nil } }
+                self.publishes.withLock { publishes in
+                    publishes[tenant]?.removeAll { $0.id == id }
+                    if publishes[tenant]?.isEmpty == true { publishes[tenant] = nil }
+                }
             }
-            publishes[tenant] = (id, task)
-            return task
+            publishes[tenant, default: []].append((id, task))
+        }
+    }
+
+    /// Returns once at most ``publishesAhead`` of the tenant's commits wait to be published
+    /// (across its writer's runs: a writer that ends leaves its publishes to the next).
+    private func waitForPublishes(tenant: String) async {
+        while let oldest = self.publishes.withLock({ publishes -> Task<Void, Never>? in
+            guard let waiting = publishes[tenant], waiting.count > Self.publishesAhead else { return nil }
+            return waiting.first?.task
+        }) {
+            await oldest.value
         }
     }
 
     /// The append, or 503 once `commitTimeout` passes: while Postgres is unreachable its pool
     /// queues requests until a circuit breaker trips (a minute), which would hold clients
     /// that long. The outcome of a timed-out append is left to the client's retry (duplicates).
-    private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> ([ItemOutcome], Task<Void, Never>) {
+    private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> [ItemOutcome] {
         let timeout = self.commitTimeout
         return try await withDeadline(
             timeout,
@@ -161,15 +171,20 @@ final class EventLogWriter: Sendable {
                 retryAfterSeconds: 1
             )
         ) {
-            // Published from here, not by the caller: a commit that completes after the
-            // deadline (the client got 503) is still on the live feed.
+            // Published from here, not by the caller: a commit whose answer comes after the
+            // deadline (the client got 503) is still on the live feed. One cancelled by the
+            // deadline while its answer was read (an append of one statement commits before
+            // it answers) is in the log unpublished: consumers back-fill it from the log when
+            // the next event shows the gap, and stream-fanout's tail check finds it when no
+            // event follows.
             let (outcomes, committed) = try await self.log.append(tenant: tenant, events: events, committedAt: committedAt)
-            return (outcomes, self.publish(tenant: tenant, events: committed, committedAt: committedAt))
+            self.publish(tenant: tenant, events: committed, committedAt: committedAt)
+            return outcomes
         }
     }
 
-    /// Commits `group` and answers its requests; returns the publish of what it committed.
-    private func commit(tenant: String, group: [Submission]) async -> Task<Void, Never>? {
+    /// Commits `group` and answers its requests (its events are then published).
+    private func commit(tenant: String, group: [Submission]) async {
         let plan = GroupCommitPlan(
             group.map { submission in
                 submission.events.map { event in
@@ -182,10 +197,8 @@ final class EventLogWriter: Sendable {
         )
         let committedAt = Date()
         let result: Result<[ItemOutcome], any Error>
-        var publish: Task<Void, Never>?
         do {
-            let outcomes: [ItemOutcome]
-            (outcomes, publish) = try await self.appendWithinDeadline(tenant: tenant, events: plan.unique, committedAt: committedAt)
+            let outcomes = try await self.appendWithinDeadline(tenant: tenant, events: plan.unique, committedAt: committedAt)
             self.transactionEvents.record(plan.unique.count)
             result = .success(outcomes)
         } catch let error as APIError {
@@ -206,6 +219,5 @@ final class EventLogWriter: Sendable {
         case .failure(let error):
             for submission in group { submission.continuation.resume(throwing: error) }
         }
-        return publish
     }
 }

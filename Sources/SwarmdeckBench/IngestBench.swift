@@ -128,8 +128,11 @@ struct IngestBench: AsyncParsableCommand {
             return "tenant rate: unknown (ingest's environment cannot be read; set INGEST_TENANT_EVENTS_PER_SECOND high for a load test)"
         }
         let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-        let rate = variables.first { $0.hasPrefix("INGEST_TENANT_EVENTS_PER_SECOND=") }?.split(separator: "=").last.map(String.init)
-        let burst = variables.first { $0.hasPrefix("INGEST_TENANT_EVENTS_BURST=") }?.split(separator: "=").last.map(String.init)
+        func value(_ name: String) -> String? {
+            variables.first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        let rate = value("INGEST_TENANT_EVENTS_PER_SECOND")
+        let burst = value("INGEST_TENANT_EVENTS_BURST")
         guard let rate else {
             return
                 "tenant rate: the default (2000 events/s): this run measures the limiter, not ingest (INGEST_TENANT_EVENTS_PER_SECOND=1000000 deploy/local/stack up)"
