@@ -8,10 +8,12 @@ import ServiceKit
 import Synchronization
 
 /// Group commit: requests of one tenant queue here and one writer task per tenant commits them
-/// together, up to `ingest.write-batch-events` events per transaction. Requests are answered at
-/// the commit; the events are published off that path, in commit order (each commit's publish
-/// follows the tenant's previous one), while the writer commits the next group. At most
-/// ``publishesAhead`` commits of a tenant wait to be published: past that the writer waits.
+/// together, up to `ingest.write-batch-events` events per transaction. In the bulk lane, requests
+/// are answered at the commit and the events published off that path, in commit order (each
+/// commit's publish follows the tenant's previous one), while the writer commits the next group;
+/// at most ``publishesAhead`` commits of a tenant wait to be published, past that the writer
+/// waits. The priority lane publishes before it answers: whoever waits for a state change or
+/// a service's event finds it on the live feed once answered.
 ///
 /// Bounded: more than `ingest.max-queued-events` events, or `ingest.max-queued-bytes` of them,
 /// waiting across tenants, or more than `ingest.max-queued-tenant-share` of either waiting for
@@ -39,6 +41,8 @@ final class EventLogWriter: Sendable {
     /// Each tenant's publishes not done yet, oldest first: each follows the one before it.
     private let publishes = Mutex<[String: [(id: UInt64, task: Task<Void, Never>)]]>([:])
     private let publishIDs = Atomic<UInt64>(0)
+    /// Publishes a commit's events before answering its requests (the priority lane).
+    private let publishesBeforeAnswering: Bool
 
     /// Commits of one tenant whose events may wait to be published while the writer commits
     /// the next.
@@ -64,6 +68,7 @@ final class EventLogWriter: Sendable {
     ) {
         self.log = log
         self.rate = rate
+        self.publishesBeforeAnswering = lane == .priority
         self.publisher = publisher
         let share = lane == .bulk ? 1 : 0.1
         let maxEvents = max(settings.maxBatchEvents, Int(Double(settings.maxQueuedEvents) * share))
@@ -129,10 +134,15 @@ final class EventLogWriter: Sendable {
         }
     }
 
-    /// Publishes `events` once the tenant's previous commit's events are published.
+    /// Publishes `events` once the tenant's previous commit's events are published (at once,
+    /// in the priority lane).
     private func publish(tenant: String, events: [CommittedEvent], committedAt: Date) {
-        let id = self.publishIDs.wrappingAdd(1, ordering: .relaxed).newValue
         let committedAtNanoseconds = Int64(committedAt.timeIntervalSince1970 * 1e9)
+        if self.publishesBeforeAnswering {
+            self.publisher.publish(tenant: tenant, events: events, committedAtNanoseconds: committedAtNanoseconds)
+            return
+        }
+        let id = self.publishIDs.wrappingAdd(1, ordering: .relaxed).newValue
         self.publishes.withLock { publishes in
             let previous = publishes[tenant]?.last?.task
             let task = Task {

@@ -123,7 +123,8 @@ struct WebSocketWriterRunsTests {
 
         let counts = handler.counts
         #expect(counts.offLoop == 0)  // every wake, from the test or the loop, runs on the loop
-        #expect(counts.onLoop >= 2)
+        // The first wake at least; how many more find the writer asleep depends on the machine.
+        #expect(counts.onLoop >= 1)
         // A task only after a wait (four "later:" texts), not one per push (eleven).
         #expect((1...4).contains(counts.tasks))
 
