@@ -13,7 +13,9 @@ struct IngestBackpressureTests {
     @Test("large events fill the byte bound: 429 while it is full, 413 for a request larger than the bound, then accepted")
     func byteBound() async throws {
         let harness = try await IngestHarness(overrides: [
-            "INGEST_MAX_QUEUED_BYTES": "1048576", "INGEST_MAX_QUEUED_TENANT_SHARE": "1", "INGEST_COMMIT_TIMEOUT_SECONDS": "2",
+            // The first request waits on the row lock for the commit timeout: long enough for a
+            // loaded machine to see it waiting before it gives up.
+            "INGEST_MAX_QUEUED_BYTES": "1048576", "INGEST_MAX_QUEUED_TENANT_SHARE": "1", "INGEST_COMMIT_TIMEOUT_SECONDS": "6",
         ])
         let big = String(repeating: "x", count: 30_000)
         @Sendable func events(_ prefix: String, _ count: Int) -> [[String: Any]] {
