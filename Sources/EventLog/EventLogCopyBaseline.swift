@@ -1,4 +1,3 @@
-import Foundation
 public import Logging
 public import PostgresNIO
 import ServiceKit
@@ -32,17 +31,24 @@ public enum EventLogCopyBaseline {
     ) async throws -> [Run] {
         let source = try await client.query(
             """
-            SELECT msg_id, swarm_id, agent_id, kind, severity, (extract(epoch FROM occurred_at) * 1000)::bigint, frame
+            SELECT msg_id, swarm_id, agent_id, kind, severity, occurred_at::text, frame, now()::text
             FROM \(unescaped: schema).events WHERE tenant_id = \(sourceTenant) ORDER BY seq DESC LIMIT \(rows)
             """,
             logger: logger
         )
-        var stored: [(String, String, String, Int16, Int16, Int64, ByteBuffer)] = []
-        for try await row in source.decode((String, String, String, Int16, Int16, Int64, ByteBuffer).self) { stored.append(row) }
+        // Timestamps as Postgres writes them, which COPY reads back.
+        var stored: [Row] = []
+        var now = ""
+        for try await (msgID, swarm, agent, kind, severity, occurred, frame, committed) in source.decode(
+            (String, String, String, Int16, Int16, String, ByteBuffer, String).self
+        ) {
+            stored.append(Row(msgID: msgID, swarmID: swarm, agentID: agent, kind: kind, severity: severity, occurredAt: occurred, frame: frame))
+            now = committed
+        }
         guard !stored.isEmpty else { return [] }
         var runs: [Run] = []
         for count in tenants {
-            let text = Self.copyText(stored, tenants: max(1, count))
+            let text = Self.copyText(stored, tenants: max(1, count), committedAt: now)
             let table = "\(schema).bench_copy"
             try await client.query("DROP TABLE IF EXISTS \(unescaped: table)", logger: logger)
             try await client.query(
@@ -65,27 +71,37 @@ public enum EventLogCopyBaseline {
         return runs
     }
 
+    /// A stored row to copy.
+    struct Row {
+        var msgID: String
+        var swarmID: String
+        var agentID: String
+        var kind: Int16
+        var severity: Int16
+        /// As Postgres's text output wrote it.
+        var occurredAt: String
+        var frame: ByteBuffer
+    }
+
     /// COPY's text format of `rows`, in chunks of about a MiB: dealt to `tenants` tenants,
-    /// each with seqs from 1, committed now (UTC).
-    static func copyText(_ rows: [(String, String, String, Int16, Int16, Int64, ByteBuffer)], tenants: Int) -> [ByteBuffer] {
-        let now = Self.timestamp(Int64(Date().timeIntervalSince1970 * 1000))
+    /// each with seqs from 1, committed at `committedAt` (Postgres's text of a timestamp).
+    static func copyText(_ rows: [Row], tenants: Int, committedAt: String) -> [ByteBuffer] {
         var seqs = [Int64](repeating: 0, count: tenants)
         var chunks: [ByteBuffer] = []
         var buffer = ByteBuffer()
         for (index, row) in rows.enumerated() {
             let tenant = index % tenants
             seqs[tenant] += 1
-            let (msgID, swarm, agent, kind, severity, occurred, frame) = row
             // The frame with this seq: `{"seq":N,"eventId":"N"` and the stored frame's rest.
-            var view = frame.readableBytesView
+            var view = row.frame.readableBytesView
             if let comma = view.firstIndex(of: UInt8(ascii: ",")), let next = view[view.index(after: comma)...].firstIndex(of: UInt8(ascii: ",")) {
                 view = view[next...]
             }
             let seq = seqs[tenant]
             buffer.writeString(
-                "bench-\(tenant)\t\(seq)\t\(Self.escaped(msgID))\t\(Self.escaped(swarm))\t\(Self.escaped(agent))\t\(kind)\t\(severity)\t"
+                "bench-\(tenant)\t\(seq)\t\(Self.escaped(row.msgID))\t\(Self.escaped(row.swarmID))\t\(Self.escaped(row.agentID))\t\(row.kind)\t\(row.severity)\t"
             )
-            buffer.writeString("\(Self.timestamp(occurred))\t\(now)\t\\\\x")
+            buffer.writeString("\(row.occurredAt)\t\(committedAt)\t\\\\x")
             Self.writeHex(Array(#"{"seq":\#(seq),"eventId":"\#(seq)""#.utf8), to: &buffer)
             Self.writeHex(view, to: &buffer)
             buffer.writeString("\n")
@@ -112,15 +128,6 @@ public enum EventLogCopyBaseline {
             }
         }
         return out
-    }
-
-    private static func timestamp(_ milliseconds: Int64) -> String {
-        let seconds = Double(milliseconds) / 1000
-        return ISO8601DateFormatter.string(
-            from: Date(timeIntervalSince1970: seconds),
-            timeZone: TimeZone(identifier: "UTC")!,
-            formatOptions: [.withInternetDateTime, .withFractionalSeconds]
-        )
     }
 
     private static func writeHex(_ bytes: some Sequence<UInt8>, to buffer: inout ByteBuffer) {

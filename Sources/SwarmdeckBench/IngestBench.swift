@@ -56,10 +56,7 @@ struct IngestBench: AsyncParsableCommand {
         print(
             "ingest bench (\(self.protocolName.rawValue)): \(target.connections) connections, batch \(self.batch), \(self.duration) s per phase, \(target.url)"
         )
-        let ingestPID =
-            self.ingestPid ?? Int32(
-                (try? String(contentsOfFile: ".swarmdeck/run/ingest.pid", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            ) ?? 0
+        let ingestPID = self.ingestPid ?? FanoutBench.pidFile("ingest")
         print(Self.tenantRate(ofProcess: ingestPID))
         let processes: [(String, [Int32])] = [
             ("ingest", ingestPID > 0 ? [ingestPID] : ProcessCPU.pids(named: "ingest")),
