@@ -5,7 +5,8 @@
 ///
 /// | subject                                          | carries                         |
 /// | ------------------------------------------------ | ------------------------------- |
-/// | `<prefix>.ev.<tenant>.<swarm>.<agent>.<kind>`     | committed events (core NATS)    |
+/// | `<prefix>.ev.<tenant>.<swarm>.<agent>.<kind>`     | a committed event (core NATS)   |
+/// | `<prefix>.ev.<tenant>.batch`                     | a run of committed events (core NATS) |
 /// | `<prefix>.ctl.<tenant>.<swarm>.<agent>`          | control commands (JetStream)    |
 /// | `<prefix>.revoked.<tenant>`                      | revoked devices (JetStream)     |
 /// | `<prefix>.svc.events`                            | services' events for ingest (request/reply) |
@@ -42,7 +43,25 @@ public struct Subjects: Sendable, Hashable {
         "\(self.prefix).ev.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(swarm)).\(SubjectToken.encode(agent)).\(kind.subjectToken)"
     }
 
-    /// Every event of one tenant.
+    /// The subject a run of one tenant's committed events is published on, as one
+    /// `BusEventBatch` (read with ``BusEventBatch/envelopes(in:subject:subjects:)``). It falls
+    /// under ``events(tenant:)`` and ``allEvents``, not under a swarm's or a kind's: an event
+    /// subject has three more tokens after the tenant, a batch subject one.
+    public func eventBatch(tenant: String) -> String {
+        "\(self.prefix).ev.\(SubjectToken.encode(tenant)).\(Self.batchToken)"
+    }
+
+    /// Whether `subject` is an ``eventBatch(tenant:)`` subject of this namespace.
+    public func isEventBatch(_ subject: String) -> Bool {
+        let base = self.prefix + ".ev."
+        guard subject.hasPrefix(base), subject.hasSuffix("." + Self.batchToken) else { return false }
+        let tenant = subject.utf8.dropFirst(base.utf8.count).dropLast(Self.batchToken.utf8.count + 1)
+        return !tenant.isEmpty && !tenant.contains(UInt8(ascii: "."))
+    }
+
+    private static let batchToken = "batch"
+
+    /// Every event of one tenant (both shapes: single events and batches).
     public func events(tenant: String) -> String {
         "\(self.prefix).ev.\(SubjectToken.encode(tenant)).>"
     }
@@ -58,7 +77,8 @@ public struct Subjects: Sendable, Hashable {
         "\(self.prefix).ev.*.*.*.\(kind.subjectToken)"
     }
 
-    /// Every event of every tenant (for consumers that serve all tenants, such as health-monitor).
+    /// Every event of every tenant, both shapes (for consumers that serve all tenants, such as
+    /// health-monitor).
     public var allEvents: String {
         "\(self.prefix).ev.>"
     }

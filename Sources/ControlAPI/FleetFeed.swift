@@ -45,8 +45,9 @@ final class FleetFeed: Service, Sendable {
         }
         await withTaskCancellationOrGracefulShutdownHandler {
             for await message in subscription {
-                guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else { continue }
-                self.apply(envelope)
+                guard let envelopes = try? BusEventBatch.envelopes(in: message.payload, subject: message.subject, subjects: self.subjects)
+                else { continue }
+                for envelope in envelopes { self.apply(envelope) }
             }
         } onCancelOrGracefulShutdown: {
             subscription.unsubscribe()

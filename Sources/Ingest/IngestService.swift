@@ -23,7 +23,7 @@ public enum IngestService: SwarmdeckService {
     public static func assemble(_ assembly: ServiceAssembly<IngestSettings>) async throws -> ServiceParts {
         let settings = assembly.settings
         let logger = assembly.logger
-        let publisher = EventPublisher(connection: assembly.nats, subjects: assembly.subjects, logger: logger)
+        let publisher = EventPublisher(connection: assembly.nats, subjects: assembly.subjects, batches: settings.busBatches, logger: logger)
         let eventLog = EventLogAppender(client: assembly.postgres, dedupWindow: .seconds(settings.dedupWindowHours * 3600), logger: logger)
         let retention = EventLogRetention(client: assembly.postgres, retentionDays: settings.retentionDays, logger: logger)
         let rate = TenantEventRate(settings: settings)

@@ -52,6 +52,10 @@ public struct IngestSettings: ServiceSettings {
     /// What the ACP stream keeps of one tenant's advances (its oldest go first): one tenant's
     /// flood cannot push out another's.
     var acpStreamMaxPerTenant: Int
+    /// Whether runs of committed events go on the bus as one message per chunk (bus contract
+    /// v1's batches); false publishes one message per event, the shape consumers read before
+    /// batches, for a rolling upgrade (consumers first).
+    var busBatches: Bool
 
     public static let keys: [SettingKey] = [
         .ingestSchema, .maxBodyBytes, .maxBatchEvents, .maxBatchAttributeValues, .maxOTLPValues, .maxParsingBytes, .maxEventBytes, .maxQueuedEvents,
@@ -60,7 +64,7 @@ public struct IngestSettings: ServiceSettings {
         .tenantStateEventsBurst,
         .writeBatchEvents, .keyCacheSeconds,
         .commitTimeoutSeconds, .maxACPBodyBytes, .retentionDays, .dedupWindowHours, .acpStreamMaxBytes, .acpStreamMaxAgeSeconds,
-        .acpStreamMaxPerTenant,
+        .acpStreamMaxPerTenant, .busBatches,
     ]
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
@@ -87,6 +91,7 @@ public struct IngestSettings: ServiceSettings {
         self.acpStreamMaxBytes = try reader.setting(.acpStreamMaxBytes, in: (1 << 20)...(64 << 30))
         self.acpStreamMaxAgeSeconds = try reader.setting(.acpStreamMaxAgeSeconds, in: 60...(7 * 86_400))
         self.acpStreamMaxPerTenant = try reader.setting(.acpStreamMaxPerTenant, in: 100...100_000_000)
+        self.busBatches = try reader.setting(.busBatches)
         guard self.maxParsingBytes >= self.maxBodyBytes * Self.parseMemoryFactor + self.maxOTLPValues * Self.decodedBytesPerOTLPValue else {
             throw ServiceKitError(
                 .configuration,
@@ -200,6 +205,11 @@ extension SettingKey {
         "ingest.acp-stream-max-per-tenant",
         "ACP thread advances the ACP stream keeps per tenant (that tenant's oldest go first)",
         default: "100000"
+    )
+    static let busBatches = SettingKey(
+        "ingest.bus-batches",
+        "publish runs of committed events as one bus message per chunk (false: one message per event, for a rolling upgrade from consumers that read only those)",
+        default: "true"
     )
     static let keyCacheSeconds = SettingKey("ingest.key-cache-seconds", "seconds a verified ingest key is cached (revocation delay)", default: "10")
 }

@@ -367,8 +367,11 @@ struct StreamFanoutTests {
         }
     }
 
-    @Test("an envelope naming another tenant, published on this tenant's subject, is dropped: the real event of that seq is delivered")
-    func otherTenantsEnvelopeDropped() async throws {
+    @Test(
+        "an envelope naming another tenant, published on this tenant's subject (alone or in a batch), is dropped: the real event of that seq is delivered",
+        arguments: [false, true]
+    )
+    func otherTenantsEnvelopeDropped(inBatch: Bool) async throws {
         let harness = try await FanoutHarness()
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
@@ -386,10 +389,16 @@ struct StreamFanoutTests {
                 forged.frame = Data(#"{"seq":2,"swarmId":"s1","agentId":"a1","kind":"log","message":"forged"}"#.utf8)
                 let nats = try await TestEnvironment.connect()
                 let subjects = try Subjects(prefix: harness.prefix)
-                try nats.publish(
-                    try forged.serializedBytes() as [UInt8],
-                    to: subjects.event(tenant: harness.tenant, swarm: "s1", agent: "a1", kind: .log)
-                )
+                if inBatch {
+                    var batch = BusEventBatch()
+                    batch.events = [forged]
+                    try nats.publish(try batch.serializedBytes() as [UInt8], to: subjects.eventBatch(tenant: harness.tenant))
+                } else {
+                    try nats.publish(
+                        try forged.serializedBytes() as [UInt8],
+                        to: subjects.event(tenant: harness.tenant, swarm: "s1", agent: "a1", kind: .log)
+                    )
+                }
                 try await nats.flush(timeout: .seconds(5))
                 await nats.close()
                 try await Task.sleep(for: .milliseconds(300))

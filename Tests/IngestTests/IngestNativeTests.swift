@@ -10,9 +10,12 @@ import Testing
 
 @Suite("Ingest native batches (live NATS + Postgres)")
 struct IngestNativeTests {
-    @Test("a batch is committed with contiguous seqs and published as rendered frames, in seq order")
-    func acceptAndPublish() async throws {
-        let harness = try await IngestHarness()
+    @Test(
+        "a batch is committed with contiguous seqs and published as rendered frames, in seq order: one bus message for the run, or one per event without bus batches",
+        arguments: [true, false]
+    )
+    func acceptAndPublish(busBatches: Bool) async throws {
+        let harness = try await IngestHarness(overrides: ["INGEST_BUS_BATCHES": "\(busBatches)"])
         let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try harness.environment["NATS_URL"]!], name: "observer"))
         let subjects = try Subjects(prefix: harness.prefix)
         let feed = try nats.subscribe(to: subjects.events(tenant: harness.tenant))
@@ -37,12 +40,20 @@ struct IngestNativeTests {
 
             var iterator = feed.makeAsyncIterator()
             var envelopes: [BusEventEnvelope] = []
-            for _ in 0..<3 {
+            var messages = 0
+            while envelopes.count < 3 {
                 let message = try #require(await iterator.next())
-                envelopes.append(try BusEventEnvelope(serializedBytes: message.payload))
-                let parsed = try #require(subjects.parseEvent(message.subject))
-                #expect(parsed.tenant == harness.tenant)
+                messages += 1
+                envelopes += try BusEventBatch.envelopes(in: message.payload, subject: message.subject, subjects: subjects)
+                if busBatches {
+                    #expect(message.subject == subjects.eventBatch(tenant: harness.tenant))
+                } else {
+                    let parsed = try #require(subjects.parseEvent(message.subject))
+                    #expect(parsed.tenant == harness.tenant)
+                }
             }
+            #expect(messages == (busBatches ? 1 : 3))
+            #expect(envelopes.allSatisfy { $0.tenantID == harness.tenant })
             #expect(envelopes.map(\.seq) == [1, 2, 3])
             #expect(envelopes[1].kind == .toolCall)
             #expect(envelopes[1].severity == .error)

@@ -22,20 +22,23 @@ struct IngestOTLPTests {
         let nats: NATSConnection
         let subscription: NATSSubscription
 
+        let subjects: Subjects
+
         init(_ harness: IngestHarness) async throws {
             self.nats = try await NATSConnection.connect(NATSConfiguration(servers: [try harness.environment["NATS_URL"]!], name: "otlp-observer"))
-            self.subscription = try self.nats.subscribe(to: try Subjects(prefix: harness.prefix).events(tenant: harness.tenant))
+            self.subjects = try Subjects(prefix: harness.prefix)
+            self.subscription = try self.nats.subscribe(to: self.subjects.events(tenant: harness.tenant))
             try await self.nats.flush()
         }
 
         /// The next `count` frames, in order.
         func frames(_ count: Int) async throws -> [Frame] {
-            let subscription = self.subscription
+            let (subscription, subjects) = (self.subscription, self.subjects)
             let payloads = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "fewer than \(count) frames arrived")) {
                 var payloads: [[UInt8]] = []
                 for await message in subscription {
-                    payloads.append(Array(try BusEventEnvelope(serializedBytes: message.payload).frame))
-                    if payloads.count == count { break }
+                    payloads += try BusEventBatch.envelopes(in: message.payload, subject: message.subject, subjects: subjects).map { Array($0.frame) }
+                    if payloads.count >= count { break }
                 }
                 return payloads
             }

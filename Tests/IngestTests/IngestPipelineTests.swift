@@ -51,7 +51,7 @@ import Testing
             var iterator = feed.makeAsyncIterator()
             var seqs: [Int64] = []
             while seqs.count < total, let message = await iterator.next() {
-                seqs.append(try BusEventEnvelope(serializedBytes: message.payload).seq)
+                seqs += try BusEventBatch.envelopes(in: message.payload, subject: message.subject, subjects: subjects).map(\.seq)
             }
             return seqs
         }

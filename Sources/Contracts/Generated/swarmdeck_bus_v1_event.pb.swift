@@ -10,10 +10,20 @@
 
 /// Bus contract v1: what ingest publishes after commit and what every consumer reads.
 ///
-/// Subject: <prefix>.ev.<tenant>.<swarm>.<agent>.<kind>   (built by Contracts.Subjects only)
-/// Payload: an EventEnvelope, protobuf-encoded. `frame` holds the client frame, already
-/// rendered as the JSON that WebSocket clients receive, so a consumer fans out bytes
-/// without re-encoding (encode once).
+/// Two shapes on one namespace (subjects built by Contracts.Subjects only):
+///
+///   <prefix>.ev.<tenant>.batch                    an EventBatch: a run of one commit's events
+///   <prefix>.ev.<tenant>.<swarm>.<agent>.<kind>    an EventEnvelope: one event
+///
+/// Ingest publishes a commit's events in seq order: ACP messages one by one on their own
+/// subjects (approvals subscribes to those alone), every other run of events as batches of at
+/// most the server's max_payload. `ingest.bus-batches=false` publishes every event on its own
+/// subject (the shape before batches, for a rolling upgrade: consumers that read batches go
+/// first). Every consumer reads both shapes; a subscription to `<prefix>.ev.<tenant>.>` or
+/// `<prefix>.ev.>` receives both, in publish order.
+///
+/// `frame` holds the client frame, already rendered as the JSON that WebSocket clients
+/// receive, so a consumer fans out bytes without re-encoding (encode once).
 
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
@@ -216,6 +226,22 @@ public nonisolated struct BusEventEnvelope: Sendable {
   public init() {}
 }
 
+/// Consecutive committed events of one tenant, in seq order (seqs may skip where the commit
+/// held an ACP message, which goes on its own subject, or a duplicate).
+public nonisolated struct BusEventBatch: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// Numbered apart from EventEnvelope's fields: a consumer that predates batches and decodes
+  /// one as an envelope finds no tenant, seq or frame in it.
+  public var events: [BusEventEnvelope] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "swarmdeck.bus.v1"
@@ -313,6 +339,36 @@ nonisolated extension BusEventEnvelope: SwiftProtobuf.Message, SwiftProtobuf._Me
     if lhs.threadSeq != rhs.threadSeq {return false}
     if lhs.frame != rhs.frame {return false}
     if lhs.requestID != rhs.requestID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension BusEventBatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EventBatch"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}e\u{1}events\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 101: try { try decoder.decodeRepeatedMessageField(value: &self.events) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.events.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.events, fieldNumber: 101)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: BusEventBatch, rhs: BusEventBatch) -> Bool {
+    if lhs.events != rhs.events {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -92,9 +92,10 @@ public nonisolated struct BusServiceACPMessage: Sendable {
 
   public var body: Data = Data()
 
-  /// Who the message is from, said in the stored envelope's `origin`: empty or `service` (a
-  /// service's own message, e.g. approvals' answer), or `client` (a person's frame from
-  /// `/v1/acp`, relayed by stream-fanout, with the device in `device`).
+  /// Who the message is from, said in the stored envelope's `origin`; set by the lane, not the
+  /// sender: `service` on `svc.events` (a service's own message, e.g. approvals' answer),
+  /// `client` on `svc.acp.client` (a person's frame from `/v1/acp`, relayed by stream-fanout,
+  /// with the device in `device`). Empty, or the lane's.
   public var origin: String = String()
 
   /// With origin `client`: the access token's subject (the device) that sent it.

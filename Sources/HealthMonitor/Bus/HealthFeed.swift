@@ -96,14 +96,17 @@ final class HealthFeed: Service, Sendable {
             group.addTask { await self.every(.seconds(3600)) { try await self.rollups.prune() } }
             await withTaskCancellationOrGracefulShutdownHandler {
                 for await message in subscription {
-                    guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else { continue }
-                    do {
-                        try await self.live(envelope)
-                    } catch {
-                        self.logger.warning(
-                            "event not applied",
-                            metadata: ["tenant": "\(envelope.tenantID)", "error": "\(String(reflecting: error))"]
-                        )
+                    guard let envelopes = try? BusEventBatch.envelopes(in: message.payload, subject: message.subject, subjects: self.subjects)
+                    else { continue }
+                    for envelope in envelopes {
+                        do {
+                            try await self.live(envelope)
+                        } catch {
+                            self.logger.warning(
+                                "event not applied",
+                                metadata: ["tenant": "\(envelope.tenantID)", "error": "\(String(reflecting: error))"]
+                            )
+                        }
                     }
                 }
             } onCancelOrGracefulShutdown: {

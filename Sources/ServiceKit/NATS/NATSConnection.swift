@@ -126,6 +126,13 @@ public final class NATSConnection: Sendable {
 
     // MARK: Publish
 
+    /// The largest payload the server takes (its `max_payload`, announced when the connection
+    /// was made; 1 MiB by default). A larger publish is refused.
+    public var maxPayload: Int {
+        let announced = Int(natsConnection_GetMaxPayload(self.handle.pointer))
+        return announced > 0 ? announced : 1 << 20
+    }
+
     /// Publishes a message. Returns once nats.c has buffered it; use ``flush(timeout:)`` to
     /// know it reached the server.
     public func publish(

@@ -50,7 +50,7 @@ final class FeedHub: Service, Sendable {
             subscription.unsubscribe()
             throw error
         }
-        let feed = TenantFeed(tenant: tenant, reader: self.reader, logger: self.logger)
+        let feed = TenantFeed(tenant: tenant, subjects: self.subjects, reader: self.reader, logger: self.logger)
         let (winner, loser): (TenantFeed, NATSSubscription?) = self.entries.withLock { entries in
             if entries[tenant] != nil {
                 // Another connection started it meanwhile.

@@ -83,6 +83,8 @@ final class TenantFeed: Sendable {
     static let maxBatch = 256
 
     let tenant: String
+    /// To tell a batch's subject from a single event's.
+    private let subjects: Subjects
     private let state = Mutex(State())
     private let reader: EventLogReader
     private let logger: Logger
@@ -90,8 +92,9 @@ final class TenantFeed: Sendable {
     private let serializer = AsyncSerializer()
     private let backfilled = FanoutMetrics.backfilled
 
-    init(tenant: String, reader: EventLogReader, logger: Logger) {
+    init(tenant: String, subjects: Subjects, reader: EventLogReader, logger: Logger) {
         self.tenant = tenant
+        self.subjects = subjects
         self.reader = reader
         self.logger = logger
     }
@@ -158,20 +161,23 @@ final class TenantFeed: Sendable {
             var events: [FeedEvent] = []
             events.reserveCapacity(messages.count)
             for message in messages {
-                guard let envelope = try? BusEventEnvelope(serializedBytes: message.payload) else {
-                    self.logger.warning("undecodable envelope on the live feed", metadata: ["subject": "\(message.subject)"])
+                guard let envelopes = try? BusEventBatch.envelopes(in: message.payload, subject: message.subject, subjects: self.subjects)
+                else {
+                    self.logger.warning("undecodable message on the live feed", metadata: ["subject": "\(message.subject)"])
                     continue
                 }
-                // The subject is the tenant's; an envelope naming another tenant was not published
-                // by ingest for this one.
-                guard envelope.tenantID == self.tenant else {
-                    self.logger.warning(
-                        "an envelope of another tenant on this tenant's subject, dropped",
-                        metadata: ["subject": "\(message.subject)", "tenant": "\(envelope.tenantID)"]
-                    )
-                    continue
+                for envelope in envelopes {
+                    // The subject is the tenant's; an envelope naming another tenant was not
+                    // published by ingest for this one.
+                    guard envelope.tenantID == self.tenant else {
+                        self.logger.warning(
+                            "an envelope of another tenant on this tenant's subject, dropped",
+                            metadata: ["subject": "\(message.subject)", "tenant": "\(envelope.tenantID)"]
+                        )
+                        continue
+                    }
+                    events.append(FeedEvent(envelope, received: received))
                 }
-                events.append(FeedEvent(envelope, received: received))
             }
             guard !events.isEmpty else { continue }
             await self.serializer.run {
