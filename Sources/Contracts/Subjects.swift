@@ -66,15 +66,12 @@ public struct Subjects: Sendable, Hashable {
         "\(self.prefix).ev.\(SubjectToken.encode(tenant)).>"
     }
 
-    /// Every event of one swarm of a tenant.
-    public func events(tenant: String, swarm: String) -> String {
-        "\(self.prefix).ev.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(swarm)).>"
-    }
-
-    /// Every event of one kind, of every tenant (approvals reads ACP messages for permission
-    /// requests).
-    public func allEvents(of kind: BusEventKind) -> String {
-        "\(self.prefix).ev.*.*.*.\(kind.subjectToken)"
+    /// Every ACP message of every tenant (approvals reads them for permission requests). Only
+    /// ACP messages can be subscribed to by kind: ingest publishes each alone on its event
+    /// subject, and every other event in batches (a kind's or a swarm's wildcard would miss
+    /// those).
+    public var allACPEvents: String {
+        "\(self.prefix).ev.*.*.*.\(BusEventKind.acp.subjectToken)"
     }
 
     /// Every event of every tenant, both shapes (for consumers that serve all tenants, such as

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import OTLP
 import ServiceKit
+import SwiftProtobuf
 
 /// What a load run sends.
 public enum IngestProtocol: String, ExpressibleByArgument, CaseIterable, Sendable {
@@ -12,8 +13,21 @@ public enum IngestProtocol: String, ExpressibleByArgument, CaseIterable, Sendabl
     case native
     /// OTLP/HTTP protobuf log records to `/v1/logs`.
     case otlpLogs = "otlp-logs"
+    /// The same log records as OTLP/HTTP JSON (`application/json`, enums as numbers as OTLP's
+    /// JSON encoding says).
+    case otlpLogsJSON = "otlp-logs-json"
     /// OTLP/HTTP protobuf spans to `/v1/traces` (GenAI chat spans: a trace and a usage event each).
     case otlpTraces = "otlp-traces"
+}
+
+extension IngestProtocol {
+    /// The requests' `Content-Type`.
+    var contentType: String {
+        switch self {
+        case .native, .otlpLogsJSON: "application/json"
+        case .otlpLogs, .otlpTraces: "application/x-protobuf"
+        }
+    }
 }
 
 /// Drives ingest: `connections` workers, each posting batches of `batch` items back to back,
@@ -121,7 +135,7 @@ public struct IngestLoad: Sendable {
             var request = HTTPClientRequest(url: self.url + self.path)
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(self.key)")
-            request.headers.add(name: "Content-Type", value: self.protocolName == .native ? "application/json" : "application/x-protobuf")
+            request.headers.add(name: "Content-Type", value: self.protocolName.contentType)
             request.body = .bytes(try self.body(worker: worker, run: run, sequence: &sequence))
             let sent = ContinuousClock.now
             do {
@@ -144,7 +158,7 @@ public struct IngestLoad: Sendable {
     private var path: String {
         switch self.protocolName {
         case .native: "/v1/ingest/events"
-        case .otlpLogs: "/v1/logs"
+        case .otlpLogs, .otlpLogsJSON: "/v1/logs"
         case .otlpTraces: "/v1/traces"
         }
     }
@@ -163,7 +177,7 @@ public struct IngestLoad: Sendable {
             }
             body += "]}"
             return ByteBuffer(string: body)
-        case .otlpLogs:
+        case .otlpLogs, .otlpLogsJSON:
             let now = UInt64(Date().timeIntervalSince1970 * 1_000_000_000)
             var scope = Opentelemetry_Proto_Logs_V1_ScopeLogs()
             scope.logRecords = (0..<self.batch).map { index in
@@ -180,6 +194,11 @@ public struct IngestLoad: Sendable {
             resourceLogs.scopeLogs = [scope]
             var export = OTLPExportLogsRequest()
             export.resourceLogs = [resourceLogs]
+            if self.protocolName == .otlpLogsJSON {
+                var options = JSONEncodingOptions()
+                options.alwaysPrintEnumsAsInts = true
+                return ByteBuffer(bytes: try export.jsonUTF8Bytes(options: options) as [UInt8])
+            }
             return ByteBuffer(bytes: try export.serializedBytes() as [UInt8])
         case .otlpTraces:
             let now = UInt64(Date().timeIntervalSince1970 * 1_000_000_000)
@@ -221,6 +240,11 @@ public struct IngestLoad: Sendable {
             return (try? JSONDecoder().decode(Counts.self, from: body))?.accepted ?? 0
         case .otlpLogs:
             return self.batch - Int(try OTLPExportLogsResponse(serializedBytes: Array(buffer: body)).partialSuccess.rejectedLogRecords)
+        case .otlpLogsJSON:
+            var options = JSONDecodingOptions()
+            options.ignoreUnknownFields = true
+            let answer = try OTLPExportLogsResponse(jsonUTF8Bytes: Array(buffer: body), options: options)
+            return self.batch - Int(answer.partialSuccess.rejectedLogRecords)
         case .otlpTraces:
             return 2 * (self.batch - Int(try OTLPExportTraceResponse(serializedBytes: Array(buffer: body)).partialSuccess.rejectedSpans))
         }

@@ -239,6 +239,9 @@ struct ControlEndToEndTests {
             )
             defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
             let (_, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
+            // The connector reports the command running before its session is open; until it
+            // is, a command goes to the swarm the fleet last saw.
+            #expect(await eventually { (try? await harness.openSessionSwarms(agent: agent)) == ["e2e"] }, "the connector's session never opened")
             // Any holder of the ingest key reports the agent in another swarm.
             try await harness.post(ingest, key: key, [ControlHarness.state(agent: agent, swarm: "elsewhere", state: "running")])
             let moved = try await eventually {

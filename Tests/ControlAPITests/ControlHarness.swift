@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Ingest
 import NIOCore
+import PostgresNIO
 import ServiceKit
 import StreamFanout
 import TestSupport
@@ -32,6 +33,19 @@ struct ControlHarness {
 
     func environment() throws -> [String: String] {
         try self.live.environment()
+    }
+
+    /// The swarms in which `agent` has an open agent session (where its connector takes
+    /// commands), read from control-api's table.
+    func openSessionSwarms(agent: String) async throws -> [String] {
+        try await self.live.withDatabase { database in
+            var swarms: [String] = []
+            let rows = try await database.query(
+                "SELECT swarm_id FROM \(unescaped: self.controlSchema).agent_sessions WHERE tenant_id = \(self.tenant) AND agent_id = \(agent) AND ended_at IS NULL"
+            )
+            for try await swarm in rows.decode(String.self) { swarms.append(swarm) }
+            return swarms
+        }
     }
 
     func ingest() async throws -> some ApplicationProtocol {

@@ -1,5 +1,9 @@
+import Contracts
+import Foundation
+import TestSupport
 import Testing
 
+@testable import EventLog
 @testable import Ingest
 
 @Suite("Bus publish plan")
@@ -32,8 +36,8 @@ struct BusPublishPlanTests {
     }
 
     @Test("every event is in exactly one part, in order, over random shapes", arguments: 0..<20)
-    func coversInOrder(seed: Int) {
-        var random = SystemRandomNumberGenerator()
+    func coversInOrder(seed: UInt64) {
+        var random = SplitMix64(state: seed)
         let count = Int.random(in: 0...300, using: &random)
         let sizes = (0..<count).map { _ in Int.random(in: 1...3000, using: &random) }
         let isACP = (0..<count).map { _ in Int.random(in: 0..<10, using: &random) == 0 }
@@ -53,5 +57,51 @@ struct BusPublishPlanTests {
             }
         }
         #expect(covered == Array(0..<count))
+    }
+}
+
+@Suite("Envelope size bound")
+struct EnvelopeSizeBoundTests {
+    @Test("the bound is never below the encoded envelope, with every number at its longest and multibyte strings", arguments: 0..<50)
+    func neverBelow(seed: UInt64) throws {
+        var random = SplitMix64(state: seed)
+        func text() -> String {
+            String((0..<Int.random(in: 0...40, using: &random)).map { _ in ["a", "ü", "漢", "😀", "~"].randomElement(using: &random)! })
+        }
+        let extremes: [Int64] = [0, 1, -1, .max, .min, Int64.random(in: .min ... .max, using: &random)]
+        let event = PreparedEvent(
+            msgID: text(),
+            swarmID: text(),
+            agentID: text(),
+            kind: [.log, .UNRECOGNIZED(-1), .UNRECOGNIZED(Int(Int32.max))].randomElement(using: &random)!,
+            severity: [.error, .UNRECOGNIZED(-1)].randomElement(using: &random)!,
+            occurredAtMilliseconds: extremes.randomElement(using: &random)! / 1_000_000,
+            requestID: text(),
+            frameTail: Array(text().utf8)
+        )
+        let committed = CommittedEvent(
+            seq: extremes.randomElement(using: &random)!,
+            threadSeq: extremes.randomElement(using: &random)!,
+            event: event,
+            frame: Array(text().utf8)
+        )
+        let tenant = text()
+        var envelope = BusEventEnvelope()
+        envelope.tenantID = tenant
+        envelope.seq = committed.seq
+        envelope.msgID = event.msgID
+        envelope.swarmID = event.swarmID
+        envelope.agentID = event.agentID
+        envelope.kind = event.kind
+        envelope.severity = event.severity
+        envelope.occurredUnixNano = event.occurredAtMilliseconds * 1_000_000
+        envelope.committedUnixNano = extremes.randomElement(using: &random)!
+        envelope.frame = Data(committed.frame)
+        envelope.requestID = event.requestID
+        // An ACP message's thread (the event above has none; its fields are counted the same way).
+        envelope.threadID = text()
+        envelope.threadSeq = committed.threadSeq
+        let encoded: [UInt8] = try envelope.serializedBytes()
+        #expect(EventPublisher.envelopeSizeBound(of: committed, tenant: tenant) + envelope.threadID.utf8.count >= encoded.count)
     }
 }

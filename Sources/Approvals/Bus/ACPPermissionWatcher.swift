@@ -28,7 +28,7 @@ struct ACPPermissionWatcher: Service {
 
     func run() async throws {
         let subscription = try self.connection.subscribe(
-            to: self.subjects.allEvents(of: .acp),
+            to: self.subjects.allACPEvents,
             queue: "approvals",
             buffering: .dropNewest(maxMessages: 10_000)
         )

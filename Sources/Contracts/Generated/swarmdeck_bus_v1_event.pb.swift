@@ -226,8 +226,8 @@ public nonisolated struct BusEventEnvelope: Sendable {
   public init() {}
 }
 
-/// Consecutive committed events of one tenant, in seq order (seqs may skip where the commit
-/// held an ACP message, which goes on its own subject, or a duplicate).
+/// Consecutive committed events of one tenant, in seq order: their seqs are contiguous (a
+/// commit's are, and an ACP message, which goes on its own subject, ends a run).
 public nonisolated struct BusEventBatch: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for

@@ -98,15 +98,21 @@ final class HealthFeed: Service, Sendable {
                 for await message in subscription {
                     guard let envelopes = try? BusEventBatch.envelopes(in: message.payload, subject: message.subject, subjects: self.subjects)
                     else { continue }
-                    for envelope in envelopes {
+                    var start = envelopes.startIndex
+                    while start < envelopes.endIndex {
+                        // A batch is one tenant's; a run of one tenant's events is applied at once.
+                        let tenant = envelopes[start].tenantID
+                        var end = start + 1
+                        while end < envelopes.endIndex, envelopes[end].tenantID == tenant { end += 1 }
                         do {
-                            try await self.live(envelope)
+                            try await self.live(envelopes[start..<end], tenant: tenant)
                         } catch {
                             self.logger.warning(
-                                "event not applied",
-                                metadata: ["tenant": "\(envelope.tenantID)", "error": "\(String(reflecting: error))"]
+                                "events not applied (the next event's gap check reads them from the log)",
+                                metadata: ["tenant": "\(tenant)", "error": "\(String(reflecting: error))"]
                             )
                         }
+                        start = end
                     }
                 }
             } onCancelOrGracefulShutdown: {
@@ -165,29 +171,43 @@ final class HealthFeed: Service, Sendable {
 
     // MARK: Live
 
-    private func live(_ envelope: BusEventEnvelope) async throws {
-        let tenant = envelope.tenantID
+    /// Applies live events of one tenant, in seq order, with one call to the engine for each run
+    /// without a gap; those at or below what was applied are skipped.
+    private func live(_ envelopes: ArraySlice<BusEventEnvelope>, tenant: String) async throws {
         guard await self.engine.follows(tenant) else { return }
-        let applied = await self.engine.lastApplied(tenant)
-        if let applied, envelope.seq <= applied { return }
-        // A gap (a message the subscription dropped, another ingest replica's publish still on
-        // its way, or a tenant new since the start): read it from the log first.
-        let expected = (applied ?? 0) + 1
-        if envelope.seq > expected {
-            let from = max(expected - 1, envelope.seq - 1 - Int64(self.settings.rebuildMaxEvents))
-            let filled = try await self.replay(tenant: tenant, after: from, through: envelope.seq - 1, evaluate: true)
-            HealthMetrics.gapFilled.increment(by: filled)
+        var expected = (await self.engine.lastApplied(tenant) ?? 0) + 1
+        var events: [HealthEvent] = []
+        for envelope in envelopes where envelope.seq >= expected {
+            // A gap (a message the subscription dropped, another ingest replica's publish still
+            // on its way, or a tenant new since the start): what came before it is applied, then
+            // the gap is read from the log.
+            if envelope.seq > expected {
+                await self.apply(events, tenant: tenant)
+                events.removeAll()
+                let from = max(expected - 1, envelope.seq - 1 - Int64(self.settings.rebuildMaxEvents))
+                let filled = try await self.replay(tenant: tenant, after: from, through: envelope.seq - 1, evaluate: true)
+                HealthMetrics.gapFilled.increment(by: filled)
+            }
+            events.append(
+                HealthEvent(
+                    seq: envelope.seq,
+                    swarmID: envelope.swarmID,
+                    agentID: envelope.agentID,
+                    kind: envelope.kind,
+                    severity: envelope.severity,
+                    at: envelope.committedUnixNano / 1_000_000,
+                    frame: envelope.frame
+                )
+            )
+            expected = envelope.seq + 1
         }
-        let event = HealthEvent(
-            seq: envelope.seq,
-            swarmID: envelope.swarmID,
-            agentID: envelope.agentID,
-            kind: envelope.kind,
-            severity: envelope.severity,
-            at: envelope.committedUnixNano / 1_000_000,
-            frame: envelope.frame
-        )
-        let changes = await self.engine.apply([event], tenant: tenant, evaluate: true, now: Self.now())
+        await self.apply(events, tenant: tenant)
+    }
+
+    /// Live events of one tenant to the engine, evaluated now; their changes to the writer.
+    private func apply(_ events: [HealthEvent], tenant: String) async {
+        guard !events.isEmpty else { return }
+        let changes = await self.engine.apply(events, tenant: tenant, evaluate: true, now: Self.now())
         if !changes.isEmpty { self.changeSink.yield((tenant, changes)) }
     }
 

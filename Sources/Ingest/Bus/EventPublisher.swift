@@ -20,6 +20,7 @@ struct EventPublisher: Sendable {
     private let failures = Counter(label: "ingest_publish_failures_total")
     private let published = Counter(label: "ingest_events_published_total")
     private let messages = Counter(label: "ingest_bus_messages_published_total")
+    private let advanceFailures = Counter(label: "ingest_acp_advance_publish_failures_total")
 
     init(connection: NATSConnection, subjects: Subjects, batches: Bool, logger: Logger) {
         self.connection = connection
@@ -33,7 +34,8 @@ struct EventPublisher: Sendable {
     func publish(tenant: String, events: [CommittedEvent], committedAtNanoseconds: Int64) {
         let plan = BusPublishPlan(
             sizes: events.map { Self.envelopeSizeBound(of: $0, tenant: tenant) },
-            isACP: events.map { $0.event.acp != nil },
+            // By kind as well: approvals subscribes to ACP messages by their subject's kind.
+            isACP: events.map { $0.event.kind == .acp || $0.event.acp != nil },
             budget: self.connection.maxPayload,
             batches: self.batches
         )
@@ -51,10 +53,7 @@ struct EventPublisher: Sendable {
                     failed += range.count
                 }
             case .single(let index):
-                do {
-                    try self.publishAlone(events[index], tenant: tenant, committedAtNanoseconds: committedAtNanoseconds)
-                    self.messages.increment()
-                } catch {
+                if !self.publishAlone(events[index], tenant: tenant, committedAtNanoseconds: committedAtNanoseconds) {
                     failed += 1
                 }
             }
@@ -66,17 +65,23 @@ struct EventPublisher: Sendable {
         }
     }
 
-    /// One event on its own subject, and an ACP message's thread advance.
-    private func publishAlone(_ committed: CommittedEvent, tenant: String, committedAtNanoseconds: Int64) throws {
+    /// One event on its own subject, and an ACP message's thread advance; false when the event
+    /// was not published (a lost advance is logged apart: the event is on the bus).
+    private func publishAlone(_ committed: CommittedEvent, tenant: String, committedAtNanoseconds: Int64) -> Bool {
         let envelope = Self.envelope(of: committed, tenant: tenant, committedAtNanoseconds: committedAtNanoseconds)
-        let bytes: [UInt8] = try envelope.serializedBytes()
         let subject = self.subjects.event(
             tenant: tenant,
             swarm: committed.event.swarmID,
             agent: committed.event.agentID,
             kind: committed.event.kind
         )
-        try self.connection.publish(bytes, to: subject)
+        do {
+            let bytes: [UInt8] = try envelope.serializedBytes()
+            try self.connection.publish(bytes, to: subject)
+            self.messages.increment()
+        } catch {
+            return false
+        }
         if let acp = committed.event.acp {
             // The thread's advance, for the notifier (its stream keeps these, not the messages).
             let notice = ACPAdvanceNotice(
@@ -87,8 +92,17 @@ struct EventPublisher: Sendable {
                 threadSeq: committed.threadSeq,
                 committedAt: committedAtNanoseconds / 1_000_000
             )
-            try self.connection.publish(Array(try JSONEncoder().encode(notice)), to: self.subjects.acpAdvanced(tenant: tenant))
+            do {
+                try self.connection.publish(Array(try JSONEncoder().encode(notice)), to: self.subjects.acpAdvanced(tenant: tenant))
+            } catch {
+                self.advanceFailures.increment()
+                self.logger.warning(
+                    "an ACP thread's advance not published (the notifier misses its push)",
+                    metadata: ["tenant": "\(tenant)", "thread": "\(acp.threadID)", "error": "\(error)"]
+                )
+            }
         }
+        return true
     }
 
     private static func envelope(of committed: CommittedEvent, tenant: String, committedAtNanoseconds: Int64) -> BusEventEnvelope {
@@ -112,7 +126,8 @@ struct EventPublisher: Sendable {
     }
 
     /// An envelope's encoded size or more: its strings and frame, and 128 bytes for the tags,
-    /// lengths and the varints of its numbers (at most 90).
+    /// lengths and the varints of its numbers (at most 108: 13 one-byte tags, six varints of up
+    /// to ten bytes, seven lengths of up to five).
     static func envelopeSizeBound(of committed: CommittedEvent, tenant: String) -> Int {
         128 + tenant.utf8.count + committed.event.msgID.utf8.count + committed.event.swarmID.utf8.count
             + committed.event.agentID.utf8.count + committed.event.requestID.utf8.count + committed.frame.count
