@@ -26,13 +26,14 @@ actor HealthEngine {
         self.settings = settings
     }
 
-    /// Whether this replica follows `tenant` (its share, and room for it).
-    func follows(_ tenant: String) -> Bool {
+    /// Whether this replica follows `tenant` (its share, and room for it); when there is no
+    /// room, `events` of it are counted as ignored.
+    func follows(_ tenant: String, events: Int = 1) -> Bool {
         guard self.settings.owns(tenant) else { return false }
         if self.tenants[tenant] != nil { return true }
         if self.tenants.count >= self.settings.maxTenants {
-            self.ignored += 1
-            HealthMetrics.ignored.increment()
+            self.ignored += events
+            HealthMetrics.ignored.increment(by: events)
             return false
         }
         return true

@@ -65,7 +65,7 @@ struct BusEventBatchTests {
         #expect(misread.frame.isEmpty)
     }
 
-    @Test("a payload that is not its subject's shape is refused", arguments: [[0xFF, 0xFF, 0xFF], [0x0A, 0x10, 0x41]] as [[UInt8]])
+    @Test("a payload that is not protobuf is refused", arguments: [[0xFF, 0xFF, 0xFF], [0x0A, 0x10, 0x41]] as [[UInt8]])
     func garbage(payload: [UInt8]) throws {
         let subjects = try Subjects(prefix: "sd")
         #expect(throws: (any Error).self) {

@@ -172,9 +172,10 @@ final class HealthFeed: Service, Sendable {
     // MARK: Live
 
     /// Applies live events of one tenant, in seq order, with one call to the engine for each run
-    /// without a gap; those at or below what was applied are skipped.
+    /// without a gap (evaluated once, after the run: a condition that starts and ends within
+    /// one bus message raises nothing); those at or below what was applied are skipped.
     private func live(_ envelopes: ArraySlice<BusEventEnvelope>, tenant: String) async throws {
-        guard await self.engine.follows(tenant) else { return }
+        guard await self.engine.follows(tenant, events: envelopes.count) else { return }
         var expected = (await self.engine.lastApplied(tenant) ?? 0) + 1
         var events: [HealthEvent] = []
         for envelope in envelopes where envelope.seq >= expected {
