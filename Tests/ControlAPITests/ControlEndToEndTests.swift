@@ -55,6 +55,7 @@ struct ControlEndToEndTests {
         worker: Bool = false,
         keyInEnvironment: Bool = false,
         user: String? = nil,
+        heartbeatSeconds: Int = 1,
         _ command: [String]
     ) throws -> Process {
         let connector = Process()
@@ -62,7 +63,7 @@ struct ControlEndToEndTests {
         connector.arguments =
             [
                 "agent", "run", "--ingest-url", "http://127.0.0.1:\(ingestPort)", "--control-url", "http://127.0.0.1:\(controlPort)",
-                "--swarm", "e2e", "--name", agent, "--heartbeat-seconds", "1", "--grace-seconds", "2",
+                "--swarm", "e2e", "--name", agent, "--heartbeat-seconds", "\(heartbeatSeconds)", "--grace-seconds", "2",
             ] + (keyInEnvironment ? [] : ["--key", key]) + (worker ? ["--worker"] : []) + (user.map { ["--user", $0] } ?? []) + ["--"] + command
         if keyInEnvironment {
             connector.environment = ProcessInfo.processInfo.environment.merging(["SWARMDECK_INGEST_KEY": key]) { $1 }
@@ -235,6 +236,9 @@ struct ControlEndToEndTests {
                 controlPort: try #require(controlAPI.port),
                 key: key,
                 agent: agent,
+                // The connector's heartbeat names its swarm and would move the agent back in the
+                // fleet; none comes while the test looks for the move.
+                heartbeatSeconds: 600,
                 ["sleep", "1000"]
             )
             defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
