@@ -161,8 +161,7 @@ final class HealthFeed: Service, Sendable {
                     frame: timed.event.frame.readableBytesView
                 )
             }
-            let changes = await self.engine.apply(events, tenant: tenant, evaluate: evaluate, now: Self.now())
-            if !changes.isEmpty { self.changeSink.yield((tenant, changes)) }
+            await self.apply(events, tenant: tenant, evaluate: evaluate)
             count += events.count
             cursor = last.event.seq
         }
@@ -183,7 +182,7 @@ final class HealthFeed: Service, Sendable {
             // on its way, or a tenant new since the start): what came before it is applied, then
             // the gap is read from the log.
             if envelope.seq > expected {
-                await self.apply(events, tenant: tenant)
+                await self.apply(events, tenant: tenant, evaluate: true)
                 events.removeAll()
                 let from = max(expected - 1, envelope.seq - 1 - Int64(self.settings.rebuildMaxEvents))
                 let filled = try await self.replay(tenant: tenant, after: from, through: envelope.seq - 1, evaluate: true)
@@ -202,13 +201,14 @@ final class HealthFeed: Service, Sendable {
             )
             expected = envelope.seq + 1
         }
-        await self.apply(events, tenant: tenant)
+        await self.apply(events, tenant: tenant, evaluate: true)
     }
 
-    /// Live events of one tenant to the engine, evaluated now; their changes to the writer.
-    private func apply(_ events: [HealthEvent], tenant: String) async {
+    /// Events of one tenant to the engine (with `evaluate`, evaluated now); their changes to the
+    /// writer.
+    private func apply(_ events: [HealthEvent], tenant: String, evaluate: Bool) async {
         guard !events.isEmpty else { return }
-        let changes = await self.engine.apply(events, tenant: tenant, evaluate: true, now: Self.now())
+        let changes = await self.engine.apply(events, tenant: tenant, evaluate: evaluate, now: Self.now())
         if !changes.isEmpty { self.changeSink.yield((tenant, changes)) }
     }
 
