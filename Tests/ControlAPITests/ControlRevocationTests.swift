@@ -74,10 +74,14 @@ struct ControlRevocationTests {
             // The device's stream is open and subscribed.
             let subscribed = Mutex(false)
             let stream = StreamClient(port: try #require(fanout.port), token: access)
-            async let outcome = stream.run(sending: [#"{"type":"subscribe"}"#], timeout: .seconds(30)) { frame in
-                if frame["type"] as? String == "subscribed" { subscribed.withLock { $0 = true } }
-                return false
-            }
+            // The instant the stream ended is taken when it ends, not after the calls below.
+            async let outcome = {
+                let ended = try await stream.run(sending: [#"{"type":"subscribe"}"#], timeout: .seconds(30)) { frame in
+                    if frame["type"] as? String == "subscribed" { subscribed.withLock { $0 = true } }
+                    return false
+                }
+                return (ended, ContinuousClock.now)
+            }()
             #expect(await eventually { subscribed.withLock { $0 } })
 
             let admin = try await harness.token(scopes: [.admin])
@@ -101,8 +105,8 @@ struct ControlRevocationTests {
                     try await H.call(control, .get, "/v1/overview", token: access).0 == .unauthorized
                 }
             )
-            let (_, close, _) = try await outcome
-            let closedAfter = ContinuousClock.now - revokedAt
+            let ((_, close, _), closedAt) = try await outcome
+            let closedAfter = closedAt - revokedAt
             #expect(close?.closeCode == .policyViolation, "\(String(describing: close))")
             #expect(closedAfter < .seconds(5), "closed after \(closedAfter)")
             print("revocation: stream closed \(closedAfter) after the revoke call")
