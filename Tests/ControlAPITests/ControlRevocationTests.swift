@@ -108,6 +108,8 @@ struct ControlRevocationTests {
             let ((_, close, _), closedAt) = try await outcome
             let closedAfter = closedAt - revokedAt
             #expect(close?.closeCode == .policyViolation, "\(String(describing: close))")
+            // Closed by the revoke, not before it (by the stranger's refused one, say), and soon.
+            #expect(closedAt > revokedAt, "closed \(revokedAt - closedAt) before the revoke call")
             #expect(closedAfter < .seconds(5), "closed after \(closedAfter)")
             print("revocation: stream closed \(closedAfter) after the revoke call")
 
