@@ -79,7 +79,7 @@ public struct StreamClient: Sendable {
         let url = self.url
         let token = self.token
         let upgraded = Mutex(false)
-        let close = try await withHardDeadline(
+        let close = try await withDeadline(
             timeout,
             orThrow: ServiceKitError(
                 .natsTimeout,
@@ -121,47 +121,4 @@ public func subscribe(lastEventId: Int64? = nil, filters: [String: Any]? = nil, 
     if let filters { message["filters"] = filters }
     message.merge(extra) { $1 }
     return String(decoding: try! JSONSerialization.data(withJSONObject: message), as: UTF8.self)
-}
-
-/// Like ``withDeadline`` but it returns at the deadline even when `body` ignores cancellation
-/// (a WebSocket handshake that never completes): a test fails instead of hanging. The body is
-/// cancelled and left to end on its own.
-public func withHardDeadline<Result: Sendable>(
-    _ timeout: Duration,
-    orThrow timeoutError: @autoclosure @escaping @Sendable () -> any Error,
-    _ body: @escaping @Sendable () async throws -> Result
-) async throws -> Result {
-    let once = OnceContinuation<Result>()
-    var work: Task<Void, Never>?
-    var timer: Task<Void, Never>?
-    defer {
-        work?.cancel()
-        timer?.cancel()
-    }
-    return try await withCheckedThrowingContinuation { continuation in
-        once.continuation.withLock { $0 = continuation }
-        work = Task {
-            do {
-                once.finish(.success(try await body()))
-            } catch {
-                once.finish(.failure(error))
-            }
-        }
-        timer = Task {
-            try? await Task.sleep(for: timeout)
-            once.finish(.failure(timeoutError()))
-        }
-    }
-}
-
-/// A continuation resumed by whoever comes first.
-final class OnceContinuation<Value: Sendable>: Sendable {
-    let continuation = Mutex<CheckedContinuation<Value, any Error>?>(nil)
-
-    func finish(_ result: Result<Value, any Error>) {
-        self.continuation.withLock { continuation in
-            continuation?.resume(with: result)
-            continuation = nil
-        }
-    }
 }

@@ -171,6 +171,8 @@ final class EventLogWriter: Sendable {
     /// The append, or 503 once `commitTimeout` passes: while Postgres is unreachable its pool
     /// queues requests until a circuit breaker trips (a minute), which would hold clients
     /// that long. The outcome of a timed-out append is left to the client's retry (duplicates).
+    /// A timed-out append is not waited for: the tenant's next group may then run beside it,
+    /// and the tenant's row lock in `append_events` orders the two, as it orders two replicas.
     private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> [ItemOutcome] {
         let timeout = self.commitTimeout
         return try await withDeadline(

@@ -105,7 +105,7 @@ final class SSHConnection: Sendable {
         let stream = try await self.open(command)
         do {
             // On the deadline the channel is closed: that ends the output and the exit status
-            // wait, so the deadline's task group can return.
+            // wait the deadline leaves behind.
             return try await withDeadline(
                 timeout,
                 orThrow: APIError(.terminalInitFailed, "the command on \(self.endpoint.host) did not finish in \(timeout)")
