@@ -8,7 +8,7 @@ import Synchronization
 /// and kept current from the live feed (both by ``FleetFeed``): a live event at or below the
 /// snapshot's head is ignored, so the two never count one twice. Live events may arrive out of
 /// seq order (ingest replicas publish independently): each is counted, and a state event older
-/// than the agent's last one does not replace it.
+/// than the agent's last one does not replace it, nor does an older event's swarm.
 ///
 /// Bounded per tenant: at most `maxAgentsPerTenant` agents; a new agent past it evicts the
 /// tenant's longest-silent tenth if they have been silent for `offlineAfter` (the fleet shows
@@ -22,6 +22,8 @@ final class FleetIndex: Sendable {
     struct AgentRecord: Sendable {
         var agentID: String
         var swarmID: String
+        /// The seq of the event `swarmID` comes from (0: the snapshot's).
+        var swarmSeq: Int64 = 0
         /// The `state` of its last state event; nil before it sent one.
         var state: String?
         var taskSummary: String?
@@ -149,7 +151,10 @@ final class FleetIndex: Sendable {
             var record =
                 fleet.agents[agentID]
                 ?? AgentRecord(agentID: agentID, swarmID: swarmID, stateChangedAt: committedAt, lastSeenAt: committedAt)
-            record.swarmID = swarmID
+            if seq > record.swarmSeq {
+                record.swarmID = swarmID
+                record.swarmSeq = seq
+            }
             record.lastSeenAt = max(record.lastSeenAt, committedAt)
             record.minutes.add(at: committedAt, events: 1, errors: isError ? 1 : 0)
             if let state, seq > record.stateSeq {

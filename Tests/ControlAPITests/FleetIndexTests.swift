@@ -29,6 +29,12 @@ struct FleetIndexTests {
         #expect(agent?.minutes.lastHour(now: now).errors == 2)
         #expect(agent?.state == "paused" && agent?.stateSeq == 12)
 
+        // The agent moved to s2 at seq 14: seq 13, of s1, arriving late does not move it back.
+        index.apply(tenant: "t", seq: 14, swarmID: "s2", agentID: "a1", isError: false, committedAt: now, state: nil)
+        index.apply(tenant: "t", seq: 13, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: nil)
+        #expect(index.agent(tenant: "t", id: "a1")?.swarmID == "s2")
+        #expect(index.agents(tenant: "t", swarm: "s1").isEmpty)
+
         // Another tenant's events never touch this one.
         index.apply(tenant: "u", seq: 1, swarmID: "s1", agentID: "a1", isError: false, committedAt: now, state: ("terminated", nil, nil))
         #expect(index.agent(tenant: "t", id: "a1")?.state == "paused")
