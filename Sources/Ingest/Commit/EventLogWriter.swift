@@ -173,6 +173,7 @@ final class EventLogWriter: Sendable {
     /// that long. The outcome of a timed-out append is left to the client's retry (duplicates).
     /// A timed-out append is not waited for: the tenant's next group may then run beside it,
     /// and the tenant's row lock in `append_events` orders the two, as it orders two replicas.
+    /// Its events stay in memory, outside the queue's bounds, until it ends (docs/ingest.md).
     private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> [ItemOutcome] {
         let timeout = self.commitTimeout
         return try await withDeadline(
