@@ -2,7 +2,7 @@ import ServiceKit
 import Synchronization
 import Testing
 
-@Suite("withDeadline: the body's outcome or the deadline's error, whichever comes first")
+@Suite("withDeadline: the body's outcome or the deadline's error, whichever comes first", .timeLimit(.minutes(1)))
 struct DeadlineTests {
     struct TimedOut: Error, Equatable {}
     struct Failed: Error, Equatable {}
@@ -36,6 +36,30 @@ struct DeadlineTests {
             }
         }
         // The deadline answered while the body was still waiting.
+        #expect(!ended.isOpen)
+        gate.open()
+        await ended.wait()
+        #expect(sawCancellation.withLock { $0 })
+    }
+
+    @Test("cancelling the caller throws CancellationError at once, even when the body ignores cancellation; the body is cancelled")
+    func callerCancelledBodyIgnoring() async throws {
+        let started = Gate()
+        let gate = Gate()
+        let ended = Gate()
+        let sawCancellation = Mutex(false)
+        // Were the caller held until the deadline, it would get TimedOut instead.
+        let caller = Task {
+            try await withDeadline(.seconds(20), orThrow: TimedOut()) {
+                started.open()
+                await gate.wait()
+                sawCancellation.withLock { $0 = Task.isCancelled }
+                ended.open()
+            }
+        }
+        await started.wait()
+        caller.cancel()
+        await #expect(throws: CancellationError.self) { try await caller.value }
         #expect(!ended.isOpen)
         gate.open()
         await ended.wait()

@@ -9,7 +9,8 @@ import Synchronization
 /// closed at that moment can wait forever in postgres-nio; a deadline that waited for the body
 /// would then hold its caller (a group commit, a readiness probe) forever too.
 ///
-/// Cancelling the caller cancels `body`; the result is still whichever comes first.
+/// Cancelling the caller cancels `body` and throws `CancellationError` at once, unless `body`
+/// had already ended.
 public func withDeadline<Result: Sendable>(
     _ timeout: Duration,
     orThrow timeoutError: @autoclosure @escaping @Sendable () -> any Error,
@@ -37,7 +38,9 @@ public func withDeadline<Result: Sendable>(
             first.wait(continuation)
         }
     } onCancel: {
+        first.finish(.failure(CancellationError()))
         work.cancel()
+        timer.cancel()
     }
 }
 
