@@ -43,9 +43,10 @@ public struct EventLogAppender: Sendable {
     /// Locks the tenant's row (`FOR UPDATE`), so appends of one tenant are serialized and
     /// commit order is seq order; drops events whose `msg_id` was committed within the
     /// de-duplication window; gives the others contiguous seqs from the tenant's counter;
-    /// inserts them. Returns, per event, its new seq or the seq it already had. Without an ACP
-    /// envelope among them, all of that is one statement, one round trip (`append_events`);
-    /// with one, a transaction that also advances the envelopes' threads.
+    /// inserts them. Returns, per event, its new seq or the seq it already had, once they are
+    /// committed. Without an ACP envelope among them, all of that is one statement
+    /// (`append_events`) between BEGIN and COMMIT; with one, a transaction that also advances
+    /// the envelopes' threads.
     public func append(
         tenant: String,
         events: [PreparedEvent],
@@ -133,22 +134,30 @@ public struct EventLogAppender: Sendable {
         events: [PreparedEvent],
         committedAt: Date
     ) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
-        var seqs: [Int64] = []
-        var duplicates: [Bool] = []
-        do {
-            let rows = try await self.client.query(
-                """
-                SELECT seqs, duplicates FROM append_events(\(tenant), \(self.committedMilliseconds(committedAt)), \(self.dedupWindowMilliseconds),
-                    \(events.map(\.msgID)), \(events.map(\.swarmID)), \(events.map(\.agentID)),
-                    \(events.map { Int16($0.kind.rawValue) }), \(events.map { Int16($0.severity.rawValue) }),
-                    \(events.map(\.occurredAtMilliseconds)), \(events.map { ByteBuffer(bytes: $0.frameTail) }))
-                """,
-                logger: self.logger
-            )
-            for try await row in rows.decode(([Int64], [Bool]).self) { (seqs, duplicates) = row }
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "P0002" {
-            // Keys reference tenants, so only a tenant deleted under a cached key gets here.
-            throw APIError(.authInvalid, "the ingest key's tenant no longer exists")
+        // In an explicit transaction, answered once COMMIT has completed. Alone, the statement
+        // would run in the extended protocol's implicit transaction, which Postgres commits at
+        // the Sync after the statement's rows and CommandComplete, and postgres-nio ends the
+        // rows at CommandComplete: a backend terminated between the two rolled the append back
+        // after its events were acknowledged (IngestPipelineTests' killed connections, 1 run
+        // in 10).
+        let (seqs, duplicates) = try await self.client.transaction(logger: self.logger) { connection in
+            var answer: (seqs: [Int64], duplicates: [Bool]) = ([], [])
+            do {
+                let rows = try await connection.query(
+                    """
+                    SELECT seqs, duplicates FROM append_events(\(tenant), \(self.committedMilliseconds(committedAt)), \(self.dedupWindowMilliseconds),
+                        \(events.map(\.msgID)), \(events.map(\.swarmID)), \(events.map(\.agentID)),
+                        \(events.map { Int16($0.kind.rawValue) }), \(events.map { Int16($0.severity.rawValue) }),
+                        \(events.map(\.occurredAtMilliseconds)), \(events.map { ByteBuffer(bytes: $0.frameTail) }))
+                    """,
+                    logger: self.logger
+                )
+                for try await row in rows.decode(([Int64], [Bool]).self) { answer = row }
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "P0002" {
+                // Keys reference tenants, so only a tenant deleted under a cached key gets here.
+                throw APIError(.authInvalid, "the ingest key's tenant no longer exists")
+            }
+            return answer
         }
         guard seqs.count == events.count, duplicates.count == events.count else {
             throw APIError(.serverError, "the event log answered \(seqs.count) outcomes for \(events.count) events")

@@ -10,7 +10,8 @@ import Synchronization
 /// Group commit: requests of one tenant queue here and one writer task per tenant commits them
 /// together, up to `ingest.write-batch-events` events per transaction. In the bulk lane, requests
 /// are answered at the commit and the events published off that path, in commit order (each
-/// commit's publish follows the tenant's previous one), while the writer commits the next group;
+/// commit's publish follows the tenant's previous one; an append answered after its deadline
+/// is published when its answer comes), while the writer commits the next group;
 /// at most ``publishesAhead`` commits of a tenant wait to be published, past that the writer
 /// waits. The priority lane publishes before it answers: whoever waits for a state change or
 /// a service's event finds it on the live feed once answered.
@@ -128,8 +129,11 @@ final class EventLogWriter: Sendable {
         while true {
             let batch = self.queue.withLock { $0.nextBatch(tenant: tenant) }
             if batch.isEmpty { return }
-            await self.commit(tenant: tenant, group: batch.map(\.item))
-            self.queue.withLock { $0.finished(batch, tenant: tenant) }
+            // The batch counts against the queue's bounds until its append has ended, even
+            // when its requests were answered at the deadline before that.
+            await self.commit(tenant: tenant, group: batch.map(\.item)) {
+                self.queue.withLock { $0.finished(batch, tenant: tenant) }
+            }
             await self.waitForPublishes(tenant: tenant)
         }
     }
@@ -171,10 +175,16 @@ final class EventLogWriter: Sendable {
     /// The append, or 503 once `commitTimeout` passes: while Postgres is unreachable its pool
     /// queues requests until a circuit breaker trips (a minute), which would hold clients
     /// that long. The outcome of a timed-out append is left to the client's retry (duplicates).
-    /// A timed-out append is not waited for: the tenant's next group may then run beside it,
-    /// and the tenant's row lock in `append_events` orders the two, as it orders two replicas.
-    /// Its events stay in memory, outside the queue's bounds, until it ends (docs/ingest.md).
-    private func appendWithinDeadline(tenant: String, events: [PreparedEvent], committedAt: Date) async throws -> [ItemOutcome] {
+    /// A timed-out append is not waited for: the tenant's next group may then run beside it
+    /// (the tenant's row lock serialises the two, in either order, as it does two replicas'),
+    /// and its events, if it commits, are published when its answer comes. `settled` runs once
+    /// the append has ended, answered in time or not.
+    private func appendWithinDeadline(
+        tenant: String,
+        events: [PreparedEvent],
+        committedAt: Date,
+        settled: @escaping @Sendable () -> Void
+    ) async throws -> [ItemOutcome] {
         let timeout = self.commitTimeout
         return try await withDeadline(
             timeout,
@@ -185,11 +195,11 @@ final class EventLogWriter: Sendable {
             )
         ) {
             // Published from here, not by the caller: a commit whose answer comes after the
-            // deadline (the client got 503) is still on the live feed. One cancelled by the
-            // deadline while its answer was read (an append of one statement commits before
-            // it answers) is in the log unpublished: consumers back-fill it from the log when
-            // the next event shows the gap, and stream-fanout's tail check finds it when no
-            // event follows.
+            // deadline (the client got 503) is still on the live feed. One whose COMMIT reached
+            // Postgres but whose answer never came back (its connection lost) is in the log
+            // unpublished: consumers back-fill it from the log when the next event shows the
+            // gap, and stream-fanout's tail check finds it when no event follows.
+            defer { settled() }
             let (outcomes, committed) = try await self.log.append(tenant: tenant, events: events, committedAt: committedAt)
             self.publish(tenant: tenant, events: committed, committedAt: committedAt)
             return outcomes
@@ -197,7 +207,7 @@ final class EventLogWriter: Sendable {
     }
 
     /// Commits `group` and answers its requests (its events are then published).
-    private func commit(tenant: String, group: [Submission]) async {
+    private func commit(tenant: String, group: [Submission], settled: @escaping @Sendable () -> Void) async {
         let plan = GroupCommitPlan(
             group.map { submission in
                 submission.events.map { event in
@@ -211,7 +221,7 @@ final class EventLogWriter: Sendable {
         let committedAt = Date()
         let result: Result<[ItemOutcome], any Error>
         do {
-            let outcomes = try await self.appendWithinDeadline(tenant: tenant, events: plan.unique, committedAt: committedAt)
+            let outcomes = try await self.appendWithinDeadline(tenant: tenant, events: plan.unique, committedAt: committedAt, settled: settled)
             self.transactionEvents.record(plan.unique.count)
             result = .success(outcomes)
         } catch let error as APIError {
