@@ -303,58 +303,6 @@ private final class PollRegistry: Sendable {
     }
 }
 
-/// The first of several answers, for one waiter that may arrive before or after it.
-private final class FirstAnswer<Value: Sendable>: Sendable {
-    private enum State {
-        case waiting
-        case armed(CheckedContinuation<Value, any Error>)
-        case answered(Result<Value, any Error>)
-        case done
-    }
-
-    private let state = Mutex(State.waiting)
-
-    func arm(_ continuation: CheckedContinuation<Value, any Error>) {
-        let ready: Result<Value, any Error>? = self.state.withLock { state in
-            guard case .answered(let result) = state else {
-                state = .armed(continuation)
-                return nil
-            }
-            state = .done
-            return result
-        }
-        if let ready { continuation.resume(with: ready) }
-    }
-
-    /// Whether an answer was given.
-    var isAnswered: Bool {
-        self.state.withLock { state in
-            if case .waiting = state { return false }
-            if case .armed = state { return false }
-            return true
-        }
-    }
-
-    /// Gives the answer; false if another came first.
-    @discardableResult
-    func answer(_ result: Result<Value, any Error>) -> Bool {
-        let (first, waiter): (Bool, CheckedContinuation<Value, any Error>?) = self.state.withLock { state in
-            switch state {
-            case .waiting:
-                state = .answered(result)
-                return (true, nil)
-            case .armed(let continuation):
-                state = .done
-                return (true, continuation)
-            case .answered, .done:
-                return (false, nil)
-            }
-        }
-        waiter?.resume(with: result)
-        return first
-    }
-}
-
 /// The consumers this replica knows exist.
 private final class ConsumerRegistry: Sendable {
     private let names = Mutex<Set<String>>([])
