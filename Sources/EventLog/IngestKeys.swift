@@ -55,14 +55,18 @@ public final class IngestKeyStore: AgentKeyAuthenticator {
         return keys
     }
 
-    /// Revokes a key of `tenant`; false if it has no such key.
+    /// Revokes a key of `tenant`; false if it has no such key. Returns once the revocation is
+    /// committed (in an explicit transaction: see ``EventLogAppender``'s append for why).
     public func revoke(keyID: String, tenant: String) async throws -> Bool {
-        let rows = try await self.client.query(
-            "UPDATE ingest_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = \(keyID) AND tenant_id = \(tenant) RETURNING key_id",
-            logger: self.logger
-        )
-        var found = false
-        for try await _ in rows.decode(String.self) { found = true }
+        let found = try await self.client.transaction(logger: self.logger) { connection in
+            let rows = try await connection.query(
+                "UPDATE ingest_keys SET revoked_at = coalesce(revoked_at, now()) WHERE key_id = \(keyID) AND tenant_id = \(tenant) RETURNING key_id",
+                logger: self.logger
+            )
+            var found = false
+            for try await _ in rows.decode(String.self) { found = true }
+            return found
+        }
         self.verifier.forget(keyID: keyID)
         return found
     }
