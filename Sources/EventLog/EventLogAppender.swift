@@ -136,10 +136,10 @@ public struct EventLogAppender: Sendable {
     ) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
         // In an explicit transaction, answered once COMMIT has completed. Alone, the statement
         // would run in the extended protocol's implicit transaction, which Postgres commits at
-        // the Sync after the statement's rows and CommandComplete, and postgres-nio ends the
-        // rows at CommandComplete: a backend terminated between the two rolled the append back
-        // after its events were acknowledged (IngestPipelineTests' killed connections, 1 run
-        // in 10).
+        // the Sync after buffering the statement's rows and CommandComplete; a backend
+        // terminated just then flushes them with its FATAL error and rolls back, and
+        // postgres-nio ends the rows at CommandComplete: the append was lost after its events
+        // were acknowledged (IngestPipelineTests' killed connections, 1 run in 10).
         let (seqs, duplicates) = try await self.client.transaction(logger: self.logger) { connection in
             var answer: (seqs: [Int64], duplicates: [Bool]) = ([], [])
             do {

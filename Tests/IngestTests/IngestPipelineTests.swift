@@ -94,7 +94,9 @@ import Testing
                         let rows = try await database.query(
                             """
                             SELECT count(pg_terminate_backend(pid))::int FROM pg_stat_activity
-                            WHERE pid <> pg_backend_pid() AND query LIKE '%append_events(%' AND state = 'active'
+                            WHERE pid <> pg_backend_pid() AND datname = current_database()
+                              AND state IN ('active', 'idle in transaction')
+                              AND (query LIKE '%append_events(%' OR query IN ('COMMIT', 'COMMIT;'))
                             """
                         )
                         for try await count in rows.decode(Int.self) { killed += count }

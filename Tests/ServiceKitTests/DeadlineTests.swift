@@ -66,7 +66,7 @@ struct DeadlineTests {
         #expect(sawCancellation.withLock { $0 })
     }
 
-    @Test("cancelling the caller cancels the body")
+    @Test("cancelling the caller, whose body reacts to cancellation, throws CancellationError")
     func callerCancelled() async throws {
         let started = Gate()
         let caller = Task {
