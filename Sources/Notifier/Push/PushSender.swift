@@ -143,9 +143,15 @@ final class PushSender: Service, Sendable {
         case .sent:
             try await self.jobs.finish(job.jobID, .sent(status: 200))
         case .retry(let wait):
+            if response == nil { NotifierMetrics.unsureResends.increment() }
             try await self.jobs.finish(
                 job.jobID,
-                .retry(at: now.addingTimeInterval(Double(wait) / 1000), status: response?.status, reason: response?.reason ?? "no answer")
+                .retry(
+                    at: now.addingTimeInterval(Double(wait) / 1000),
+                    status: response?.status,
+                    reason: response?.reason ?? "no answer",
+                    unsure: response == nil
+                )
             )
         case .throttle(let wait):
             let until = now.addingTimeInterval(Double(wait) / 1000)

@@ -233,7 +233,9 @@ struct JobStore: Sendable {
     /// How a job ended, or when it is tried again.
     enum Finish: Sendable {
         case sent(status: Int)
-        case retry(at: Date, status: Int?, reason: String)
+        /// Tried again at `at`. `unsure`: the attempt got no answer, so APNs may have delivered
+        /// it, and the retry counts as an unsure resend (as a lease taken over after a crash).
+        case retry(at: Date, status: Int?, reason: String, unsure: Bool = false)
         case failed(status: Int?, reason: String)
         case dropped(reason: String)
     }
@@ -248,10 +250,11 @@ struct JobStore: Sendable {
                 """,
                 logger: self.logger
             )
-        case .retry(let at, let status, let reason):
+        case .retry(let at, let status, let reason, let unsure):
             try await self.client.query(
                 """
-                UPDATE jobs SET in_flight = false, lease_until = NULL, not_before = \(at), last_status = \(status), last_reason = \(reason)
+                UPDATE jobs SET in_flight = false, lease_until = NULL, not_before = \(at), last_status = \(status), last_reason = \(reason),
+                    unsure_resends = unsure_resends + \(unsure ? 1 : 0)
                 WHERE job_id = \(job)
                 """,
                 logger: self.logger
