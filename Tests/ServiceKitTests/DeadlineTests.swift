@@ -18,52 +18,34 @@ struct DeadlineTests {
 
     @Test("a body that ignores cancellation does not hold the caller past the deadline; it is cancelled and ends on its own")
     func bodyIgnoringCancellation() async throws {
-        let gate = Gate()
-        let ended = Gate()
-        let sawCancellation = Mutex(false)
+        let body = DeafBody()
         // Were the deadline to wait for the body, it would return only once this opens the gate,
         // and the body would have ended: the test fails rather than hangs.
         let safetyNet = Task {
             try? await Task.sleep(for: .seconds(20))
-            gate.open()
+            body.gate.open()
         }
         defer { safetyNet.cancel() }
         await #expect(throws: TimedOut()) {
-            try await withDeadline(.milliseconds(50), orThrow: TimedOut()) {
-                await gate.wait()
-                sawCancellation.withLock { $0 = Task.isCancelled }
-                ended.open()
-            }
+            try await withDeadline(.milliseconds(50), orThrow: TimedOut()) { await body.run() }
         }
         // The deadline answered while the body was still waiting.
-        #expect(!ended.isOpen)
-        gate.open()
-        await ended.wait()
-        #expect(sawCancellation.withLock { $0 })
+        #expect(!body.ended.isOpen)
+        #expect(await body.release())
     }
 
     @Test("cancelling the caller throws CancellationError at once, even when the body ignores cancellation; the body is cancelled")
     func callerCancelledBodyIgnoring() async throws {
-        let started = Gate()
-        let gate = Gate()
-        let ended = Gate()
-        let sawCancellation = Mutex(false)
+        let body = DeafBody()
         // Were the caller held until the deadline, it would get TimedOut instead.
         let caller = Task {
-            try await withDeadline(.seconds(20), orThrow: TimedOut()) {
-                started.open()
-                await gate.wait()
-                sawCancellation.withLock { $0 = Task.isCancelled }
-                ended.open()
-            }
+            try await withDeadline(.seconds(20), orThrow: TimedOut()) { await body.run() }
         }
-        await started.wait()
+        await body.started.wait()
         caller.cancel()
         await #expect(throws: CancellationError.self) { try await caller.value }
-        #expect(!ended.isOpen)
-        gate.open()
-        await ended.wait()
-        #expect(sawCancellation.withLock { $0 })
+        #expect(!body.ended.isOpen)
+        #expect(await body.release())
     }
 
     @Test("cancelling the caller, whose body reacts to cancellation, throws CancellationError")
@@ -78,6 +60,28 @@ struct DeadlineTests {
         await started.wait()
         caller.cancel()
         await #expect(throws: CancellationError.self) { try await caller.value }
+    }
+}
+
+/// A body that ignores cancellation: it waits for its gate, then notes whether it was cancelled.
+private final class DeafBody: Sendable {
+    let started = Gate()
+    let gate = Gate()
+    let ended = Gate()
+    private let sawCancellation = Mutex(false)
+
+    func run() async {
+        self.started.open()
+        await self.gate.wait()
+        self.sawCancellation.withLock { $0 = Task.isCancelled }
+        self.ended.open()
+    }
+
+    /// Opens the gate and waits for the body to end; whether it saw its cancellation.
+    func release() async -> Bool {
+        self.gate.open()
+        await self.ended.wait()
+        return self.sawCancellation.withLock { $0 }
     }
 }
 

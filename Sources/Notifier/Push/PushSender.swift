@@ -143,14 +143,16 @@ final class PushSender: Service, Sendable {
         case .sent:
             try await self.jobs.finish(job.jobID, .sent(status: 200))
         case .retry(let wait):
-            if response == nil { NotifierMetrics.unsureResends.increment() }
+            // No answer: APNs may have delivered it, so the resend is an unsure one.
+            let unsure = response == nil
+            if unsure { NotifierMetrics.unsureResends.increment() }
             try await self.jobs.finish(
                 job.jobID,
                 .retry(
                     at: now.addingTimeInterval(Double(wait) / 1000),
                     status: response?.status,
                     reason: response?.reason ?? "no answer",
-                    unsure: response == nil
+                    unsure: unsure
                 )
             )
         case .throttle(let wait):

@@ -36,8 +36,7 @@ public func withDeadline<Result: Sendable>(
             first.arm(continuation)
         }
     } onCancel: {
+        // The wait returns with it, and the defer above cancels the body and the timer.
         first.answer(.failure(CancellationError()))
-        work.cancel()
-        timer.cancel()
     }
 }
