@@ -88,7 +88,7 @@ extension ControlStore {
 
     /// Ends an open session. False if it had already ended (or never existed).
     func endSession(tenant: String, session: String, reason: EndReason, exitStatus: Int? = nil) async throws -> Bool {
-        let rows = try await self.client.query(
+        let rows = try await self.client.write(
             """
             UPDATE agent_sessions SET ended_at = now(), end_reason = \(reason.rawValue), exit_status = \(exitStatus)
             WHERE tenant_id = \(tenant) AND session_id = \(session) AND ended_at IS NULL
@@ -96,8 +96,7 @@ extension ControlStore {
             """,
             logger: self.logger
         )
-        for try await _ in rows.decode(Int.self) { return true }
-        return false
+        return !rows.isEmpty
     }
 
     /// What a poll finds of its session.
@@ -110,6 +109,8 @@ extension ControlStore {
 
     /// Records a poll of an open session.
     func touchSession(tenant: String, session: String) async throws -> Touch {
+        // bare write: at every poll; a lost `seen_at` costs nothing, and the rows answer only
+        // whether the session is open, which holds whether or not this commits.
         let rows = try await self.client.query(
             """
             UPDATE agent_sessions SET seen_at = now()

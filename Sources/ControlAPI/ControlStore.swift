@@ -237,7 +237,7 @@ struct ControlStore: Sendable {
         guard !stored.isEmpty else { return }
         let ids = stored.map(\.commandID)
         let sequences = stored.map { Int64($0.sequence) }
-        try await self.client.query(
+        try await self.client.write(
             """
             UPDATE commands SET published_at = now(), stream_seq = stored.seq
             FROM unnest(\(ids)::text[], \(sequences)::int8[]) AS stored (id, seq)

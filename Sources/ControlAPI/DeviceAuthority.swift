@@ -233,7 +233,7 @@ struct DeviceAuthority: Sendable {
     /// Revokes the unused codes among `codes` of `tenant`; how many were.
     func revoke(codes: [String], tenant: String) async throws -> Int {
         let digests = codes.map { Array(SHA256.hash(data: Array($0.utf8))) }.map { ByteBuffer(bytes: $0) }
-        let rows = try await self.client.query(
+        let rows = try await self.client.write(
             """
             UPDATE enrolment_codes SET revoked_at = now()
             WHERE tenant_id = \(tenant) AND code_sha256 = ANY(\(digests)) AND used_at IS NULL AND revoked_at IS NULL
@@ -241,9 +241,7 @@ struct DeviceAuthority: Sendable {
             """,
             logger: self.logger
         )
-        var count = 0
-        for try await _ in rows.decode(Int.self) { count += 1 }
-        return count
+        return rows.count
     }
 
     private static func device(

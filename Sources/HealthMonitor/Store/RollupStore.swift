@@ -15,7 +15,7 @@ struct RollupStore: Sendable {
     func save(_ rollups: [HealthRollup]) async throws {
         guard !rollups.isEmpty else { return }
         for chunk in stride(from: 0, to: rollups.count, by: 500).map({ Array(rollups[$0..<min($0 + 500, rollups.count)]) }) {
-            try await self.client.query(
+            try await self.client.write(
                 """
                 INSERT INTO rollups (tenant_id, kind, key, swarm_id, agent_id, doc, updated_at)
                 SELECT t, k, y, s, a, d::jsonb, now()
@@ -56,7 +56,7 @@ struct RollupStore: Sendable {
 
     /// Deletes what has not been touched within the retention.
     func prune() async throws {
-        try await self.client.query(
+        try await self.client.write(
             "DELETE FROM rollups WHERE updated_at < now() - make_interval(secs => \(Self.retention))",
             logger: self.logger
         )

@@ -88,7 +88,7 @@ struct DeviceStore: Sendable {
 
     func setPreferences(_ preferences: NotificationPreferences, tenant: String, device: String) async throws {
         let text = String(decoding: try JSONEncoder().encode(preferences), as: UTF8.self)
-        try await self.client.query(
+        try await self.client.write(
             """
             INSERT INTO preferences (tenant_id, device_id, document, updated_at) VALUES (\(tenant), \(device), \(text), now())
             ON CONFLICT (tenant_id, device_id) DO UPDATE SET document = EXCLUDED.document, updated_at = EXCLUDED.updated_at

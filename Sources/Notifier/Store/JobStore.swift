@@ -130,7 +130,7 @@ struct JobStore: Sendable {
         guard !devices.isEmpty else { return 0 }
         let payload = String(decoding: PushPayload.renderACP(advance), as: UTF8.self)
         let inbox = String(decoding: PushPayload.renderACP(advance, thread: false), as: UTF8.self)
-        let changed = try await self.client.query(
+        let changed = try await self.client.write(
             """
             INSERT INTO jobs (job_id, tenant_id, device_id, key, kind, collapse_id, push_type, priority, payload, swarm_id, silent,
                 thread_id, state, not_before, expires_at, created_at)
@@ -144,9 +144,7 @@ struct JobStore: Sendable {
             """,
             logger: self.logger
         )
-        var made = 0
-        for try await _ in changed.decode(Int.self) { made += 1 }
-        return made
+        return changed.count
     }
 
     /// A job claimed for sending, with its device's registration as it is now.
@@ -183,7 +181,7 @@ struct JobStore: Sendable {
 
     /// Up to `limit` due jobs, leased to this sender. A job whose device is throttled waits.
     func claim(limit: Int) async throws -> [Claimed] {
-        let rows = try await self.client.query(
+        let rows = try await self.client.write(
             """
             WITH due AS (
                 SELECT j.job_id, j.in_flight FROM jobs j
@@ -203,9 +201,9 @@ struct JobStore: Sendable {
             logger: self.logger
         )
         var claimed: [Claimed] = []
-        for try await (id, tenant, device, kind, collapse, pushType, thread, payload, swarm, folded, silent, attempts, expires, unsure, registration)
-            in rows.decode((UUID, String, String, String, String, String, String?, String, String?, Int, Bool, Int, Date, Bool, String?).self)
-        {
+        for row in rows {
+            let (id, tenant, device, kind, collapse, pushType, thread, payload, swarm, folded, silent, attempts, expires, unsure, registration) =
+                try row.decode((UUID, String, String, String, String, String, String?, String, String?, Int, Bool, Int, Date, Bool, String?).self)
             let current = registration.flatMap { try? JSONDecoder().decode(Registration.self, from: Data($0.utf8)) }
             claimed.append(
                 Claimed(
@@ -243,7 +241,7 @@ struct JobStore: Sendable {
     func finish(_ job: UUID, _ finish: Finish) async throws {
         switch finish {
         case .sent(let status):
-            try await self.client.query(
+            try await self.client.write(
                 """
                 UPDATE jobs SET state = 'sent', in_flight = false, lease_until = NULL, finished_at = now(), last_status = \(status), last_reason = NULL
                 WHERE job_id = \(job)
@@ -251,7 +249,7 @@ struct JobStore: Sendable {
                 logger: self.logger
             )
         case .retry(let at, let status, let reason, let unsure):
-            try await self.client.query(
+            try await self.client.write(
                 """
                 UPDATE jobs SET in_flight = false, lease_until = NULL, not_before = \(at), last_status = \(status), last_reason = \(reason),
                     unsure_resends = unsure_resends + \(unsure ? 1 : 0)
@@ -260,7 +258,7 @@ struct JobStore: Sendable {
                 logger: self.logger
             )
         case .failed(let status, let reason):
-            try await self.client.query(
+            try await self.client.write(
                 """
                 UPDATE jobs SET state = 'failed', in_flight = false, lease_until = NULL, finished_at = now(), last_status = \(status),
                     last_reason = \(reason)
@@ -269,7 +267,7 @@ struct JobStore: Sendable {
                 logger: self.logger
             )
         case .dropped(let reason):
-            try await self.client.query(
+            try await self.client.write(
                 """
                 UPDATE jobs SET state = 'dropped', in_flight = false, lease_until = NULL, finished_at = now(), last_reason = \(reason)
                 WHERE job_id = \(job)
@@ -282,31 +280,30 @@ struct JobStore: Sendable {
     /// APNs answered 410 for `token` at `since`: the registration goes, unless the device
     /// registered again after that. Answers whether it went.
     func removeUnregistered(tenant: String, device: String, token: String, since: Date?) async throws -> Bool {
-        let rows = try await self.client.query(
-            """
-            DELETE FROM devices WHERE tenant_id = \(tenant) AND device_id = \(device) AND apns_token = \(token)
-              AND (\(since)::timestamptz IS NULL OR registered_at <= \(since))
-            RETURNING 1
-            """,
-            logger: self.logger
-        )
-        var removed = false
-        for try await _ in rows.decode(Int.self) { removed = true }
-        if removed {
-            try await self.client.query(
+        try await self.client.transaction(logger: self.logger) { connection in
+            let rows = try await connection.query(
+                """
+                DELETE FROM devices WHERE tenant_id = \(tenant) AND device_id = \(device) AND apns_token = \(token)
+                  AND (\(since)::timestamptz IS NULL OR registered_at <= \(since))
+                RETURNING 1
+                """,
+                logger: self.logger
+            ).collect()
+            guard !rows.isEmpty else { return false }
+            try await connection.query(
                 """
                 UPDATE jobs SET state = 'dropped', finished_at = now(), last_reason = 'the token is unregistered'
                 WHERE tenant_id = \(tenant) AND device_id = \(device) AND state = 'pending' AND NOT in_flight
                 """,
                 logger: self.logger
             )
+            return true
         }
-        return removed
     }
 
     /// APNs answered BadDeviceToken: the token is not of the environment it was registered for.
     func markWrongEnvironment(tenant: String, device: String, token: String) async throws {
-        try await self.client.query(
+        try await self.client.write(
             "UPDATE devices SET invalid_environment = true WHERE tenant_id = \(tenant) AND device_id = \(device) AND apns_token = \(token)",
             logger: self.logger
         )
@@ -314,7 +311,7 @@ struct JobStore: Sendable {
 
     /// APNs answered 429 for this device: nothing goes to it before `until`.
     func throttle(tenant: String, device: String, until: Date) async throws {
-        try await self.client.query(
+        try await self.client.write(
             "UPDATE devices SET throttled_until = \(until) WHERE tenant_id = \(tenant) AND device_id = \(device)",
             logger: self.logger
         )
@@ -351,11 +348,16 @@ struct JobStore: Sendable {
     /// Deletes finished jobs and taken notices older than the retention.
     func prune() async throws {
         let before = Date().addingTimeInterval(-Double(self.settings.jobRetentionHours) * 3600)
-        try await self.client.query("DELETE FROM jobs WHERE state <> 'pending' AND finished_at < \(before)", logger: self.logger)
         // ACP threads' silent pushes are many and worth nothing once old (an advance older than
         // max-notice-age makes no job): they go sooner.
         let acpBefore = Date().addingTimeInterval(-Double(self.settings.maxNoticeAgeSeconds))
-        try await self.client.query("DELETE FROM jobs WHERE kind = 'acp' AND state <> 'pending' AND finished_at < \(acpBefore)", logger: self.logger)
-        try await self.client.query("DELETE FROM notices WHERE taken_at < \(before)", logger: self.logger)
+        try await self.client.transaction(logger: self.logger) { connection in
+            try await connection.query("DELETE FROM jobs WHERE state <> 'pending' AND finished_at < \(before)", logger: self.logger)
+            try await connection.query(
+                "DELETE FROM jobs WHERE kind = 'acp' AND state <> 'pending' AND finished_at < \(acpBefore)",
+                logger: self.logger
+            )
+            try await connection.query("DELETE FROM notices WHERE taken_at < \(before)", logger: self.logger)
+        }
     }
 }

@@ -14,7 +14,7 @@ extension PipelineStore {
     /// first; replicas skip each other's rows.
     func claim(owner: String, limit: Int, leaseSeconds: Int) async throws -> [Claim] {
         var claims: [Claim] = []
-        for try await (tenant, id) in try await self.client.query(
+        for row in try await self.client.write(
             """
             UPDATE pipelines SET lease_owner = \(owner), lease_until = now() + make_interval(secs => \(Double(leaseSeconds)))
             WHERE (tenant_id, pipeline_id) IN (
@@ -27,7 +27,8 @@ extension PipelineStore {
             RETURNING tenant_id, pipeline_id
             """,
             logger: self.logger
-        ).decode((String, String).self) {
+        ) {
+            let (tenant, id) = try row.decode((String, String).self)
             claims.append(Claim(tenant: tenant, id: id))
         }
         return claims
@@ -37,7 +38,7 @@ extension PipelineStore {
     /// returns those (a lease lost, or a pipeline a terminate ended, is gone from it).
     func renew(owner: String, _ claims: [Claim], leaseSeconds: Int) async throws -> Set<Claim> {
         var held: Set<Claim> = []
-        for try await (tenant, id) in try await self.client.query(
+        for row in try await self.client.write(
             """
             UPDATE pipelines SET lease_until = now() + make_interval(secs => \(Double(leaseSeconds)))
             WHERE lease_owner = \(owner) AND lease_until >= now() AND status IN ('running', 'awaitingApproval')
@@ -45,7 +46,8 @@ extension PipelineStore {
             RETURNING tenant_id, pipeline_id
             """,
             logger: self.logger
-        ).decode((String, String).self) {
+        ) {
+            let (tenant, id) = try row.decode((String, String).self)
             held.insert(Claim(tenant: tenant, id: id))
         }
         return held
@@ -53,7 +55,7 @@ extension PipelineStore {
 
     /// Gives the pipeline's lease back (the runner stopped running it).
     func release(owner: String, _ claim: Claim) async throws {
-        try await self.client.query(
+        try await self.client.write(
             """
             UPDATE pipelines SET lease_owner = NULL, lease_until = NULL
             WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND lease_owner = \(owner)
@@ -65,7 +67,7 @@ extension PipelineStore {
     /// Starts an attempt of the stage at `position` if `owner` holds the pipeline and it is
     /// running and not paused; returns the attempt's number (nil: the lease or the state is gone).
     func startStage(owner: String, _ claim: Claim, position: Int, model: String) async throws -> Int? {
-        for try await attempt in try await self.client.query(
+        for row in try await self.client.write(
             """
             UPDATE stages s SET status = 'running', attempt = s.attempt + 1, started_at = now(), finished_at = NULL, model = \(model),
                 fetches = '[]'
@@ -77,8 +79,8 @@ extension PipelineStore {
             RETURNING s.attempt
             """,
             logger: self.logger
-        ).decode(Int.self) {
-            return attempt
+        ) {
+            return try row.decode(Int.self)
         }
         return nil
     }
@@ -86,7 +88,7 @@ extension PipelineStore {
     /// Records what became of the stage's research URLs.
     func recordFetches(_ claim: Claim, position: Int, attempt: Int, _ fetches: [FetchRecord]) async throws {
         let json = String(decoding: try JSONEncoder().encode(fetches), as: UTF8.self)
-        try await self.client.query(
+        try await self.client.write(
             """
             UPDATE stages SET fetches = \(json)
             WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND position = \(position) AND attempt = \(attempt)
@@ -174,7 +176,7 @@ extension PipelineStore {
 
     /// Records where an artifact was exported.
     func recordExport(_ claim: Claim, artifactID: String, path: String) async throws {
-        try await self.client.query(
+        try await self.client.write(
             "UPDATE artifacts SET exported_path = \(path) WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND artifact_id = \(artifactID)",
             logger: self.logger
         )
@@ -182,7 +184,7 @@ extension PipelineStore {
 
     /// Records the gate a finished stage opened.
     func recordGate(_ claim: Claim, position: Int, gateID: String) async throws {
-        try await self.client.query(
+        try await self.client.write(
             "UPDATE stages SET gate_id = \(gateID) WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND position = \(position)",
             logger: self.logger
         )
@@ -192,7 +194,7 @@ extension PipelineStore {
     /// stage does this itself; this is for a runner that resumes one whose last decision came
     /// while nobody ran it).
     func complete(owner: String, _ claim: Claim) async throws -> Bool {
-        let rows = try await self.client.query(
+        let rows = try await self.client.write(
             """
             UPDATE pipelines SET status = 'completed', updated_at = now(), finished_at = now()
             WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND lease_owner = \(owner) AND status = 'running'
@@ -200,9 +202,8 @@ extension PipelineStore {
             RETURNING 1
             """,
             logger: self.logger
-        ).decode(Int.self)
-        for try await _ in rows { return true }
-        return false
+        )
+        return !rows.isEmpty
     }
 
     /// Ends a pipeline `owner` holds with an error (seed 001's table); with a position and an

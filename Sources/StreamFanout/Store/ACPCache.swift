@@ -34,7 +34,7 @@ struct ACPCache: Sendable {
     /// Records that `device` has read `thread` through `seq` (never moving back); returns
     /// the acknowledged seq now stored.
     func ack(tenant: String, device: String, thread: String, seq: Int64) async throws -> Int64 {
-        let rows = try await self.client.query(
+        let rows = try await self.client.write(
             """
             INSERT INTO \(unescaped: self.schema).acp_acks (tenant_id, device_id, thread_id, seq) VALUES (\(tenant), \(device), \(thread), \(seq))
             ON CONFLICT (tenant_id, device_id, thread_id)
@@ -43,8 +43,7 @@ struct ACPCache: Sendable {
             """,
             logger: self.logger
         )
-        for try await stored in rows.decode(Int64.self) { return stored }
-        return seq
+        return try rows.first?.decode(Int64.self) ?? seq
     }
 
     /// The first seq the thread still holds, or nil (none: empty, or all past retention).

@@ -145,7 +145,7 @@ struct HostStore: Sendable {
 
     /// Records an attach that is not being recorded, and why.
     func auditUnrecordedAttach(tenant: String, actor: String, host: String, session: String, reason: String) async throws {
-        try await self.client.withConnection { connection in
+        try await self.client.transaction(logger: self.logger) { connection in
             try await Self.audit(
                 connection,
                 tenant: tenant,
@@ -161,7 +161,7 @@ struct HostStore: Sendable {
 
     /// Records an attach with input enabled.
     func auditInputAttach(tenant: String, actor: String, host: String, session: String) async throws {
-        try await self.client.withConnection { connection in
+        try await self.client.transaction(logger: self.logger) { connection in
             try await Self.audit(connection, tenant: tenant, actor: actor, action: "attach.input", host: host, session: session, logger: self.logger)
         }
     }
