@@ -14,6 +14,9 @@ public struct PostgresSession: Sendable, Equatable {
     /// How long opening a connection may take: short, so clients get 503 while Postgres is down
     /// instead of a long wait.
     public var connectTimeout: Duration
+    /// The sessions' `application_name` in `pg_stat_activity` and the server's logs
+    /// (``ServiceMain`` sets `<service>/<schema>`); Postgres keeps its first 63 bytes.
+    public var applicationName: String?
 
     public init(
         searchPath: String?,
@@ -42,6 +45,7 @@ public struct PostgresSession: Sendable, Equatable {
         parameters.append(("statement_timeout", Self.milliseconds(self.statementTimeout)))
         if let lockTimeout = self.lockTimeout { parameters.append(("lock_timeout", Self.milliseconds(lockTimeout))) }
         if let idle = self.idleInTransactionTimeout { parameters.append(("idle_in_transaction_session_timeout", Self.milliseconds(idle))) }
+        if let name = self.applicationName { parameters.append(("application_name", name)) }
         return parameters
     }
 

@@ -44,11 +44,14 @@ extension SwarmdeckService {
         let settings = try Settings(reader: reader)
         let migrator = try Migrator(schema: settings.schema, migrations: Self.migrations)
 
+        // Named in pg_stat_activity after the service and the schema it owns.
+        var session = Self.postgresSession(settings)
+        session.applicationName = session.applicationName ?? "\(Self.name)/\(settings.schema)"
         var postgresConfiguration = try reader.postgresConfiguration()
-        Self.postgresSession(settings).apply(to: &postgresConfiguration)
+        session.apply(to: &postgresConfiguration)
         let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
         var credentialConfiguration = try reader.credentialPostgresConfiguration()
-        Self.postgresSession(settings).apply(to: &credentialConfiguration)
+        session.apply(to: &credentialConfiguration)
         let credentialPostgres = PostgresClient(configuration: credentialConfiguration, backgroundLogger: logger)
         let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: Self.name, sendAsap: Self.natsSendAsap))
 
