@@ -28,6 +28,11 @@ final class HealthFeed: Service, Sendable {
     let settings: HealthSettings
     let logger: Logger
     private let ready = Mutex(false)
+    /// Live events and reads from the log, one tenant's run at a time: a catch-up never
+    /// interleaves with a live run.
+    private let lane = AsyncSerializer()
+    /// Tenants whose log could not be read: the seq through which they are behind.
+    private let behind = Mutex<[String: Int64]>([:])
     private let migrated = Mutex(false)
     private let changes: AsyncStream<(String, [TenantHealth.Change])>
     private let changeSink: AsyncStream<(String, [TenantHealth.Change])>.Continuation
@@ -94,6 +99,7 @@ final class HealthFeed: Service, Sendable {
             group.addTask { await self.every(.seconds(self.settings.rollupSeconds)) { try await self.writeRollups() } }
             group.addTask { await self.every(.seconds(self.settings.metricSeconds)) { try await self.sendMetrics() } }
             group.addTask { await self.every(.seconds(3600)) { try await self.rollups.prune() } }
+            group.addTask { await self.every(.seconds(1)) { await self.catchUp() } }
             await withTaskCancellationOrGracefulShutdownHandler {
                 for await message in subscription {
                     guard let envelopes = try? BusEventBatch.envelopes(in: message.payload, subject: message.subject, subjects: self.subjects)
@@ -104,14 +110,7 @@ final class HealthFeed: Service, Sendable {
                         let tenant = envelopes[start].tenantID
                         var end = start + 1
                         while end < envelopes.endIndex, envelopes[end].tenantID == tenant { end += 1 }
-                        do {
-                            try await self.live(envelopes[start..<end], tenant: tenant)
-                        } catch {
-                            self.logger.warning(
-                                "events not applied (the next event's gap check reads them from the log)",
-                                metadata: ["tenant": "\(tenant)", "error": "\(String(reflecting: error))"]
-                            )
-                        }
+                        await self.live(envelopes[start..<end], tenant: tenant)
                         start = end
                     }
                 }
@@ -170,38 +169,64 @@ final class HealthFeed: Service, Sendable {
 
     // MARK: Live
 
-    /// Applies live events of one tenant, in seq order, with one call to the engine for each run
-    /// without a gap (evaluated once, after the run: a condition that starts and ends within
-    /// one bus message raises nothing); those at or below what was applied are skipped.
-    private func live(_ envelopes: ArraySlice<BusEventEnvelope>, tenant: String) async throws {
-        guard await self.engine.follows(tenant, events: envelopes.count) else { return }
-        var expected = (await self.engine.lastApplied(tenant) ?? 0) + 1
-        var events: [HealthEvent] = []
-        for envelope in envelopes where envelope.seq >= expected {
-            // A gap (a message the subscription dropped, another ingest replica's publish still
-            // on its way, or a tenant new since the start): what came before it is applied, then
-            // the gap is read from the log.
-            if envelope.seq > expected {
-                await self.apply(events, tenant: tenant, evaluate: true)
-                events.removeAll()
-                let from = max(expected - 1, envelope.seq - 1 - Int64(self.settings.rebuildMaxEvents))
-                let filled = try await self.replay(tenant: tenant, after: from, through: envelope.seq - 1, evaluate: true)
-                HealthMetrics.gapFilled.increment(by: filled)
+    /// Applies live events of one tenant in seq order (``FeedStep``): one call to the engine for
+    /// each run without a gap (evaluated once, after the run: a condition that starts and ends
+    /// within one bus message raises nothing); a gap is read from the log first; those at or
+    /// below what was applied are skipped. When the log cannot be read, the tenant is behind
+    /// through the run's last seq, and ``catchUp()`` reads the rest once the log answers.
+    private func live(_ envelopes: ArraySlice<BusEventEnvelope>, tenant: String) async {
+        guard await self.engine.follows(tenant, events: envelopes.count), let last = envelopes.last?.seq else { return }
+        let run = Array(envelopes)
+        await self.lane.run {
+            let applied = await self.engine.lastApplied(tenant) ?? 0
+            for step in FeedStep.plan(seqs: run.map(\.seq), applied: applied, maxFill: self.settings.rebuildMaxEvents) {
+                switch step {
+                case .apply(let positions):
+                    await self.apply(positions.map { HealthEvent(run[$0]) }, tenant: tenant, evaluate: true)
+                case .fill(let after, let through):
+                    do {
+                        HealthMetrics.gapFilled.increment(by: try await self.replay(tenant: tenant, after: after, through: through, evaluate: true))
+                    } catch {
+                        self.fellBehind(tenant, through: last, error: error)
+                        return
+                    }
+                }
             }
-            events.append(
-                HealthEvent(
-                    seq: envelope.seq,
-                    swarmID: envelope.swarmID,
-                    agentID: envelope.agentID,
-                    kind: envelope.kind,
-                    severity: envelope.severity,
-                    at: envelope.committedUnixNano / 1_000_000,
-                    frame: envelope.frame
-                )
-            )
-            expected = envelope.seq + 1
         }
-        await self.apply(events, tenant: tenant, evaluate: true)
+    }
+
+    /// The log could not be read for `tenant`: what it holds through `seq` is read by the next
+    /// ``catchUp()`` that finds the log answering (or by the gap check of the tenant's next
+    /// message).
+    private func fellBehind(_ tenant: String, through seq: Int64, error: any Error) {
+        self.behind.withLock { $0[tenant] = max($0[tenant] ?? 0, seq) }
+        HealthMetrics.gapReadFailed.increment()
+        self.logger.warning(
+            "events not applied yet: the log could not be read; they are read again within a second",
+            metadata: ["tenant": "\(tenant)", "through": "\(seq)", "error": "\(String(reflecting: error))"]
+        )
+    }
+
+    /// Reads from the log what tenants that fell behind have not applied yet (every second): a
+    /// quiet tenant's last events are not left waiting for its next message.
+    private func catchUp() async {
+        for (tenant, through) in self.behind.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+            await self.lane.run {
+                let applied = await self.engine.lastApplied(tenant) ?? 0
+                do {
+                    if applied < through {
+                        let after = max(applied, through - Int64(self.settings.rebuildMaxEvents))
+                        HealthMetrics.gapFilled.increment(by: try await self.replay(tenant: tenant, after: after, through: through, evaluate: true))
+                    }
+                    self.behind.withLock { if let mark = $0[tenant], mark <= through { $0[tenant] = nil } }
+                } catch {
+                    self.logger.debug(
+                        "still behind: the log cannot be read",
+                        metadata: ["tenant": "\(tenant)", "error": "\(String(reflecting: error))"]
+                    )
+                }
+            }
+        }
     }
 
     /// Events of one tenant to the engine (with `evaluate`, evaluated now); their changes to the

@@ -39,6 +39,19 @@ struct HealthEvent: Sendable {
         if Self.parsedKinds.contains(kind) { self.fields = try? JSONDecoder().decode(Fields.self, from: Data(frame)) }
     }
 
+    /// A live event, as the bus carried it.
+    init(_ envelope: BusEventEnvelope) {
+        self.init(
+            seq: envelope.seq,
+            swarmID: envelope.swarmID,
+            agentID: envelope.agentID,
+            kind: envelope.kind,
+            severity: envelope.severity,
+            at: envelope.committedUnixNano / 1_000_000,
+            frame: envelope.frame
+        )
+    }
+
     /// The session an event belongs to: its `session.id` (Claude Code, Codex) or `sessionId`
     /// attribute, else its agent.
     var sessionID: String {

@@ -6,6 +6,8 @@ enum HealthMetrics {
     static let applied = Counter(label: "health_events_applied_total")
     /// Events read from the log to fill a gap in the live feed.
     static let gapFilled = Counter(label: "health_gap_events_total")
+    /// Gap reads that failed (the log did not answer): the tenant is read again within a second.
+    static let gapReadFailed = Counter(label: "health_gap_read_failures_total")
     /// Events of tenants past `health.max-tenants`, ignored.
     static let ignored = Counter(label: "health_events_ignored_total")
     /// Sessions, skills, agents or swarms dropped at a tenant's bound.

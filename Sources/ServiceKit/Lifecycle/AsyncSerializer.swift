@@ -1,8 +1,8 @@
 import Synchronization
 
 /// Runs async critical sections one at a time, in arrival order (an actor would interleave
-/// them at every suspension point).
-final class AsyncSerializer: Sendable {
+/// them at every suspension point). A waiting section does not react to cancellation.
+public final class AsyncSerializer: Sendable {
     private struct State {
         var busy = false
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -10,7 +10,10 @@ final class AsyncSerializer: Sendable {
 
     private let state = Mutex(State())
 
-    func run<T>(_ body: () async throws -> T) async rethrows -> T {
+    public init() {}
+
+    /// Runs `body` once every section that arrived before it has ended.
+    public func run<T>(_ body: () async throws -> T) async rethrows -> T {
         await self.acquire()
         defer { self.release() }
         return try await body()
