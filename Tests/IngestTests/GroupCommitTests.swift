@@ -89,4 +89,16 @@ import Testing
         #expect(plan.unique == ["x"])
         #expect(plan.outcomes([.rejected(reason: "bad")]) == [[.rejected(reason: "bad")], [.rejected(reason: "bad"), .rejected(reason: "bad")]])
     }
+
+    @Test func anAppendThatEndsBeforeItsCallerGivesUpIsNotAbandoned() {
+        let fate = AppendFate()
+        #expect(!fate.end())
+        #expect(!fate.abandon())
+    }
+
+    @Test func anAppendGivenUpOnWhileRunningIsAbandonedUntilItEnds() {
+        let fate = AppendFate()
+        #expect(fate.abandon())
+        #expect(fate.end())
+    }
 }
