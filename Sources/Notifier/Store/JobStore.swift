@@ -351,13 +351,9 @@ struct JobStore: Sendable {
         // ACP threads' silent pushes are many and worth nothing once old (an advance older than
         // max-notice-age makes no job): they go sooner.
         let acpBefore = Date().addingTimeInterval(-Double(self.settings.maxNoticeAgeSeconds))
-        try await self.client.transaction(logger: self.logger) { connection in
-            try await connection.query("DELETE FROM jobs WHERE state <> 'pending' AND finished_at < \(before)", logger: self.logger)
-            try await connection.query(
-                "DELETE FROM jobs WHERE kind = 'acp' AND state <> 'pending' AND finished_at < \(acpBefore)",
-                logger: self.logger
-            )
-            try await connection.query("DELETE FROM notices WHERE taken_at < \(before)", logger: self.logger)
-        }
+        // Each on its own: one that times out on a large backlog does not undo the others.
+        try await self.client.write("DELETE FROM jobs WHERE state <> 'pending' AND finished_at < \(before)", logger: self.logger)
+        try await self.client.write("DELETE FROM jobs WHERE kind = 'acp' AND state <> 'pending' AND finished_at < \(acpBefore)", logger: self.logger)
+        try await self.client.write("DELETE FROM notices WHERE taken_at < \(before)", logger: self.logger)
     }
 }

@@ -395,7 +395,8 @@ final class ACPSession: FeedListener, WebSocketIdleWriter, Sendable {
             try await writer.send(Self.error(id: request.id, -32003, "PermissionDenied: " + forbidden.message, code: .permissionDenied))
         } catch let error as APIError {
             try await writer.send(Self.error(id: request.id, -32000, error.message))
-        } catch let error as PSQLError {
+        } catch let error where error is PSQLError || error is PostgresTransactionError {
+            // A read fails as PSQLError; a write (the ack, in its transaction) as PostgresTransactionError.
             self.logger.warning("ACP cache request failed", metadata: ["error": "\(String(reflecting: error))"])
             try await writer.send(Self.error(id: request.id, -32000, "the cache is unavailable; retry"))
         } catch is CancellationError {
