@@ -141,9 +141,11 @@ final class HealthFeed: Service, Sendable {
         self.logger.info("windows rebuilt from the log", metadata: ["tenants": "\(heads.count)", "events": "\(events)"])
     }
 
-    /// Applies the log's events `after < seq <= through` of `tenant`; answers how many.
+    /// Applies the log's events `after < seq <= through` of `tenant`; answers how many. With
+    /// `lane`, each page is read outside the lane and applied in it (the engine skips what a
+    /// live run applied meanwhile): a read that hangs while Postgres is away holds no live run.
     @discardableResult
-    private func replay(tenant: String, after: Int64, through: Int64, evaluate: Bool) async throws -> Int {
+    private func replay(tenant: String, after: Int64, through: Int64, evaluate: Bool, lane: AsyncSerializer? = nil) async throws -> Int {
         var cursor = after
         var count = 0
         while cursor < through {
@@ -160,7 +162,11 @@ final class HealthFeed: Service, Sendable {
                     frame: timed.event.frame.readableBytesView
                 )
             }
-            await self.apply(events, tenant: tenant, evaluate: evaluate)
+            if let lane {
+                await lane.run { await self.apply(events, tenant: tenant, evaluate: evaluate) }
+            } else {
+                await self.apply(events, tenant: tenant, evaluate: evaluate)
+            }
             count += events.count
             cursor = last.event.seq
         }
@@ -175,7 +181,7 @@ final class HealthFeed: Service, Sendable {
     /// below what was applied are skipped. When the log cannot be read, the tenant is behind
     /// through the run's last seq, and ``catchUp()`` reads the rest once the log answers.
     private func live(_ envelopes: ArraySlice<BusEventEnvelope>, tenant: String) async {
-        guard await self.engine.follows(tenant, events: envelopes.count), let last = envelopes.last?.seq else { return }
+        guard await self.engine.follows(tenant, events: envelopes.count), let last = envelopes.map(\.seq).max() else { return }
         let run = Array(envelopes)
         await self.lane.run {
             let applied = await self.engine.lastApplied(tenant) ?? 0
@@ -211,20 +217,19 @@ final class HealthFeed: Service, Sendable {
     /// quiet tenant's last events are not left waiting for its next message.
     private func catchUp() async {
         for (tenant, through) in self.behind.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
-            await self.lane.run {
-                let applied = await self.engine.lastApplied(tenant) ?? 0
-                do {
-                    if applied < through {
-                        let after = max(applied, through - Int64(self.settings.rebuildMaxEvents))
-                        HealthMetrics.gapFilled.increment(by: try await self.replay(tenant: tenant, after: after, through: through, evaluate: true))
-                    }
-                    self.behind.withLock { if let mark = $0[tenant], mark <= through { $0[tenant] = nil } }
-                } catch {
-                    self.logger.debug(
-                        "still behind: the log cannot be read",
-                        metadata: ["tenant": "\(tenant)", "error": "\(String(reflecting: error))"]
-                    )
+            let applied = await self.engine.lastApplied(tenant) ?? 0
+            do {
+                if applied < through {
+                    let after = max(applied, through - Int64(self.settings.rebuildMaxEvents))
+                    let filled = try await self.replay(tenant: tenant, after: after, through: through, evaluate: true, lane: self.lane)
+                    HealthMetrics.gapFilled.increment(by: filled)
                 }
+                self.behind.withLock { if let mark = $0[tenant], mark <= through { $0[tenant] = nil } }
+            } catch {
+                self.logger.debug(
+                    "still behind: the log cannot be read",
+                    metadata: ["tenant": "\(tenant)", "error": "\(String(reflecting: error))"]
+                )
             }
         }
     }
