@@ -209,13 +209,12 @@ final class EventLogWriter: Sendable {
         }
     }
 
+    /// Recorded under the lock: two changes at once are recorded in the order they were made.
     private func countAbandoned(_ change: Int) {
-        self.abandonedGauge.record(
-            self.abandoned.withLock { count in
-                count += change
-                return count
-            }
-        )
+        self.abandoned.withLock { count in
+            count += change
+            self.abandonedGauge.record(count)
+        }
     }
 
     /// The append against `timeout`; `ended` runs once it has ended.
