@@ -94,7 +94,10 @@ final class TestSSHD: @unchecked Sendable {
                 kill(pid, SIGKILL)
                 Spawn.reap(pid)
                 attempt += 1
-                if attempt == 3 { throw error }
+                if attempt == 3 {
+                    let log = (try? String(contentsOf: self.directory.appendingPathComponent("sshd.log"), encoding: .utf8)) ?? ""
+                    throw HarnessError(message: "sshd did not listen on port \(self.port) in 3 tries (\(error)); its log: \(log.suffix(2000))")
+                }
             }
         }
     }

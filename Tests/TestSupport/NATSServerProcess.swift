@@ -48,24 +48,36 @@ public final class NATSServerProcess: @unchecked Sendable {
     }
 }
 
-/// A TCP port on 127.0.0.1 that nothing listens on right now.
+/// A TCP port on 127.0.0.1 that nothing uses right now, below the kernel's ephemeral range
+/// (`net.ipv4.ip_local_port_range`). The kernel gives outgoing connections their local port from
+/// that range, so a server a test stops and starts again on its port (sshd with a new host key,
+/// a service killed with -9) cannot find it taken in between by another test's connection
+/// (sshd's restart on a port the kernel chose failed three times in a row in a fresh-clone run,
+/// which fits).
 public func freeLoopbackPort() throws -> Int {
+    let ephemeral =
+        (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+        .split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
+    let ports = 10_000..<max(10_001, ephemeral)
+    for _ in 0..<500 {
+        let port = Int.random(in: ports)
+        if try loopbackPortIsFree(port) { return port }
+    }
+    throw POSIXError(.EADDRINUSE)
+}
+
+/// Whether a socket can bind 127.0.0.1:`port` (nothing listens on it or holds it).
+private func loopbackPortIsFree(_ port: Int) throws -> Bool {
     let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard socketFD >= 0 else { throw POSIXError(.EMFILE) }
     defer { close(socketFD) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
+    address.sin_port = UInt16(port).bigEndian
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) }
-    }
-    guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    } == 0
 }
 
 /// Waits until something accepts connections on 127.0.0.1:`port` (or, with `open: false`, until
