@@ -37,8 +37,9 @@ final class EventLogWriter: Sendable {
     private let logger: Logger
     private let transactionEvents: Recorder
     private let refused: Counter
-    /// Appends given up on that have not ended yet, and how many ever were.
-    private let abandoned: Meter
+    /// Appends abandoned at their deadline that have not ended yet, and how many ever were.
+    private let abandoned = Mutex(0)
+    private let abandonedGauge: Gauge
     private let abandonedTotal: Counter
     /// Each tenant's rate through this lane (the bulk lane has one; the priority lane none).
     private let rate: TenantEventRate?
@@ -90,7 +91,7 @@ final class EventLogWriter: Sendable {
         self.commitTimeout = .seconds(settings.commitTimeoutSeconds)
         self.refused = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "queue_full"), ("lane", lane.rawValue)])
         self.transactionEvents = Recorder(label: "ingest_transaction_events", dimensions: [("lane", lane.rawValue)])
-        self.abandoned = Meter(label: "ingest_appends_abandoned", dimensions: [("lane", lane.rawValue)])
+        self.abandonedGauge = Gauge(label: "ingest_appends_abandoned", dimensions: [("lane", lane.rawValue)])
         self.abandonedTotal = Counter(label: "ingest_appends_abandoned_total", dimensions: [("lane", lane.rawValue)])
         self.logger = logger
     }
@@ -191,37 +192,56 @@ final class EventLogWriter: Sendable {
         settled: @escaping @Sendable () -> Void
     ) async throws -> [ItemOutcome] {
         let timeout = self.commitTimeout
-        // Whether the append has ended, and whether it was given up on before it did: the meter
-        // counts those given up on and not yet ended (one postgres-nio never answers stays).
+        // Whether the append has ended, and whether it was abandoned before it did: the gauge
+        // counts those abandoned and not yet ended (one postgres-nio never answers stays).
         let fate = AppendFate()
         do {
-            return try await withDeadline(
-                timeout,
-                orThrow: APIError(
-                    .serviceUnavailable,
-                    "the event log did not answer within \(timeout); retry (events already stored are then reported as duplicates)",
-                    retryAfterSeconds: 1
-                )
-            ) {
-                // Published from here, not by the caller: a commit whose answer comes after the
-                // deadline (the client got 503) is still on the live feed. One whose COMMIT reached
-                // Postgres but whose answer never came back (its connection lost) is in the log
-                // unpublished: consumers back-fill it from the log when the next event shows the
-                // gap, and stream-fanout's tail check finds it when no event follows.
-                defer {
-                    if fate.end() { self.abandoned.decrement() }
-                    settled()
-                }
-                let (outcomes, committed) = try await self.log.append(tenant: tenant, events: events, committedAt: committedAt)
-                self.publish(tenant: tenant, events: committed, committedAt: committedAt)
-                return outcomes
+            return try await self.append(tenant: tenant, events: events, committedAt: committedAt, timeout: timeout) {
+                if fate.end() { self.countAbandoned(-1) }
+                settled()
             }
         } catch {
             if fate.abandon() {
                 self.abandonedTotal.increment()
-                self.abandoned.increment()
+                self.countAbandoned(1)
             }
             throw error
+        }
+    }
+
+    /// Recorded under the lock: two changes at once are recorded in the order they were made.
+    private func countAbandoned(_ change: Int) {
+        self.abandoned.withLock { count in
+            count += change
+            self.abandonedGauge.record(count)
+        }
+    }
+
+    /// The append against `timeout`; `ended` runs once it has ended.
+    private func append(
+        tenant: String,
+        events: [PreparedEvent],
+        committedAt: Date,
+        timeout: Duration,
+        ended: @escaping @Sendable () -> Void
+    ) async throws -> [ItemOutcome] {
+        try await withDeadline(
+            timeout,
+            orThrow: APIError(
+                .serviceUnavailable,
+                "the event log did not answer within \(timeout); retry (events already stored are then reported as duplicates)",
+                retryAfterSeconds: 1
+            )
+        ) {
+            // Published from here, not by the caller: a commit whose answer comes after the
+            // deadline (the client got 503) is still on the live feed. One whose COMMIT reached
+            // Postgres but whose answer never came back (its connection lost) is in the log
+            // unpublished: consumers back-fill it from the log when the next event shows the
+            // gap, and stream-fanout's tail check finds it when no event follows.
+            defer { ended() }
+            let (outcomes, committed) = try await self.log.append(tenant: tenant, events: events, committedAt: committedAt)
+            self.publish(tenant: tenant, events: committed, committedAt: committedAt)
+            return outcomes
         }
     }
 
