@@ -20,6 +20,11 @@ struct ArtifactExporter: Sendable {
         return relative
     }
 
+    /// Removes a file `export` wrote, if it is there.
+    func remove(_ relative: String) {
+        try? FileManager.default.removeItem(at: self.directory.appendingPathComponent(relative))
+    }
+
     /// Seed 001's `sanitizeFilename`.
     static func sanitize(_ name: String) -> String {
         var out = ""

@@ -186,8 +186,20 @@ struct PipelineWorker: Sendable {
 
         let usage = self.settings.prices.usage(model: roleSettings.model, response.usage)
         let title = "\(role.displayName) — \(pipeline.title)"
-        guard
-            let finished = try await self.store.finishStage(
+        // The file is written before the transaction that stores the artifact records its path,
+        // so a pipeline is never seen completed with an export still to come.
+        let createdAt = Date()
+        var exported: String?
+        if pipeline.export, let exporter = self.exporter {
+            do {
+                exported = try exporter.export(tenant: claim.tenant, title: pipeline.title, role: role, createdAt: createdAt, content: output)
+            } catch {
+                self.logger.warning("artifact not exported", metadata: ["pipeline": "\(claim.id)", "error": "\(error)"])
+            }
+        }
+        let finished: PipelineStore.Finished?
+        do {
+            finished = try await self.store.finishStage(
                 owner: self.owner,
                 claim,
                 position: position,
@@ -195,24 +207,17 @@ struct PipelineWorker: Sendable {
                 usage: usage,
                 providerMilliseconds: providerTime.components.seconds * 1000 + providerTime.components.attoseconds / 1_000_000_000_000_000,
                 output: output,
-                artifact: (id: "art_" + randomHex(bytes: 12), role: role, title: title),
+                artifact: (id: "art_" + randomHex(bytes: 12), role: role, title: title, createdAt: createdAt, exportedPath: exported),
                 unattended: pipeline.unattended,
                 lastStage: position == total
             )
-        else { return false }
-        if pipeline.export, let exporter = self.exporter {
-            do {
-                let path = try exporter.export(
-                    tenant: claim.tenant,
-                    title: pipeline.title,
-                    role: role,
-                    createdAt: finished.createdAt,
-                    content: output
-                )
-                try await self.store.recordExport(claim, artifactID: finished.artifactID, path: path)
-            } catch {
-                self.logger.warning("artifact not exported", metadata: ["pipeline": "\(claim.id)", "error": "\(error)"])
-            }
+        } catch {
+            self.unexport(exported)
+            throw error
+        }
+        guard let finished else {
+            self.unexport(exported)
+            return false
         }
         var steps: [PipelineEvents.Step] = [
             .usage(usage, stage: position, role: role.rawValue),
@@ -248,6 +253,13 @@ struct PipelineWorker: Sendable {
         finishedStage.attempt = attempt
         try await self.openGate(for: finishedStage, of: pipeline, claim, queue: queue)
         return false
+    }
+
+    /// Removes a file exported for an artifact that was not stored (the lease was lost, or the
+    /// store failed): the attempt that stores the stage's artifact writes its own.
+    private func unexport(_ path: String?) {
+        guard let path, let exporter = self.exporter else { return }
+        exporter.remove(path)
     }
 
     /// Opens the gate of a finished stage (approvals finds the same gate by its key); a

@@ -101,7 +101,6 @@ extension PipelineStore {
     struct Finished: Sendable, Equatable {
         /// The stage's artifact (new, or the one this attempt stored before).
         var artifactID: String
-        var createdAt: Date
         /// The pipeline's status after it.
         var status: PipelineStatus
     }
@@ -118,7 +117,7 @@ extension PipelineStore {
         usage: UsageRecord,
         providerMilliseconds: Int64,
         output: String,
-        artifact: (id: String, role: PipelineRole, title: String),
+        artifact: (id: String, role: PipelineRole, title: String, createdAt: Date, exportedPath: String?),
         unattended: Bool,
         lastStage: Bool
     ) async throws -> Finished? {
@@ -136,20 +135,20 @@ extension PipelineStore {
                 held = true
             }
             guard held else { return nil }
-            var stored: (String, Date)?
+            var stored: String?
             for try await row in try await connection.query(
                 """
-                INSERT INTO artifacts (tenant_id, pipeline_id, position, attempt, artifact_id, role, title, content, created_at)
+                INSERT INTO artifacts (tenant_id, pipeline_id, position, attempt, artifact_id, role, title, content, created_at, exported_path)
                 VALUES (\(claim.tenant), \(claim.id), \(position), \(attempt), \(artifact.id), \(artifact.role.rawValue), \(artifact.title),
-                    \(output), now())
+                    \(output), \(artifact.createdAt), \(artifact.exportedPath))
                 ON CONFLICT (tenant_id, pipeline_id, position, attempt) DO UPDATE SET artifact_id = artifacts.artifact_id
-                RETURNING artifact_id, created_at
+                RETURNING artifact_id
                 """,
                 logger: self.logger
-            ).decode((String, Date).self) {
+            ).decode(String.self) {
                 stored = row
             }
-            guard let (artifactID, createdAt) = stored else { return nil }
+            guard let artifactID = stored else { return nil }
             let stageStatus: StageStatus = unattended ? .approved : .completed
             try await connection.query(
                 """
@@ -170,16 +169,8 @@ extension PipelineStore {
                 """,
                 logger: self.logger
             )
-            return Finished(artifactID: artifactID, createdAt: createdAt, status: status)
+            return Finished(artifactID: artifactID, status: status)
         }
-    }
-
-    /// Records where an artifact was exported.
-    func recordExport(_ claim: Claim, artifactID: String, path: String) async throws {
-        try await self.client.write(
-            "UPDATE artifacts SET exported_path = \(path) WHERE tenant_id = \(claim.tenant) AND pipeline_id = \(claim.id) AND artifact_id = \(artifactID)",
-            logger: self.logger
-        )
     }
 
     /// Records the gate a finished stage opened.
