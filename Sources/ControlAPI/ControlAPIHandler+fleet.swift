@@ -25,9 +25,22 @@ extension ControlAPIHandler {
             errorsLastHour: errors,
             errorRate: events == 0 ? 0 : Double(errors) / Double(events)
         )
-        let health = await self.health.summary(tenant: identity.tenant)
+        let health = await self.health.overview(tenant: identity.tenant)
+        let rollups = health.summary?.rollups
         return .ok(
-            .init(body: .json(.init(summaryCards: cards, activeSwarms: Array(active.prefix(50)), health: health?.rollups, generatedAt: now)))
+            .init(
+                body: .json(
+                    .init(
+                        summaryCards: cards,
+                        activeSwarms: Array(active.prefix(50)),
+                        activeIncidents: rollups?.activeIncidents ?? [],
+                        healthStale: health.stale,
+                        healthAsOf: health.asOf,
+                        health: rollups,
+                        generatedAt: now
+                    )
+                )
+            )
         )
     }
 

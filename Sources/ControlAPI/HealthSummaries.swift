@@ -3,16 +3,41 @@ import ControlAPIContract
 import Foundation
 import Logging
 import ServiceKit
+import Synchronization
 
 /// Asks health-monitor for a tenant's health (``Subjects/healthSummary``, request/reply) when
 /// the overview or an agent is built: never by reading health's tables. Health is an addition:
-/// without an answer within ``timeout`` the answer simply has no `health`.
-struct HealthSummaries: Sendable {
+/// without an answer within ``timeout`` an agent's answer has no `health`, and the overview shows
+/// the tenant's last answer, marked stale.
+final class HealthSummaries: Sendable {
     let connection: NATSConnection
     let subjects: Subjects
     let logger: Logger
+    /// Each tenant's last overview answer (bounded by ``rememberedTenants``).
+    private let last = Mutex(LastAnswers<HealthSummary>(capacity: HealthSummaries.rememberedTenants))
 
     static let timeout: Duration = .milliseconds(300)
+    /// The tenants whose last answer a replica keeps: an answer holds at most 50 incidents and
+    /// 200 swarms, some 50 KB, so 50 MB at worst.
+    static let rememberedTenants = 1024
+
+    init(connection: NATSConnection, subjects: Subjects, logger: Logger) {
+        self.connection = connection
+        self.subjects = subjects
+        self.logger = logger
+    }
+
+    /// The overview's health: health-monitor's answer, or when it does not answer in time, its
+    /// last answer for the tenant (`stale`), if any.
+    func overview(tenant: String) async -> (summary: HealthSummary?, asOf: Date?, stale: Bool) {
+        if let summary = await self.summary(tenant: tenant) {
+            let now = Date()
+            self.last.withLock { $0.record(summary, for: tenant, at: now) }
+            return (summary, now, false)
+        }
+        let last = self.last.withLock { $0.last(for: tenant) }
+        return (last?.value, last?.at, true)
+    }
 
     func summary(tenant: String, agent: String? = nil, swarm: String? = nil) async -> HealthSummary? {
         do {
@@ -36,6 +61,7 @@ extension HealthSummary {
                     rule: $0.rule,
                     severity: $0.severity,
                     summary: $0.summary,
+                    status: .firing,
                     swarmId: $0.swarmId,
                     agentId: $0.agentId,
                     createdAt: Date(milliseconds: $0.firedAt),

@@ -146,13 +146,12 @@ struct ControlRequestTests {
             }
             let control1 = "/v1/agents/a1/control"
             var cases: [Case] = [
-                // Controls: wrong types, unknown actions, missing confirmation, oversized reasons,
+                // Controls: wrong types, unknown actions, a wrong confirmation, oversized reasons,
                 // malformed ids, broken JSON.
                 Case(method: .post, uri: control1, body: #"{"action":1,"reason":"r","requestId":"b1"}"#),
                 Case(method: .post, uri: control1, body: #"{"action":"pause","reason":[],"requestId":"b1"}"#),
                 Case(method: .post, uri: control1, body: #"{"action":"pause","reason":"r","requestId":5}"#),
                 Case(method: .post, uri: control1, body: #"{"action":"explode","reason":"r","requestId":"b1"}"#),
-                Case(method: .post, uri: control1, body: #"{"action":"terminate","reason":"r","requestId":"b1"}"#),
                 Case(method: .post, uri: control1, body: #"{"action":"terminate","reason":"r","requestId":"b1","confirm":"yes"}"#),
                 Case(method: .post, uri: control1, body: #"{"action":"pause","reason":"\#(String(repeating: "r", count: 501))","requestId":"b1"}"#),
                 Case(method: .post, uri: control1, body: #"{"action":"pause","reason":"   ","requestId":"b1"}"#),
@@ -168,7 +167,11 @@ struct ControlRequestTests {
                 Case(method: .post, uri: "/v1/agents/\(long)/control", body: #"{"action":"pause","reason":"r","requestId":"b1"}"#),
                 Case(method: .post, uri: "/v1/agents/a%01b/control", body: #"{"action":"pause","reason":"r","requestId":"b1"}"#),
                 Case(method: .post, uri: "/v1/swarms/\(long)/control", body: #"{"action":"pause","reason":"r","requestId":"b1"}"#),
-                Case(method: .post, uri: "/v1/swarms/s1/control", body: #"{"action":"terminate","reason":"r","requestId":"b1"}"#),
+                Case(
+                    method: .post,
+                    uri: "/v1/swarms/s1/control",
+                    body: #"{"action":"terminate","reason":"r","requestId":"b1","confirm":"terminate"}"#
+                ),
                 Case(
                     method: .post,
                     uri: control1,

@@ -1,7 +1,9 @@
 import Approvals
 import Contracts
+import ControlAPI
 import Foundation
 import HummingbirdTesting
+import Ingest
 import ServiceKit
 import Synchronization
 import TestSupport
@@ -110,6 +112,60 @@ struct HealthAgentTests {
         }
     }
 
+    @Test(
+        "the overview's activeIncidents is never silently absent: empty and stale before health-monitor answers, its list while it does, its last list marked stale once it stops"
+    )
+    func overviewWhenHealthIsGone() async throws {
+        let harness = try await H()
+        try await harness.live.application(IngestService.self).test(.live) { ingest in
+            try await harness.live.application(ControlAPIService.self).test(.live) { control in
+                let token = try await harness.token()
+                let (status, before) = try await H.get(control, "/v1/overview", token: token)
+                #expect(status == .ok)
+                #expect((before["activeIncidents"] as? [JSON])?.isEmpty == true, "\(before)")
+                #expect(before["healthStale"] as? Bool == true && before["healthAsOf"] == nil && before["health"] == nil, "\(before)")
+
+                let key = try await harness.live.createKey(ingest)
+                let incidentID = Mutex("")
+                try await harness.health { health in
+                    try await harness.post(
+                        ingest,
+                        key: key,
+                        [
+                            [
+                                "kind": "usage", "swarmId": "w", "agentId": "a", "model": "m", "inputTokens": 140_000, "outputTokens": 10,
+                                "attrs": ["session.id": "s"],
+                            ]
+                        ]
+                    )
+                    try await H.setThresholds(health, token: token, ["nearCapacityPercent": 60])
+                    let incident = try #require(try await H.incident(health, token: token, rule: "context_near_capacity", timeout: .seconds(10)))
+                    let id = try #require(incident["id"] as? String)
+                    incidentID.withLock { $0 = id }
+                    let fresh = await eventually(timeout: .seconds(10)) {
+                        let (_, body) = (try? await H.get(control, "/v1/overview", token: token)) ?? (.ok, [:])
+                        let first = (body["activeIncidents"] as? [JSON])?.first
+                        return first?["id"] as? String == id && first?["status"] as? String == "firing" && body["healthStale"] as? Bool == false
+                            && body["healthAsOf"] is String
+                    }
+                    #expect(fresh, "the overview never showed the incident fresh")
+                }
+                // health-monitor has stopped: the last list, marked stale, not an empty one.
+                let (_, after) = try await H.get(control, "/v1/overview", token: token)
+                #expect(after["healthStale"] as? Bool == true && after["healthAsOf"] is String, "\(after)")
+                #expect((after["activeIncidents"] as? [JSON])?.map { $0["id"] as? String } == [incidentID.withLock { $0 }], "\(after)")
+                #expect(((after["health"] as? JSON)?["activeIncidents"] as? [JSON])?.count == 1, "\(after)")
+                // Another tenant's overview has nothing of it.
+                let (_, other) = try await H.get(
+                    control,
+                    "/v1/overview",
+                    token: try await harness.token(tenant: "another-\(UUID().uuidString.prefix(8))")
+                )
+                #expect((other["activeIncidents"] as? [JSON])?.isEmpty == true && other["healthAsOf"] == nil, "\(other)")
+            }
+        }
+    }
+
     /// Context at 70%: nothing at the default 80%; lowering the tenant's threshold to 60% fires
     /// at once; the incident is acknowledged. Answers its id.
     static func firingAfterThresholdChange(_ harness: H) async throws -> String {
@@ -146,6 +202,7 @@ struct HealthAgentTests {
                 let (_, body) = (try? await H.get(control, "/v1/overview", token: token)) ?? (.ok, [:])
                 let health = body["health"] as? JSON
                 return (health?["activeIncidents"] as? [JSON])?.first?["id"] as? String == incidentID && health?["contextRisk"] as? Double == 70
+                    && (body["activeIncidents"] as? [JSON])?.first?["id"] as? String == incidentID && body["healthStale"] as? Bool == false
             }
             #expect(overview, "the overview has no health")
             let agentHealth = await eventually(timeout: .seconds(10)) {

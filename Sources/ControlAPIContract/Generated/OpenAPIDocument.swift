@@ -727,19 +727,39 @@ components:
           items: { $ref: '#/components/schemas/Agent' }
     Overview:
       type: object
-      required: [summaryCards, activeSwarms, generatedAt]
+      required: [summaryCards, activeSwarms, activeIncidents, healthStale, generatedAt]
       properties:
         summaryCards: { $ref: '#/components/schemas/SummaryCards' }
         activeSwarms:
           type: array
           items: { $ref: '#/components/schemas/Swarm' }
+        activeIncidents:
+          type: array
+          description: |
+            Firing incidents, newest first (at most 50; seed 000 §12.1's
+            `overview.activeIncidents[]`). The same list as `health.activeIncidents`; always
+            present: when health-monitor did not answer in time it is the last answer this
+            replica had (`healthStale`, `healthAsOf`), and empty when it never had one.
+          items: { $ref: '#/components/schemas/IncidentCard' }
+        healthStale:
+          type: boolean
+          description: |
+            True when health-monitor did not answer within 300 ms for this overview:
+            `activeIncidents` and `health` are then its last answer (as of `healthAsOf`), or
+            empty and absent when there is none. Show it; do not read an empty list as "no
+            incident".
+        healthAsOf:
+          type: string
+          format: date-time
+          description: When health-monitor gave the answer shown; absent when there is none.
         health: { $ref: '#/components/schemas/HealthRollups' }
         generatedAt: { type: string, format: date-time }
     HealthRollups:
       type: object
       description: |
         What health-monitor knows (seed 000 §12.1), asked over NATS when the overview is built;
-        absent when health-monitor did not answer within 300 ms.
+        its last answer when it did not answer within 300 ms (`healthStale`), absent when there
+        is none.
       required: [activeIncidents, swarms]
       properties:
         activeIncidents:
@@ -753,12 +773,16 @@ components:
           items: { $ref: '#/components/schemas/SwarmHealthCard' }
     IncidentCard:
       type: object
-      required: [id, rule, severity, summary, createdAt, acknowledged, webUrl]
+      required: [id, rule, severity, summary, createdAt, status, acknowledged, webUrl]
       properties:
         id: { type: string }
         rule: { type: string }
         severity: { type: string }
         summary: { type: string }
+        status:
+          type: string
+          description: Seed 000's `Incident.status`; an active incident is `firing`.
+          enum: [firing]
         swarmId: { type: string }
         agentId: { type: string }
         createdAt: { type: string, format: date-time }
@@ -831,7 +855,9 @@ components:
         requestId: { $ref: '#/components/schemas/RequestID' }
         confirm:
           type: string
-          description: Must be `TERMINATE` when the action is `terminate`.
+          description: |
+            Optional (seed 000's body has none: the phone and the console ask the person to type
+            TERMINATE before they send). Sent with `terminate`, it must be `TERMINATE`.
           maxLength: 64
     CommandState:
       type: string

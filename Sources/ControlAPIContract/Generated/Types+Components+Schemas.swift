@@ -880,6 +880,26 @@ extension Components {
             public var summaryCards: Components.Schemas.SummaryCards
             /// - Remark: Generated from `#/components/schemas/Overview/activeSwarms`.
             public var activeSwarms: [Components.Schemas.Swarm]
+            /// Firing incidents, newest first (at most 50; seed 000 §12.1's
+            /// `overview.activeIncidents[]`). The same list as `health.activeIncidents`; always
+            /// present: when health-monitor did not answer in time it is the last answer this
+            /// replica had (`healthStale`, `healthAsOf`), and empty when it never had one.
+            ///
+            ///
+            /// - Remark: Generated from `#/components/schemas/Overview/activeIncidents`.
+            public var activeIncidents: [Components.Schemas.IncidentCard]
+            /// True when health-monitor did not answer within 300 ms for this overview:
+            /// `activeIncidents` and `health` are then its last answer (as of `healthAsOf`), or
+            /// empty and absent when there is none. Show it; do not read an empty list as "no
+            /// incident".
+            ///
+            ///
+            /// - Remark: Generated from `#/components/schemas/Overview/healthStale`.
+            public var healthStale: Swift.Bool
+            /// When health-monitor gave the answer shown; absent when there is none.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Overview/healthAsOf`.
+            public var healthAsOf: Foundation.Date?
             /// - Remark: Generated from `#/components/schemas/Overview/health`.
             public var health: Components.Schemas.HealthRollups?
             /// - Remark: Generated from `#/components/schemas/Overview/generatedAt`.
@@ -889,28 +909,41 @@ extension Components {
             /// - Parameters:
             ///   - summaryCards:
             ///   - activeSwarms:
+            ///   - activeIncidents: Firing incidents, newest first (at most 50; seed 000 §12.1's
+            ///   - healthStale: True when health-monitor did not answer within 300 ms for this overview:
+            ///   - healthAsOf: When health-monitor gave the answer shown; absent when there is none.
             ///   - health:
             ///   - generatedAt:
             public init(
                 summaryCards: Components.Schemas.SummaryCards,
                 activeSwarms: [Components.Schemas.Swarm],
+                activeIncidents: [Components.Schemas.IncidentCard],
+                healthStale: Swift.Bool,
+                healthAsOf: Foundation.Date? = nil,
                 health: Components.Schemas.HealthRollups? = nil,
                 generatedAt: Foundation.Date
             ) {
                 self.summaryCards = summaryCards
                 self.activeSwarms = activeSwarms
+                self.activeIncidents = activeIncidents
+                self.healthStale = healthStale
+                self.healthAsOf = healthAsOf
                 self.health = health
                 self.generatedAt = generatedAt
             }
             public enum CodingKeys: String, CodingKey {
                 case summaryCards
                 case activeSwarms
+                case activeIncidents
+                case healthStale
+                case healthAsOf
                 case health
                 case generatedAt
             }
         }
         /// What health-monitor knows (seed 000 §12.1), asked over NATS when the overview is built;
-        /// absent when health-monitor did not answer within 300 ms.
+        /// its last answer when it did not answer within 300 ms (`healthStale`), absent when there
+        /// is none.
         ///
         ///
         /// - Remark: Generated from `#/components/schemas/HealthRollups`.
@@ -964,6 +997,16 @@ extension Components {
             public var severity: Swift.String
             /// - Remark: Generated from `#/components/schemas/IncidentCard/summary`.
             public var summary: Swift.String
+            /// Seed 000's `Incident.status`; an active incident is `firing`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/status`.
+            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case firing = "firing"
+            }
+            /// Seed 000's `Incident.status`; an active incident is `firing`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/IncidentCard/status`.
+            public var status: Components.Schemas.IncidentCard.StatusPayload
             /// - Remark: Generated from `#/components/schemas/IncidentCard/swarmId`.
             public var swarmId: Swift.String?
             /// - Remark: Generated from `#/components/schemas/IncidentCard/agentId`.
@@ -981,6 +1024,7 @@ extension Components {
             ///   - rule:
             ///   - severity:
             ///   - summary:
+            ///   - status: Seed 000's `Incident.status`; an active incident is `firing`.
             ///   - swarmId:
             ///   - agentId:
             ///   - createdAt:
@@ -991,6 +1035,7 @@ extension Components {
                 rule: Swift.String,
                 severity: Swift.String,
                 summary: Swift.String,
+                status: Components.Schemas.IncidentCard.StatusPayload,
                 swarmId: Swift.String? = nil,
                 agentId: Swift.String? = nil,
                 createdAt: Foundation.Date,
@@ -1001,6 +1046,7 @@ extension Components {
                 self.rule = rule
                 self.severity = severity
                 self.summary = summary
+                self.status = status
                 self.swarmId = swarmId
                 self.agentId = agentId
                 self.createdAt = createdAt
@@ -1012,6 +1058,7 @@ extension Components {
                 case rule
                 case severity
                 case summary
+                case status
                 case swarmId
                 case agentId
                 case createdAt
@@ -1257,7 +1304,9 @@ extension Components {
             public var reason: Swift.String
             /// - Remark: Generated from `#/components/schemas/ControlRequest/requestId`.
             public var requestId: Components.Schemas.RequestID
-            /// Must be `TERMINATE` when the action is `terminate`.
+            /// Optional (seed 000's body has none: the phone and the console ask the person to type
+            /// TERMINATE before they send). Sent with `terminate`, it must be `TERMINATE`.
+            ///
             ///
             /// - Remark: Generated from `#/components/schemas/ControlRequest/confirm`.
             public var confirm: Swift.String?
@@ -1267,7 +1316,7 @@ extension Components {
             ///   - action:
             ///   - reason:
             ///   - requestId:
-            ///   - confirm: Must be `TERMINATE` when the action is `terminate`.
+            ///   - confirm: Optional (seed 000's body has none: the phone and the console ask the person to type
             public init(
                 action: Components.Schemas.ControlAction,
                 reason: Swift.String,

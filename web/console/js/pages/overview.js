@@ -12,7 +12,13 @@ export async function render(main) {
     ]);
     if (stopped) return; // the reader has moved on while this was loading
     const cards = overview.summaryCards;
-    const incidents = overview.health?.activeIncidents ?? [];
+    const incidents = overview.activeIncidents ?? [];
+    // Without health-monitor's answer in time, the list is its last one (or none): say so.
+    const stale = overview.healthStale
+      ? h('p', { class: 'hint', id: 'incidents-stale' }, overview.healthAsOf
+        ? ['Health-monitor did not answer in time: incidents as of ', when(overview.healthAsOf), '.']
+        : 'Health-monitor has not answered: active incidents are unknown.')
+      : null;
     replace(main,
       h('h1', {}, 'Overview'),
       h('section', { 'aria-labelledby': 'cards-heading' },
@@ -41,6 +47,7 @@ export async function render(main) {
       h('div', { class: 'grid-2' },
         h('section', { 'aria-labelledby': 'incidents-heading' },
           h('h2', { id: 'incidents-heading' }, 'Active incidents'),
+          stale,
           table('Active incidents', [
             ['Incident', (i) => link(`/incidents/${encodeURIComponent(i.id)}`, i.summary)],
             ['Severity', (i) => badge(i.severity)],
