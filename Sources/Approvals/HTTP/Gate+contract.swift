@@ -6,6 +6,7 @@ extension Gate {
     /// The gate as the phone lists it.
     func summary(webURL: String) -> Components.Schemas.GateSummary {
         Components.Schemas.GateSummary(
+            id: self.id,
             gateId: self.id,
             status: Components.Schemas.GateStatus(rawValue: self.status.rawValue) ?? .pending,
             summary: self.summary,

@@ -248,8 +248,9 @@ components:
         decidedBy: { type: string }
     GateSummary:
       type: object
-      required: [gateId, status, summary, risk, swarmId, agentId, requestedAt, expiresAt, webUrl]
+      required: [id, gateId, status, summary, risk, swarmId, agentId, requestedAt, expiresAt, webUrl]
       properties:
+        id: { type: string, description: 'The gate''s id, as seed 000''s `ApprovalGate.id` names it (the same as `gateId`).' }
         gateId: { type: string }
         status: { $ref: '#/components/schemas/GateStatus' }
         summary: { type: string }

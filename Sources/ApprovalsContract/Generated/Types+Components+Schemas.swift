@@ -367,6 +367,10 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/GateSummary`.
         public struct GateSummary: Codable, Hashable, Sendable {
+            /// The gate's id, as seed 000's `ApprovalGate.id` names it (the same as `gateId`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/GateSummary/id`.
+            public var id: Swift.String
             /// - Remark: Generated from `#/components/schemas/GateSummary/gateId`.
             public var gateId: Swift.String
             /// - Remark: Generated from `#/components/schemas/GateSummary/status`.
@@ -399,6 +403,7 @@ extension Components {
             /// Creates a new `GateSummary`.
             ///
             /// - Parameters:
+            ///   - id: The gate's id, as seed 000's `ApprovalGate.id` names it (the same as `gateId`).
             ///   - gateId:
             ///   - status:
             ///   - summary:
@@ -412,6 +417,7 @@ extension Components {
             ///   - decidedAt:
             ///   - webUrl:
             public init(
+                id: Swift.String,
                 gateId: Swift.String,
                 status: Components.Schemas.GateStatus,
                 summary: Swift.String,
@@ -425,6 +431,7 @@ extension Components {
                 decidedAt: Foundation.Date? = nil,
                 webUrl: Swift.String
             ) {
+                self.id = id
                 self.gateId = gateId
                 self.status = status
                 self.summary = summary
@@ -439,6 +446,7 @@ extension Components {
                 self.webUrl = webUrl
             }
             public enum CodingKeys: String, CodingKey {
+                case id
                 case gateId
                 case status
                 case summary
