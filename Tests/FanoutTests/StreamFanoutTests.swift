@@ -227,7 +227,7 @@ struct StreamFanoutTests {
                 // its token rather than retry; a path with no WebSocket gets 404.
                 for (path, token, status) in [
                     ("v1/stream", nil, "401"), ("v1/stream", "garbage", "401"), ("v1/stream", try await harness.token(scopes: [.admin]), "403"),
-                    ("v1/acp", "garbage", "401"), ("v1/elsewhere", token, "404"),
+                    ("v1/acp", "garbage", "401"), ("v1/acp", try await harness.token(scopes: [.admin]), "403"), ("v1/elsewhere", token, "404"),
                 ] {
                     do {
                         _ = try await PlainWebSocket.connect(url: "ws://127.0.0.1:\(port)/\(path)?protocol=1", bearer: token) { _, _ in }

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import PlainWebSocket
 import ServiceKit
 import TestSupport
 import Testing
@@ -174,6 +175,18 @@ struct TerminalIsolationTests {
             let wrongProtocol = harness.viewer(client, session: session, token: phone, query: "protocol=2")
             #expect(try await wrongProtocol.ended() == "ProtocolMismatch")
             wrongProtocol.close()
+            // A refused upgrade answers its status, so a phone knows to refresh its token (401)
+            // or that it may not watch (403), rather than retrying.
+            let port = try #require(client.port)
+            let attach = "ws://127.0.0.1:\(port)/v1/terminal/sessions/\(session)/attach"
+            for (token, status) in [(nil, "401"), ("garbage", "401"), (try await harness.token(scopes: [.streamRead]), "403"), (admin, "403")] {
+                do {
+                    _ = try await PlainWebSocket.connect(url: attach, bearer: token) { _, _ in }
+                    Issue.record("the attach upgraded for \(status)")
+                } catch PlainWebSocket.ClientError.notUpgraded(let line) {
+                    #expect(line.contains(" \(status) "), "\(status): \(line)")
+                }
+            }
         }
     }
 

@@ -47,13 +47,14 @@ export function facts(pairs) {
   return h('dl', { class: 'facts' }, pairs.filter(([, v]) => v !== undefined && v !== null && v !== '').map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 }
 
-/** A table: `columns` are [heading, row => cell]. */
+/** A table: `columns` are [heading, row => cell]. In a box of its own width that scrolls
+ * sideways, so a wide table never spills over what stands beside it. */
 export function table(caption, columns, rows, empty = 'None.') {
   if (!rows.length) return h('p', { class: 'empty' }, empty);
-  return h('table', {},
+  return h('div', { class: 'table-scroll' }, h('table', {},
     h('caption', { class: 'visually-hidden' }, caption),
     h('thead', {}, h('tr', {}, columns.map(([heading]) => h('th', { scope: 'col' }, heading)))),
-    h('tbody', {}, rows.map((row) => h('tr', {}, columns.map(([, cell]) => h('td', {}, cell(row)))))));
+    h('tbody', {}, rows.map((row) => h('tr', {}, columns.map(([, cell]) => h('td', {}, cell(row))))))));
 }
 
 /** A date (ISO string or Unix ms) as local time, in a <time> element. */
