@@ -49,8 +49,12 @@ struct AgentSessionTests {
                 for try await statuses in group { all += statuses }
                 return all
             }
-            #expect(statuses.filter { $0 == 201 }.count == 50)
-            #expect(statuses.filter { $0 == 429 }.count == 10_000 - 50)
+            // Past the cap every answer is 429; one whose store did not answer in time on a
+            // starved machine is 503 (retry), never a session more.
+            let counts = Dictionary(statuses.map { ($0, 1) }, uniquingKeysWith: +)
+            #expect(statuses.filter { $0 == 201 }.count == 50, "\(counts)")
+            #expect(statuses.filter { $0 == 429 || $0 == 503 }.count == 10_000 - 50, "\(counts)")
+            #expect(statuses.filter { $0 == 429 }.count >= 9_000, "\(counts)")
             #expect(try await Self.queues(harness) == 50)
 
             // Another tenant is not held back: its agent opens a session and gets its command.
