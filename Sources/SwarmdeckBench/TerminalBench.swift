@@ -251,19 +251,24 @@ struct TerminalBench: AsyncParsableCommand {
 
     /// Session name → session id on the bench's host, as the broker lists them.
     private func sessionIDs(token: String) async throws -> [String: String] {
-        var request = HTTPClientRequest(url: self.stack.url + "/v1/terminal/sessions")
-        request.headers.add(name: "authorization", value: "Bearer " + token)
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-        let body = try await response.body.collect(upTo: 4 << 20)
-        guard response.status == .ok, let json = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
-            let sessions = json["sessions"] as? [[String: Any]]
-        else { throw ValidationError("GET /v1/terminal/sessions: \(response.status) \(String(buffer: body))") }
-        let hostIDs = (json["hosts"] as? [[String: Any]] ?? []).filter { $0["name"] as? String == self.host }.compactMap { $0["hostId"] as? String }
+        let sessions = try await self.get("/v1/terminal/sessions", token: token) as? [[String: Any]] ?? []
+        let hosts = (try await self.get("/v1/terminal/hosts", token: token) as? [String: Any])?["hosts"] as? [[String: Any]] ?? []
+        let hostIDs = hosts.filter { $0["name"] as? String == self.host }.compactMap { $0["hostId"] as? String }
         var ids: [String: String] = [:]
         for session in sessions where hostIDs.contains(session["hostId"] as? String ?? "") {
             if let name = session["tmuxSessionName"] as? String, let id = session["sessionId"] as? String { ids[name] = id }
         }
         return ids
+    }
+
+    /// The JSON answer of a GET on the stack.
+    private func get(_ path: String, token: String) async throws -> Any {
+        var request = HTTPClientRequest(url: self.stack.url + path)
+        request.headers.add(name: "authorization", value: "Bearer " + token)
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 4 << 20)
+        guard response.status == .ok else { throw ValidationError("GET \(path): \(response.status) \(String(buffer: body))") }
+        return try JSONSerialization.jsonObject(with: Data(buffer: body))
     }
 
     /// `tmux -L SOCKET ARGS`.

@@ -79,11 +79,16 @@ struct TerminalHarness {
         return try #require(body["hostId"] as? String)
     }
 
-    /// The tenant's sessions as listed.
+    /// The tenant's sessions as listed (seed 002's list), and each host with how its listing
+    /// went (`GET /v1/terminal/hosts?listing=true`, its `status` and `error` lifted beside its id).
     func sessions(_ client: any TestClientProtocol, token: String) async throws -> (sessions: [JSON], hosts: [JSON]) {
-        let (status, body) = try await LiveCall.call(client, .get, "/v1/terminal/sessions", token: token)
-        try #require(status == .ok, "\(body)")
-        return (body["sessions"] as? [JSON] ?? [], body["hosts"] as? [JSON] ?? [])
+        let (status, raw) = try await LiveCall.raw(client, .get, "/v1/terminal/sessions", token: token, body: "")
+        try #require(status == .ok, "\(raw)")
+        let sessions = try #require(try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [JSON], "not a list: \(raw)")
+        let (listed, body) = try await LiveCall.call(client, .get, "/v1/terminal/hosts?listing=true", token: token)
+        try #require(listed == .ok, "\(body)")
+        let hosts = (body["hosts"] as? [JSON] ?? []).map { host in host.merging(host["listing"] as? JSON ?? [:]) { $1 } }
+        return (sessions, hosts)
     }
 
     func sessionID(host: String, name: String) -> String {

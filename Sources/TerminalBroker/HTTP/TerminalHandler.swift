@@ -19,7 +19,7 @@ struct TerminalHandler: Sendable {
     static let credentials: [String: OperationCredential] = [
         Operations.GetTerminalSSHKey.id: .accessToken(anyOf: [.admin]),
         Operations.RegisterTerminalHost.id: .accessToken(anyOf: [.admin]),
-        Operations.ListTerminalHosts.id: .accessToken(anyOf: [.admin]),
+        Operations.ListTerminalHosts.id: .accessToken(anyOf: [.terminalAttach, .admin]),
         Operations.RemoveTerminalHost.id: .accessToken(anyOf: [.admin]),
         Operations.GetTerminalHostKey.id: .accessToken(anyOf: [.admin]),
         Operations.ResetTerminalHostTrust.id: .accessToken(anyOf: [.admin]),
@@ -74,7 +74,11 @@ extension TerminalHandler: APIProtocol {
 
     func listTerminalHosts(_ input: Operations.ListTerminalHosts.Input) async throws -> Operations.ListTerminalHosts.Output {
         let person = try Caller.person()
-        return .ok(.init(body: .json(.init(hosts: try await self.store.list(tenant: person.tenant).map(Self.contract)))))
+        guard input.query.listing == true else {
+            return .ok(.init(body: .json(.init(hosts: try await self.store.list(tenant: person.tenant).map { Self.contract($0) }))))
+        }
+        let listed = try await self.listSessions(tenant: person.tenant)
+        return .ok(.init(body: .json(.init(hosts: listed.map { Self.contract($0.host, listing: $0.listing) }))))
     }
 
     func removeTerminalHost(_ input: Operations.RemoveTerminalHost.Input) async throws -> Operations.RemoveTerminalHost.Output {
@@ -113,7 +117,7 @@ extension TerminalHandler: APIProtocol {
 
     func listTerminalSessions(_ input: Operations.ListTerminalSessions.Input) async throws -> Operations.ListTerminalSessions.Output {
         let person = try Caller.person()
-        return .ok(.init(body: .json(try await self.listSessions(tenant: person.tenant))))
+        return .ok(.init(body: .json(try await self.listSessions(tenant: person.tenant).flatMap(\.sessions))))
     }
 
     func getTerminalSession(_ input: Operations.GetTerminalSession.Input) async throws -> Operations.GetTerminalSession.Output {
@@ -151,37 +155,40 @@ extension TerminalHandler {
         await self.pool.forget(hostID: hostID, tenant: person.tenant)
     }
 
-    /// Every host's sessions, listed in parallel; a host that fails is reported with its error
-    /// and the others are listed all the same.
-    func listSessions(tenant: String) async throws -> Components.Schemas.SessionList {
+    /// One host's sessions as listed now, and how its listing went.
+    struct HostSessions: Sendable {
+        var host: TerminalHost
+        var sessions: [Components.Schemas.TerminalSession]
+        var listing: Components.Schemas.HostListing
+    }
+
+    /// Every host's sessions, listed in parallel, host by host in the store's order; a host
+    /// that fails is reported with its error and the others are listed all the same.
+    func listSessions(tenant: String) async throws -> [HostSessions] {
         let hosts = try await self.store.list(tenant: tenant)
-        typealias Listed = (index: Int, sessions: [Components.Schemas.TerminalSession], host: Components.Schemas.HostListing)
-        return await withTaskGroup(of: Listed.self) { group in
+        return await withTaskGroup(of: (Int, HostSessions).self) { group in
             for (index, host) in hosts.enumerated() {
                 group.addTask {
                     do {
                         let sessions = try await self.pool.sessions(on: host, tenant: tenant)
-                        return (index, sessions.map { Self.contract($0, on: host) }, .init(hostId: host.hostId, name: host.name, status: .ok))
+                        return (index, HostSessions(host: host, sessions: sessions.map { Self.contract($0, on: host) }, listing: .init(status: .ok)))
                     } catch {
                         let failure = error as? APIError ?? APIError(.terminalInitFailed, "\(error)")
                         let listing = Components.Schemas.HostListing(
-                            hostId: host.hostId,
-                            name: host.name,
                             status: .error,
                             error: .init(code: failure.code.rawValue, message: failure.message)
                         )
-                        return (index, [], listing)
+                        return (index, HostSessions(host: host, sessions: [], listing: listing))
                     }
                 }
             }
-            var results: [Listed] = []
+            var results: [(Int, HostSessions)] = []
             for await result in group { results.append(result) }
-            results.sort { $0.index < $1.index }
-            return .init(sessions: results.flatMap(\.sessions), hosts: results.map(\.host))
+            return results.sorted { $0.0 < $1.0 }.map(\.1)
         }
     }
 
-    static func contract(_ host: TerminalHost) -> Components.Schemas.TerminalHost {
+    static func contract(_ host: TerminalHost, listing: Components.Schemas.HostListing? = nil) -> Components.Schemas.TerminalHost {
         Components.Schemas.TerminalHost(
             hostId: host.hostId,
             name: host.name,
@@ -189,7 +196,8 @@ extension TerminalHandler {
             port: host.port,
             username: host.username,
             tmuxSocket: host.tmuxSocket,
-            createdAt: host.createdAt
+            createdAt: host.createdAt,
+            listing: listing
         )
     }
 

@@ -20,8 +20,8 @@ import HTTPTypes
 ///
 /// Administrators (scope `admin`) register the hosts the broker may reach over SSH; the broker
 /// pins each host's key on first use and refuses a changed one with `SSHHostKeyMismatch` until
-/// an administrator resets trust. Phones (scope `terminal:attach`) list the tmux sessions of the
-/// tenant's hosts and watch one over the WebSocket `/v1/terminal/sessions/{sessionId}/attach`,
+/// an administrator resets trust. Phones (scope `terminal:attach`) list the tenant's hosts and their
+/// tmux sessions and watch one over the WebSocket `/v1/terminal/sessions/{sessionId}/attach`,
 /// which is not an operation of this document: its protocol is docs/terminal-protocol.md.
 /// Recordings hold what was typed, so they need `terminal:write` or `admin`.
 ///
@@ -143,7 +143,7 @@ public struct Client: APIProtocol {
             }
         )
     }
-    /// The tenant's hosts (scope `admin`).
+    /// The tenant's hosts (scope `terminal:attach` or `admin`). With `listing=true` each is asked over SSH now for its tmux sessions, and carries how that went (`listing`), the reason a host's sessions are missing from GET /v1/terminal/sessions.
     ///
     /// - Remark: HTTP `GET /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/get(listTerminalHosts)`.
@@ -161,6 +161,13 @@ public struct Client: APIProtocol {
                     method: .get
                 )
                 suppressMutabilityWarning(&request)
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "listing",
+                    value: input.query.listing
+                )
                 converter.setAcceptHeader(
                     in: &request.headerFields,
                     contentTypes: input.headers.accept
@@ -635,7 +642,7 @@ public struct Client: APIProtocol {
             }
         )
     }
-    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`). A host that cannot be listed is reported in `hosts` with its error; the others are listed all the same.
+    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`), as seed 002 §13.2's list. A host that cannot be listed adds none, and the others are listed all the same; GET /v1/terminal/hosts?listing=true says which host failed and why.
     ///
     /// - Remark: HTTP `GET /v1/terminal/sessions`.
     /// - Remark: Generated from `#/paths//v1/terminal/sessions/get(listTerminalSessions)`.
@@ -673,7 +680,7 @@ public struct Client: APIProtocol {
                     switch chosenContentType {
                     case "application/json":
                         body = try await converter.getResponseBodyAsJSON(
-                            Components.Schemas.SessionList.self,
+                            [Components.Schemas.TerminalSession].self,
                             from: responseBody,
                             transforming: { value in
                                 .json(value)

@@ -11,8 +11,8 @@ info:
 
     Administrators (scope `admin`) register the hosts the broker may reach over SSH; the broker
     pins each host's key on first use and refuses a changed one with `SSHHostKeyMismatch` until
-    an administrator resets trust. Phones (scope `terminal:attach`) list the tmux sessions of the
-    tenant's hosts and watch one over the WebSocket `/v1/terminal/sessions/{sessionId}/attach`,
+    an administrator resets trust. Phones (scope `terminal:attach`) list the tenant's hosts and their
+    tmux sessions and watch one over the WebSocket `/v1/terminal/sessions/{sessionId}/attach`,
     which is not an operation of this document: its protocol is docs/terminal-protocol.md.
     Recordings hold what was typed, so they need `terminal:write` or `admin`.
 
@@ -62,7 +62,12 @@ paths:
     get:
       operationId: listTerminalHosts
       tags: [hosts]
-      summary: The tenant's hosts (scope `admin`).
+      summary: The tenant's hosts (scope `terminal:attach` or `admin`). With `listing=true` each is asked over SSH now for its tmux sessions, and carries how that went (`listing`), the reason a host's sessions are missing from GET /v1/terminal/sessions.
+      parameters:
+        - name: listing
+          in: query
+          required: false
+          schema: { type: boolean, default: false }
       responses:
         '200':
           description: The hosts, by name.
@@ -126,13 +131,15 @@ paths:
     get:
       operationId: listTerminalSessions
       tags: [sessions]
-      summary: The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`). A host that cannot be listed is reported in `hosts` with its error; the others are listed all the same.
+      summary: The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`), as seed 002 §13.2's list. A host that cannot be listed adds none, and the others are listed all the same; GET /v1/terminal/hosts?listing=true says which host failed and why.
       responses:
         '200':
-          description: The sessions and how each host's listing went.
+          description: The sessions, host by host in the order of their names.
           content:
             application/json:
-              schema: { $ref: '#/components/schemas/SessionList' }
+              schema:
+                type: array
+                items: { $ref: '#/components/schemas/TerminalSession' }
         default: { $ref: '#/components/responses/Error' }
   /v1/terminal/sessions/{sessionId}:
     get:
@@ -249,6 +256,7 @@ components:
         username: { type: string }
         tmuxSocket: { type: [string, 'null'] }
         createdAt: { type: string, format: date-time }
+        listing: { $ref: '#/components/schemas/HostListing' }
     HostList:
       type: object
       required: [hosts]
@@ -320,22 +328,11 @@ components:
         message: { type: string }
     HostListing:
       type: object
-      required: [hostId, name, status]
+      description: How asking the host for its tmux sessions went (only with `listing=true`).
+      required: [status]
       properties:
-        hostId: { type: string }
-        name: { type: string }
         status: { type: string, enum: [ok, error] }
         error: { $ref: '#/components/schemas/HostListingError' }
-    SessionList:
-      type: object
-      required: [sessions, hosts]
-      properties:
-        sessions:
-          type: array
-          items: { $ref: '#/components/schemas/TerminalSession' }
-        hosts:
-          type: array
-          items: { $ref: '#/components/schemas/HostListing' }
     Recording:
       type: object
       required: [recordingId, startedAt, bytes]

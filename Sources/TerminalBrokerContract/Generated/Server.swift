@@ -229,7 +229,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// The tenant's hosts (scope `admin`).
+    /// The tenant's hosts (scope `terminal:attach` or `admin`). With `listing=true` each is asked over SSH now for its tmux sessions, and carries how that went (`listing`), the reason a host's sessions are missing from GET /v1/terminal/sessions.
     ///
     /// - Remark: HTTP `GET /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/get(listTerminalHosts)`.
@@ -247,8 +247,18 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 APIHandler.listTerminalHosts($0)
             },
             deserializer: { request, requestBody, metadata in
+                let query: Operations.ListTerminalHosts.Input.Query = .init(listing: try converter.getOptionalQueryItemAsURI(
+                    in: request.soar_query,
+                    style: .form,
+                    explode: true,
+                    name: "listing",
+                    as: Swift.Bool.self
+                ))
                 let headers: Operations.ListTerminalHosts.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
-                return Operations.ListTerminalHosts.Input(headers: headers)
+                return Operations.ListTerminalHosts.Input(
+                    query: query,
+                    headers: headers
+                )
             },
             serializer: { output, request in
                 switch output {
@@ -668,7 +678,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`). A host that cannot be listed is reported in `hosts` with its error; the others are listed all the same.
+    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`), as seed 002 §13.2's list. A host that cannot be listed adds none, and the others are listed all the same; GET /v1/terminal/hosts?listing=true says which host failed and why.
     ///
     /// - Remark: HTTP `GET /v1/terminal/sessions`.
     /// - Remark: Generated from `#/paths//v1/terminal/sessions/get(listTerminalSessions)`.

@@ -182,6 +182,8 @@ extension Components {
             public var tmuxSocket: Swift.String?
             /// - Remark: Generated from `#/components/schemas/TerminalHost/createdAt`.
             public var createdAt: Foundation.Date
+            /// - Remark: Generated from `#/components/schemas/TerminalHost/listing`.
+            public var listing: Components.Schemas.HostListing?
             /// Creates a new `TerminalHost`.
             ///
             /// - Parameters:
@@ -192,6 +194,7 @@ extension Components {
             ///   - username:
             ///   - tmuxSocket:
             ///   - createdAt:
+            ///   - listing:
             public init(
                 hostId: Swift.String,
                 name: Swift.String,
@@ -199,7 +202,8 @@ extension Components {
                 port: Swift.Int,
                 username: Swift.String,
                 tmuxSocket: Swift.String? = nil,
-                createdAt: Foundation.Date
+                createdAt: Foundation.Date,
+                listing: Components.Schemas.HostListing? = nil
             ) {
                 self.hostId = hostId
                 self.name = name
@@ -208,6 +212,7 @@ extension Components {
                 self.username = username
                 self.tmuxSocket = tmuxSocket
                 self.createdAt = createdAt
+                self.listing = listing
             }
             public enum CodingKeys: String, CodingKey {
                 case hostId
@@ -217,6 +222,7 @@ extension Components {
                 case username
                 case tmuxSocket
                 case createdAt
+                case listing
             }
         }
         /// - Remark: Generated from `#/components/schemas/HostList`.
@@ -501,12 +507,10 @@ extension Components {
                 case message
             }
         }
+        /// How asking the host for its tmux sessions went (only with `listing=true`).
+        ///
         /// - Remark: Generated from `#/components/schemas/HostListing`.
         public struct HostListing: Codable, Hashable, Sendable {
-            /// - Remark: Generated from `#/components/schemas/HostListing/hostId`.
-            public var hostId: Swift.String
-            /// - Remark: Generated from `#/components/schemas/HostListing/name`.
-            public var name: Swift.String
             /// - Remark: Generated from `#/components/schemas/HostListing/status`.
             @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
                 case ok = "ok"
@@ -519,49 +523,18 @@ extension Components {
             /// Creates a new `HostListing`.
             ///
             /// - Parameters:
-            ///   - hostId:
-            ///   - name:
             ///   - status:
             ///   - error:
             public init(
-                hostId: Swift.String,
-                name: Swift.String,
                 status: Components.Schemas.HostListing.StatusPayload,
                 error: Components.Schemas.HostListingError? = nil
             ) {
-                self.hostId = hostId
-                self.name = name
                 self.status = status
                 self.error = error
             }
             public enum CodingKeys: String, CodingKey {
-                case hostId
-                case name
                 case status
                 case error
-            }
-        }
-        /// - Remark: Generated from `#/components/schemas/SessionList`.
-        public struct SessionList: Codable, Hashable, Sendable {
-            /// - Remark: Generated from `#/components/schemas/SessionList/sessions`.
-            public var sessions: [Components.Schemas.TerminalSession]
-            /// - Remark: Generated from `#/components/schemas/SessionList/hosts`.
-            public var hosts: [Components.Schemas.HostListing]
-            /// Creates a new `SessionList`.
-            ///
-            /// - Parameters:
-            ///   - sessions:
-            ///   - hosts:
-            public init(
-                sessions: [Components.Schemas.TerminalSession],
-                hosts: [Components.Schemas.HostListing]
-            ) {
-                self.sessions = sessions
-                self.hosts = hosts
-            }
-            public enum CodingKeys: String, CodingKey {
-                case sessions
-                case hosts
             }
         }
         /// - Remark: Generated from `#/components/schemas/Recording`.

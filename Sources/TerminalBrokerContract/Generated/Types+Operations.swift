@@ -146,13 +146,26 @@ public enum Operations {
             }
         }
     }
-    /// The tenant's hosts (scope `admin`).
+    /// The tenant's hosts (scope `terminal:attach` or `admin`). With `listing=true` each is asked over SSH now for its tmux sessions, and carries how that went (`listing`), the reason a host's sessions are missing from GET /v1/terminal/sessions.
     ///
     /// - Remark: HTTP `GET /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/get(listTerminalHosts)`.
     public enum ListTerminalHosts {
         public static let id: Swift.String = "listTerminalHosts"
         public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/terminal/hosts/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/terminal/hosts/GET/query/listing`.
+                public var listing: Swift.Bool?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - listing:
+                public init(listing: Swift.Bool? = nil) {
+                    self.listing = listing
+                }
+            }
+            public var query: Operations.ListTerminalHosts.Input.Query
             /// - Remark: Generated from `#/paths/v1/terminal/hosts/GET/header`.
             public struct Headers: Sendable, Hashable {
                 public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListTerminalHosts.AcceptableContentType>]
@@ -168,8 +181,13 @@ public enum Operations {
             /// Creates a new `Input`.
             ///
             /// - Parameters:
+            ///   - query:
             ///   - headers:
-            public init(headers: Operations.ListTerminalHosts.Input.Headers = .init()) {
+            public init(
+                query: Operations.ListTerminalHosts.Input.Query = .init(),
+                headers: Operations.ListTerminalHosts.Input.Headers = .init()
+            ) {
+                self.query = query
                 self.headers = headers
             }
         }
@@ -971,7 +989,7 @@ public enum Operations {
             }
         }
     }
-    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`). A host that cannot be listed is reported in `hosts` with its error; the others are listed all the same.
+    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`), as seed 002 §13.2's list. A host that cannot be listed adds none, and the others are listed all the same; GET /v1/terminal/hosts?listing=true says which host failed and why.
     ///
     /// - Remark: HTTP `GET /v1/terminal/sessions`.
     /// - Remark: Generated from `#/paths//v1/terminal/sessions/get(listTerminalSessions)`.
@@ -1003,12 +1021,12 @@ public enum Operations {
                 /// - Remark: Generated from `#/paths/v1/terminal/sessions/GET/responses/200/content`.
                 @frozen public enum Body: Sendable, Hashable {
                     /// - Remark: Generated from `#/paths/v1/terminal/sessions/GET/responses/200/content/application\/json`.
-                    case json(Components.Schemas.SessionList)
+                    case json([Components.Schemas.TerminalSession])
                     /// The associated value of the enum case if `self` is `.json`.
                     ///
                     /// - Throws: An error if `self` is not `.json`.
                     /// - SeeAlso: `.json`.
-                    public var json: Components.Schemas.SessionList {
+                    public var json: [Components.Schemas.TerminalSession] {
                         get throws {
                             switch self {
                             case let .json(body):
@@ -1027,7 +1045,7 @@ public enum Operations {
                     self.body = body
                 }
             }
-            /// The sessions and how each host's listing went.
+            /// The sessions, host by host in the order of their names.
             ///
             /// - Remark: Generated from `#/paths//v1/terminal/sessions/get(listTerminalSessions)/responses/200`.
             ///

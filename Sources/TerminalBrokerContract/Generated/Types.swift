@@ -22,7 +22,7 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/terminal/ssh-key`.
     /// - Remark: Generated from `#/paths//v1/terminal/ssh-key/get(getTerminalSSHKey)`.
     func getTerminalSSHKey(_ input: Operations.GetTerminalSSHKey.Input) async throws -> Operations.GetTerminalSSHKey.Output
-    /// The tenant's hosts (scope `admin`).
+    /// The tenant's hosts (scope `terminal:attach` or `admin`). With `listing=true` each is asked over SSH now for its tmux sessions, and carries how that went (`listing`), the reason a host's sessions are missing from GET /v1/terminal/sessions.
     ///
     /// - Remark: HTTP `GET /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/get(listTerminalHosts)`.
@@ -52,7 +52,7 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/terminal/audit`.
     /// - Remark: Generated from `#/paths//v1/terminal/audit/get(listTerminalAudit)`.
     func listTerminalAudit(_ input: Operations.ListTerminalAudit.Input) async throws -> Operations.ListTerminalAudit.Output
-    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`). A host that cannot be listed is reported in `hosts` with its error; the others are listed all the same.
+    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`), as seed 002 §13.2's list. A host that cannot be listed adds none, and the others are listed all the same; GET /v1/terminal/hosts?listing=true says which host failed and why.
     ///
     /// - Remark: HTTP `GET /v1/terminal/sessions`.
     /// - Remark: Generated from `#/paths//v1/terminal/sessions/get(listTerminalSessions)`.
@@ -83,12 +83,18 @@ extension APIProtocol {
     public func getTerminalSSHKey(headers: Operations.GetTerminalSSHKey.Input.Headers = .init()) async throws -> Operations.GetTerminalSSHKey.Output {
         try await getTerminalSSHKey(Operations.GetTerminalSSHKey.Input(headers: headers))
     }
-    /// The tenant's hosts (scope `admin`).
+    /// The tenant's hosts (scope `terminal:attach` or `admin`). With `listing=true` each is asked over SSH now for its tmux sessions, and carries how that went (`listing`), the reason a host's sessions are missing from GET /v1/terminal/sessions.
     ///
     /// - Remark: HTTP `GET /v1/terminal/hosts`.
     /// - Remark: Generated from `#/paths//v1/terminal/hosts/get(listTerminalHosts)`.
-    public func listTerminalHosts(headers: Operations.ListTerminalHosts.Input.Headers = .init()) async throws -> Operations.ListTerminalHosts.Output {
-        try await listTerminalHosts(Operations.ListTerminalHosts.Input(headers: headers))
+    public func listTerminalHosts(
+        query: Operations.ListTerminalHosts.Input.Query = .init(),
+        headers: Operations.ListTerminalHosts.Input.Headers = .init()
+    ) async throws -> Operations.ListTerminalHosts.Output {
+        try await listTerminalHosts(Operations.ListTerminalHosts.Input(
+            query: query,
+            headers: headers
+        ))
     }
     /// Registers a host the broker may reach over SSH (scope `admin`; audited). 400 for a numeric address the broker may not reach (loopback, private, link-local and other internal addresses, unless in `terminal.allowed-networks`); 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
     ///
@@ -155,7 +161,7 @@ extension APIProtocol {
             headers: headers
         ))
     }
-    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`). A host that cannot be listed is reported in `hosts` with its error; the others are listed all the same.
+    /// The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`), as seed 002 §13.2's list. A host that cannot be listed adds none, and the others are listed all the same; GET /v1/terminal/hosts?listing=true says which host failed and why.
     ///
     /// - Remark: HTTP `GET /v1/terminal/sessions`.
     /// - Remark: Generated from `#/paths//v1/terminal/sessions/get(listTerminalSessions)`.

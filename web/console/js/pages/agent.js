@@ -60,7 +60,7 @@ export async function render(main, [id]) {
 
 async function terminalLink(agentId, terminal) {
   try {
-    const { sessions } = await api('/v1/terminal/sessions');
+    const sessions = await api('/v1/terminal/sessions');
     // By agent id; else by tmux name, only when one session has it (names repeat across hosts).
     const named = sessions.filter((s) => s.tmuxSessionName === terminal.tmuxSession);
     const session = sessions.find((s) => s.agentId === agentId) ?? (named.length === 1 ? named[0] : null);

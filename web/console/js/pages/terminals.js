@@ -1,4 +1,4 @@
-// Terminal sessions on the registered hosts (GET /v1/terminal/sessions), each opening the
+// Terminal sessions on the registered hosts (GET /v1/terminal/sessions and /v1/terminal/hosts), each opening the
 // terminal view. Links load the view as a page of its own: it carries its own
 // Content-Security-Policy (the terminal's colours are inline styles).
 import { api } from '../api.js';
@@ -10,7 +10,8 @@ export async function render(main) {
     replace(main, h('h1', {}, 'Terminals'), h('p', {}, 'Your token lacks the terminal:attach scope.'));
     return;
   }
-  const { sessions, hosts } = await api('/v1/terminal/sessions');
+  // Seed 002's list, and each host with how asking it went (why its sessions may be missing).
+  const [sessions, { hosts }] = await Promise.all([api('/v1/terminal/sessions'), api('/v1/terminal/hosts?listing=true')]);
   replace(main,
     h('h1', {}, 'Terminals'),
     table('Terminal sessions', [
@@ -23,7 +24,7 @@ export async function render(main) {
     h('h2', {}, 'Hosts'),
     table('Hosts', [
       ['Host', (x) => x.name],
-      ['Status', (x) => badge(x.status)],
-      ['Error', (x) => (x.error ? `${x.error.code}: ${x.error.message}` : '')],
+      ['Status', (x) => badge(x.listing.status)],
+      ['Error', (x) => (x.listing.error ? `${x.listing.error.code}: ${x.listing.error.message}` : '')],
     ], hosts, 'No host registered (an admin adds them: POST /v1/terminal/hosts).'));
 }
