@@ -16,6 +16,8 @@ struct ControlAPIHandler: Sendable {
     let devices: DeviceAuthority
     let revocations: RevocationBus
     let fleet: FleetIndex
+    /// Ingest's event log, read for an agent's newest events.
+    let eventLog: EventLogReader
     let store: ControlStore
     let bus: CommandBus
     /// What health-monitor knows, for the overview and agent detail.
@@ -46,6 +48,7 @@ struct ControlAPIHandler: Sendable {
         Operations.ListSwarms.id: .accessToken(anyOf: [.streamRead]),
         Operations.GetSwarm.id: .accessToken(anyOf: [.streamRead]),
         Operations.GetAgent.id: .accessToken(anyOf: [.streamRead]),
+        Operations.ListAgentEvents.id: .accessToken(anyOf: [.streamRead]),
         Operations.ListWorkers.id: .accessToken(anyOf: [.streamRead]),
         Operations.GetWorker.id: .accessToken(anyOf: [.streamRead]),
         Operations.GetControl.id: .accessToken(anyOf: [.streamRead]),

@@ -69,6 +69,7 @@ public enum ControlAPIService: SwarmdeckService {
             ),
             revocations: revocations,
             fleet: fleet,
+            eventLog: eventLog,
             store: store,
             bus: bus,
             health: HealthSummaries(connection: assembly.nats, subjects: assembly.subjects, logger: logger),

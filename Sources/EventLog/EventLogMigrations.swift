@@ -246,5 +246,16 @@ public enum EventLogMigrations {
                 $fn$;
                 """#
         ),
+        Migration(
+            version: 8,
+            name: "an agent's events by seq",
+            sql: """
+                -- An agent's newest events (control-api's GET /v1/agents/{agentId}/events) read
+                -- through an index, not a scan of the tenant's log. On the partitioned table:
+                -- each day partition gets its own, and those created later too. Built under a
+                -- SHARE lock: appends wait while an existing log is indexed (docs/ingest.md).
+                CREATE INDEX events_agent_seq ON events (tenant_id, agent_id, seq);
+                """
+        ),
     ]
 }

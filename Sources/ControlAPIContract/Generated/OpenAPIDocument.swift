@@ -226,6 +226,29 @@ paths:
             application/json:
               schema: { $ref: '#/components/schemas/Agent' }
         default: { $ref: '#/components/responses/Error' }
+  /v1/agents/{agentId}/events:
+    get:
+      operationId: listAgentEvents
+      tags: [fleet]
+      summary: The agent's newest events, newest last (seed 000 §12.3's last 50; scope `stream:read`), each the frame /v1/stream sends for it. Read through the event log's index by agent, whatever the log's size; `before` pages further back.
+      parameters:
+        - $ref: '#/components/parameters/AgentID'
+        - name: limit
+          in: query
+          required: false
+          schema: { type: integer, minimum: 1, maximum: 200, default: 50 }
+        - name: before
+          in: query
+          required: false
+          description: Only events with a seq below this one (the previous page's `nextBefore`).
+          schema: { type: integer, format: int64, minimum: 1 }
+      responses:
+        '200':
+          description: The events, oldest first.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/AgentEvents' }
+        default: { $ref: '#/components/responses/Error' }
   /v1/agents/{agentId}/control:
     post:
       operationId: controlAgent
@@ -648,6 +671,18 @@ components:
         terminal: { $ref: '#/components/schemas/AgentTerminal' }
         health: { $ref: '#/components/schemas/AgentHealth' }
         webUrl: { type: string }
+    AgentEvents:
+      type: object
+      required: [events]
+      properties:
+        events:
+          type: array
+          description: The frames /v1/stream sends for these events (docs/stream-protocol.md), oldest first.
+          items: { type: object, additionalProperties: true }
+        nextBefore:
+          type: integer
+          format: int64
+          description: Present when older events may exist; send it as `before` for the page before.
     AgentTerminal:
       type: object
       description: >-

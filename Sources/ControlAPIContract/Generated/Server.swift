@@ -170,6 +170,17 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.listAgentEvents(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .get,
+            path: server.apiPathComponentsWithServerPrefix("/v1/agents/{agentId}/events")
+        )
+        try transport.register(
+            {
                 try await server.controlAgent(
                     request: $0,
                     body: $1,
@@ -1233,6 +1244,99 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 let headers: Operations.GetAgent.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
                 return Operations.GetAgent.Input(
                     path: path,
+                    headers: headers
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// The agent's newest events, newest last (seed 000 §12.3's last 50; scope `stream:read`), each the frame /v1/stream sends for it. Read through the event log's index by agent, whatever the log's size; `before` pages further back.
+    ///
+    /// - Remark: HTTP `GET /v1/agents/{agentId}/events`.
+    /// - Remark: Generated from `#/paths//v1/agents/{agentId}/events/get(listAgentEvents)`.
+    func listAgentEvents(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.ListAgentEvents.id,
+            using: {
+                APIHandler.listAgentEvents($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let path: Operations.ListAgentEvents.Input.Path = .init(agentId: try converter.getPathParameterAsURI(
+                    in: metadata.pathParameters,
+                    name: "agentId",
+                    as: Components.Parameters.AgentID.self
+                ))
+                let query: Operations.ListAgentEvents.Input.Query = .init(
+                    limit: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "limit",
+                        as: Swift.Int.self
+                    ),
+                    before: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "before",
+                        as: Swift.Int64.self
+                    )
+                )
+                let headers: Operations.ListAgentEvents.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.ListAgentEvents.Input(
+                    path: path,
+                    query: query,
                     headers: headers
                 )
             },

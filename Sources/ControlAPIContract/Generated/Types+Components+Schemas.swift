@@ -605,6 +605,55 @@ extension Components {
                 case webUrl
             }
         }
+        /// - Remark: Generated from `#/components/schemas/AgentEvents`.
+        public struct AgentEvents: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/AgentEvents/EventsPayload`.
+            public struct EventsPayloadPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+                /// Creates a new `EventsPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// The frames /v1/stream sends for these events (docs/stream-protocol.md), oldest first.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AgentEvents/events`.
+            public typealias EventsPayload = [Components.Schemas.AgentEvents.EventsPayloadPayload]
+            /// The frames /v1/stream sends for these events (docs/stream-protocol.md), oldest first.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AgentEvents/events`.
+            public var events: Components.Schemas.AgentEvents.EventsPayload
+            /// Present when older events may exist; send it as `before` for the page before.
+            ///
+            /// - Remark: Generated from `#/components/schemas/AgentEvents/nextBefore`.
+            public var nextBefore: Swift.Int64?
+            /// Creates a new `AgentEvents`.
+            ///
+            /// - Parameters:
+            ///   - events: The frames /v1/stream sends for these events (docs/stream-protocol.md), oldest first.
+            ///   - nextBefore: Present when older events may exist; send it as `before` for the page before.
+            public init(
+                events: Components.Schemas.AgentEvents.EventsPayload,
+                nextBefore: Swift.Int64? = nil
+            ) {
+                self.events = events
+                self.nextBefore = nextBefore
+            }
+            public enum CodingKeys: String, CodingKey {
+                case events
+                case nextBefore
+            }
+        }
         /// Where the agent's terminal is, when its connector runs in tmux (`swarmdeck agent run --tmux`): the tmux session and the host's name, as its last state event said. terminal-broker lists that session with this agent's `agentId` (GET /v1/terminal/sessions).
         ///
         /// - Remark: Generated from `#/components/schemas/AgentTerminal`.

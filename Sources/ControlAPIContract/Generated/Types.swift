@@ -86,6 +86,11 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/agents/{agentId}`.
     /// - Remark: Generated from `#/paths//v1/agents/{agentId}/get(getAgent)`.
     func getAgent(_ input: Operations.GetAgent.Input) async throws -> Operations.GetAgent.Output
+    /// The agent's newest events, newest last (seed 000 §12.3's last 50; scope `stream:read`), each the frame /v1/stream sends for it. Read through the event log's index by agent, whatever the log's size; `before` pages further back.
+    ///
+    /// - Remark: HTTP `GET /v1/agents/{agentId}/events`.
+    /// - Remark: Generated from `#/paths//v1/agents/{agentId}/events/get(listAgentEvents)`.
+    func listAgentEvents(_ input: Operations.ListAgentEvents.Input) async throws -> Operations.ListAgentEvents.Output
     /// Pause, resume or terminate one agent (scope `agents:control`).
     ///
     /// - Remark: HTTP `POST /v1/agents/{agentId}/control`.
@@ -326,6 +331,21 @@ extension APIProtocol {
     ) async throws -> Operations.GetAgent.Output {
         try await getAgent(Operations.GetAgent.Input(
             path: path,
+            headers: headers
+        ))
+    }
+    /// The agent's newest events, newest last (seed 000 §12.3's last 50; scope `stream:read`), each the frame /v1/stream sends for it. Read through the event log's index by agent, whatever the log's size; `before` pages further back.
+    ///
+    /// - Remark: HTTP `GET /v1/agents/{agentId}/events`.
+    /// - Remark: Generated from `#/paths//v1/agents/{agentId}/events/get(listAgentEvents)`.
+    public func listAgentEvents(
+        path: Operations.ListAgentEvents.Input.Path,
+        query: Operations.ListAgentEvents.Input.Query = .init(),
+        headers: Operations.ListAgentEvents.Input.Headers = .init()
+    ) async throws -> Operations.ListAgentEvents.Output {
+        try await listAgentEvents(Operations.ListAgentEvents.Input(
+            path: path,
+            query: query,
             headers: headers
         ))
     }

@@ -1,0 +1,26 @@
+import ControlAPIContract
+import EventLog
+import Foundation
+import ServiceKit
+
+extension ControlAPIHandler {
+    /// The bytes of frames one answer carries at most (at least one frame, whatever its size).
+    static let agentEventsMaxBytes = 4 << 20
+
+    func listAgentEvents(_ input: Operations.ListAgentEvents.Input) async throws -> Operations.ListAgentEvents.Output {
+        let identity = try Caller.person()
+        try InputCheck.id(input.path.agentId, "agentId")
+        try InputCheck.range(input.query.limit, "limit", 1...200)
+        if let before = input.query.before, before < 1 {
+            throw APIError(.invalidRequest, "before must be at least 1")
+        }
+        let limit = input.query.limit ?? 50
+        let events = try await self.eventLog.agentEvents(tenant: identity.tenant, agent: input.path.agentId, before: input.query.before, limit: limit)
+        let page = AgentEventsPage(events.map { (seq: $0.seq, bytes: $0.frame.readableBytes) }, limit: limit, maxBytes: Self.agentEventsMaxBytes)
+        let decoder = JSONDecoder()
+        let frames = try events.suffix(page.count).map {
+            try decoder.decode(Components.Schemas.AgentEvents.EventsPayloadPayload.self, from: Data(buffer: $0.frame))
+        }
+        return .ok(.init(body: .json(.init(events: frames, nextBefore: page.nextBefore))))
+    }
+}
