@@ -192,6 +192,19 @@ def test_pause_from_the_page_stops_the_process(c):
     assert states and not any(s.startswith("T") for s in states), f"demo-2 did not resume: {states}"
 
 
+def test_agent_page_shows_its_newest_events(c):
+    # Read from GET /v1/agents/{id}/events at once (not only from the stream's recent replay),
+    # then live, each seq once, newest first.
+    newest = ok("GET", "/v1/agents/demo-1/events?limit=50")["events"]
+    assert newest, "demo-1 has no events"
+    c.open("/agents/demo-1")
+    c.browser.wait_for(f"document.querySelector('.events li[data-seq=\"{newest[-1]['seq']}\"]')", what="the agent's newest event")
+    seqs = c.browser.evaluate("[...document.querySelectorAll('.events li[data-seq]')].map((e) => Number(e.dataset.seq))")
+    assert len(seqs) == len(set(seqs)), f"an event is shown twice: {seqs}"
+    assert seqs == sorted(seqs, reverse=True), f"not newest first: {seqs}"
+    assert any("/v1/agents/demo-1/events" in u for u in c.browser.urls), "the page did not read the agent's events"
+
+
 def test_terminate_needs_the_typed_confirmation(c):
     c.open("/agents/demo-3")
     c.browser.click("button[data-action=terminate]")

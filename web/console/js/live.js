@@ -14,13 +14,18 @@ export function streamStatus(id) {
   return { el, update };
 }
 
-/** The section and its stream; `onEvent` also sees every event (e.g. to update a status). */
-export function lastEvents(filters, { onEvent = () => {}, history = 3000, max = 100 } = {}) {
+/** The section and its stream; `onEvent` also sees every event (e.g. to update a status).
+ * `initial`: frames already read (oldest first, e.g. an agent's newest events), shown at once;
+ * the stream's own replay then adds only what is newer. */
+export function lastEvents(filters, { onEvent = () => {}, history = 3000, max = 100, initial = [] } = {}) {
   const list = h('ol', { class: 'events', 'aria-label': 'Events, newest first', reversed: true });
+  for (const frame of initial) prepend(list, eventItem(frame), max);
+  const shown = initial.length ? Number(initial[initial.length - 1].seq) : 0;
   const status = streamStatus();
   const stream = new LiveStream(filters, {
     history,
     onEvent: (frame) => {
+      if (frame.seq !== undefined && Number(frame.seq) <= shown) return;
       prepend(list, eventItem(frame), max);
       onEvent(frame);
     },

@@ -1,6 +1,6 @@
 // An agent (or a worker): status live from the stream, its task, last command, context and
 // skill health with sparklines, controls with the phone's confirmations, its terminal, and its
-// last events (GET /v1/agents/{id}, /v1/workers/{id}, health-monitor, /v1/stream).
+// last events (GET /v1/agents/{id}, its /events, /v1/workers/{id}, health-monitor, /v1/stream).
 import { api, seg } from '../api.js';
 import { h, replace, link, badge, table, when, percent, facts } from '../dom.js';
 import { current } from '../session.js';
@@ -12,14 +12,18 @@ import { agentStatus } from '../status.js';
 
 export async function render(main, [id]) {
   const isWorker = location.pathname.startsWith('/workers/');
-  const [agent, worker] = await Promise.all([
+  const [agent, worker, recent] = await Promise.all([
     api(`/v1/agents/${seg(id)}`),
     isWorker ? api(`/v1/workers/${seg(id)}`) : null,
+    // Its newest events, however long ago (the stream's replay covers only the tenant's last
+    // few thousand): seed 000 §12.3's last 50.
+    api(`/v1/agents/${seg(id)}/events?limit=50`).catch(() => null),
   ]);
   const scopes = current().scopes;
   const status = h('span', { id: 'agent-status', 'data-status': agent.status }, badge(agent.status));
   const receipt = h('div', { class: 'receipt-box', 'aria-live': 'polite' });
   const { section, stream } = lastEvents({ agentIds: [id] }, {
+    initial: recent?.events ?? [],
     onEvent: (frame) => {
       if (frame.type !== 'state' || frame.agentId !== id) return;
       const next = agentStatus(frame.state);
