@@ -15,6 +15,10 @@ public struct IncidentNotice: Codable, Sendable, Equatable {
     public var summary: String
     public var swarmId: String?
     public var agentId: String?
+    /// The session a context incident is about, the skill a skill incident is about (absent in
+    /// notices of before they were carried).
+    public var sessionId: String?
+    public var skillId: String?
     /// Milliseconds since the epoch: when it started firing, and when it resolved.
     public var firedAt: Int64
     public var resolvedAt: Int64?
@@ -29,6 +33,8 @@ public struct IncidentNotice: Codable, Sendable, Equatable {
         summary: String,
         swarmId: String?,
         agentId: String?,
+        sessionId: String? = nil,
+        skillId: String? = nil,
         firedAt: Int64,
         resolvedAt: Int64?,
         webUrl: String
@@ -41,6 +47,8 @@ public struct IncidentNotice: Codable, Sendable, Equatable {
         self.summary = summary
         self.swarmId = swarmId
         self.agentId = agentId
+        self.sessionId = sessionId
+        self.skillId = skillId
         self.firedAt = firedAt
         self.resolvedAt = resolvedAt
         self.webUrl = webUrl

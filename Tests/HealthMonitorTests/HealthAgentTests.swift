@@ -170,6 +170,11 @@ struct HealthAgentTests {
     /// at once; the incident is acknowledged. Answers its id.
     static func firingAfterThresholdChange(_ harness: H) async throws -> String {
         let found = Mutex("")
+        // The notices the notifier reads: the incident's session goes with it to the push.
+        let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try harness.live.environment()["NATS_URL"]!], name: "notices"))
+        defer { Task { await nats.close() } }
+        let notices = try nats.subscribe(to: try Subjects(prefix: harness.live.prefix).incidentChanged(tenant: harness.live.tenant))
+        try await nats.flush()
         try await harness.run { ingest, control, health in
             let key = try await harness.live.createKey(ingest)
             let token = try await harness.token()
@@ -197,6 +202,13 @@ struct HealthAgentTests {
                 json: ["reason": "looking into it"]
             )
             #expect(status == .ok && acknowledged["acknowledged"] as? Bool == true && acknowledged["status"] as? String == "firing")
+            let notice: IncidentNotice? = try await withDeadline(.seconds(10), orThrow: ServiceKitError(.natsTimeout, "no incident notice")) {
+                for await message in notices {
+                    return try JSONDecoder().decode(IncidentNotice.self, from: Data(message.payload))
+                }
+                return nil
+            }
+            #expect(notice?.incidentId == incidentID && notice?.sessionId == "sess-t" && notice?.skillId == nil, "\(String(describing: notice))")
             // control-api's overview and agent detail carry it, learned over NATS.
             let overview = await eventually(timeout: .seconds(10)) {
                 let (_, body) = (try? await H.get(control, "/v1/overview", token: token)) ?? (.ok, [:])

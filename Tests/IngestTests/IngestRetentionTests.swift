@@ -119,7 +119,9 @@ struct IngestRetentionTests {
                 """
             )
             #expect(
-                try await Migrator(schema: harness.schema, migrations: EventLogMigrations.all).migrate(database, logger: logger) == [3, 4, 5, 6, 7, 8]
+                try await Migrator(schema: harness.schema, migrations: EventLogMigrations.all).migrate(database, logger: logger) == [
+                    3, 4, 5, 6, 7, 8,
+                ]
             )
             let counts = try await database.query(
                 """

@@ -26,6 +26,8 @@ struct NotifierRulesTests {
                 summary: summary,
                 swarmId: swarm,
                 agentId: "a1",
+                sessionId: rule == "context_near_capacity" ? "sess-1" : nil,
+                skillId: rule == "skill_failure_spike" ? "sk_0123456789abcdef" : nil,
                 firedAt: 1000,
                 resolvedAt: status == "resolved" ? 2000 : nil,
                 webUrl: "https://deck.example/incidents/inc_1"
@@ -105,6 +107,13 @@ struct NotifierRulesTests {
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         #expect(object["type"] as? String == "incident" && object["incidentId"] as? String == "inc_1")
         #expect(object["webUrl"] as? String == "https://deck.example/incidents/inc_1")
+        // The screen it opens: the session a context incident is about, the skill of a skill one.
+        #expect(object["sessionId"] as? String == "sess-1" && object["skillId"] == nil)
+        let skill = try #require(
+            try JSONSerialization.jsonObject(with: PushPayload.render(Self.incident(rule: "skill_failure_spike"), delivery: .normal))
+                as? [String: Any]
+        )
+        #expect(skill["skillId"] as? String == "sk_0123456789abcdef" && skill["sessionId"] == nil)
         let aps = try #require(object["aps"] as? [String: Any])
         #expect(aps["category"] as? String == "INCIDENT" && aps["sound"] as? String == "default")
         let silent = try #require(try JSONSerialization.jsonObject(with: PushPayload.render(Self.incident(), delivery: .silent)) as? [String: Any])

@@ -94,6 +94,8 @@ struct IncidentMessages: Sendable {
                 summary: incident.summary,
                 swarmId: incident.swarmID,
                 agentId: incident.agentID,
+                sessionId: incident.sessionID,
+                skillId: incident.skillID,
                 firedAt: incident.firedAt.milliseconds,
                 resolvedAt: incident.resolvedAt?.milliseconds,
                 webUrl: self.webURL(incident)

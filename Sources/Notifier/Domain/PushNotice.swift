@@ -36,6 +36,8 @@ struct PushNotice: Sendable, Hashable {
         fields["webUrl"] = notice.webUrl
         if let swarm = notice.swarmId { fields["swarmId"] = swarm }
         if let agent = notice.agentId { fields["agentId"] = agent }
+        if let session = notice.sessionId { fields["sessionId"] = session }
+        if let skill = notice.skillId { fields["skillId"] = skill }
         self.fields = fields
     }
 
