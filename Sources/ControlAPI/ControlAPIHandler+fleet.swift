@@ -11,7 +11,12 @@ extension ControlAPIHandler {
         let swarms = self.swarms(of: agents, now: now)
         let active = swarms.filter { $0.status == .active }
         var byStatus: [String: Int] = [:]
-        for agent in agents { byStatus[self.status(of: agent, now: now).rawValue, default: 0] += 1 }
+        var byState: [String: Int] = [:]
+        for agent in agents {
+            let state = self.state(of: agent, now: now)
+            byState[state.rawValue, default: 0] += 1
+            byStatus[state.status.rawValue, default: 0] += 1
+        }
         let (events, errors) = agents.reduce(into: (Int64(0), Int64(0))) { total, agent in
             let hour = agent.minutes.lastHour(now: now)
             total.0 += hour.events
@@ -21,6 +26,7 @@ extension ControlAPIHandler {
             activeSwarms: active.count,
             agents: agents.count,
             agentsByStatus: .init(additionalProperties: byStatus),
+            agentsByState: .init(additionalProperties: byState),
             eventsLastHour: events,
             errorsLastHour: errors,
             errorRate: events == 0 ? 0 : Double(errors) / Double(events)
@@ -78,30 +84,19 @@ extension ControlAPIHandler {
 
     // MARK: Views
 
-    /// An agent's status: its reported state, unless it has gone silent.
-    func status(of agent: FleetIndex.AgentRecord, now: Date) -> Components.Schemas.AgentStatus {
-        let reported = agent.state?.lowercased()
-        switch reported {
-        case "terminated", "exited", "completed", "done", "killed": return .terminated
-        default: break
-        }
-        if now.timeIntervalSince(agent.lastSeenAt) > TimeInterval(self.settings.offlineSeconds) { return .offline }
-        switch reported {
-        case nil: return .idle
-        case "idle": return .idle
-        case "paused", "stopped", "suspended": return .paused
-        case "waiting", "waiting_approval", "blocked": return .waiting
-        case "error", "failed", "crashed": return .error
-        default: return .running
-        }
+    /// An agent's state: its reported state, unless it has gone silent.
+    func state(of agent: FleetIndex.AgentRecord, now: Date) -> Components.Schemas.AgentState {
+        .of(reported: agent.state, silentFor: now.timeIntervalSince(agent.lastSeenAt), offlineAfter: TimeInterval(self.settings.offlineSeconds))
     }
 
     func agent(_ record: FleetIndex.AgentRecord, lastCommand: Components.Schemas.CommandStatus?, now: Date) -> Components.Schemas.Agent {
         let hour = record.minutes.lastHour(now: now)
+        let state = self.state(of: record, now: now)
         return Components.Schemas.Agent(
             id: record.agentID,
             swarmId: record.swarmID,
-            status: self.status(of: record, now: now),
+            status: state.status,
+            state: state,
             taskSummary: record.taskSummary,
             updatedAt: record.stateChangedAt,
             lastSeenAt: record.lastSeenAt,
@@ -119,8 +114,8 @@ extension ControlAPIHandler {
     func swarms(of agents: [FleetIndex.AgentRecord], now: Date) -> [Components.Schemas.Swarm] {
         let bySwarm = Dictionary(grouping: agents, by: \.swarmID)
         return bySwarm.map { id, members in
-            let statuses = members.map { self.status(of: $0, now: now) }
-            let active = statuses.filter { $0 != .terminated && $0 != .offline }.count
+            let states = members.map { self.state(of: $0, now: now) }
+            let active = states.filter { $0 != .terminated && $0 != .offline }.count
             let (events, errors) = members.reduce(into: (Int64(0), Int64(0))) { total, agent in
                 let hour = agent.minutes.lastHour(now: now)
                 total.0 += hour.events

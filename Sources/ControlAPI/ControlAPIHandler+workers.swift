@@ -102,10 +102,12 @@ extension ControlAPIHandler {
     }
 
     func worker(_ record: FleetIndex.AgentRecord, now: Date) -> Components.Schemas.Worker {
-        Components.Schemas.Worker(
+        let state = self.state(of: record, now: now)
+        return Components.Schemas.Worker(
             id: record.agentID,
             swarmId: record.swarmID,
-            status: self.status(of: record, now: now),
+            status: state.status,
+            state: state,
             taskSummary: record.taskSummary,
             updatedAt: record.stateChangedAt,
             lastSeenAt: record.lastSeenAt,

@@ -218,7 +218,7 @@ def test_terminate_needs_the_typed_confirmation(c):
     c.shot("terminate-confirmation")
     c.browser.evaluate("document.querySelector('dialog[open] button[value=cancel]').click()")
     assert c.browser.evaluate("document.querySelector('dialog[open]')") is None
-    assert ok("GET", "/v1/agents/demo-3")["status"] != "terminated"
+    assert ok("GET", "/v1/agents/demo-3")["state"] != "terminated"
 
 
 def timeline_seqs(c):

@@ -157,7 +157,7 @@ struct AgentSessionTests {
             try await harness.post(ingest, key: key, [H.state(agent: "g2", swarm: "sg", state: "terminated")])
             #expect(
                 await eventually {
-                    (try? await H.call(control, .get, "/v1/agents/g2", token: token).1["status"] as? String) == "terminated"
+                    (try? await H.call(control, .get, "/v1/agents/g2", token: token).1["state"] as? String) == "terminated"
                 }
             )
             func targets(_ requestID: String) async throws -> [String] {

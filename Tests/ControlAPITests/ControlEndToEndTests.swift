@@ -158,7 +158,7 @@ struct ControlEndToEndTests {
                 #expect(command?["state"] as? String == "applied" && command?["agentState"] as? String == state, "\(requestID)")
             }
             let terminated = try await eventually {
-                try await H.call(control, .get, "/v1/agents/\(agent)", token: token).1["status"] as? String == "terminated"
+                try await H.call(control, .get, "/v1/agents/\(agent)", token: token).1["state"] as? String == "terminated"
             }
             #expect(terminated)
         }
@@ -503,7 +503,7 @@ struct ControlEndToEndTests {
             try await Self.waitForExit(connector)
             let stopped = try await eventually {
                 try await H.call(control, .get, "/v1/workers/\(worker)", token: token).1["worker"].flatMap {
-                    ($0 as? [String: Any])?["status"] as? String
+                    ($0 as? [String: Any])?["state"] as? String
                 } == "terminated"
             }
             #expect(stopped)

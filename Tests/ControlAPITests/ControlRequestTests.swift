@@ -55,7 +55,9 @@ struct ControlRequestTests {
             let (_, overview) = try await H.call(control, .get, "/v1/overview", token: token)
             let cards = try #require(overview["summaryCards"] as? [String: Any])
             #expect(cards["activeSwarms"] as? Int == 1 && cards["agents"] as? Int == 3)
-            #expect(cards["agentsByStatus"] as? [String: Int] == ["running": 1, "paused": 1, "terminated": 1])
+            #expect(cards["agentsByState"] as? [String: Int] == ["running": 1, "paused": 1, "terminated": 1])
+            // Seed 000's four: a terminated agent reads paused.
+            #expect(cards["agentsByStatus"] as? [String: Int] == ["running": 1, "paused": 2])
 
             // A second replica, started now, builds the same view from the event log.
             try await harness.control().test(.router) { replica in

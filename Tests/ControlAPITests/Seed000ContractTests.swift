@@ -32,6 +32,16 @@ struct Seed000ContractTests {
         var updatedAt: Date
     }
 
+    /// Seed 000 §8.1's `Agent`, its status §6.1's four.
+    struct Agent: Decodable {
+        enum Status: String, Decodable { case running, paused, error, waiting }
+        var id: String
+        var swarmId: String
+        var status: Status
+        var taskSummary: String?
+        var updatedAt: Date
+    }
+
     /// Seed 000 §12.1's `overview`: `summaryCards`, `activeIncidents[]`, `activeSwarms[]`.
     struct Overview: Decodable {
         var summaryCards: [String: JSONScalarOrObject]
@@ -66,6 +76,22 @@ struct Seed000ContractTests {
                 #expect(overview.activeIncidents.isEmpty)
                 #expect(overview.activeSwarms.map(\.id) == ["s1"] && overview.activeSwarms.first?.activeAgents == 1)
                 #expect(!overview.summaryCards.isEmpty)
+            }
+
+            // §7.1's GET /v1/agents/{agentId}, and the swarm's agents, in the seed's four statuses
+            // (an agent that reported nothing yet waits; one that stopped reporting needs a look).
+            try await harness.post(
+                ingest,
+                key: key,
+                [["msgId": UUID().uuidString, "swarmId": "s1", "agentId": "quiet", "kind": "log", "message": "hi"]]
+            )
+            for (agent, status) in [("a1", Agent.Status.running), ("quiet", .waiting)] {
+                let seen = await eventually {
+                    (try? await control.execute(uri: "/v1/agents/\(agent)", method: .get, headers: [.authorization: "Bearer \(token)"]) {
+                        try Self.decode(Agent.self, $0.body)
+                    })?.status == status
+                }
+                #expect(seen, "\(agent) never read \(status)")
             }
 
             // §7.1: `{ action: "pause|resume|terminate", reason, requestId }`, nothing more.

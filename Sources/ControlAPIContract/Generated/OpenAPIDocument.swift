@@ -645,6 +645,14 @@ components:
     AgentStatus:
       type: string
       description: |
+        Seed 000's four states (§6.1, §8.1), from the finer `state`: `running`, `paused`,
+        `waiting` and `error` as they are; `idle` reads `waiting` (no work reported yet),
+        `offline` reads `error` (silent: it needs a look), `terminated` reads `paused` (stopped
+        by a person; resume answers 409). Show `state` where the difference matters.
+      enum: [running, paused, waiting, error]
+    AgentState:
+      type: string
+      description: |
         From the agent's last `state` event: `running`, `paused`, `waiting` (for an approval),
         `error`, `terminated`; `idle` when it has reported no state; `offline` when silent for
         longer than `control.offline-seconds`.
@@ -655,11 +663,12 @@ components:
       enum: [active, idle]
     Agent:
       type: object
-      required: [id, swarmId, status, updatedAt, lastSeenAt, eventsLastHour, errorsLastHour, errorRate, webUrl]
+      required: [id, swarmId, status, state, updatedAt, lastSeenAt, eventsLastHour, errorsLastHour, errorRate, webUrl]
       properties:
         id: { type: string }
         swarmId: { type: string }
         status: { $ref: '#/components/schemas/AgentStatus' }
+        state: { $ref: '#/components/schemas/AgentState' }
         taskSummary: { type: string }
         updatedAt: { type: string, format: date-time, description: When its status last changed. }
         lastSeenAt: { type: string, format: date-time }
@@ -695,11 +704,12 @@ components:
         host: { type: string }
     Worker:
       type: object
-      required: [id, swarmId, status, updatedAt, lastSeenAt, webUrl]
+      required: [id, swarmId, status, state, updatedAt, lastSeenAt, webUrl]
       properties:
         id: { type: string }
         swarmId: { type: string }
         status: { $ref: '#/components/schemas/AgentStatus' }
+        state: { $ref: '#/components/schemas/AgentState' }
         taskSummary: { type: string }
         updatedAt: { type: string, format: date-time }
         lastSeenAt: { type: string, format: date-time }
@@ -864,12 +874,17 @@ components:
               p95LatencyMs: { type: number }
     SummaryCards:
       type: object
-      required: [activeSwarms, agents, agentsByStatus, eventsLastHour, errorsLastHour, errorRate]
+      required: [activeSwarms, agents, agentsByStatus, agentsByState, eventsLastHour, errorsLastHour, errorRate]
       properties:
         activeSwarms: { type: integer }
         agents: { type: integer }
         agentsByStatus:
           type: object
+          description: Agents by `status` (seed 000's four).
+          additionalProperties: { type: integer }
+        agentsByState:
+          type: object
+          description: Agents by `state`.
           additionalProperties: { type: integer }
         eventsLastHour: { type: integer, format: int64 }
         errorsLastHour: { type: integer, format: int64 }

@@ -482,13 +482,26 @@ extension Components {
                 case scopes
             }
         }
+        /// Seed 000's four states (§6.1, §8.1), from the finer `state`: `running`, `paused`,
+        /// `waiting` and `error` as they are; `idle` reads `waiting` (no work reported yet),
+        /// `offline` reads `error` (silent: it needs a look), `terminated` reads `paused` (stopped
+        /// by a person; resume answers 409). Show `state` where the difference matters.
+        ///
+        ///
+        /// - Remark: Generated from `#/components/schemas/AgentStatus`.
+        @frozen public enum AgentStatus: String, Codable, Hashable, Sendable, CaseIterable {
+            case running = "running"
+            case paused = "paused"
+            case waiting = "waiting"
+            case error = "error"
+        }
         /// From the agent's last `state` event: `running`, `paused`, `waiting` (for an approval),
         /// `error`, `terminated`; `idle` when it has reported no state; `offline` when silent for
         /// longer than `control.offline-seconds`.
         ///
         ///
-        /// - Remark: Generated from `#/components/schemas/AgentStatus`.
-        @frozen public enum AgentStatus: String, Codable, Hashable, Sendable, CaseIterable {
+        /// - Remark: Generated from `#/components/schemas/AgentState`.
+        @frozen public enum AgentState: String, Codable, Hashable, Sendable, CaseIterable {
             case running = "running"
             case paused = "paused"
             case waiting = "waiting"
@@ -512,6 +525,8 @@ extension Components {
             public var swarmId: Swift.String
             /// - Remark: Generated from `#/components/schemas/Agent/status`.
             public var status: Components.Schemas.AgentStatus
+            /// - Remark: Generated from `#/components/schemas/Agent/state`.
+            public var state: Components.Schemas.AgentState
             /// - Remark: Generated from `#/components/schemas/Agent/taskSummary`.
             public var taskSummary: Swift.String?
             /// When its status last changed.
@@ -546,6 +561,7 @@ extension Components {
             ///   - id:
             ///   - swarmId:
             ///   - status:
+            ///   - state:
             ///   - taskSummary:
             ///   - updatedAt: When its status last changed.
             ///   - lastSeenAt:
@@ -561,6 +577,7 @@ extension Components {
                 id: Swift.String,
                 swarmId: Swift.String,
                 status: Components.Schemas.AgentStatus,
+                state: Components.Schemas.AgentState,
                 taskSummary: Swift.String? = nil,
                 updatedAt: Foundation.Date,
                 lastSeenAt: Foundation.Date,
@@ -576,6 +593,7 @@ extension Components {
                 self.id = id
                 self.swarmId = swarmId
                 self.status = status
+                self.state = state
                 self.taskSummary = taskSummary
                 self.updatedAt = updatedAt
                 self.lastSeenAt = lastSeenAt
@@ -592,6 +610,7 @@ extension Components {
                 case id
                 case swarmId
                 case status
+                case state
                 case taskSummary
                 case updatedAt
                 case lastSeenAt
@@ -687,6 +706,8 @@ extension Components {
             public var swarmId: Swift.String
             /// - Remark: Generated from `#/components/schemas/Worker/status`.
             public var status: Components.Schemas.AgentStatus
+            /// - Remark: Generated from `#/components/schemas/Worker/state`.
+            public var state: Components.Schemas.AgentState
             /// - Remark: Generated from `#/components/schemas/Worker/taskSummary`.
             public var taskSummary: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Worker/updatedAt`.
@@ -701,6 +722,7 @@ extension Components {
             ///   - id:
             ///   - swarmId:
             ///   - status:
+            ///   - state:
             ///   - taskSummary:
             ///   - updatedAt:
             ///   - lastSeenAt:
@@ -709,6 +731,7 @@ extension Components {
                 id: Swift.String,
                 swarmId: Swift.String,
                 status: Components.Schemas.AgentStatus,
+                state: Components.Schemas.AgentState,
                 taskSummary: Swift.String? = nil,
                 updatedAt: Foundation.Date,
                 lastSeenAt: Foundation.Date,
@@ -717,6 +740,7 @@ extension Components {
                 self.id = id
                 self.swarmId = swarmId
                 self.status = status
+                self.state = state
                 self.taskSummary = taskSummary
                 self.updatedAt = updatedAt
                 self.lastSeenAt = lastSeenAt
@@ -726,6 +750,7 @@ extension Components {
                 case id
                 case swarmId
                 case status
+                case state
                 case taskSummary
                 case updatedAt
                 case lastSeenAt
@@ -1271,6 +1296,8 @@ extension Components {
             public var activeSwarms: Swift.Int
             /// - Remark: Generated from `#/components/schemas/SummaryCards/agents`.
             public var agents: Swift.Int
+            /// Agents by `status` (seed 000's four).
+            ///
             /// - Remark: Generated from `#/components/schemas/SummaryCards/agentsByStatus`.
             public struct AgentsByStatusPayload: Codable, Hashable, Sendable {
                 /// A container of undocumented properties.
@@ -1289,8 +1316,34 @@ extension Components {
                     try encoder.encodeAdditionalProperties(additionalProperties)
                 }
             }
+            /// Agents by `status` (seed 000's four).
+            ///
             /// - Remark: Generated from `#/components/schemas/SummaryCards/agentsByStatus`.
             public var agentsByStatus: Components.Schemas.SummaryCards.AgentsByStatusPayload
+            /// Agents by `state`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SummaryCards/agentsByState`.
+            public struct AgentsByStatePayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: [String: Swift.Int]
+                /// Creates a new `AgentsByStatePayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: [String: Swift.Int] = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// Agents by `state`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SummaryCards/agentsByState`.
+            public var agentsByState: Components.Schemas.SummaryCards.AgentsByStatePayload
             /// - Remark: Generated from `#/components/schemas/SummaryCards/eventsLastHour`.
             public var eventsLastHour: Swift.Int64
             /// - Remark: Generated from `#/components/schemas/SummaryCards/errorsLastHour`.
@@ -1302,7 +1355,8 @@ extension Components {
             /// - Parameters:
             ///   - activeSwarms:
             ///   - agents:
-            ///   - agentsByStatus:
+            ///   - agentsByStatus: Agents by `status` (seed 000's four).
+            ///   - agentsByState: Agents by `state`.
             ///   - eventsLastHour:
             ///   - errorsLastHour:
             ///   - errorRate:
@@ -1310,6 +1364,7 @@ extension Components {
                 activeSwarms: Swift.Int,
                 agents: Swift.Int,
                 agentsByStatus: Components.Schemas.SummaryCards.AgentsByStatusPayload,
+                agentsByState: Components.Schemas.SummaryCards.AgentsByStatePayload,
                 eventsLastHour: Swift.Int64,
                 errorsLastHour: Swift.Int64,
                 errorRate: Swift.Double
@@ -1317,6 +1372,7 @@ extension Components {
                 self.activeSwarms = activeSwarms
                 self.agents = agents
                 self.agentsByStatus = agentsByStatus
+                self.agentsByState = agentsByState
                 self.eventsLastHour = eventsLastHour
                 self.errorsLastHour = errorsLastHour
                 self.errorRate = errorRate
@@ -1325,6 +1381,7 @@ extension Components {
                 case activeSwarms
                 case agents
                 case agentsByStatus
+                case agentsByState
                 case eventsLastHour
                 case errorsLastHour
                 case errorRate

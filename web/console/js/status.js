@@ -1,5 +1,5 @@
-// An agent's status from the free-form state of its `state` events, mapped as control-api maps
-// it (ControlAPIHandler+fleet.swift, docs/control-api.md), so a live update reads as the fleet does.
+// An agent's state from the free-form state of its `state` events, mapped as control-api maps
+// it (AgentState+status.swift, docs/control-api.md), so a live update reads as the fleet's `state` does.
 const MAP = {
   terminated: 'terminated', exited: 'terminated', completed: 'terminated', done: 'terminated', killed: 'terminated',
   idle: 'idle',
@@ -8,7 +8,7 @@ const MAP = {
   error: 'error', failed: 'error', crashed: 'error',
 };
 
-/** The status the fleet shows for a `state` event's state. */
+/** The `state` the fleet shows for a `state` event's state. */
 export function agentStatus(state) {
   return MAP[String(state).toLowerCase()] ?? 'running';
 }

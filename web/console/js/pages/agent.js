@@ -20,7 +20,8 @@ export async function render(main, [id]) {
     api(`/v1/agents/${seg(id)}/events?limit=50`).catch(() => null),
   ]);
   const scopes = current().scopes;
-  const status = h('span', { id: 'agent-status', 'data-status': agent.status }, badge(agent.status));
+  // The finer state (terminated, idle, offline are not among seed 000's four statuses).
+  const status = h('span', { id: 'agent-status', 'data-status': agent.state }, badge(agent.state));
   const receipt = h('div', { class: 'receipt-box', 'aria-live': 'polite' });
   const { section, stream } = lastEvents({ agentIds: [id] }, {
     initial: recent?.events ?? [],

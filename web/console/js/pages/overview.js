@@ -33,7 +33,7 @@ export async function render(main) {
       h('section', { 'aria-labelledby': 'status-heading' },
         h('h2', { id: 'status-heading' }, 'Agents by status'),
         h('ul', { class: 'cards', id: 'agents-by-status' },
-          Object.entries(cards.agentsByStatus ?? {}).map(([status, count]) => h('li', { class: 'card' }, badge(status), ' ', h('span', { class: 'value' }, count))))),
+          Object.entries(cards.agentsByState ?? {}).map(([status, count]) => h('li', { class: 'card' }, badge(status), ' ', h('span', { class: 'value' }, count))))),
       h('section', { 'aria-labelledby': 'swarms-heading' },
         h('h2', { id: 'swarms-heading' }, 'Swarms'),
         table('Swarms', [

@@ -35,7 +35,7 @@ export async function render(main, [id]) {
       table('Agents', [
         ['Agent', (a) => link(`/agents/${encodeURIComponent(a.id)}`, a.id)],
         ['Status', (a) => {
-          const cell = h('span', { 'data-agent-status': a.id }, badge(a.status));
+          const cell = h('span', { 'data-agent-status': a.id }, badge(a.state));
           statusCells.set(a.id, cell);
           return cell;
         }],
