@@ -23,6 +23,9 @@ public struct StreamClientMessage: Codable, Sendable, Equatable {
     public var filters: Filters?
     /// The last event the client has (its `eventId`).
     public var lastEventId: StreamEventID?
+    /// Replay from this time instead (Unix milliseconds): from the first event committed at or
+    /// after it (seed 000's time window). Not with `lastEventId`.
+    public var fromTime: Int64?
     public var maxEventsPerSecond: Int?
     /// Collapse consecutive identical log lines of an agent into one `suppressed` count.
     public var collapseRepeats: Bool?
@@ -34,6 +37,7 @@ public struct StreamClientMessage: Codable, Sendable, Equatable {
         requestId: String? = nil,
         filters: Filters? = nil,
         lastEventId: StreamEventID? = nil,
+        fromTime: Int64? = nil,
         maxEventsPerSecond: Int? = nil,
         collapseRepeats: Bool? = nil,
         batchEvents: Bool? = nil
@@ -42,6 +46,7 @@ public struct StreamClientMessage: Codable, Sendable, Equatable {
         self.requestId = requestId
         self.filters = filters
         self.lastEventId = lastEventId
+        self.fromTime = fromTime
         self.maxEventsPerSecond = maxEventsPerSecond
         self.collapseRepeats = collapseRepeats
         self.batchEvents = batchEvents

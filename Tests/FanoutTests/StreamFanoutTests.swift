@@ -135,6 +135,35 @@ struct StreamFanoutTests {
         }
     }
 
+    @Test("fromTime: the replay starts at the first event committed since that time; with lastEventId too, or negative, InvalidRequest")
+    func replayFromTime() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            try await harness.post(ingest, key: key, (0..<5).map { log("before-\($0)") })
+            try await Task.sleep(for: .milliseconds(1100))
+            let since = Date()
+            try await Task.sleep(for: .milliseconds(100))
+            try await harness.post(ingest, key: key, (0..<3).map { log("after-\($0)") })
+            try await harness.fanout().test(.live) { fanout in
+                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                let (frames, _, _) = try await client.run(sending: [subscribe(extra: ["fromTime": since.milliseconds])]) {
+                    ($0["seq"] as? Int) == 8
+                }
+                #expect(frames.seqs == [6, 7, 8], "\(frames)")
+                // A time after every event: live from the present, nothing replayed.
+                let (later, _, _) = try await client.run(sending: [subscribe(extra: ["fromTime": Date().milliseconds + 60_000])]) {
+                    $0["type"] as? String == "subscribed"
+                }
+                #expect(later.last?["fromSeq"] as? Int == 9, "\(later)")
+                for extra: [String: Any] in [["fromTime": since.milliseconds, "lastEventId": "3"], ["fromTime": -1]] {
+                    let (refused, _, _) = try await client.run(sending: [subscribe(extra: extra)]) { $0["type"] as? String == "error" }
+                    #expect((refused.last?["error"] as? [String: Any])?["code"] as? String == "InvalidRequest", "\(extra): \(refused)")
+                }
+            }
+        }
+    }
+
     @Test("batchEvents: several events per message, as a JSON array, still every seq once and in order")
     func batchEvents() async throws {
         let harness = try await FanoutHarness()

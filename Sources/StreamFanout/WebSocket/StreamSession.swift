@@ -258,6 +258,23 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
             self.outbox.send(ServerMessage.error(.invalidRequest, error.message, requestID: message.requestId))
             return false
         }
+        // A time to replay from is the seq before the first event committed since.
+        var lastEventID = message.lastEventId?.seq
+        if let fromTime = message.fromTime {
+            guard lastEventID == nil, fromTime >= 0 else {
+                let problem = fromTime < 0 ? "fromTime is Unix milliseconds, not negative" : "send lastEventId or fromTime, not both"
+                self.outbox.send(ServerMessage.error(.invalidRequest, problem, requestID: message.requestId))
+                return false
+            }
+            do {
+                let first = try await self.reader.firstSeq(tenant: self.tenant, committedSince: Date(milliseconds: fromTime))
+                // Nothing committed since: live from the head.
+                lastEventID = first.map { $0 - 1 }
+            } catch {
+                self.outbox.send(ServerMessage.error(.serviceUnavailable, "the event log is unavailable; retry", requestID: message.requestId))
+                return true
+            }
+        }
         var askedRate = self.state.withLock { $0.eventsPerSecond }
         if let asked = message.maxEventsPerSecond {
             guard (1...self.settings.maxEventsPerSecond).contains(asked) else {
@@ -291,11 +308,11 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
         let rate = askedRate
         let collapse = message.collapseRepeats ?? false
         let batchEvents = message.batchEvents ?? false
-        let lastEventID = message.lastEventId?.seq
+        let resumeAfter = lastEventID
         let requestID = message.requestId
         do {
             _ = try await feed.join(self) { head in
-                let from = min(lastEventID ?? head, head)
+                let from = min(resumeAfter ?? head, head)
                 self.state.withLock { state in
                     state.eventsPerSecond = rate
                     self.resumeWaiting.store(true, ordering: .releasing)
