@@ -43,14 +43,7 @@ extension EventLogReader {
         for try await (seq, kind, severity, swarm, agent, frame, committedAt) in rows.decode(
             (Int64, Int16, Int16, String, String, ByteBuffer, Date).self
         ) {
-            let event = LoggedEvent(
-                seq: seq,
-                kind: BusEventKind(rawValue: Int(kind)) ?? .unspecified,
-                severity: BusSeverity(rawValue: Int(severity)) ?? .unspecified,
-                swarmID: swarm,
-                agentID: agent,
-                frame: frame
-            )
+            let event = LoggedEvent(seq: seq, storedKind: kind, storedSeverity: severity, swarmID: swarm, agentID: agent, frame: frame)
             events.append(TimedEvent(event: event, committedAt: committedAt))
         }
         return events

@@ -105,14 +105,7 @@ public struct EventLogReader: Sendable {
             let agent = try next(String.self)
             let frame = try next(ByteBuffer.self)
             bytes += frame.readableBytes
-            let event = LoggedEvent(
-                seq: seq,
-                kind: BusEventKind(rawValue: Int(kind)) ?? .unspecified,
-                severity: BusSeverity(rawValue: Int(severity)) ?? .unspecified,
-                swarmID: swarm,
-                agentID: agent,
-                frame: frame
-            )
+            let event = LoggedEvent(seq: seq, storedKind: kind, storedSeverity: severity, swarmID: swarm, agentID: agent, frame: frame)
             if event.kind == .acp { envelopeIndex[seq] = events.count }
             events.append(event)
         }

@@ -22,4 +22,17 @@ public struct LoggedEvent: Sendable {
         self.agentID = agentID
         self.frame = frame
     }
+
+    /// An event from its stored columns: `kind` and `severity` as the log keeps them (an unknown
+    /// value reads `unspecified`).
+    init(seq: Int64, storedKind kind: Int16, storedSeverity severity: Int16, swarmID: String, agentID: String, frame: ByteBuffer) {
+        self.init(
+            seq: seq,
+            kind: BusEventKind(rawValue: Int(kind)) ?? .unspecified,
+            severity: BusSeverity(rawValue: Int(severity)) ?? .unspecified,
+            swarmID: swarmID,
+            agentID: agentID,
+            frame: frame
+        )
+    }
 }
