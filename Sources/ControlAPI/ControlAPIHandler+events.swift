@@ -15,12 +15,18 @@ extension ControlAPIHandler {
             throw APIError(.invalidRequest, "before must be at least 1")
         }
         let limit = input.query.limit ?? 50
-        let events = try await self.eventLog.agentEvents(tenant: identity.tenant, agent: input.path.agentId, before: input.query.before, limit: limit)
-        let page = AgentEventsPage(events.map { (seq: $0.seq, bytes: $0.frame.readableBytes) }, limit: limit, maxBytes: Self.agentEventsMaxBytes)
+        let (events, read) = try await self.eventLog.agentEvents(
+            tenant: identity.tenant,
+            agent: input.path.agentId,
+            before: input.query.before,
+            limit: limit,
+            maxBytes: Self.agentEventsMaxBytes
+        )
         let decoder = JSONDecoder()
-        let frames = try events.suffix(page.count).map {
+        let frames = try events.map {
             try decoder.decode(Components.Schemas.AgentEvents.EventsPayloadPayload.self, from: Data(buffer: $0.frame))
         }
-        return .ok(.init(body: .json(.init(events: frames, nextBefore: page.nextBefore))))
+        let nextBefore = AgentEventsPage.nextBefore(oldest: events.first?.seq, answered: events.count, read: read, limit: limit)
+        return .ok(.init(body: .json(.init(events: frames, nextBefore: nextBefore))))
     }
 }

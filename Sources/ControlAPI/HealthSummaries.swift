@@ -30,10 +30,12 @@ final class HealthSummaries: Sendable {
     /// The overview's health: health-monitor's answer, or when it does not answer in time, its
     /// last answer for the tenant (`stale`), if any.
     func overview(tenant: String) async -> (summary: HealthSummary?, asOf: Date?, stale: Bool) {
+        // Kept as of the question, so an answer to an earlier question that arrives late does
+        // not replace a newer one.
+        let asked = Date()
         if let summary = await self.summary(tenant: tenant) {
-            let now = Date()
-            self.last.withLock { $0.record(summary, for: tenant, at: now) }
-            return (summary, now, false)
+            self.last.withLock { $0.record(summary, for: tenant, at: asked) }
+            return (summary, asked, false)
         }
         let last = self.last.withLock { $0.last(for: tenant) }
         return (last?.value, last?.at, true)

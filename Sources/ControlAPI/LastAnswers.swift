@@ -18,8 +18,10 @@ struct LastAnswers<Value> {
         self.capacity = capacity
     }
 
-    /// Records `value` as `key`'s answer at `at`.
+    /// Records `value` as `key`'s answer at `at`, unless the answer kept is a newer one (two
+    /// questions answered out of order).
     mutating func record(_ value: Value, for key: String, at: Date) {
+        if let kept = self.answers[key], kept.at > at { return }
         if self.answers[key] == nil, self.answers.count >= self.capacity,
             let oldest = self.answers.min(by: { $0.value.at < $1.value.at })?.key
         {

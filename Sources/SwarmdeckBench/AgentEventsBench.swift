@@ -114,10 +114,10 @@ struct AgentEventsBench: AsyncParsableCommand {
         var scanned: [Duration] = []
         for _ in 0..<self.scans {
             let start = ContinuousClock.now
-            _ = try await reader.agentEvents(tenant: tenant, agent: "no-such-agent", before: nil, limit: 50)
+            _ = try await reader.agentEvents(tenant: tenant, agent: "no-such-agent", before: nil, limit: 50, maxBytes: 4 << 20)
             read.append(ContinuousClock.now - start)
             let scanStart = ContinuousClock.now
-            _ = try await scanner.agentEvents(tenant: tenant, agent: "no-such-agent", before: nil, limit: 50)
+            _ = try await scanner.agentEvents(tenant: tenant, agent: "no-such-agent", before: nil, limit: 50, maxBytes: 4 << 20)
             scanned.append(ContinuousClock.now - scanStart)
         }
         print(GateBench.line("the read alone, through the index", read))

@@ -170,7 +170,7 @@ def test_pause_from_the_page_stops_the_process(c):
     # The agent, not its connector (the checkout's script, or its copy for the agents' user).
     pattern = "^bash [^ ]*demo-agent add retry to payment client"
     assert process_state(pattern), "demo-2's process is not running"
-    if ok("GET", "/v1/agents/demo-2")["status"] == "paused":  # left so by an earlier run that failed
+    if ok("GET", "/v1/agents/demo-2")["state"] == "paused":  # left so by an earlier run that failed
         ok("POST", "/v1/agents/demo-2/control", body={"action": "resume", "reason": "browser test setup", "requestId": str(uuid.uuid4())})
         poll(lambda: not any(s.startswith("T") for s in process_state(pattern)))
     assert not any(s.startswith("T") for s in process_state(pattern)), "demo-2 is paused already"

@@ -1,5 +1,7 @@
+import EventLog
 import Foundation
 import HummingbirdTesting
+import Logging
 import StreamTestSupport
 import TestSupport
 import Testing
@@ -54,6 +56,14 @@ struct AgentEventsTests {
             for (mine, theirs) in zip(allEvents, frames) {
                 #expect(NSDictionary(dictionary: mine).isEqual(to: theirs), "\(mine) ≠ \(theirs)")
             }
+
+            // The bytes cap is applied by Postgres: past it, no frame is sent, and the read says
+            // how many the limit let through (so a page before is offered).
+            let (cut, read) = try await harness.live.withDatabase { client in
+                try await EventLogReader(client: client, schema: harness.ingestSchema, logger: Logger(label: "test"))
+                    .agentEvents(tenant: harness.tenant, agent: "a1", before: nil, limit: 3, maxBytes: 1)
+            }
+            #expect(cut.map(\.seq) == [seqs.last!] && read == 3, "\(cut.map(\.seq)) \(read)")
 
             // Nothing for an agent without events, and nothing of the other tenant's a1 here.
             let (_, none) = try await H.call(control, .get, "/v1/agents/nobody/events", token: token)

@@ -18,6 +18,9 @@ struct LastAnswersTests {
         #expect(answers.last(for: "b")?.value == 2)
         #expect(answers.last(for: "c") == nil)
         #expect(answers.answers.count == 2)
+        // An answer older than the one kept (answered out of order) does not replace it.
+        answers.record(4, for: "a", at: self.start.addingTimeInterval(1))
+        #expect(answers.last(for: "a")?.value == 3)
     }
 
     @Test("past its capacity a new key drops the key answered longest ago; a known key drops none")

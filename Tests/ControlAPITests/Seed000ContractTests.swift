@@ -72,8 +72,10 @@ struct Seed000ContractTests {
             try await control.execute(uri: "/v1/overview", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
                 #expect(response.status == .ok)
                 let overview = try Self.decode(Overview.self, response.body)
-                // No health-monitor runs here: the list is there, empty (and the answer says stale).
+                // No health-monitor runs here: the list is there, empty, and the answer says stale.
                 #expect(overview.activeIncidents.isEmpty)
+                let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+                #expect(object?["healthStale"] as? Bool == true)
                 #expect(overview.activeSwarms.map(\.id) == ["s1"] && overview.activeSwarms.first?.activeAgents == 1)
                 #expect(!overview.summaryCards.isEmpty)
             }

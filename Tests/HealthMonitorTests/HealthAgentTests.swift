@@ -155,6 +155,22 @@ struct HealthAgentTests {
                 #expect(after["healthStale"] as? Bool == true && after["healthAsOf"] is String, "\(after)")
                 #expect((after["activeIncidents"] as? [JSON])?.map { $0["id"] as? String } == [incidentID.withLock { $0 }], "\(after)")
                 #expect(((after["health"] as? JSON)?["activeIncidents"] as? [JSON])?.count == 1, "\(after)")
+                // As seed 000 §8.1 declares an incident.
+                struct SeedIncident: Decodable {
+                    var id: String
+                    var severity: String
+                    var summary: String
+                    var swarmId: String?
+                    var agentId: String?
+                    var createdAt: Date
+                    var status: String
+                    var webUrl: String
+                }
+                let decoded = try JSONDecoder.apiDates().decode(
+                    [SeedIncident].self,
+                    from: try JSONSerialization.data(withJSONObject: after["activeIncidents"] ?? [])
+                )
+                #expect(decoded.first?.status == "firing" && decoded.first?.agentId == "a" && decoded.first?.swarmId == "w", "\(decoded)")
                 // Another tenant's overview has nothing of it.
                 let (_, other) = try await H.get(
                     control,

@@ -140,6 +140,30 @@ struct NotifierRulesTests {
             delivery: .normal
         )
         #expect(huge.count <= APNsNotification.maximumPayloadBytes)
+        // A session id that would swell the payload (control characters escape to six bytes) is
+        // left out; a plain one is carried.
+        func withSession(_ session: String) throws -> [String: Any] {
+            let incident = IncidentNotice(
+                tenant: "t",
+                incidentId: "inc_1",
+                rule: "context_near_capacity",
+                status: "firing",
+                severity: "warning",
+                summary: String(repeating: "é", count: 5000),
+                swarmId: String(repeating: "s", count: 256),
+                agentId: String(repeating: "a", count: 256),
+                sessionId: session,
+                firedAt: 1,
+                resolvedAt: nil,
+                webUrl: "https://deck.example/incidents/inc_1"
+            )
+            let data = PushPayload.render(PushNotice(incident: incident), delivery: .normal)
+            #expect(data.count <= APNsNotification.maximumPayloadBytes)
+            return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        }
+        #expect(try withSession(String(repeating: "\u{1}", count: 256))["sessionId"] == nil)
+        #expect(try withSession(String(repeating: "x", count: 129))["sessionId"] == nil)
+        #expect(try withSession("sess-42")["sessionId"] as? String == "sess-42")
         #expect(PushPayload.collapseID("incident-", String(repeating: "x", count: 100)).utf8.count <= 64)
         let summary = try #require(
             try JSONSerialization.jsonObject(with: PushPayload.renderSummary(count: 3, swarm: "checkout", delivery: .normal)) as? [String: Any]

@@ -484,8 +484,9 @@ extension Components {
         }
         /// Seed 000's four states (§6.1, §8.1), from the finer `state`: `running`, `paused`,
         /// `waiting` and `error` as they are; `idle` reads `waiting` (no work reported yet),
-        /// `offline` reads `error` (silent: it needs a look), `terminated` reads `paused` (stopped
-        /// by a person; resume answers 409). Show `state` where the difference matters.
+        /// `offline` reads `error` (silent: it needs a look), `terminated` reads `paused` (it
+        /// ended: terminated, exited or completed; a resume sent to it is taken but no connector
+        /// acts on it, and it expires). Show `state` where the difference matters.
         ///
         ///
         /// - Remark: Generated from `#/components/schemas/AgentStatus`.

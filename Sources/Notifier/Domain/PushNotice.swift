@@ -36,7 +36,13 @@ struct PushNotice: Sendable, Hashable {
         fields["webUrl"] = notice.webUrl
         if let swarm = notice.swarmId { fields["swarmId"] = swarm }
         if let agent = notice.agentId { fields["agentId"] = agent }
-        if let session = notice.sessionId { fields["sessionId"] = session }
+        // A session id is what the agent's telemetry said: carried only when it is a plain id
+        // that keeps the payload small (the app opens the incident without it).
+        if let session = notice.sessionId, session.utf8.count <= 128,
+            !session.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
+            fields["sessionId"] = session
+        }
         if let skill = notice.skillId { fields["skillId"] = skill }
         self.fields = fields
     }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Writes artifacts to a folder in seed 001's layout, `{title}/{role}-{ISO8601}.md` (colons of
-/// the time as dashes), under a folder per tenant so tenants never share one. The title is
+/// the time as dashes, to the millisecond so two attempts never share a name), under a folder per tenant so tenants never share one. The title is
 /// sanitized as the seed does (letters, digits, `-`, `_` and spaces kept, the rest `-`), and
 /// cut to 100 characters.
 struct ArtifactExporter: Sendable {
@@ -10,7 +10,7 @@ struct ArtifactExporter: Sendable {
     /// Writes `content` and returns its path relative to the export folder.
     func export(tenant: String, title: String, role: PipelineRole, createdAt: Date, content: String) throws -> String {
         let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let timestamp = formatter.string(from: createdAt).replacingOccurrences(of: ":", with: "-")
         let folder = Self.sanitize(title).isEmpty ? "project" : Self.sanitize(title)
         let relative = "\(Self.tenantFolder(tenant))/\(folder)/\(role.rawValue)-\(timestamp).md"

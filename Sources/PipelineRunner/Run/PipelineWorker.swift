@@ -197,9 +197,10 @@ struct PipelineWorker: Sendable {
                 self.logger.warning("artifact not exported", metadata: ["pipeline": "\(claim.id)", "error": "\(error)"])
             }
         }
-        let finished: PipelineStore.Finished?
-        do {
-            finished = try await self.store.finishStage(
+        // An error may come after the COMMIT (its answer lost): the file stays then, as its path
+        // may be stored. Only a stage this runner no longer holds (nil) takes its file back.
+        guard
+            let finished = try await self.store.finishStage(
                 owner: self.owner,
                 claim,
                 position: position,
@@ -211,11 +212,7 @@ struct PipelineWorker: Sendable {
                 unattended: pipeline.unattended,
                 lastStage: position == total
             )
-        } catch {
-            self.unexport(exported)
-            throw error
-        }
-        guard let finished else {
+        else {
             self.unexport(exported)
             return false
         }
@@ -255,8 +252,8 @@ struct PipelineWorker: Sendable {
         return false
     }
 
-    /// Removes a file exported for an artifact that was not stored (the lease was lost, or the
-    /// store failed): the attempt that stores the stage's artifact writes its own.
+    /// Removes a file exported for an artifact that was not stored (the lease was lost): the
+    /// attempt that stores the stage's artifact writes its own (another name: to the millisecond).
     private func unexport(_ path: String?) {
         guard let path, let exporter = self.exporter else { return }
         exporter.remove(path)
