@@ -10,18 +10,6 @@ import Testing
 struct Seed000ContractTests {
     typealias H = ControlHarness
 
-    /// Seed 000 §8.1's `Incident`.
-    struct Incident: Decodable {
-        var id: String
-        var severity: String
-        var summary: String
-        var swarmId: String?
-        var agentId: String?
-        var createdAt: Date
-        var status: String
-        var webUrl: String
-    }
-
     /// Seed 000 §8.1's `Swarm`.
     struct Swarm: Decodable {
         var id: String
@@ -45,7 +33,7 @@ struct Seed000ContractTests {
     /// Seed 000 §12.1's `overview`: `summaryCards`, `activeIncidents[]`, `activeSwarms[]`.
     struct Overview: Decodable {
         var summaryCards: [String: JSONScalarOrObject]
-        var activeIncidents: [Incident]
+        var activeIncidents: [Seed000.Incident]
         var activeSwarms: [Swarm]
     }
 

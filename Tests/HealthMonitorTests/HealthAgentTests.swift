@@ -156,18 +156,8 @@ struct HealthAgentTests {
                 #expect((after["activeIncidents"] as? [JSON])?.map { $0["id"] as? String } == [incidentID.withLock { $0 }], "\(after)")
                 #expect(((after["health"] as? JSON)?["activeIncidents"] as? [JSON])?.count == 1, "\(after)")
                 // As seed 000 §8.1 declares an incident.
-                struct SeedIncident: Decodable {
-                    var id: String
-                    var severity: String
-                    var summary: String
-                    var swarmId: String?
-                    var agentId: String?
-                    var createdAt: Date
-                    var status: String
-                    var webUrl: String
-                }
                 let decoded = try JSONDecoder.apiDates().decode(
-                    [SeedIncident].self,
+                    [Seed000.Incident].self,
                     from: try JSONSerialization.data(withJSONObject: after["activeIncidents"] ?? [])
                 )
                 #expect(decoded.first?.status == "firing" && decoded.first?.agentId == "a" && decoded.first?.swarmId == "w", "\(decoded)")
