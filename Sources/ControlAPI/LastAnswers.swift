@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 
 /// The last answer per key, bounded: past `capacity` keys, recording a new key drops the key
 /// answered longest ago. Control-api keeps health-monitor's last summary per tenant in one, so an
@@ -22,11 +23,7 @@ struct LastAnswers<Value> {
     /// questions answered out of order).
     mutating func record(_ value: Value, for key: String, at: Date) {
         if let kept = self.answers[key], kept.at > at { return }
-        if self.answers[key] == nil, self.answers.count >= self.capacity,
-            let oldest = self.answers.min(by: { $0.value.at < $1.value.at })?.key
-        {
-            self.answers[oldest] = nil
-        }
+        if self.answers[key] == nil { self.answers.evictOldest(bound: self.capacity) { $0.at } }
         self.answers[key] = Answer(value: value, at: at)
     }
 

@@ -128,16 +128,12 @@ struct AgentEventsBench: AsyncParsableCommand {
 
     /// One GET, timed; its page must hold `expecting` events.
     private func get(agent: String, token: String, expecting: Int) async throws -> Duration {
-        var request = HTTPClientRequest(url: "\(self.stack.url)/v1/agents/\(agent)/events?limit=50")
-        request.headers.add(name: "authorization", value: "Bearer " + token)
         let start = ContinuousClock.now
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-        let body = try await response.body.collect(upTo: 8 << 20)
+        let body = try await HTTPClient.shared.getOK("\(self.stack.url)/v1/agents/\(agent)/events?limit=50", token: token)
         let elapsed = ContinuousClock.now - start
-        guard response.status == .ok,
-            let events = (try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any])?["events"] as? [Any],
+        guard let events = (try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any])?["events"] as? [Any],
             events.count == expecting
-        else { throw ValidationError("GET /v1/agents/\(agent)/events: \(response.status) \(String(buffer: body).prefix(300))") }
+        else { throw ValidationError("GET /v1/agents/\(agent)/events: not \(expecting) events: \(String(buffer: body).prefix(300))") }
         return elapsed
     }
 }

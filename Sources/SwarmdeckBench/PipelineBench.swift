@@ -202,12 +202,7 @@ struct PipelineBench: AsyncParsableCommand {
     }
 
     private static func date(_ value: Any?) -> Date? {
-        guard let text = value as? String else { return nil }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
+        (value as? String).flatMap { Date(rfc3339: $0) }
     }
 
     private static func seconds(_ duration: Duration) -> String {

@@ -263,12 +263,7 @@ struct TerminalBench: AsyncParsableCommand {
 
     /// The JSON answer of a GET on the stack.
     private func get(_ path: String, token: String) async throws -> Any {
-        var request = HTTPClientRequest(url: self.stack.url + path)
-        request.headers.add(name: "authorization", value: "Bearer " + token)
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-        let body = try await response.body.collect(upTo: 4 << 20)
-        guard response.status == .ok else { throw ValidationError("GET \(path): \(response.status) \(String(buffer: body))") }
-        return try JSONSerialization.jsonObject(with: Data(buffer: body))
+        try JSONSerialization.jsonObject(with: Data(buffer: try await HTTPClient.shared.getOK(self.stack.url + path, token: token)))
     }
 
     /// `tmux -L SOCKET ARGS`.

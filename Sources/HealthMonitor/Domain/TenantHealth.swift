@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import ServiceKit
 
 /// Everything health knows of one tenant, in memory: its sessions' context, its skills, its
 /// agents and swarms, and the state of every alert. Events go in through ``apply(_:)``; the
@@ -171,9 +172,7 @@ struct TenantHealth: Sendable {
     }
 
     private static func evictOldest<Value>(_ entries: inout [String: Value], bound: Int, evicted: inout Int, by age: (Value) -> Int64) {
-        guard entries.count >= bound, let oldest = entries.min(by: { age($0.value) < age($1.value) })?.key else { return }
-        entries[oldest] = nil
-        evicted += 1
+        if entries.evictOldest(bound: bound, by: age) { evicted += 1 }
     }
 
     // MARK: Rules
