@@ -5,7 +5,8 @@ extension Router where Context == ServiceRequestContext {
     /// What every OpenAPI service puts on its router: `document` served at `/openapi.yaml`, then,
     /// for the routes `register` adds (the generated `registerHandlers(on:middlewares:)`), the
     /// shared error envelope, the request scope (request id, client address behind
-    /// `trustedProxies`) and `authentication` (the operations' credential table).
+    /// `trustedProxies`), `authentication` (the operations' credential table) and a request
+    /// that sends no body reaching its operation without one (``NoBodyMiddleware``).
     public func addOpenAPIOperations(
         document: String,
         trustedProxies: Set<String>,
@@ -17,6 +18,6 @@ extension Router where Context == ServiceRequestContext {
         }
         self.add(middleware: OpenAPIErrorMiddleware())
         self.add(middleware: RequestScopeMiddleware(trustedProxies: trustedProxies))
-        try register([authentication])
+        try register([authentication, NoBodyMiddleware()])
     }
 }
