@@ -296,7 +296,7 @@ let package = Package(
             dependencies: [
                 "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TestSupport",
                 configuration, hummingbird,
-                hummingbirdTesting, jwtKit, logging, nioCore, postgresNIO,
+                hummingbirdTesting, jwtKit, logging, nioCore, openAPIRuntime, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

@@ -9,7 +9,7 @@ extension ControlAPIHandler {
         try InputCheck.id(input.path.agentId, "agentId")
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkControl(body)
-        let receipt = try await self.issue(
+        let (receipt, _) = try await self.issue(
             identity,
             body.action.command,
             target: .agent,
@@ -43,7 +43,7 @@ extension ControlAPIHandler {
         try InputCheck.id(input.path.swarmId, "swarmId")
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try Self.checkControl(body)
-        let receipt = try await self.issue(
+        let (receipt, _) = try await self.issue(
             identity,
             body.action.command,
             target: .swarm,
@@ -100,9 +100,9 @@ extension ControlAPIHandler {
         }
     }
 
-    /// Answers a known request id with its stored receipt, else stores the request with one
-    /// command per agent `targets` names (inside the actor's rate limit) and publishes the
-    /// commands. Shared by the controls and the worker operations.
+    /// Answers a known request id with its stored receipt (`replayed`), else stores the request
+    /// with one command per agent `targets` names (inside the actor's rate limit) and publishes
+    /// the commands. Shared by the controls and the worker operations.
     func issue(
         _ identity: AccessIdentity,
         _ action: Components.Schemas.CommandAction,
@@ -112,7 +112,7 @@ extension ControlAPIHandler {
         input: String? = nil,
         requestID: String,
         targets: (Date) async throws -> [(swarm: String, agent: String)]
-    ) async throws -> Components.Schemas.ControlReceipt {
+    ) async throws -> (receipt: Components.Schemas.ControlReceipt, replayed: Bool) {
         try InputCheck.key(requestID, "requestId")
         try InputCheck.text(reason, "reason", max: 500)
         let now = Date()
@@ -130,7 +130,7 @@ extension ControlAPIHandler {
         )
         // A known request id is answered before anything else is looked at, so a retry gets
         // the first answer even if the fleet changed since.
-        if let receipt = try await self.store.replay(submission) { return receipt }
+        if let receipt = try await self.store.replay(submission) { return (receipt, true) }
         submission.agents = try await targets(now)
         let key = identity.tenant + "\u{0}" + identity.subject
         let outcome = try await self.store.submit(submission) { [limiter, tenantLimiter] in
@@ -151,11 +151,11 @@ extension ControlAPIHandler {
         }
         switch outcome {
         case .replayed(let receipt):
-            return receipt
+            return (receipt, true)
         case .created(let receipt, let commands):
             let stored = await self.bus.publish(commands, requestID: self.requestID)
             try? await self.store.markPublished(stored)
-            return receipt
+            return (receipt, false)
         }
     }
 }

@@ -9,17 +9,21 @@ extension ControlAPIHandler {
     func listWorkers(_ input: Operations.ListWorkers.Input) async throws -> Operations.ListWorkers.Output {
         let identity = try Caller.person()
         let now = Date()
-        let workers = self.fleet.agents(tenant: identity.tenant).filter(\.acceptsRequests)
+        let registrations = try await self.store.registrations(tenant: identity.tenant)
+        let owners = Dictionary(registrations.map { ($0.workerID, $0.owner) }) { first, _ in first }
+        let admin = identity.scopes.contains(.admin)
+        let workers = self.fleet.agents(tenant: identity.tenant)
+            .filter { $0.acceptsRequests && WorkerOwnership.permits(owner: owners[$0.agentID], caller: identity.subject, admin: admin) }
             .sorted { ($0.lastSeenAt, $1.agentID) > ($1.lastSeenAt, $0.agentID) }
-            .map { self.worker($0, now: now) }
+            .map { self.worker($0, owner: owners[$0.agentID], now: now) }
         return .ok(.init(body: .json(.init(workers: workers))))
     }
 
     func getWorker(_ input: Operations.GetWorker.Input) async throws -> Operations.GetWorker.Output {
         let identity = try Caller.person()
-        let record = try self.workerRecord(identity, input.path.workerId)
+        let (record, registration) = try await self.workerRecord(identity, input.path.workerId)
         let requests = try await self.store.requests(tenant: identity.tenant, agentID: record.agentID, limit: 20)
-        return .ok(.init(body: .json(.init(worker: self.worker(record, now: Date()), requests: requests))))
+        return .ok(.init(body: .json(.init(worker: self.worker(record, owner: registration?.owner, now: Date()), requests: requests))))
     }
 
     func requestWorker(_ input: Operations.RequestWorker.Input) async throws -> Operations.RequestWorker.Output {
@@ -30,7 +34,8 @@ extension ControlAPIHandler {
         guard !body.input.contains(where: \.isNewline) else {
             throw APIError(.invalidRequest, "input must be one line (no line breaks)")
         }
-        let receipt = try await self.issue(
+        let (record, _) = try await self.workerRecord(identity, input.path.workerId)
+        let (receipt, _) = try await self.issue(
             identity,
             .request,
             target: .worker,
@@ -39,7 +44,7 @@ extension ControlAPIHandler {
             input: body.input,
             requestID: body.requestId
         ) { now in
-            try await self.liveWorker(identity, input.path.workerId, everySession: false)
+            try await self.liveWorker(identity, record, everySession: false)
         }
         return .accepted(.init(body: .json(receipt)))
     }
@@ -48,7 +53,8 @@ extension ControlAPIHandler {
         let identity = try Caller.person()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.id(input.path.workerId, "workerId")
-        let receipt = try await self.issue(
+        let (record, _) = try await self.workerRecord(identity, input.path.workerId)
+        let (receipt, _) = try await self.issue(
             identity,
             .terminate,
             target: .worker,
@@ -56,21 +62,34 @@ extension ControlAPIHandler {
             reason: body.reason,
             requestID: body.requestId
         ) { now in
-            try await self.liveWorker(identity, input.path.workerId, everySession: true)
+            try await self.liveWorker(identity, record, everySession: true)
         }
         return .accepted(.init(body: .json(receipt)))
     }
 
     // MARK: Helpers
 
-    /// A worker of the caller's tenant: 404 for an unknown id, an agent that takes no
-    /// requests, or another tenant's.
-    private func workerRecord(_ identity: AccessIdentity, _ id: String) throws -> FleetIndex.AgentRecord {
+    /// A worker of the caller's tenant that the caller may act on, with its registration: 404
+    /// for an unknown id, an agent that takes no requests, or another tenant's; 403 for one
+    /// registered to another principal (unless the caller holds `admin`).
+    private func workerRecord(
+        _ identity: AccessIdentity,
+        _ id: String
+    ) async throws -> (record: FleetIndex.AgentRecord, registration: ControlStore.WorkerRegistration?) {
         try InputCheck.id(id, "workerId")
         guard let record = self.fleet.agent(tenant: identity.tenant, id: id), record.acceptsRequests else {
             throw APIError(.notFound, "no worker \(id)")
         }
-        return record
+        let registration = try await self.store.registration(tenant: identity.tenant, worker: id)
+        try Self.checkOwner(identity, registration, id)
+        return (record, registration)
+    }
+
+    /// 403 unless `identity` may act on a worker registered as `registration` says.
+    static func checkOwner(_ identity: AccessIdentity, _ registration: ControlStore.WorkerRegistration?, _ id: String) throws(APIError) {
+        guard WorkerOwnership.permits(owner: registration?.owner, caller: identity.subject, admin: identity.scopes.contains(.admin)) else {
+            throw APIError(.permissionDenied, "worker \(id) is registered to another principal")
+        }
     }
 
     /// Where a worker's command goes: the swarm of its connector's open session, not the swarm
@@ -79,29 +98,38 @@ extension ControlAPIHandler {
     /// sessions open in several swarms, the one the fleet saw it in, else 409. With none open,
     /// the fleet's swarm (the command waits for a session). 409 `Conflict` once its connector
     /// said its process is gone (not when it reported a state: the process under control could).
-    private func liveWorker(_ identity: AccessIdentity, _ id: String, everySession: Bool) async throws -> [(swarm: String, agent: String)] {
-        let record = try self.workerRecord(identity, id)
-        let open = try await self.store.openSwarms(tenant: identity.tenant, agent: record.agentID)
+    func liveWorker(
+        _ identity: AccessIdentity,
+        _ record: FleetIndex.AgentRecord,
+        everySession: Bool
+    ) async throws -> [(swarm: String, agent: String)] {
+        let id = record.agentID
+        let open = try await self.store.openSwarms(tenant: identity.tenant, agent: id)
         if open.isEmpty {
-            guard try await !self.store.sessions(tenant: identity.tenant, swarm: record.swarmID).gone.contains(record.agentID) else {
+            guard try await !self.hasStopped(identity, record) else {
                 throw APIError(.conflict, "worker \(id) has stopped")
             }
-            return [(record.swarmID, record.agentID)]
+            return [(record.swarmID, id)]
         }
         if everySession {
             guard open.count <= self.settings.maxSwarmTargets else {
                 throw APIError(.conflict, "worker \(id) has sessions open in \(open.count) swarms (control.max-swarm-targets)")
             }
-            return open.map { ($0, record.agentID) }
+            return open.map { ($0, id) }
         }
-        if open.count == 1 { return [(open[0], record.agentID)] }
+        if open.count == 1 { return [(open[0], id)] }
         guard open.contains(record.swarmID) else {
             throw APIError(.conflict, "worker \(id) has sessions open in \(open.count) swarms; stop the ones that are not it")
         }
-        return [(record.swarmID, record.agentID)]
+        return [(record.swarmID, id)]
     }
 
-    func worker(_ record: FleetIndex.AgentRecord, now: Date) -> Components.Schemas.Worker {
+    /// Whether the worker's connector said its process is gone (and opened no session since).
+    func hasStopped(_ identity: AccessIdentity, _ record: FleetIndex.AgentRecord) async throws -> Bool {
+        try await self.store.sessions(tenant: identity.tenant, swarm: record.swarmID).gone.contains(record.agentID)
+    }
+
+    func worker(_ record: FleetIndex.AgentRecord, owner: String?, now: Date) -> Components.Schemas.Worker {
         let state = self.state(of: record, now: now)
         return Components.Schemas.Worker(
             id: record.agentID,
@@ -111,7 +139,8 @@ extension ControlAPIHandler {
             taskSummary: record.taskSummary,
             updatedAt: record.stateChangedAt,
             lastSeenAt: record.lastSeenAt,
-            webUrl: self.webURL("workers", record.agentID)
+            webUrl: self.webURL("workers", record.agentID),
+            owner: owner
         )
     }
 }

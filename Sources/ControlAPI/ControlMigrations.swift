@@ -163,5 +163,25 @@ enum ControlMigrations {
                     CHECK (end_reason IN ('exited', 'superseded', 'idle', 'key-revoked'));
                 """
         ),
+        Migration(
+            version: 7,
+            name: "worker owners",
+            sql: """
+                -- Seed 004's registrations: the principal (token subject) a worker is registered
+                -- to, and what the registration said of it. A worker with no row is the tenant's.
+                CREATE TABLE worker_owners (
+                    tenant_id text NOT NULL,
+                    worker_id text NOT NULL,
+                    owner text NOT NULL,
+                    workspace_ref text,
+                    codex_home_ref text,
+                    adapter text,
+                    metadata jsonb NOT NULL DEFAULT '{}',
+                    registered_at timestamptz NOT NULL DEFAULT now(),
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (tenant_id, worker_id)
+                );
+                """
+        ),
     ]
 }

@@ -22,6 +22,8 @@ public struct ControlSettings: ServiceSettings {
     var maxAgentsPerTenant: Int
     /// Agents one swarm control may address; a larger swarm is refused (control agents one by one).
     var maxSwarmTargets: Int
+    /// Workers a tenant may have registered to principals (seed 004's ownership).
+    var maxRegisteredWorkers: Int
     /// Seconds a command stays valid; an agent that gets it later answers `expired`.
     var commandSeconds: Int
     /// The longest a command long poll waits (less than a proxy's read timeout).
@@ -53,7 +55,7 @@ public struct ControlSettings: ServiceSettings {
 
     public static let keys: [SettingKey] = [
         .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .signInDays, .offlineSeconds,
-        .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxAgentSessions, .agentSessionsPerMinute, .agentSessionHours,
+        .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxRegisteredWorkers, .maxAgentSessions, .agentSessionsPerMinute, .agentSessionHours,
         .agentSessionIdleHours, .agentSessionCheckSeconds,
         .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies, .controlsPerTenantPerMinute,
         .commandStreamMaxBytes, .commandStreamMaxPerAgent,
@@ -70,6 +72,7 @@ public struct ControlSettings: ServiceSettings {
         self.commandSeconds = try reader.setting(.commandSeconds, in: 5...86_400)
         self.maxAgentsPerTenant = try reader.setting(.maxAgentsPerTenant, in: 10...10_000_000)
         self.maxSwarmTargets = try reader.setting(.maxSwarmTargets, in: 1...100_000)
+        self.maxRegisteredWorkers = try reader.setting(.maxRegisteredWorkers, in: 1...1_000_000)
         self.authPerMinute = try reader.setting(.authPerMinute, in: 1...100_000)
         self.trustedProxies = Set(try reader.setting(.trustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)
@@ -115,6 +118,11 @@ extension SettingKey {
     static let maxSwarmTargets = SettingKey(
         "control.max-swarm-targets",
         "agents one swarm control may address (409 past it: control them in smaller groups)",
+        default: "1000"
+    )
+    static let maxRegisteredWorkers = SettingKey(
+        "control.max-registered-workers",
+        "workers a tenant may have registered to principals (409 past it: release one first)",
         default: "1000"
     )
     static let commandSeconds = SettingKey("control.command-seconds", "seconds a command stays valid before an agent answers expired", default: "300")

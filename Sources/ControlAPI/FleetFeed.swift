@@ -79,7 +79,8 @@ final class FleetFeed: Service, Sendable {
                 agentID: agent.agentID,
                 swarmID: agent.swarmID,
                 stateChangedAt: agent.lastSeenAt,
-                lastSeenAt: agent.lastSeenAt
+                lastSeenAt: agent.lastSeenAt,
+                lastSeq: agent.lastSeq
             )
             if let last = agent.lastState {
                 record.state = last.fields.state

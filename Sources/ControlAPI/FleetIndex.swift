@@ -36,6 +36,8 @@ final class FleetIndex: Sendable {
         var host: String?
         var stateChangedAt: Date
         var lastSeenAt: Date
+        /// The seq of its latest event.
+        var lastSeq: Int64 = 0
         var minutes = MinuteCounts()
     }
 
@@ -156,6 +158,7 @@ final class FleetIndex: Sendable {
                 record.swarmSeq = seq
             }
             record.lastSeenAt = max(record.lastSeenAt, committedAt)
+            record.lastSeq = max(record.lastSeq, seq)
             record.minutes.add(at: committedAt, events: 1, errors: isError ? 1 : 0)
             if let state, seq > record.stateSeq {
                 if state.state != record.state { record.stateChangedAt = committedAt }

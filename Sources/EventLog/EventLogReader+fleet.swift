@@ -16,6 +16,8 @@ public struct FleetSnapshot: Sendable {
         public var agentID: String
         /// When its last event was committed.
         public var lastSeenAt: Date
+        /// Its last event's seq.
+        public var lastSeq: Int64 = 0
         /// Its last state event, if it sent one.
         public var lastState: StateEvent?
         /// Its events and errors (severity error or worse) per minute of the last hour.
@@ -53,15 +55,17 @@ extension EventLogReader {
                     snapshot.heads[tenant] = head
                 }
                 var index: [String: [String: Int]] = [:]
-                for try await (tenant, swarm, agent, lastSeen) in try await connection.query(
+                for try await (tenant, swarm, agent, lastSeen, lastSeq) in try await connection.query(
                     """
-                    SELECT DISTINCT ON (tenant_id, agent_id) tenant_id, swarm_id, agent_id, committed_at
+                    SELECT DISTINCT ON (tenant_id, agent_id) tenant_id, swarm_id, agent_id, committed_at, seq
                     FROM \(unescaped: self.schema).events WHERE agent_id <> '' ORDER BY tenant_id, agent_id, seq DESC
                     """,
                     logger: self.logger
-                ).decode((String, String, String, Date).self) {
+                ).decode((String, String, String, Date, Int64).self) {
                     index[tenant, default: [:]][agent] = snapshot.agents.count
-                    snapshot.agents.append(FleetSnapshot.Agent(tenant: tenant, swarmID: swarm, agentID: agent, lastSeenAt: lastSeen))
+                    snapshot.agents.append(
+                        FleetSnapshot.Agent(tenant: tenant, swarmID: swarm, agentID: agent, lastSeenAt: lastSeen, lastSeq: lastSeq)
+                    )
                 }
                 for try await (tenant, agent, seq, frame, at) in try await connection.query(
                     """

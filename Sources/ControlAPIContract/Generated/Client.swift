@@ -1349,6 +1349,9 @@ public struct Client: APIProtocol {
     /// The tenant's workers, agents that take requests (scope `stream:read`).
     ///
     /// An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+    /// A worker registered to another principal is left out unless the caller holds `admin`;
+    /// reading, requesting or stopping it answers 403 `PermissionDenied`.
+    ///
     ///
     /// - Remark: HTTP `GET /v1/workers`.
     /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)`.
@@ -1670,6 +1673,621 @@ public struct Client: APIProtocol {
                     case "application/json":
                         body = try await converter.getResponseBodyAsJSON(
                             Components.Schemas.ControlReceipt.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .accepted(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Seed 004's worker list, scoped to the caller (scope `stream:read`).
+    ///
+    /// The workers the caller may act on, most recently seen first: those it registered, and
+    /// those nobody registered (the tenant's); a worker another principal registered is left
+    /// out unless the caller holds `admin`. A worker registered but not seen yet is listed
+    /// with `status` `registered`. Snake case, as seed 004's client reads it.
+    ///
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/get(listRuntimeWorkers)`.
+    public func listRuntimeWorkers(_ input: Operations.ListRuntimeWorkers.Input) async throws -> Operations.ListRuntimeWorkers.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.ListRuntimeWorkers.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/api/runtime/codex/workers",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "limit",
+                    value: input.query.limit
+                )
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "status",
+                    value: input.query.status
+                )
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.ListRuntimeWorkers.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.RuntimeWorkerList.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Register a worker to the caller, or update its registration (scope `agents:control`).
+    ///
+    /// The first principal to register a worker id owns it: from then on only it (and holders of
+    /// `admin`) see the worker, read it, send it requests and stop it, on this path and on
+    /// `/v1/workers`. Registering again updates the references and metadata (200); another
+    /// principal's worker answers 403 `PermissionDenied`. A tenant registers at most
+    /// `control.max-registered-workers` workers (409 past it; release one first).
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/post(registerRuntimeWorker)`.
+    public func registerRuntimeWorker(_ input: Operations.RegisterRuntimeWorker.Input) async throws -> Operations.RegisterRuntimeWorker.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.RegisterRuntimeWorker.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/api/runtime/codex/workers",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .json(value):
+                    body = try converter.setRequiredRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.RegisterRuntimeWorker.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.RuntimeWorkerAnswer.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                case 201:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.RegisterRuntimeWorker.Output.Created.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.RuntimeWorkerAnswer.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .created(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Seed 004's worker snapshot (scope `stream:read`).
+    ///
+    /// Another principal's worker answers 403 `PermissionDenied`; an unknown one (or another tenant's) 404.
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/get(getRuntimeWorker)`.
+    public func getRuntimeWorker(_ input: Operations.GetRuntimeWorker.Input) async throws -> Operations.GetRuntimeWorker.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.GetRuntimeWorker.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/api/runtime/codex/workers/{}",
+                    parameters: [
+                        input.path.workerId
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.GetRuntimeWorker.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.RuntimeWorkerAnswer.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Release the caller's registration of a worker (scope `agents:control`).
+    ///
+    /// The worker is the tenant's again. Only its owner or a holder of `admin` may release it (403 otherwise); an unregistered id answers 404.
+    ///
+    /// - Remark: HTTP `DELETE /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/delete(releaseRuntimeWorker)`.
+    public func releaseRuntimeWorker(_ input: Operations.ReleaseRuntimeWorker.Input) async throws -> Operations.ReleaseRuntimeWorker.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.ReleaseRuntimeWorker.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/api/runtime/codex/workers/{}",
+                    parameters: [
+                        input.path.workerId
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .delete
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 204:
+                    return .noContent(.init())
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Send a worker a JSON-RPC request (scope `agents:control`).
+    ///
+    /// The request reaches the worker's process as one line on its standard input, the
+    /// JSON-RPC message `{"id": request_id, "method": method, "params": params}` (codex
+    /// app-server's framing); its answer is the worker's output, log events on `/v1/stream`.
+    /// Only seed 004's methods are taken. Idempotent on `request_id` as the controls are (the
+    /// same id with another request is 409). 409 too when the worker has stopped or has not
+    /// started yet.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/requests`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/requests/post(requestRuntimeWorker)`.
+    public func requestRuntimeWorker(_ input: Operations.RequestRuntimeWorker.Input) async throws -> Operations.RequestRuntimeWorker.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.RequestRuntimeWorker.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/api/runtime/codex/workers/{}/requests",
+                    parameters: [
+                        input.path.workerId
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .json(value):
+                    body = try converter.setRequiredRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 202:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.RequestRuntimeWorker.Output.Accepted.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.RuntimeWorkerActionAnswer.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .accepted(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Stop a worker (scope `agents:control`); the body is optional.
+    ///
+    /// Terminates the worker's process. The request's `x-request-id`, when sent, is the
+    /// idempotency key (a repeat answers the first receipt, `idempotent_replay` true). A worker
+    /// that has already stopped answers 200 with `status` `stopped` and `idempotent_replay` true.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/stop`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/stop/post(stopRuntimeWorker)`.
+    public func stopRuntimeWorker(_ input: Operations.StopRuntimeWorker.Input) async throws -> Operations.StopRuntimeWorker.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.StopRuntimeWorker.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/api/runtime/codex/workers/{}/stop",
+                    parameters: [
+                        input.path.workerId
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case .none:
+                    body = nil
+                case let .json(value):
+                    body = try converter.setOptionalRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.StopRuntimeWorker.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.RuntimeWorkerStopAnswer.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                case 202:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.StopRuntimeWorker.Output.Accepted.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.RuntimeWorkerStopAnswer.self,
                             from: responseBody,
                             transforming: { value in
                                 .json(value)

@@ -25,6 +25,8 @@ tags:
   - name: fleet
   - name: controls
   - name: workers
+  - name: runtime
+    description: Seed 004's Codex worker admin, at the paths and in the snake-case shapes its client uses.
   - name: agent
 paths:
   /.well-known/jwks.json:
@@ -273,7 +275,10 @@ paths:
       operationId: listWorkers
       tags: [workers]
       summary: The tenant's workers, agents that take requests (scope `stream:read`).
-      description: An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+      description: |
+        An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+        A worker registered to another principal is left out unless the caller holds `admin`;
+        reading, requesting or stopping it answers 403 `PermissionDenied`.
       responses:
         '200':
           description: The workers, most recently seen first.
@@ -335,6 +340,138 @@ paths:
           content:
             application/json:
               schema: { $ref: '#/components/schemas/ControlReceipt' }
+        default: { $ref: '#/components/responses/Error' }
+  /api/runtime/codex/workers:
+    get:
+      operationId: listRuntimeWorkers
+      tags: [runtime]
+      summary: Seed 004's worker list, scoped to the caller (scope `stream:read`).
+      description: |
+        The workers the caller may act on, most recently seen first: those it registered, and
+        those nobody registered (the tenant's); a worker another principal registered is left
+        out unless the caller holds `admin`. A worker registered but not seen yet is listed
+        with `status` `registered`. Snake case, as seed 004's client reads it.
+      parameters:
+        - name: limit
+          in: query
+          schema: { type: integer, minimum: 1, maximum: 200, default: 100 }
+        - name: status
+          in: query
+          description: Only workers in this state (`running`, `paused`, `waiting`, `error`, `terminated`, `idle`, `offline`, `registered`).
+          schema: { type: string, enum: [running, paused, waiting, error, terminated, idle, offline, registered] }
+      responses:
+        '200':
+          description: The workers.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/RuntimeWorkerList' }
+        default: { $ref: '#/components/responses/Error' }
+    post:
+      operationId: registerRuntimeWorker
+      tags: [runtime]
+      summary: Register a worker to the caller, or update its registration (scope `agents:control`).
+      description: |
+        The first principal to register a worker id owns it: from then on only it (and holders of
+        `admin`) see the worker, read it, send it requests and stop it, on this path and on
+        `/v1/workers`. Registering again updates the references and metadata (200); another
+        principal's worker answers 403 `PermissionDenied`. A tenant registers at most
+        `control.max-registered-workers` workers (409 past it; release one first).
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/RuntimeWorkerRegistration' }
+      responses:
+        '200':
+          description: The registration was updated.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/RuntimeWorkerAnswer' }
+        '201':
+          description: The worker is now the caller's.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/RuntimeWorkerAnswer' }
+        default: { $ref: '#/components/responses/Error' }
+  /api/runtime/codex/workers/{workerId}:
+    get:
+      operationId: getRuntimeWorker
+      tags: [runtime]
+      summary: Seed 004's worker snapshot (scope `stream:read`).
+      description: Another principal's worker answers 403 `PermissionDenied`; an unknown one (or another tenant's) 404.
+      parameters:
+        - $ref: '#/components/parameters/WorkerID'
+      responses:
+        '200':
+          description: The worker.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/RuntimeWorkerAnswer' }
+        default: { $ref: '#/components/responses/Error' }
+    delete:
+      operationId: releaseRuntimeWorker
+      tags: [runtime]
+      summary: Release the caller's registration of a worker (scope `agents:control`).
+      description: The worker is the tenant's again. Only its owner or a holder of `admin` may release it (403 otherwise); an unregistered id answers 404.
+      parameters:
+        - $ref: '#/components/parameters/WorkerID'
+      responses:
+        '204':
+          description: Released.
+        default: { $ref: '#/components/responses/Error' }
+  /api/runtime/codex/workers/{workerId}/requests:
+    post:
+      operationId: requestRuntimeWorker
+      tags: [runtime]
+      summary: Send a worker a JSON-RPC request (scope `agents:control`).
+      description: |
+        The request reaches the worker's process as one line on its standard input, the
+        JSON-RPC message `{"id": request_id, "method": method, "params": params}` (codex
+        app-server's framing); its answer is the worker's output, log events on `/v1/stream`.
+        Only seed 004's methods are taken. Idempotent on `request_id` as the controls are (the
+        same id with another request is 409). 409 too when the worker has stopped or has not
+        started yet.
+      parameters:
+        - $ref: '#/components/parameters/WorkerID'
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/RuntimeWorkerRequestEnvelope' }
+      responses:
+        '202':
+          description: The request is on its way to the worker.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/RuntimeWorkerActionAnswer' }
+        default: { $ref: '#/components/responses/Error' }
+  /api/runtime/codex/workers/{workerId}/stop:
+    post:
+      operationId: stopRuntimeWorker
+      tags: [runtime]
+      summary: Stop a worker (scope `agents:control`); the body is optional.
+      description: |
+        Terminates the worker's process. The request's `x-request-id`, when sent, is the
+        idempotency key (a repeat answers the first receipt, `idempotent_replay` true). A worker
+        that has already stopped answers 200 with `status` `stopped` and `idempotent_replay` true.
+      parameters:
+        - $ref: '#/components/parameters/WorkerID'
+      requestBody:
+        required: false
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/RuntimeWorkerStop' }
+      responses:
+        '200':
+          description: The worker had already stopped.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/RuntimeWorkerStopAnswer' }
+        '202':
+          description: The stop is on its way to the worker.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/RuntimeWorkerStopAnswer' }
         default: { $ref: '#/components/responses/Error' }
   /v1/controls/{requestId}:
     get:
@@ -715,6 +852,7 @@ components:
         updatedAt: { type: string, format: date-time }
         lastSeenAt: { type: string, format: date-time }
         webUrl: { type: string }
+        owner: { type: string, description: 'The principal (token subject) it is registered to (`POST /api/runtime/codex/workers`); absent when nobody registered it.' }
     WorkerList:
       type: object
       required: [workers]
@@ -743,6 +881,104 @@ components:
       properties:
         requestId: { $ref: '#/components/schemas/RequestID' }
         reason: { type: string, minLength: 1, maxLength: 500 }
+    RuntimeWorker:
+      type: object
+      description: Seed 004's worker summary and snapshot in one shape.
+      required: [worker_id, status, latest_seq, adapter, metadata]
+      properties:
+        worker_id: { type: string }
+        status: { type: string, description: 'The agent state (as `state` on `/v1/workers`), or `registered` before the worker was seen.' }
+        latest_seq: { type: integer, format: int64, description: 'The seq of its latest event in the tenant log (0 before any).' }
+        swarm_id: { type: string }
+        workspace_ref: { type: string }
+        codex_home_ref: { type: string }
+        adapter: { type: string, description: 'What the registration named, else `swarmdeck-connector`.' }
+        heartbeat_state: { type: string, enum: [fresh, stale], description: '`stale` once silent longer than `control.offline-seconds`.' }
+        last_heartbeat_at: { type: string, format: date-time }
+        owner: { type: string, description: 'The principal (token subject) it is registered to; absent when nobody registered it.' }
+        metadata:
+          type: object
+          additionalProperties: true
+        web_url: { type: string }
+    RuntimeWorkerList:
+      type: object
+      required: [data]
+      properties:
+        data:
+          type: array
+          items: { $ref: '#/components/schemas/RuntimeWorker' }
+    RuntimeWorkerAnswer:
+      type: object
+      required: [data]
+      properties:
+        data: { $ref: '#/components/schemas/RuntimeWorker' }
+    RuntimeWorkerRegistration:
+      type: object
+      required: [worker_id]
+      properties:
+        worker_id: { $ref: '#/components/schemas/EntityID' }
+        workspace_ref: { type: string, maxLength: 255 }
+        codex_home_ref: { type: string, maxLength: 255 }
+        adapter: { type: string, minLength: 1, maxLength: 120 }
+        metadata:
+          type: object
+          description: Any JSON object, at most 8 KiB encoded.
+          additionalProperties: true
+    RuntimeWorkerRequestEnvelope:
+      type: object
+      required: [request]
+      properties:
+        request: { $ref: '#/components/schemas/RuntimeWorkerRequest' }
+    RuntimeWorkerRequest:
+      type: object
+      required: [request_id, method]
+      properties:
+        request_id: { $ref: '#/components/schemas/RequestID' }
+        method:
+          type: string
+          enum: [thread/start, thread/resume, turn/start, turn/interrupt, thread/list, thread/read]
+        params:
+          type: object
+          description: The method's parameters; the line the worker reads is at most 16,000 characters.
+          additionalProperties: true
+        request_version: { type: string, maxLength: 32 }
+        sent_at: { type: string, maxLength: 64 }
+        source: { type: string, maxLength: 128 }
+        session_id: { type: string, maxLength: 256 }
+        thread_id: { type: string, maxLength: 256 }
+    RuntimeWorkerActionResult:
+      type: object
+      required: [worker_id, request_id, ok, method, status, idempotent_replay]
+      properties:
+        worker_id: { type: string }
+        request_id: { type: string }
+        ok: { type: boolean, description: 'True: the request was taken (the worker answers on the stream).' }
+        method: { type: string }
+        status: { type: string, enum: [queued], description: 'Follow it at `/v1/controls/{request_id}`.' }
+        idempotent_replay: { type: boolean }
+        command_id: { type: string }
+    RuntimeWorkerActionAnswer:
+      type: object
+      required: [data]
+      properties:
+        data: { $ref: '#/components/schemas/RuntimeWorkerActionResult' }
+    RuntimeWorkerStop:
+      type: object
+      properties:
+        reason: { type: string, maxLength: 255 }
+    RuntimeWorkerStopResult:
+      type: object
+      required: [worker_id, status, idempotent_replay]
+      properties:
+        worker_id: { type: string }
+        status: { type: string, enum: [stopping, stopped] }
+        idempotent_replay: { type: boolean }
+        request_id: { type: string, description: 'The control request of the stop (`/v1/controls/{request_id}`); absent when it had already stopped.' }
+    RuntimeWorkerStopAnswer:
+      type: object
+      required: [data]
+      properties:
+        data: { $ref: '#/components/schemas/RuntimeWorkerStopResult' }
     Swarm:
       type: object
       required: [id, name, status, activeAgents, totalAgents, errorRate, eventsLastHour, updatedAt, webUrl]

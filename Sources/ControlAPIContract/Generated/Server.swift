@@ -236,6 +236,72 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.listRuntimeWorkers(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .get,
+            path: server.apiPathComponentsWithServerPrefix("/api/runtime/codex/workers")
+        )
+        try transport.register(
+            {
+                try await server.registerRuntimeWorker(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .post,
+            path: server.apiPathComponentsWithServerPrefix("/api/runtime/codex/workers")
+        )
+        try transport.register(
+            {
+                try await server.getRuntimeWorker(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .get,
+            path: server.apiPathComponentsWithServerPrefix("/api/runtime/codex/workers/{workerId}")
+        )
+        try transport.register(
+            {
+                try await server.releaseRuntimeWorker(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .delete,
+            path: server.apiPathComponentsWithServerPrefix("/api/runtime/codex/workers/{workerId}")
+        )
+        try transport.register(
+            {
+                try await server.requestRuntimeWorker(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .post,
+            path: server.apiPathComponentsWithServerPrefix("/api/runtime/codex/workers/{workerId}/requests")
+        )
+        try transport.register(
+            {
+                try await server.stopRuntimeWorker(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .post,
+            path: server.apiPathComponentsWithServerPrefix("/api/runtime/codex/workers/{workerId}/stop")
+        )
+        try transport.register(
+            {
                 try await server.getControl(
                     request: $0,
                     body: $1,
@@ -1487,6 +1553,9 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
     /// The tenant's workers, agents that take requests (scope `stream:read`).
     ///
     /// An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+    /// A worker registered to another principal is left out unless the caller holds `admin`;
+    /// reading, requesting or stopping it answers 403 `PermissionDenied`.
+    ///
     ///
     /// - Remark: HTTP `GET /v1/workers`.
     /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)`.
@@ -1783,6 +1852,583 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             },
             serializer: { output, request in
                 switch output {
+                case let .accepted(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 202)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Seed 004's worker list, scoped to the caller (scope `stream:read`).
+    ///
+    /// The workers the caller may act on, most recently seen first: those it registered, and
+    /// those nobody registered (the tenant's); a worker another principal registered is left
+    /// out unless the caller holds `admin`. A worker registered but not seen yet is listed
+    /// with `status` `registered`. Snake case, as seed 004's client reads it.
+    ///
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/get(listRuntimeWorkers)`.
+    func listRuntimeWorkers(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.ListRuntimeWorkers.id,
+            using: {
+                APIHandler.listRuntimeWorkers($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let query: Operations.ListRuntimeWorkers.Input.Query = .init(
+                    limit: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "limit",
+                        as: Swift.Int.self
+                    ),
+                    status: try converter.getOptionalQueryItemAsURI(
+                        in: request.soar_query,
+                        style: .form,
+                        explode: true,
+                        name: "status",
+                        as: Operations.ListRuntimeWorkers.Input.Query.StatusPayload.self
+                    )
+                )
+                let headers: Operations.ListRuntimeWorkers.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.ListRuntimeWorkers.Input(
+                    query: query,
+                    headers: headers
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Register a worker to the caller, or update its registration (scope `agents:control`).
+    ///
+    /// The first principal to register a worker id owns it: from then on only it (and holders of
+    /// `admin`) see the worker, read it, send it requests and stop it, on this path and on
+    /// `/v1/workers`. Registering again updates the references and metadata (200); another
+    /// principal's worker answers 403 `PermissionDenied`. A tenant registers at most
+    /// `control.max-registered-workers` workers (409 past it; release one first).
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/post(registerRuntimeWorker)`.
+    func registerRuntimeWorker(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.RegisterRuntimeWorker.id,
+            using: {
+                APIHandler.registerRuntimeWorker($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let headers: Operations.RegisterRuntimeWorker.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                let contentType = converter.extractContentTypeIfPresent(in: request.headerFields)
+                let body: Operations.RegisterRuntimeWorker.Input.Body
+                let chosenContentType = try converter.bestContentType(
+                    received: contentType,
+                    options: [
+                        "application/json"
+                    ]
+                )
+                switch chosenContentType {
+                case "application/json":
+                    body = try await converter.getRequiredRequestBodyAsJSON(
+                        Components.Schemas.RuntimeWorkerRegistration.self,
+                        from: requestBody,
+                        transforming: { value in
+                            .json(value)
+                        }
+                    )
+                default:
+                    preconditionFailure("bestContentType chose an invalid content type.")
+                }
+                return Operations.RegisterRuntimeWorker.Input(
+                    headers: headers,
+                    body: body
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .created(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 201)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Seed 004's worker snapshot (scope `stream:read`).
+    ///
+    /// Another principal's worker answers 403 `PermissionDenied`; an unknown one (or another tenant's) 404.
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/get(getRuntimeWorker)`.
+    func getRuntimeWorker(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.GetRuntimeWorker.id,
+            using: {
+                APIHandler.getRuntimeWorker($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let path: Operations.GetRuntimeWorker.Input.Path = .init(workerId: try converter.getPathParameterAsURI(
+                    in: metadata.pathParameters,
+                    name: "workerId",
+                    as: Components.Parameters.WorkerID.self
+                ))
+                let headers: Operations.GetRuntimeWorker.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.GetRuntimeWorker.Input(
+                    path: path,
+                    headers: headers
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Release the caller's registration of a worker (scope `agents:control`).
+    ///
+    /// The worker is the tenant's again. Only its owner or a holder of `admin` may release it (403 otherwise); an unregistered id answers 404.
+    ///
+    /// - Remark: HTTP `DELETE /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/delete(releaseRuntimeWorker)`.
+    func releaseRuntimeWorker(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.ReleaseRuntimeWorker.id,
+            using: {
+                APIHandler.releaseRuntimeWorker($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let path: Operations.ReleaseRuntimeWorker.Input.Path = .init(workerId: try converter.getPathParameterAsURI(
+                    in: metadata.pathParameters,
+                    name: "workerId",
+                    as: Components.Parameters.WorkerID.self
+                ))
+                let headers: Operations.ReleaseRuntimeWorker.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.ReleaseRuntimeWorker.Input(
+                    path: path,
+                    headers: headers
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .noContent(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 204)
+                    suppressMutabilityWarning(&response)
+                    return (response, nil)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Send a worker a JSON-RPC request (scope `agents:control`).
+    ///
+    /// The request reaches the worker's process as one line on its standard input, the
+    /// JSON-RPC message `{"id": request_id, "method": method, "params": params}` (codex
+    /// app-server's framing); its answer is the worker's output, log events on `/v1/stream`.
+    /// Only seed 004's methods are taken. Idempotent on `request_id` as the controls are (the
+    /// same id with another request is 409). 409 too when the worker has stopped or has not
+    /// started yet.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/requests`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/requests/post(requestRuntimeWorker)`.
+    func requestRuntimeWorker(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.RequestRuntimeWorker.id,
+            using: {
+                APIHandler.requestRuntimeWorker($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let path: Operations.RequestRuntimeWorker.Input.Path = .init(workerId: try converter.getPathParameterAsURI(
+                    in: metadata.pathParameters,
+                    name: "workerId",
+                    as: Components.Parameters.WorkerID.self
+                ))
+                let headers: Operations.RequestRuntimeWorker.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                let contentType = converter.extractContentTypeIfPresent(in: request.headerFields)
+                let body: Operations.RequestRuntimeWorker.Input.Body
+                let chosenContentType = try converter.bestContentType(
+                    received: contentType,
+                    options: [
+                        "application/json"
+                    ]
+                )
+                switch chosenContentType {
+                case "application/json":
+                    body = try await converter.getRequiredRequestBodyAsJSON(
+                        Components.Schemas.RuntimeWorkerRequestEnvelope.self,
+                        from: requestBody,
+                        transforming: { value in
+                            .json(value)
+                        }
+                    )
+                default:
+                    preconditionFailure("bestContentType chose an invalid content type.")
+                }
+                return Operations.RequestRuntimeWorker.Input(
+                    path: path,
+                    headers: headers,
+                    body: body
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .accepted(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 202)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// Stop a worker (scope `agents:control`); the body is optional.
+    ///
+    /// Terminates the worker's process. The request's `x-request-id`, when sent, is the
+    /// idempotency key (a repeat answers the first receipt, `idempotent_replay` true). A worker
+    /// that has already stopped answers 200 with `status` `stopped` and `idempotent_replay` true.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/stop`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/stop/post(stopRuntimeWorker)`.
+    func stopRuntimeWorker(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.StopRuntimeWorker.id,
+            using: {
+                APIHandler.stopRuntimeWorker($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let path: Operations.StopRuntimeWorker.Input.Path = .init(workerId: try converter.getPathParameterAsURI(
+                    in: metadata.pathParameters,
+                    name: "workerId",
+                    as: Components.Parameters.WorkerID.self
+                ))
+                let headers: Operations.StopRuntimeWorker.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                let contentType = converter.extractContentTypeIfPresent(in: request.headerFields)
+                let body: Operations.StopRuntimeWorker.Input.Body?
+                let chosenContentType = try converter.bestContentType(
+                    received: contentType,
+                    options: [
+                        "application/json"
+                    ]
+                )
+                switch chosenContentType {
+                case "application/json":
+                    body = try await converter.getOptionalRequestBodyAsJSON(
+                        Components.Schemas.RuntimeWorkerStop.self,
+                        from: requestBody,
+                        transforming: { value in
+                            .json(value)
+                        }
+                    )
+                default:
+                    preconditionFailure("bestContentType chose an invalid content type.")
+                }
+                return Operations.StopRuntimeWorker.Input(
+                    path: path,
+                    headers: headers,
+                    body: body
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
                 case let .accepted(value):
                     suppressUnusedWarning(value)
                     var response = HTTPTypes.HTTPResponse(soar_statusCode: 202)

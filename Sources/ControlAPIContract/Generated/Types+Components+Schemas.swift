@@ -717,6 +717,10 @@ extension Components {
             public var lastSeenAt: Foundation.Date
             /// - Remark: Generated from `#/components/schemas/Worker/webUrl`.
             public var webUrl: Swift.String
+            /// The principal (token subject) it is registered to (`POST /api/runtime/codex/workers`); absent when nobody registered it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Worker/owner`.
+            public var owner: Swift.String?
             /// Creates a new `Worker`.
             ///
             /// - Parameters:
@@ -728,6 +732,7 @@ extension Components {
             ///   - updatedAt:
             ///   - lastSeenAt:
             ///   - webUrl:
+            ///   - owner: The principal (token subject) it is registered to (`POST /api/runtime/codex/workers`); absent when nobody registered it.
             public init(
                 id: Swift.String,
                 swarmId: Swift.String,
@@ -736,7 +741,8 @@ extension Components {
                 taskSummary: Swift.String? = nil,
                 updatedAt: Foundation.Date,
                 lastSeenAt: Foundation.Date,
-                webUrl: Swift.String
+                webUrl: Swift.String,
+                owner: Swift.String? = nil
             ) {
                 self.id = id
                 self.swarmId = swarmId
@@ -746,6 +752,7 @@ extension Components {
                 self.updatedAt = updatedAt
                 self.lastSeenAt = lastSeenAt
                 self.webUrl = webUrl
+                self.owner = owner
             }
             public enum CodingKeys: String, CodingKey {
                 case id
@@ -756,6 +763,7 @@ extension Components {
                 case updatedAt
                 case lastSeenAt
                 case webUrl
+                case owner
             }
         }
         /// - Remark: Generated from `#/components/schemas/WorkerList`.
@@ -844,6 +852,474 @@ extension Components {
             public enum CodingKeys: String, CodingKey {
                 case requestId
                 case reason
+            }
+        }
+        /// Seed 004's worker summary and snapshot in one shape.
+        ///
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorker`.
+        public struct RuntimeWorker: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/worker_id`.
+            public var workerId: Swift.String
+            /// The agent state (as `state` on `/v1/workers`), or `registered` before the worker was seen.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/status`.
+            public var status: Swift.String
+            /// The seq of its latest event in the tenant log (0 before any).
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/latest_seq`.
+            public var latestSeq: Swift.Int64
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/swarm_id`.
+            public var swarmId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/workspace_ref`.
+            public var workspaceRef: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/codex_home_ref`.
+            public var codexHomeRef: Swift.String?
+            /// What the registration named, else `swarmdeck-connector`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/adapter`.
+            public var adapter: Swift.String
+            /// `stale` once silent longer than `control.offline-seconds`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/heartbeat_state`.
+            @frozen public enum HeartbeatStatePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case fresh = "fresh"
+                case stale = "stale"
+            }
+            /// `stale` once silent longer than `control.offline-seconds`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/heartbeat_state`.
+            public var heartbeatState: Components.Schemas.RuntimeWorker.HeartbeatStatePayload?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/last_heartbeat_at`.
+            public var lastHeartbeatAt: Foundation.Date?
+            /// The principal (token subject) it is registered to; absent when nobody registered it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/owner`.
+            public var owner: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/metadata`.
+            public struct MetadataPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+                /// Creates a new `MetadataPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/metadata`.
+            public var metadata: Components.Schemas.RuntimeWorker.MetadataPayload
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorker/web_url`.
+            public var webUrl: Swift.String?
+            /// Creates a new `RuntimeWorker`.
+            ///
+            /// - Parameters:
+            ///   - workerId:
+            ///   - status: The agent state (as `state` on `/v1/workers`), or `registered` before the worker was seen.
+            ///   - latestSeq: The seq of its latest event in the tenant log (0 before any).
+            ///   - swarmId:
+            ///   - workspaceRef:
+            ///   - codexHomeRef:
+            ///   - adapter: What the registration named, else `swarmdeck-connector`.
+            ///   - heartbeatState: `stale` once silent longer than `control.offline-seconds`.
+            ///   - lastHeartbeatAt:
+            ///   - owner: The principal (token subject) it is registered to; absent when nobody registered it.
+            ///   - metadata:
+            ///   - webUrl:
+            public init(
+                workerId: Swift.String,
+                status: Swift.String,
+                latestSeq: Swift.Int64,
+                swarmId: Swift.String? = nil,
+                workspaceRef: Swift.String? = nil,
+                codexHomeRef: Swift.String? = nil,
+                adapter: Swift.String,
+                heartbeatState: Components.Schemas.RuntimeWorker.HeartbeatStatePayload? = nil,
+                lastHeartbeatAt: Foundation.Date? = nil,
+                owner: Swift.String? = nil,
+                metadata: Components.Schemas.RuntimeWorker.MetadataPayload,
+                webUrl: Swift.String? = nil
+            ) {
+                self.workerId = workerId
+                self.status = status
+                self.latestSeq = latestSeq
+                self.swarmId = swarmId
+                self.workspaceRef = workspaceRef
+                self.codexHomeRef = codexHomeRef
+                self.adapter = adapter
+                self.heartbeatState = heartbeatState
+                self.lastHeartbeatAt = lastHeartbeatAt
+                self.owner = owner
+                self.metadata = metadata
+                self.webUrl = webUrl
+            }
+            public enum CodingKeys: String, CodingKey {
+                case workerId = "worker_id"
+                case status
+                case latestSeq = "latest_seq"
+                case swarmId = "swarm_id"
+                case workspaceRef = "workspace_ref"
+                case codexHomeRef = "codex_home_ref"
+                case adapter
+                case heartbeatState = "heartbeat_state"
+                case lastHeartbeatAt = "last_heartbeat_at"
+                case owner
+                case metadata
+                case webUrl = "web_url"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerList`.
+        public struct RuntimeWorkerList: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerList/data`.
+            public var data: [Components.Schemas.RuntimeWorker]
+            /// Creates a new `RuntimeWorkerList`.
+            ///
+            /// - Parameters:
+            ///   - data:
+            public init(data: [Components.Schemas.RuntimeWorker]) {
+                self.data = data
+            }
+            public enum CodingKeys: String, CodingKey {
+                case data
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerAnswer`.
+        public struct RuntimeWorkerAnswer: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerAnswer/data`.
+            public var data: Components.Schemas.RuntimeWorker
+            /// Creates a new `RuntimeWorkerAnswer`.
+            ///
+            /// - Parameters:
+            ///   - data:
+            public init(data: Components.Schemas.RuntimeWorker) {
+                self.data = data
+            }
+            public enum CodingKeys: String, CodingKey {
+                case data
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRegistration`.
+        public struct RuntimeWorkerRegistration: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRegistration/worker_id`.
+            public var workerId: Components.Schemas.EntityID
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRegistration/workspace_ref`.
+            public var workspaceRef: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRegistration/codex_home_ref`.
+            public var codexHomeRef: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRegistration/adapter`.
+            public var adapter: Swift.String?
+            /// Any JSON object, at most 8 KiB encoded.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRegistration/metadata`.
+            public struct MetadataPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+                /// Creates a new `MetadataPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// Any JSON object, at most 8 KiB encoded.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRegistration/metadata`.
+            public var metadata: Components.Schemas.RuntimeWorkerRegistration.MetadataPayload?
+            /// Creates a new `RuntimeWorkerRegistration`.
+            ///
+            /// - Parameters:
+            ///   - workerId:
+            ///   - workspaceRef:
+            ///   - codexHomeRef:
+            ///   - adapter:
+            ///   - metadata: Any JSON object, at most 8 KiB encoded.
+            public init(
+                workerId: Components.Schemas.EntityID,
+                workspaceRef: Swift.String? = nil,
+                codexHomeRef: Swift.String? = nil,
+                adapter: Swift.String? = nil,
+                metadata: Components.Schemas.RuntimeWorkerRegistration.MetadataPayload? = nil
+            ) {
+                self.workerId = workerId
+                self.workspaceRef = workspaceRef
+                self.codexHomeRef = codexHomeRef
+                self.adapter = adapter
+                self.metadata = metadata
+            }
+            public enum CodingKeys: String, CodingKey {
+                case workerId = "worker_id"
+                case workspaceRef = "workspace_ref"
+                case codexHomeRef = "codex_home_ref"
+                case adapter
+                case metadata
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequestEnvelope`.
+        public struct RuntimeWorkerRequestEnvelope: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequestEnvelope/request`.
+            public var request: Components.Schemas.RuntimeWorkerRequest
+            /// Creates a new `RuntimeWorkerRequestEnvelope`.
+            ///
+            /// - Parameters:
+            ///   - request:
+            public init(request: Components.Schemas.RuntimeWorkerRequest) {
+                self.request = request
+            }
+            public enum CodingKeys: String, CodingKey {
+                case request
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest`.
+        public struct RuntimeWorkerRequest: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/request_id`.
+            public var requestId: Components.Schemas.RequestID
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/method`.
+            @frozen public enum MethodPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case threadStart = "thread/start"
+                case threadResume = "thread/resume"
+                case turnStart = "turn/start"
+                case turnInterrupt = "turn/interrupt"
+                case threadList = "thread/list"
+                case threadRead = "thread/read"
+            }
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/method`.
+            public var method: Components.Schemas.RuntimeWorkerRequest.MethodPayload
+            /// The method's parameters; the line the worker reads is at most 16,000 characters.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/params`.
+            public struct ParamsPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+                /// Creates a new `ParamsPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// The method's parameters; the line the worker reads is at most 16,000 characters.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/params`.
+            public var params: Components.Schemas.RuntimeWorkerRequest.ParamsPayload?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/request_version`.
+            public var requestVersion: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/sent_at`.
+            public var sentAt: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/source`.
+            public var source: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/session_id`.
+            public var sessionId: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRequest/thread_id`.
+            public var threadId: Swift.String?
+            /// Creates a new `RuntimeWorkerRequest`.
+            ///
+            /// - Parameters:
+            ///   - requestId:
+            ///   - method:
+            ///   - params: The method's parameters; the line the worker reads is at most 16,000 characters.
+            ///   - requestVersion:
+            ///   - sentAt:
+            ///   - source:
+            ///   - sessionId:
+            ///   - threadId:
+            public init(
+                requestId: Components.Schemas.RequestID,
+                method: Components.Schemas.RuntimeWorkerRequest.MethodPayload,
+                params: Components.Schemas.RuntimeWorkerRequest.ParamsPayload? = nil,
+                requestVersion: Swift.String? = nil,
+                sentAt: Swift.String? = nil,
+                source: Swift.String? = nil,
+                sessionId: Swift.String? = nil,
+                threadId: Swift.String? = nil
+            ) {
+                self.requestId = requestId
+                self.method = method
+                self.params = params
+                self.requestVersion = requestVersion
+                self.sentAt = sentAt
+                self.source = source
+                self.sessionId = sessionId
+                self.threadId = threadId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case requestId = "request_id"
+                case method
+                case params
+                case requestVersion = "request_version"
+                case sentAt = "sent_at"
+                case source
+                case sessionId = "session_id"
+                case threadId = "thread_id"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionResult`.
+        public struct RuntimeWorkerActionResult: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionResult/worker_id`.
+            public var workerId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionResult/request_id`.
+            public var requestId: Swift.String
+            /// True: the request was taken (the worker answers on the stream).
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionResult/ok`.
+            public var ok: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionResult/method`.
+            public var method: Swift.String
+            /// Follow it at `/v1/controls/{request_id}`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionResult/status`.
+            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case queued = "queued"
+            }
+            /// Follow it at `/v1/controls/{request_id}`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionResult/status`.
+            public var status: Components.Schemas.RuntimeWorkerActionResult.StatusPayload
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionResult/idempotent_replay`.
+            public var idempotentReplay: Swift.Bool
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionResult/command_id`.
+            public var commandId: Swift.String?
+            /// Creates a new `RuntimeWorkerActionResult`.
+            ///
+            /// - Parameters:
+            ///   - workerId:
+            ///   - requestId:
+            ///   - ok: True: the request was taken (the worker answers on the stream).
+            ///   - method:
+            ///   - status: Follow it at `/v1/controls/{request_id}`.
+            ///   - idempotentReplay:
+            ///   - commandId:
+            public init(
+                workerId: Swift.String,
+                requestId: Swift.String,
+                ok: Swift.Bool,
+                method: Swift.String,
+                status: Components.Schemas.RuntimeWorkerActionResult.StatusPayload,
+                idempotentReplay: Swift.Bool,
+                commandId: Swift.String? = nil
+            ) {
+                self.workerId = workerId
+                self.requestId = requestId
+                self.ok = ok
+                self.method = method
+                self.status = status
+                self.idempotentReplay = idempotentReplay
+                self.commandId = commandId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case workerId = "worker_id"
+                case requestId = "request_id"
+                case ok
+                case method
+                case status
+                case idempotentReplay = "idempotent_replay"
+                case commandId = "command_id"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionAnswer`.
+        public struct RuntimeWorkerActionAnswer: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerActionAnswer/data`.
+            public var data: Components.Schemas.RuntimeWorkerActionResult
+            /// Creates a new `RuntimeWorkerActionAnswer`.
+            ///
+            /// - Parameters:
+            ///   - data:
+            public init(data: Components.Schemas.RuntimeWorkerActionResult) {
+                self.data = data
+            }
+            public enum CodingKeys: String, CodingKey {
+                case data
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStop`.
+        public struct RuntimeWorkerStop: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStop/reason`.
+            public var reason: Swift.String?
+            /// Creates a new `RuntimeWorkerStop`.
+            ///
+            /// - Parameters:
+            ///   - reason:
+            public init(reason: Swift.String? = nil) {
+                self.reason = reason
+            }
+            public enum CodingKeys: String, CodingKey {
+                case reason
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStopResult`.
+        public struct RuntimeWorkerStopResult: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStopResult/worker_id`.
+            public var workerId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStopResult/status`.
+            @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case stopping = "stopping"
+                case stopped = "stopped"
+            }
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStopResult/status`.
+            public var status: Components.Schemas.RuntimeWorkerStopResult.StatusPayload
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStopResult/idempotent_replay`.
+            public var idempotentReplay: Swift.Bool
+            /// The control request of the stop (`/v1/controls/{request_id}`); absent when it had already stopped.
+            ///
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStopResult/request_id`.
+            public var requestId: Swift.String?
+            /// Creates a new `RuntimeWorkerStopResult`.
+            ///
+            /// - Parameters:
+            ///   - workerId:
+            ///   - status:
+            ///   - idempotentReplay:
+            ///   - requestId: The control request of the stop (`/v1/controls/{request_id}`); absent when it had already stopped.
+            public init(
+                workerId: Swift.String,
+                status: Components.Schemas.RuntimeWorkerStopResult.StatusPayload,
+                idempotentReplay: Swift.Bool,
+                requestId: Swift.String? = nil
+            ) {
+                self.workerId = workerId
+                self.status = status
+                self.idempotentReplay = idempotentReplay
+                self.requestId = requestId
+            }
+            public enum CodingKeys: String, CodingKey {
+                case workerId = "worker_id"
+                case status
+                case idempotentReplay = "idempotent_replay"
+                case requestId = "request_id"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStopAnswer`.
+        public struct RuntimeWorkerStopAnswer: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/RuntimeWorkerStopAnswer/data`.
+            public var data: Components.Schemas.RuntimeWorkerStopResult
+            /// Creates a new `RuntimeWorkerStopAnswer`.
+            ///
+            /// - Parameters:
+            ///   - data:
+            public init(data: Components.Schemas.RuntimeWorkerStopResult) {
+                self.data = data
+            }
+            public enum CodingKeys: String, CodingKey {
+                case data
             }
         }
         /// - Remark: Generated from `#/components/schemas/Swarm`.

@@ -2066,6 +2066,9 @@ public enum Operations {
     /// The tenant's workers, agents that take requests (scope `stream:read`).
     ///
     /// An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+    /// A worker registered to another principal is left out unless the caller holds `admin`;
+    /// reading, requesting or stopping it answers 403 `PermissionDenied`.
+    ///
     ///
     /// - Remark: HTTP `GET /v1/workers`.
     /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)`.
@@ -2610,6 +2613,1035 @@ public enum Operations {
             /// The error envelope (docs/errors.md).
             ///
             /// - Remark: Generated from `#/paths//v1/workers/{workerId}/stop/post(stopWorker)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Seed 004's worker list, scoped to the caller (scope `stream:read`).
+    ///
+    /// The workers the caller may act on, most recently seen first: those it registered, and
+    /// those nobody registered (the tenant's); a worker another principal registered is left
+    /// out unless the caller holds `admin`. A worker registered but not seen yet is listed
+    /// with `status` `registered`. Snake case, as seed 004's client reads it.
+    ///
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/get(listRuntimeWorkers)`.
+    public enum ListRuntimeWorkers {
+        public static let id: Swift.String = "listRuntimeWorkers"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/GET/query/limit`.
+                public var limit: Swift.Int?
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/GET/query/status`.
+                @frozen public enum StatusPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case running = "running"
+                    case paused = "paused"
+                    case waiting = "waiting"
+                    case error = "error"
+                    case terminated = "terminated"
+                    case idle = "idle"
+                    case offline = "offline"
+                    case registered = "registered"
+                }
+                /// Only workers in this state (`running`, `paused`, `waiting`, `error`, `terminated`, `idle`, `offline`, `registered`).
+                ///
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/GET/query/status`.
+                public var status: Operations.ListRuntimeWorkers.Input.Query.StatusPayload?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - limit:
+                ///   - status: Only workers in this state (`running`, `paused`, `waiting`, `error`, `terminated`, `idle`, `offline`, `registered`).
+                public init(
+                    limit: Swift.Int? = nil,
+                    status: Operations.ListRuntimeWorkers.Input.Query.StatusPayload? = nil
+                ) {
+                    self.limit = limit
+                    self.status = status
+                }
+            }
+            public var query: Operations.ListRuntimeWorkers.Input.Query
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListRuntimeWorkers.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListRuntimeWorkers.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ListRuntimeWorkers.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            public init(
+                query: Operations.ListRuntimeWorkers.Input.Query = .init(),
+                headers: Operations.ListRuntimeWorkers.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/runtime/codex/workers/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.RuntimeWorkerList)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.RuntimeWorkerList {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListRuntimeWorkers.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListRuntimeWorkers.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The workers.
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/get(listRuntimeWorkers)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ListRuntimeWorkers.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ListRuntimeWorkers.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/get(listRuntimeWorkers)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Register a worker to the caller, or update its registration (scope `agents:control`).
+    ///
+    /// The first principal to register a worker id owns it: from then on only it (and holders of
+    /// `admin`) see the worker, read it, send it requests and stop it, on this path and on
+    /// `/v1/workers`. Registering again updates the references and metadata (200); another
+    /// principal's worker answers 403 `PermissionDenied`. A tenant registers at most
+    /// `control.max-registered-workers` workers (409 past it; release one first).
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/post(registerRuntimeWorker)`.
+    public enum RegisterRuntimeWorker {
+        public static let id: Swift.String = "registerRuntimeWorker"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RegisterRuntimeWorker.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RegisterRuntimeWorker.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.RegisterRuntimeWorker.Input.Headers
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.RuntimeWorkerRegistration)
+            }
+            public var body: Operations.RegisterRuntimeWorker.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            public init(
+                headers: Operations.RegisterRuntimeWorker.Input.Headers = .init(),
+                body: Operations.RegisterRuntimeWorker.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/runtime/codex/workers/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.RuntimeWorkerAnswer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.RuntimeWorkerAnswer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RegisterRuntimeWorker.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RegisterRuntimeWorker.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The registration was updated.
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/post(registerRuntimeWorker)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.RegisterRuntimeWorker.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.RegisterRuntimeWorker.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/POST/responses/201/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/runtime/codex/workers/POST/responses/201/content/application\/json`.
+                    case json(Components.Schemas.RuntimeWorkerAnswer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.RuntimeWorkerAnswer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RegisterRuntimeWorker.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RegisterRuntimeWorker.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// The worker is now the caller's.
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/post(registerRuntimeWorker)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.RegisterRuntimeWorker.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            public var created: Operations.RegisterRuntimeWorker.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/post(registerRuntimeWorker)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Seed 004's worker snapshot (scope `stream:read`).
+    ///
+    /// Another principal's worker answers 403 `PermissionDenied`; an unknown one (or another tenant's) 404.
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/get(getRuntimeWorker)`.
+    public enum GetRuntimeWorker {
+        public static let id: Swift.String = "getRuntimeWorker"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/GET/path/workerId`.
+                public var workerId: Components.Parameters.WorkerID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - workerId:
+                public init(workerId: Components.Parameters.WorkerID) {
+                    self.workerId = workerId
+                }
+            }
+            public var path: Operations.GetRuntimeWorker.Input.Path
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetRuntimeWorker.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetRuntimeWorker.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetRuntimeWorker.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.GetRuntimeWorker.Input.Path,
+                headers: Operations.GetRuntimeWorker.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.RuntimeWorkerAnswer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.RuntimeWorkerAnswer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetRuntimeWorker.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetRuntimeWorker.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The worker.
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/get(getRuntimeWorker)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetRuntimeWorker.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetRuntimeWorker.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/get(getRuntimeWorker)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Release the caller's registration of a worker (scope `agents:control`).
+    ///
+    /// The worker is the tenant's again. Only its owner or a holder of `admin` may release it (403 otherwise); an unregistered id answers 404.
+    ///
+    /// - Remark: HTTP `DELETE /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/delete(releaseRuntimeWorker)`.
+    public enum ReleaseRuntimeWorker {
+        public static let id: Swift.String = "releaseRuntimeWorker"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/DELETE/path`.
+            public struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/DELETE/path/workerId`.
+                public var workerId: Components.Parameters.WorkerID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - workerId:
+                public init(workerId: Components.Parameters.WorkerID) {
+                    self.workerId = workerId
+                }
+            }
+            public var path: Operations.ReleaseRuntimeWorker.Input.Path
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/DELETE/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReleaseRuntimeWorker.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ReleaseRuntimeWorker.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ReleaseRuntimeWorker.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            public init(
+                path: Operations.ReleaseRuntimeWorker.Input.Path,
+                headers: Operations.ReleaseRuntimeWorker.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                public init() {}
+            }
+            /// Released.
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/delete(releaseRuntimeWorker)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.ReleaseRuntimeWorker.Output.NoContent)
+            /// Released.
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/delete(releaseRuntimeWorker)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            public static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            public var noContent: Operations.ReleaseRuntimeWorker.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/delete(releaseRuntimeWorker)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Send a worker a JSON-RPC request (scope `agents:control`).
+    ///
+    /// The request reaches the worker's process as one line on its standard input, the
+    /// JSON-RPC message `{"id": request_id, "method": method, "params": params}` (codex
+    /// app-server's framing); its answer is the worker's output, log events on `/v1/stream`.
+    /// Only seed 004's methods are taken. Idempotent on `request_id` as the controls are (the
+    /// same id with another request is 409). 409 too when the worker has stopped or has not
+    /// started yet.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/requests`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/requests/post(requestRuntimeWorker)`.
+    public enum RequestRuntimeWorker {
+        public static let id: Swift.String = "requestRuntimeWorker"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/requests/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/requests/POST/path/workerId`.
+                public var workerId: Components.Parameters.WorkerID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - workerId:
+                public init(workerId: Components.Parameters.WorkerID) {
+                    self.workerId = workerId
+                }
+            }
+            public var path: Operations.RequestRuntimeWorker.Input.Path
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/requests/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RequestRuntimeWorker.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RequestRuntimeWorker.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.RequestRuntimeWorker.Input.Headers
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/requests/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/requests/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.RuntimeWorkerRequestEnvelope)
+            }
+            public var body: Operations.RequestRuntimeWorker.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.RequestRuntimeWorker.Input.Path,
+                headers: Operations.RequestRuntimeWorker.Input.Headers = .init(),
+                body: Operations.RequestRuntimeWorker.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Accepted: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/requests/POST/responses/202/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/requests/POST/responses/202/content/application\/json`.
+                    case json(Components.Schemas.RuntimeWorkerActionAnswer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.RuntimeWorkerActionAnswer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.RequestRuntimeWorker.Output.Accepted.Body
+                /// Creates a new `Accepted`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.RequestRuntimeWorker.Output.Accepted.Body) {
+                    self.body = body
+                }
+            }
+            /// The request is on its way to the worker.
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/requests/post(requestRuntimeWorker)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Operations.RequestRuntimeWorker.Output.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            public var accepted: Operations.RequestRuntimeWorker.Output.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/requests/post(requestRuntimeWorker)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Stop a worker (scope `agents:control`); the body is optional.
+    ///
+    /// Terminates the worker's process. The request's `x-request-id`, when sent, is the
+    /// idempotency key (a repeat answers the first receipt, `idempotent_replay` true). A worker
+    /// that has already stopped answers 200 with `status` `stopped` and `idempotent_replay` true.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/stop`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/stop/post(stopRuntimeWorker)`.
+    public enum StopRuntimeWorker {
+        public static let id: Swift.String = "stopRuntimeWorker"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/stop/POST/path`.
+            public struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/stop/POST/path/workerId`.
+                public var workerId: Components.Parameters.WorkerID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - workerId:
+                public init(workerId: Components.Parameters.WorkerID) {
+                    self.workerId = workerId
+                }
+            }
+            public var path: Operations.StopRuntimeWorker.Input.Path
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/stop/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StopRuntimeWorker.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StopRuntimeWorker.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.StopRuntimeWorker.Input.Headers
+            /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/stop/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/stop/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.RuntimeWorkerStop)
+            }
+            public var body: Operations.StopRuntimeWorker.Input.Body?
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            public init(
+                path: Operations.StopRuntimeWorker.Input.Path,
+                headers: Operations.StopRuntimeWorker.Input.Headers = .init(),
+                body: Operations.StopRuntimeWorker.Input.Body? = nil
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/stop/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/stop/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.RuntimeWorkerStopAnswer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.RuntimeWorkerStopAnswer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.StopRuntimeWorker.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.StopRuntimeWorker.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The worker had already stopped.
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/stop/post(stopRuntimeWorker)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.StopRuntimeWorker.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.StopRuntimeWorker.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Accepted: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/stop/POST/responses/202/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/api/runtime/codex/workers/{workerId}/stop/POST/responses/202/content/application\/json`.
+                    case json(Components.Schemas.RuntimeWorkerStopAnswer)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.RuntimeWorkerStopAnswer {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.StopRuntimeWorker.Output.Accepted.Body
+                /// Creates a new `Accepted`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.StopRuntimeWorker.Output.Accepted.Body) {
+                    self.body = body
+                }
+            }
+            /// The stop is on its way to the worker.
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/stop/post(stopRuntimeWorker)/responses/202`.
+            ///
+            /// HTTP response code: `202 accepted`.
+            case accepted(Operations.StopRuntimeWorker.Output.Accepted)
+            /// The associated value of the enum case if `self` is `.accepted`.
+            ///
+            /// - Throws: An error if `self` is not `.accepted`.
+            /// - SeeAlso: `.accepted`.
+            public var accepted: Operations.StopRuntimeWorker.Output.Accepted {
+                get throws {
+                    switch self {
+                    case let .accepted(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "accepted",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/stop/post(stopRuntimeWorker)/responses/default`.
             ///
             /// HTTP response code: `default`.
             case `default`(statusCode: Swift.Int, Components.Responses._Error)

@@ -99,6 +99,9 @@ public protocol APIProtocol: Sendable {
     /// The tenant's workers, agents that take requests (scope `stream:read`).
     ///
     /// An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+    /// A worker registered to another principal is left out unless the caller holds `admin`;
+    /// reading, requesting or stopping it answers 403 `PermissionDenied`.
+    ///
     ///
     /// - Remark: HTTP `GET /v1/workers`.
     /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)`.
@@ -122,6 +125,66 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/workers/{workerId}/stop`.
     /// - Remark: Generated from `#/paths//v1/workers/{workerId}/stop/post(stopWorker)`.
     func stopWorker(_ input: Operations.StopWorker.Input) async throws -> Operations.StopWorker.Output
+    /// Seed 004's worker list, scoped to the caller (scope `stream:read`).
+    ///
+    /// The workers the caller may act on, most recently seen first: those it registered, and
+    /// those nobody registered (the tenant's); a worker another principal registered is left
+    /// out unless the caller holds `admin`. A worker registered but not seen yet is listed
+    /// with `status` `registered`. Snake case, as seed 004's client reads it.
+    ///
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/get(listRuntimeWorkers)`.
+    func listRuntimeWorkers(_ input: Operations.ListRuntimeWorkers.Input) async throws -> Operations.ListRuntimeWorkers.Output
+    /// Register a worker to the caller, or update its registration (scope `agents:control`).
+    ///
+    /// The first principal to register a worker id owns it: from then on only it (and holders of
+    /// `admin`) see the worker, read it, send it requests and stop it, on this path and on
+    /// `/v1/workers`. Registering again updates the references and metadata (200); another
+    /// principal's worker answers 403 `PermissionDenied`. A tenant registers at most
+    /// `control.max-registered-workers` workers (409 past it; release one first).
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/post(registerRuntimeWorker)`.
+    func registerRuntimeWorker(_ input: Operations.RegisterRuntimeWorker.Input) async throws -> Operations.RegisterRuntimeWorker.Output
+    /// Seed 004's worker snapshot (scope `stream:read`).
+    ///
+    /// Another principal's worker answers 403 `PermissionDenied`; an unknown one (or another tenant's) 404.
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/get(getRuntimeWorker)`.
+    func getRuntimeWorker(_ input: Operations.GetRuntimeWorker.Input) async throws -> Operations.GetRuntimeWorker.Output
+    /// Release the caller's registration of a worker (scope `agents:control`).
+    ///
+    /// The worker is the tenant's again. Only its owner or a holder of `admin` may release it (403 otherwise); an unregistered id answers 404.
+    ///
+    /// - Remark: HTTP `DELETE /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/delete(releaseRuntimeWorker)`.
+    func releaseRuntimeWorker(_ input: Operations.ReleaseRuntimeWorker.Input) async throws -> Operations.ReleaseRuntimeWorker.Output
+    /// Send a worker a JSON-RPC request (scope `agents:control`).
+    ///
+    /// The request reaches the worker's process as one line on its standard input, the
+    /// JSON-RPC message `{"id": request_id, "method": method, "params": params}` (codex
+    /// app-server's framing); its answer is the worker's output, log events on `/v1/stream`.
+    /// Only seed 004's methods are taken. Idempotent on `request_id` as the controls are (the
+    /// same id with another request is 409). 409 too when the worker has stopped or has not
+    /// started yet.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/requests`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/requests/post(requestRuntimeWorker)`.
+    func requestRuntimeWorker(_ input: Operations.RequestRuntimeWorker.Input) async throws -> Operations.RequestRuntimeWorker.Output
+    /// Stop a worker (scope `agents:control`); the body is optional.
+    ///
+    /// Terminates the worker's process. The request's `x-request-id`, when sent, is the
+    /// idempotency key (a repeat answers the first receipt, `idempotent_replay` true). A worker
+    /// that has already stopped answers 200 with `status` `stopped` and `idempotent_replay` true.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/stop`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/stop/post(stopRuntimeWorker)`.
+    func stopRuntimeWorker(_ input: Operations.StopRuntimeWorker.Input) async throws -> Operations.StopRuntimeWorker.Output
     /// A control request and what its agents answered (scope `stream:read`).
     ///
     /// - Remark: HTTP `GET /v1/controls/{requestId}`.
@@ -367,6 +430,9 @@ extension APIProtocol {
     /// The tenant's workers, agents that take requests (scope `stream:read`).
     ///
     /// An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
+    /// A worker registered to another principal is left out unless the caller holds `admin`;
+    /// reading, requesting or stopping it answers 403 `PermissionDenied`.
+    ///
     ///
     /// - Remark: HTTP `GET /v1/workers`.
     /// - Remark: Generated from `#/paths//v1/workers/get(listWorkers)`.
@@ -415,6 +481,118 @@ extension APIProtocol {
         body: Operations.StopWorker.Input.Body
     ) async throws -> Operations.StopWorker.Output {
         try await stopWorker(Operations.StopWorker.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Seed 004's worker list, scoped to the caller (scope `stream:read`).
+    ///
+    /// The workers the caller may act on, most recently seen first: those it registered, and
+    /// those nobody registered (the tenant's); a worker another principal registered is left
+    /// out unless the caller holds `admin`. A worker registered but not seen yet is listed
+    /// with `status` `registered`. Snake case, as seed 004's client reads it.
+    ///
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/get(listRuntimeWorkers)`.
+    public func listRuntimeWorkers(
+        query: Operations.ListRuntimeWorkers.Input.Query = .init(),
+        headers: Operations.ListRuntimeWorkers.Input.Headers = .init()
+    ) async throws -> Operations.ListRuntimeWorkers.Output {
+        try await listRuntimeWorkers(Operations.ListRuntimeWorkers.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Register a worker to the caller, or update its registration (scope `agents:control`).
+    ///
+    /// The first principal to register a worker id owns it: from then on only it (and holders of
+    /// `admin`) see the worker, read it, send it requests and stop it, on this path and on
+    /// `/v1/workers`. Registering again updates the references and metadata (200); another
+    /// principal's worker answers 403 `PermissionDenied`. A tenant registers at most
+    /// `control.max-registered-workers` workers (409 past it; release one first).
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/post(registerRuntimeWorker)`.
+    public func registerRuntimeWorker(
+        headers: Operations.RegisterRuntimeWorker.Input.Headers = .init(),
+        body: Operations.RegisterRuntimeWorker.Input.Body
+    ) async throws -> Operations.RegisterRuntimeWorker.Output {
+        try await registerRuntimeWorker(Operations.RegisterRuntimeWorker.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Seed 004's worker snapshot (scope `stream:read`).
+    ///
+    /// Another principal's worker answers 403 `PermissionDenied`; an unknown one (or another tenant's) 404.
+    ///
+    /// - Remark: HTTP `GET /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/get(getRuntimeWorker)`.
+    public func getRuntimeWorker(
+        path: Operations.GetRuntimeWorker.Input.Path,
+        headers: Operations.GetRuntimeWorker.Input.Headers = .init()
+    ) async throws -> Operations.GetRuntimeWorker.Output {
+        try await getRuntimeWorker(Operations.GetRuntimeWorker.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Release the caller's registration of a worker (scope `agents:control`).
+    ///
+    /// The worker is the tenant's again. Only its owner or a holder of `admin` may release it (403 otherwise); an unregistered id answers 404.
+    ///
+    /// - Remark: HTTP `DELETE /api/runtime/codex/workers/{workerId}`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/delete(releaseRuntimeWorker)`.
+    public func releaseRuntimeWorker(
+        path: Operations.ReleaseRuntimeWorker.Input.Path,
+        headers: Operations.ReleaseRuntimeWorker.Input.Headers = .init()
+    ) async throws -> Operations.ReleaseRuntimeWorker.Output {
+        try await releaseRuntimeWorker(Operations.ReleaseRuntimeWorker.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Send a worker a JSON-RPC request (scope `agents:control`).
+    ///
+    /// The request reaches the worker's process as one line on its standard input, the
+    /// JSON-RPC message `{"id": request_id, "method": method, "params": params}` (codex
+    /// app-server's framing); its answer is the worker's output, log events on `/v1/stream`.
+    /// Only seed 004's methods are taken. Idempotent on `request_id` as the controls are (the
+    /// same id with another request is 409). 409 too when the worker has stopped or has not
+    /// started yet.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/requests`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/requests/post(requestRuntimeWorker)`.
+    public func requestRuntimeWorker(
+        path: Operations.RequestRuntimeWorker.Input.Path,
+        headers: Operations.RequestRuntimeWorker.Input.Headers = .init(),
+        body: Operations.RequestRuntimeWorker.Input.Body
+    ) async throws -> Operations.RequestRuntimeWorker.Output {
+        try await requestRuntimeWorker(Operations.RequestRuntimeWorker.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Stop a worker (scope `agents:control`); the body is optional.
+    ///
+    /// Terminates the worker's process. The request's `x-request-id`, when sent, is the
+    /// idempotency key (a repeat answers the first receipt, `idempotent_replay` true). A worker
+    /// that has already stopped answers 200 with `status` `stopped` and `idempotent_replay` true.
+    ///
+    ///
+    /// - Remark: HTTP `POST /api/runtime/codex/workers/{workerId}/stop`.
+    /// - Remark: Generated from `#/paths//api/runtime/codex/workers/{workerId}/stop/post(stopRuntimeWorker)`.
+    public func stopRuntimeWorker(
+        path: Operations.StopRuntimeWorker.Input.Path,
+        headers: Operations.StopRuntimeWorker.Input.Headers = .init(),
+        body: Operations.StopRuntimeWorker.Input.Body? = nil
+    ) async throws -> Operations.StopRuntimeWorker.Output {
+        try await stopRuntimeWorker(Operations.StopRuntimeWorker.Input(
             path: path,
             headers: headers,
             body: body
