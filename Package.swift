@@ -373,8 +373,8 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests",
             dependencies: [
-                "CNATS", "Contracts", "ServiceKit", "TestSupport", configuration, hummingbird, hummingbirdTesting, jwtKit, logging,
-                nioCore, nioEmbedded, nioWebSocket, postgresNIO,
+                "CNATS", "Contracts", "ServiceKit", "TestSupport", configuration, httpTypes, hummingbird, hummingbirdTesting, jwtKit, logging,
+                nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

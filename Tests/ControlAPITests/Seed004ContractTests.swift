@@ -363,7 +363,8 @@ struct Seed004ContractTests {
             )
             #expect(try await Self.call(control, .get, "/api/runtime/codex/workers/nobody", token: ana).status == .notFound)
             #expect(try await Self.call(control, .delete, "/api/runtime/codex/workers/nobody", token: ana).status == .notFound)
-            // A body without Content-Type is read as JSON, up to 1 MiB (413 past it).
+            // A body without Content-Type is read as JSON; one over control-api's request limit
+            // (64 KiB, before NoBodyMiddleware's 1 MiB) is 413.
             let untyped = try await Self.call(
                 control,
                 .post,
