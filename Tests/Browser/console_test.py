@@ -352,6 +352,24 @@ def test_pipeline_stages_costs_and_artifacts(c):
     c.shot("pipeline")
 
 
+def test_worker_page_shows_who_it_is_registered_to(c):
+    # Seed 004's registration through the edge's /api/runtime/codex/workers, by the console's own
+    # principal (the device it signed in as): the worker page says whose it is.
+    worker = f"worker-{uuid.uuid4().hex[:6]}"
+    ingest([{"swarmId": "browser", "agentId": worker, "kind": "state", "state": "running", "attrs": {"worker": True}}])
+    poll(lambda: any(w["id"] == worker for w in ok("GET", "/v1/workers")["workers"]), timeout=20)
+    c.open(f"/workers/{worker}")
+    assert "Registered to" in c.text() and "nobody" in c.text(), c.text()
+    mine = c.browser.evaluate("JSON.parse(sessionStorage.getItem('swarmdeck.session')).accessToken")
+    payload = mine.split(".")[1]
+    subject = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["sub"]
+    status, body, _ = rest("POST", "/api/runtime/codex/workers", token=mine, body={"worker_id": worker, "adapter": "codex-app-server"})
+    assert status == 201 and body["data"]["owner"] == subject, (status, body)
+    c.open(f"/workers/{worker}")
+    assert "nobody" not in c.text() and subject in c.text(), c.text()
+    assert rest("DELETE", f"/api/runtime/codex/workers/{worker}", token=mine)[0] == 204
+
+
 def test_every_web_url_opens_its_object(c):
     # After the gate and incident tests: a fresh stack has one of each by now.
     links = []  # (webUrl, text the page must show)

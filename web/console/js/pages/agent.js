@@ -45,6 +45,8 @@ export async function render(main, [id]) {
       ['Errors last hour', `${agent.errorsLastHour} of ${agent.eventsLastHour} events (${percent(agent.errorRate)})`],
       ['Last command', command ? [`${command.action} `, badge(command.state), ' ', when(command.issuedAt)] : undefined],
       ['Terminal', agent.terminal ? (terminal ?? `tmux session ${agent.terminal.tmuxSession}${agent.terminal.host ? ` on ${agent.terminal.host}` : ''}`) : undefined],
+      // Seed 004's ownership: a registered worker is its principal's (and an admin's).
+      ['Registered to', worker ? (worker.worker.owner ?? 'nobody: every operator of the tenant may steer it') : undefined],
     ]),
     controlButtons('agents', id, receipt, current()),
     receipt,
