@@ -12,7 +12,7 @@
 SWARMDECK_PACKAGES=(
   nats-server postgresql libnats-dev libpq-dev zlib1g-dev nginx-light tmux
   openssh-server openssh-client protobuf-compiler libcurl4-openssl-dev libssh2-1-dev
-  python3 python3-venv curl libjs-term.js fish
+  python3 python3-venv curl libjs-term.js fish b3sum
 )
 # The web console's browser tests (scripts/browser-test): Chromium's headless shell, driven
 # through the DevTools protocol.

@@ -105,7 +105,7 @@ struct ACPPermissionWatcher: Service {
         let requestSeq = (acp["seq"] as? NSNumber)?.int64Value
         let identity = [envelope.threadID, sessionID ?? "", request.id, request.toolCallID ?? "", requestSeq.map(String.init) ?? ""]
             .joined(separator: "\u{0}")
-        let key = SHA256.hash(data: Array(identity.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let key = SHA256.hash(data: Array(identity.utf8)).prefix(16).lowercaseHex
         let gate = Gate(
             tenant: envelope.tenantID,
             id: "g_" + randomHex(bytes: 12),

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 
 /// One incident as stored: a rule that fired on a subject, until it resolved.
 struct Incident: Sendable, Equatable {
@@ -92,7 +93,7 @@ struct Incident: Sendable, Equatable {
     /// A new incident id: `inc_` and 20 random hex digits.
     static func newID() -> String {
         var generator = SystemRandomNumberGenerator()
-        let hex = (0..<10).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let hex = (0..<10).map { _ in UInt8.random(in: 0...255, using: &generator) }.lowercaseHex
         return "inc_" + hex
     }
 }

@@ -1,7 +1,7 @@
 import Contracts
-import Crypto
 import EventLog
 import Foundation
+import ServiceKit
 
 /// An ACP JSON-RPC message posted to a thread, validated and rendered as an event.
 enum ACPFrame {
@@ -59,7 +59,8 @@ enum ACPFrame {
         }
         let title = Self.title(method: keys["method"], params: params, direction: direction)
         let severity: BusSeverity = keys["error"] != nil ? .error : .info
-        let checksum = Array(SHA256.hash(data: body))
+        // Seed 003's `blake3(body)`, as `b3sum` prints it.
+        let checksum = BLAKE3.hash(body)
         let milliseconds = Int64(now.timeIntervalSince1970 * 1000)
 
         var head = JSONWriter(capacity: 256)
@@ -95,7 +96,7 @@ enum ACPFrame {
         rest.key("msg_id")
         rest.string(msgID)
         rest.key("checksum")
-        rest.string("sha256:" + checksum.map { String(format: "%02x", $0) }.joined())
+        rest.string(checksum.lowercaseHex)
         if let origin {
             rest.key("origin")
             rest.string(origin)

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 
 /// Writes artifacts to a folder in seed 001's layout, `{title}/{role}-{ISO8601}.md` (colons of
 /// the time as dashes, to the millisecond so two attempts never share a name), under a folder per tenant so tenants never share one. The title is
@@ -47,6 +48,6 @@ struct ArtifactExporter: Sendable {
         let plain = tenant.utf8.allSatisfy {
             ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F
         }
-        return plain && !tenant.isEmpty ? tenant : "t-" + tenant.utf8.map { String(format: "%02x", $0) }.joined()
+        return plain && !tenant.isEmpty ? tenant : "t-" + tenant.utf8.lowercaseHex
     }
 }

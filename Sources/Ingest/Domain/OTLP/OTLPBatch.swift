@@ -3,6 +3,7 @@ import Crypto
 import EventLog
 import Foundation
 import OTLP
+import ServiceKit
 
 /// The normalized events of one OTLP export request, and which of its items (spans, log
 /// records, data points) were rejected, for the answer's partial success.
@@ -99,7 +100,7 @@ struct OTLPBatch {
             if text.utf8.count == bytes * 2, let decoded = Self.bytes(fromHex: text) { raw = decoded }
         }
         guard raw.count == bytes, raw.contains(where: { $0 != 0 }) else { return nil }
-        return Self.hex(raw)
+        return raw.lowercaseHex
     }
 
     /// Unix milliseconds of a Unix-nanoseconds time; nil for 0 (unset).
@@ -114,17 +115,7 @@ struct OTLPBatch {
             withUnsafeBytes(of: UInt32(part.count).littleEndian) { hash.update(bufferPointer: $0) }
             hash.update(data: part)
         }
-        return "otlp.\(kind).\(Self.hex(hash.finalize().prefix(16)))"
-    }
-
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        return "otlp.\(kind).\(hash.finalize().prefix(16).lowercaseHex)"
     }
 
     static func bytes(fromHex text: String) -> Data? {
