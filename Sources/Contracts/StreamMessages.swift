@@ -5,16 +5,26 @@ public struct StreamClientMessage: Codable, Sendable, Equatable {
     public struct Filters: Codable, Sendable, Equatable {
         public var swarmIds: [String]?
         public var agentIds: [String]?
-        /// `debug`, `info`, `warning`, `error` or `critical`.
+        /// `trace`, `debug`, `info`, `warn`, `error` or `fatal`.
         public var severityGte: String?
-        /// Event kinds (`logs`, `states`, `tools`, `usage`, `traces`, `acp`, …).
+        /// Event kinds (`logs`, `states`, `toolCalls`, `usage`, `traceEvents`, `acp`, …).
         public var include: [String]?
+        /// Tool names (seed 000's skill/tool filter): only tool calls of these tools. A skill is
+        /// a tool of a swarm: `swarmIds` with `tools`.
+        public var tools: [String]?
 
-        public init(swarmIds: [String]? = nil, agentIds: [String]? = nil, severityGte: String? = nil, include: [String]? = nil) {
+        public init(
+            swarmIds: [String]? = nil,
+            agentIds: [String]? = nil,
+            severityGte: String? = nil,
+            include: [String]? = nil,
+            tools: [String]? = nil
+        ) {
             self.swarmIds = swarmIds
             self.agentIds = agentIds
             self.severityGte = severityGte
             self.include = include
+            self.tools = tools
         }
     }
 

@@ -77,6 +77,29 @@ public enum EventFrame {
         try? JSONDecoder().decode(State.self, from: Data(frame))
     }
 
+    /// A tool call frame's tool name (unescaped); `nil` when the frame has none. Every field
+    /// before `tool` in a tool call frame is an escaped string or a number, so the first
+    /// `,"tool":"` is that field.
+    public static func tool(in frame: ByteBuffer) -> String? {
+        let bytes = frame.readableBytesView
+        guard let start = bytes.firstRange(of: Self.toolMarker)?.upperBound else { return nil }
+        var index = start
+        var escaped = false
+        var plain = true
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if !escaped && byte == UInt8(ascii: "\"") { break }
+            if byte == UInt8(ascii: "\\") { plain = false }
+            escaped = !escaped && byte == UInt8(ascii: "\\")
+            index = bytes.index(after: index)
+        }
+        guard index < bytes.endIndex else { return nil }
+        if plain { return String(decoding: bytes[start..<index], as: UTF8.self) }
+        // An escaped name: read as the JSON string it is.
+        return try? JSONDecoder().decode(String.self, from: Data([UInt8(ascii: "\"")] + bytes[start..<index] + [UInt8(ascii: "\"")]))
+    }
+
     private static let envelopeMarker = Array(#","envelope":{"#.utf8)
     private static let messageMarker = Array(#","message":""#.utf8)
+    private static let toolMarker = Array(#","tool":""#.utf8)
 }

@@ -56,7 +56,8 @@ public struct EventLogReader: Sendable {
 
     /// The events with `after < seq <= through` that match every given condition (`nil`: any),
     /// in seq order, at most `limit`, and no more once their frames reach `maxBytes` (at least
-    /// one). The conditions run in SQL. ACP envelopes carry their thread and per-thread seq.
+    /// one). The conditions run in SQL; `tools` keeps tool calls whose frame names one of them
+    /// (the frame read as JSON, tool calls only). ACP envelopes carry their thread and per-thread seq.
     public func events(
         tenant: String,
         after: Int64,
@@ -65,10 +66,13 @@ public struct EventLogReader: Sendable {
         minimumSeverity: BusSeverity? = nil,
         swarmIDs: Set<String>? = nil,
         agentIDs: Set<String>? = nil,
+        tools: Set<String>? = nil,
         limit: Int,
         maxBytes: Int = .max
     ) async throws -> [LoggedEvent] {
         let kinds: [Int16]? = kinds.map { $0.map { Int16($0.rawValue) } }
+        let tools: [String]? = tools.map(Array.init)
+        let toolCall = Int16(BusEventKind.toolCall.rawValue)
         let severity: Int16? = minimumSeverity.map { Int16($0.rawValue) }
         let swarms: [String]? = swarmIDs.map(Array.init)
         let agents: [String]? = agentIDs.map(Array.init)
@@ -80,6 +84,8 @@ public struct EventLogReader: Sendable {
               AND (\(severity)::smallint IS NULL OR severity >= \(severity)::smallint)
               AND (\(swarms)::text[] IS NULL OR swarm_id = ANY(\(swarms)::text[]))
               AND (\(agents)::text[] IS NULL OR agent_id = ANY(\(agents)::text[]))
+              AND (\(tools)::text[] IS NULL
+                   OR (kind = \(toolCall) AND convert_from(frame, 'UTF8')::jsonb ->> 'tool' = ANY(\(tools)::text[])))
             ORDER BY seq
             LIMIT \(limit)
             """,

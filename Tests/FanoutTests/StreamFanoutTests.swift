@@ -217,6 +217,47 @@ struct StreamFanoutTests {
         }
     }
 
+    @Test("tools (seed 000's skill/tool filter): only tool calls of those tools, replayed from the log and live; more than 100 names refused")
+    func toolFilter() async throws {
+        let harness = try await FanoutHarness()
+        try await harness.ingest().test(.router) { ingest in
+            let key = try await harness.createKey(ingest)
+            @Sendable func call(_ id: String, _ tool: String, swarm: String = "s1") -> [String: Any] {
+                ["msgId": id, "swarmId": swarm, "agentId": "a1", "kind": "tool_call", "tool": tool, "ok": true]
+            }
+            // An odd name (a quote, a backslash, a non-ASCII letter) as well as a plain one; a log
+            // whose text names the tool is no tool call.
+            let odd = #"sh "x" \ é"#
+            try await harness.post(
+                ingest,
+                key: key,
+                [
+                    call("t1", "bash"), call("t2", "grep"), log("t3", agent: "a1", message: #"tool "bash""#), call("t4", odd),
+                    call("t5", "bash", swarm: "s2"),
+                ]
+            )
+            try await harness.fanout().test(.live) { fanout in
+                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
+                let filters: [String: Any] = ["tools": ["bash", odd], "swarmIds": ["s1"]]
+                // The first five come from the log (the filter in SQL), the last three live (in Swift).
+                let subscribed = SubscribedFlag()
+                async let received = client.run(sending: [subscribe(lastEventId: 0, filters: filters)]) { frame in
+                    if frame["type"] as? String == "subscribed" { subscribed.value.withLock { $0 = true } }
+                    return (frame["seq"] as? Int) == 8
+                }
+                #expect(await eventually { subscribed.value.withLock { $0 } })
+                try await harness.post(ingest, key: key, [call("t6", "grep"), call("t7", "bash", swarm: "s2"), call("t8", "bash")])
+                let frames = try await received.frames.events
+                #expect(frames.map { $0["seq"] as? Int } == [1, 4, 8], "\(frames)")
+                #expect(frames.map { $0["tool"] as? String } == ["bash", odd, "bash"])
+                for tools: Any in [(0...100).map { "tool-\($0)" }, [""], [String(repeating: "x", count: 257)], "bash"] {
+                    let (refused, _, _) = try await client.run(sending: [subscribe(filters: ["tools": tools])]) { $0["type"] as? String == "error" }
+                    #expect((refused.last?["error"] as? [String: Any])?["code"] as? String == "InvalidRequest", "\(refused)")
+                }
+            }
+        }
+    }
+
     @Test("protocol: wrong version, bad token, missing scope, not an upgrade, malformed and unknown messages, oversized and flooding clients")
     func protocolErrors() async throws {
         let harness = try await FanoutHarness(fanout: ["FANOUT_MAX_MESSAGE_BYTES": "4096", "FANOUT_MAX_MESSAGES_PER_10S": "20"])
@@ -616,4 +657,9 @@ final class Counted: Sendable {
             return $0
         }
     }
+}
+
+/// Set once a subscription's `subscribed` frame arrives.
+final class SubscribedFlag: Sendable {
+    let value = Mutex(false)
 }

@@ -26,6 +26,19 @@ struct EventFrameTests {
         #expect(String(decoding: message, as: UTF8.self) == #"say \"hi\" \\ ,\"message\":\"x"#)
     }
 
+    @Test("a tool call frame's tool, unescaped; a tool named in a swarm, agent or log text is no tool; none in other kinds")
+    func tool() throws {
+        let plain = try self.nativeFrame(#"{"msgId":"m1","swarmId":"s,\"tool\":\"x","agentId":"a","kind":"tool_call","tool":"bash","ok":true}"#)
+        #expect(EventFrame.tool(in: plain) == "bash")
+        let odd = try self.nativeFrame(
+            #"{"msgId":"m1","swarmId":"s","agentId":"a","kind":"tool_call","tool":"sh \"x\" \\ é\u0001","ok":false,"error":"e"}"#
+        )
+        #expect(EventFrame.tool(in: odd) == "sh \"x\" \\ é\u{1}")
+        let log = try self.nativeFrame(#"{"msgId":"m1","swarmId":"s","agentId":"a","kind":"log","message":",\"tool\":\"bash"}"#)
+        #expect(EventFrame.tool(in: log) == nil)
+        #expect(EventFrame.tool(in: ByteBuffer(string: #"{"seq":1,"tool":"cut"#)) == nil)
+    }
+
     @Test("a frame without a message has none")
     func noMessage() throws {
         let frame = try self.nativeFrame(#"{"msgId":"m1","swarmId":"s","agentId":"a","kind":"state","state":"running"}"#)

@@ -55,10 +55,22 @@ public enum BLAKE3 {
 
     /// The compression function: the full 16-word output (the first 8 are the new chaining value).
     static func compress(_ chainingValue: [UInt32], _ block: [UInt32], counter: UInt64, length: UInt32, flags: UInt32) -> [UInt32] {
-        var s0 = chainingValue[0], s1 = chainingValue[1], s2 = chainingValue[2], s3 = chainingValue[3]
-        var s4 = chainingValue[4], s5 = chainingValue[5], s6 = chainingValue[6], s7 = chainingValue[7]
-        var s8 = self.iv[0], s9 = self.iv[1], s10 = self.iv[2], s11 = self.iv[3]
-        var s12 = UInt32(truncatingIfNeeded: counter), s13 = UInt32(truncatingIfNeeded: counter >> 32), s14 = length, s15 = flags
+        var s0 = chainingValue[0]
+        var s1 = chainingValue[1]
+        var s2 = chainingValue[2]
+        var s3 = chainingValue[3]
+        var s4 = chainingValue[4]
+        var s5 = chainingValue[5]
+        var s6 = chainingValue[6]
+        var s7 = chainingValue[7]
+        var s8 = self.iv[0]
+        var s9 = self.iv[1]
+        var s10 = self.iv[2]
+        var s11 = self.iv[3]
+        var s12 = UInt32(truncatingIfNeeded: counter)
+        var s13 = UInt32(truncatingIfNeeded: counter >> 32)
+        var s14 = length
+        var s15 = flags
         block.withUnsafeBufferPointer { m in
             self.schedule.withUnsafeBufferPointer { k in
                 for round in 0..<7 {
@@ -135,7 +147,9 @@ public enum BLAKE3 {
                 if self.blockLength == BLAKE3.blockLength {
                     let words = self.block.withUnsafeBufferPointer { BLAKE3.words($0) }
                     self.chainingValue = Array(
-                        BLAKE3.compress(self.chainingValue, words, counter: self.counter, length: UInt32(BLAKE3.blockLength), flags: self.startFlag)[0..<8]
+                        BLAKE3.compress(self.chainingValue, words, counter: self.counter, length: UInt32(BLAKE3.blockLength), flags: self.startFlag)[
+                            0..<8
+                        ]
                     )
                     self.blocksCompressed += 1
                     self.blockLength = 0

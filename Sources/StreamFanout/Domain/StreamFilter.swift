@@ -1,4 +1,5 @@
 import Contracts
+import EventLog
 
 /// What a subscription wants: matched against an event's envelope fields, never its JSON.
 struct StreamFilter: Sendable, Equatable {
@@ -8,6 +9,8 @@ struct StreamFilter: Sendable, Equatable {
     var kinds: Set<BusEventKind>?
     /// ACP threads (the `/v1/acp` connections' subscriptions).
     var threadIDs: Set<String>?
+    /// Tool names: only tool calls of these (read from the frame, tool calls only).
+    var tools: Set<String>?
 
     static let everything = StreamFilter()
 
@@ -17,6 +20,9 @@ struct StreamFilter: Sendable, Equatable {
         if let minimum = self.minimumSeverity, event.severity.rawValue < minimum.rawValue { return false }
         if let swarms = self.swarmIDs, !swarms.contains(event.swarmID) { return false }
         if let agents = self.agentIDs, !agents.contains(event.agentID) { return false }
+        if let tools = self.tools {
+            guard event.kind == .toolCall, let tool = EventFrame.tool(in: event.frame), tools.contains(tool) else { return false }
+        }
         return true
     }
 

@@ -13,6 +13,7 @@ extension EventLogReader {
             minimumSeverity: filter.minimumSeverity,
             swarmIDs: filter.swarmIDs,
             agentIDs: filter.agentIDs,
+            tools: filter.tools,
             limit: limit,
             maxBytes: maxBytes
         ).map(FeedEvent.init)

@@ -355,13 +355,16 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
     static func filter(_ filters: StreamClientMessage.Filters?) throws(FilterError) -> StreamFilter {
         guard let filters else { return .everything }
         var filter = StreamFilter()
-        for (name, ids) in [("swarmIds", filters.swarmIds), ("agentIds", filters.agentIds)] {
+        for (name, ids, most) in [("swarmIds", filters.swarmIds, 1000), ("agentIds", filters.agentIds, 1000), ("tools", filters.tools, 100)] {
             guard let ids else { continue }
-            guard ids.count <= 1000 else { throw FilterError(message: "\(name) takes at most 1000 ids") }
-            guard ids.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else { throw FilterError(message: "\(name) must be ids of 1 to 256 bytes") }
+            guard ids.count <= most else { throw FilterError(message: "\(name) takes at most \(most) \(name == "tools" ? "names" : "ids")") }
+            guard ids.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 }) else {
+                throw FilterError(message: "\(name) must be \(name == "tools" ? "names" : "ids") of 1 to 256 bytes")
+            }
         }
         filter.swarmIDs = filters.swarmIds.map(Set.init)
         filter.agentIDs = filters.agentIds.map(Set.init)
+        filter.tools = filters.tools.map(Set.init)
         if let name = filters.severityGte {
             guard let severity = BusSeverity(name: name) else {
                 throw FilterError(message: "severityGte must be trace, debug, info, warn, error or fatal")
