@@ -21,6 +21,7 @@ let hummingbird = Target.Dependency.product(name: "Hummingbird", package: "hummi
 let hummingbirdCore = Target.Dependency.product(name: "HummingbirdCore", package: "hummingbird")
 let hummingbirdTesting = Target.Dependency.product(name: "HummingbirdTesting", package: "hummingbird")
 let hummingbirdWSClient = Target.Dependency.product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
+let hummingbirdWSCompression = Target.Dependency.product(name: "HummingbirdWSCompression", package: "hummingbird-websocket")
 let jwtKit = Target.Dependency.product(name: "JWTKit", package: "jwt-kit")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let mcp = Target.Dependency.product(name: "MCP", package: "swift-sdk")
@@ -243,7 +244,7 @@ let package = Package(
         .target(
             name: "ServiceKit",
             dependencies: [
-                "CHeap", "CNATS", "Contracts", configuration, crypto, httpTypes, hummingbird, hummingbirdCore, jwtKit, logging,
+                "CHeap", "CNATS", "Contracts", compressNIO, configuration, crypto, httpTypes, hummingbird, hummingbirdCore, jwtKit, logging,
                 metrics,
                 openAPIRuntime,
                 nioCore, nioHTTP1, nioHTTPTypes, nioHTTPTypesHTTP1, nioPosix,
@@ -303,8 +304,9 @@ let package = Package(
         .testTarget(
             name: "FanoutTests",
             dependencies: [
-                "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", configuration,
-                hummingbird, hummingbirdTesting, logging, nioCore, nioPosix, postgresNIO,
+                "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", compressNIO,
+                configuration, hummingbird, hummingbirdTesting, hummingbirdWSClient, hummingbirdWSCompression, logging, nioCore, nioPosix,
+                postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
@@ -373,7 +375,8 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests",
             dependencies: [
-                "CNATS", "Contracts", "ServiceKit", "TestSupport", configuration, httpTypes, hummingbird, hummingbirdTesting, jwtKit, logging,
+                "CNATS", "Contracts", "ServiceKit", "TestSupport", compressNIO, configuration, httpTypes, hummingbird, hummingbirdTesting, jwtKit,
+                logging,
                 nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO,
             ],
             swiftSettings: swiftSettings

@@ -12,23 +12,27 @@ public final class UpgradedWebSocket: Sendable {
     let channel: any Channel
     let reader: WebSocketReadHandler
     let wire: WebSocketWireHandler
+    /// What was agreed of `permessage-deflate`, if the client offered it.
+    let deflate: WebSocketDeflate.Agreement?
 
     /// The socket's event loop: its connection's writer writes there without waiting when it can.
     public var eventLoop: any EventLoop { self.channel.eventLoop }
 
     /// Adds the read handler and the wire to an upgraded pipeline (on its event loop).
-    static func install(on channel: any Channel, maxMessageBytes: Int) throws -> UpgradedWebSocket {
+    static func install(on channel: any Channel, maxMessageBytes: Int, deflate: WebSocketDeflate.Agreement? = nil) throws -> UpgradedWebSocket {
         let pipeline = channel.pipeline.syncOperations
         let wire = try WebSocketWireHandler.install(on: pipeline, eventLoop: channel.eventLoop)
-        let reader = WebSocketReadHandler(maxMessageBytes: maxMessageBytes, eventLoop: channel.eventLoop)
+        let inflater = try deflate.map { try WebSocketDeflate.Inflater($0) }
+        let reader = WebSocketReadHandler(maxMessageBytes: maxMessageBytes, eventLoop: channel.eventLoop, inflater: inflater)
         try pipeline.addHandler(reader)
-        return UpgradedWebSocket(channel: channel, reader: reader, wire: wire)
+        return UpgradedWebSocket(channel: channel, reader: reader, wire: wire, deflate: deflate)
     }
 
-    private init(channel: any Channel, reader: WebSocketReadHandler, wire: WebSocketWireHandler) {
+    private init(channel: any Channel, reader: WebSocketReadHandler, wire: WebSocketWireHandler, deflate: WebSocketDeflate.Agreement?) {
         self.channel = channel
         self.reader = reader
         self.wire = wire
+        self.deflate = deflate
     }
 
     /// Sends a text message: before a connection serves the socket (a greeting, or the reason

@@ -111,7 +111,7 @@ public final class WebSocketConnection: Heartbeating, Sendable {
         }
         self.heartbeats.add(self)
         socket.reader.attach(self)
-        return WebSocketFrameWriter(wire: socket.wire, connection: self)
+        return WebSocketFrameWriter(wire: socket.wire, connection: self, compresses: socket.deflate != nil)
     }
 
     func writeFailed(_ error: any Error) {

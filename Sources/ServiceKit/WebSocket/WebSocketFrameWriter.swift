@@ -27,14 +27,19 @@ public final class WebSocketFrameWriter {
 
     private let wire: WebSocketWireHandler
     private let connection: WebSocketConnection
+    /// The client agreed to `permessage-deflate`: messages are compressed when that makes them
+    /// smaller (``WebSocketDeflate``), and a frame shared by many connections should be its
+    /// compressed form (``WebSocketDeflate/frame(_:_:)``).
+    public let compresses: Bool
     private var pieces: [Piece] = []
     /// The batch's headers and small payloads, back to back; sliced only when the batch goes.
     private var inline = ByteBuffer()
     private var bytes = 0
 
-    init(wire: WebSocketWireHandler, connection: WebSocketConnection) {
+    init(wire: WebSocketWireHandler, connection: WebSocketConnection, compresses: Bool = false) {
         self.wire = wire
         self.connection = connection
+        self.compresses = compresses
     }
 
     /// Writes one text message.
@@ -102,10 +107,16 @@ public final class WebSocketFrameWriter {
         try self.add(.ping, ByteBuffer())
     }
 
-    private func add(_ opcode: WebSocketFraming.Opcode, _ payload: ByteBuffer) throws {
+    private func add(_ opcode: WebSocketFraming.Opcode, _ message: ByteBuffer) throws {
+        var payload = message
+        var compressed = false
+        if self.compresses, opcode != .ping, let deflated = WebSocketDeflate.compress(message) {
+            payload = deflated
+            compressed = true
+        }
         let copied = payload.readableBytes <= Self.maxCopiedPayload
         self.appendInline { inline in
-            let header = WebSocketFraming.writeHeader(opcode, payload: payload.readableBytes, into: &inline)
+            let header = WebSocketFraming.writeHeader(opcode, payload: payload.readableBytes, compressed: compressed, into: &inline)
             return copied ? header + inline.writeImmutableBuffer(payload) : header
         }
         if !copied {

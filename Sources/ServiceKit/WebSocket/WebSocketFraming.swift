@@ -16,10 +16,11 @@ public enum WebSocketFraming {
         length < 126 ? 2 : length <= 0xFFFF ? 4 : 10
     }
 
-    /// Writes the header of a final, unmasked frame of `length` payload bytes.
+    /// Writes the header of a final, unmasked frame of `length` payload bytes; `compressed` sets
+    /// the first reserved bit (a `permessage-deflate` message, ``WebSocketDeflate``).
     @discardableResult
-    public static func writeHeader(_ opcode: Opcode, payload length: Int, into buffer: inout ByteBuffer) -> Int {
-        var written = buffer.writeInteger(0x80 | opcode.rawValue)
+    public static func writeHeader(_ opcode: Opcode, payload length: Int, compressed: Bool = false, into buffer: inout ByteBuffer) -> Int {
+        var written = buffer.writeInteger(0x80 | (compressed ? 0x40 : 0) | opcode.rawValue)
         if length < 126 {
             written += buffer.writeInteger(UInt8(length))
         } else if length <= 0xFFFF {
@@ -34,9 +35,14 @@ public enum WebSocketFraming {
 
     /// A whole text frame holding `payload`: its header, then its bytes.
     public static func text(_ payload: ByteBuffer) -> ByteBuffer {
+        Self.frame(.text, payload)
+    }
+
+    /// A whole frame holding `payload`, compressed (``WebSocketDeflate``) or not.
+    public static func frame(_ opcode: Opcode, _ payload: ByteBuffer, compressed: Bool = false) -> ByteBuffer {
         var frame = ByteBuffer()
         frame.reserveCapacity(Self.headerLength(payload: payload.readableBytes) + payload.readableBytes)
-        Self.writeHeader(.text, payload: payload.readableBytes, into: &frame)
+        Self.writeHeader(opcode, payload: payload.readableBytes, compressed: compressed, into: &frame)
         frame.writeImmutableBuffer(payload)
         return frame
     }

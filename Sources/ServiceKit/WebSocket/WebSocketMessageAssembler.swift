@@ -13,6 +13,9 @@ public struct WebSocketMessageAssembler: Sendable {
         /// The frame continues a message that is not complete yet.
         case partial
         case message(WebSocketClientMessage)
+        /// A complete `permessage-deflate` message, still compressed: its payload, and whether
+        /// it is text (``message(text:_:)`` makes it a message once inflated).
+        case compressed(text: Bool, ByteBuffer)
         /// The message has grown past the budget: close with 1009.
         case tooLarge
         /// A continuation with no message begun, or a new message before the last one ended:
@@ -32,17 +35,21 @@ public struct WebSocketMessageAssembler: Sendable {
     public var maxBytes: Int
     private var pending: ByteBuffer?
     private var pendingIsText = false
+    private var pendingIsCompressed = false
 
     public init(maxBytes: Int) {
         self.maxBytes = maxBytes
     }
 
-    public mutating func add(opcode: Opcode, data: ByteBuffer, fin: Bool) -> Outcome {
+    /// Adds a data frame; `compressed` is the first frame's first reserved bit (a compressed
+    /// message's payload counts against the budget as it came, and once inflated).
+    public mutating func add(opcode: Opcode, data: ByteBuffer, fin: Bool, compressed: Bool = false) -> Outcome {
         switch opcode {
         case .text, .binary:
             guard self.pending == nil else { return .outOfOrder }
             guard data.readableBytes <= self.maxBytes else { return .tooLarge }
             self.pendingIsText = opcode == .text
+            self.pendingIsCompressed = compressed
             self.pending = data
         case .continuation:
             guard var pending = self.pending else { return .outOfOrder }
@@ -54,8 +61,14 @@ public struct WebSocketMessageAssembler: Sendable {
         }
         guard fin, let complete = self.pending else { return .partial }
         self.pending = nil
-        guard self.pendingIsText else { return .message(.binary(complete)) }
-        guard let text = String(validating: complete.readableBytesView, as: UTF8.self) else { return .notUTF8 }
+        if self.pendingIsCompressed { return .compressed(text: self.pendingIsText, complete) }
+        return Self.message(text: self.pendingIsText, complete)
+    }
+
+    /// A complete message's payload as a message: text must be UTF-8.
+    public static func message(text: Bool, _ payload: ByteBuffer) -> Outcome {
+        guard text else { return .message(.binary(payload)) }
+        guard let text = String(validating: payload.readableBytesView, as: UTF8.self) else { return .notUTF8 }
         return .message(.text(text))
     }
 }

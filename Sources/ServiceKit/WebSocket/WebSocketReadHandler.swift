@@ -25,6 +25,8 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     private let eventLoop: any EventLoop
     private var assembler: WebSocketMessageAssembler
+    /// The client's compressed messages are inflated here, when `permessage-deflate` was agreed.
+    private let inflater: WebSocketDeflate.Inflater?
     private var context: ChannelHandlerContext?
     private var receiver: WebSocketConnection?
     /// A connection has served the socket (the route did not just refuse it).
@@ -44,9 +46,10 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var inputClosed = false
     private var closeTimer: Scheduled<Void>?
 
-    init(maxMessageBytes: Int, eventLoop: any EventLoop) {
+    init(maxMessageBytes: Int, eventLoop: any EventLoop, inflater: WebSocketDeflate.Inflater? = nil) {
         self.eventLoop = eventLoop
         self.assembler = WebSocketMessageAssembler(maxBytes: maxMessageBytes)
+        self.inflater = inflater
     }
 
     // MARK: The connection's side
@@ -138,8 +141,15 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = self.unwrapInboundIn(data)
-        guard frame.rsv1 == false, frame.rsv2 == false, frame.rsv3 == false else {
+        guard frame.rsv2 == false, frame.rsv3 == false else {
             return self.broken(.protocolError, "reserved bits set with no extension negotiated")
+        }
+        // RSV1 marks a compressed message, on its first frame only (RFC 7692 §6), once agreed.
+        guard !frame.rsv1 || (self.inflater != nil && (frame.opcode == .text || frame.opcode == .binary)) else {
+            return self.broken(
+                .protocolError,
+                self.inflater == nil ? "reserved bits set with no extension negotiated" : "RSV1 on a frame that cannot carry it"
+            )
         }
         switch frame.opcode {
         case .connectionClose:
@@ -165,8 +175,16 @@ final class WebSocketReadHandler: ChannelDuplexHandler, @unchecked Sendable {
                 case .binary: .binary
                 default: .continuation
                 }
-            switch self.assembler.add(opcode: opcode, data: frame.unmaskedData, fin: frame.fin) {
-            case .partial:
+            var outcome = self.assembler.add(opcode: opcode, data: frame.unmaskedData, fin: frame.fin, compressed: frame.rsv1)
+            if case .compressed(let text, let payload) = outcome, let inflater = self.inflater {
+                switch inflater.inflate(payload, limit: self.assembler.maxBytes) {
+                case .message(let inflated): outcome = WebSocketMessageAssembler.message(text: text, inflated)
+                case .tooLarge: outcome = .tooLarge
+                case .invalid: return self.broken(.protocolError, "a compressed message that is not valid DEFLATE")
+                }
+            }
+            switch outcome {
+            case .partial, .compressed:
                 break
             case .message(let message):
                 self.arrived(message)

@@ -48,7 +48,7 @@ public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
         channel.eventLoop.makeCompletedFuture {
             // What the upgrade check accepted, for the pipeline's upgrade that follows it, or why
             // it refused.
-            let accepted = Mutex<(WebSocketUpgradeRequest, WebSocketRoutes.Open)?>(nil)
+            let accepted = Mutex<(WebSocketUpgradeRequest, WebSocketRoutes.Open, WebSocketDeflate.Agreement?)?>(nil)
             let refusal = Mutex<Refusal?>(nil)
             let upgrader = NIOTypedWebSocketServerUpgrader<Upgrade>(
                 maxFrameSize: self.maxMessageBytes,
@@ -78,17 +78,21 @@ public struct WebSocketUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         var logger = self.logger.with(identity)
                         logger[metadataKey: "request_id"] = .string(requestID)
                         let upgrade = WebSocketUpgradeRequest(identity: identity, parameters: parameters, uri: uri, logger: logger)
-                        accepted.withLock { $0 = (upgrade, route.open) }
+                        // Compression when the client offers it (every offer, in its order).
+                        let offers = head.headers[canonicalForm: "Sec-WebSocket-Extensions"].joined(separator: ",")
+                        let deflate = WebSocketDeflate.negotiate(offers.isEmpty ? nil : offers)
+                        accepted.withLock { $0 = (upgrade, route.open, deflate) }
                         var headers = HTTPHeaders(answer)
                         headers.replaceOrAdd(name: HeaderName.requestID, value: requestID)
+                        if let deflate { headers.replaceOrAdd(name: "Sec-WebSocket-Extensions", value: deflate.response) }
                         return headers
                     }
                     return promise.futureResult
                 },
                 upgradePipelineHandler: { channel, _ in
                     channel.eventLoop.makeCompletedFuture {
-                        guard let (request, open) = accepted.withLock({ $0 }) else { throw ChannelError.inappropriateOperationForState }
-                        let socket = try UpgradedWebSocket.install(on: channel, maxMessageBytes: self.maxMessageBytes)
+                        guard let (request, open, deflate) = accepted.withLock({ $0 }) else { throw ChannelError.inappropriateOperationForState }
+                        let socket = try UpgradedWebSocket.install(on: channel, maxMessageBytes: self.maxMessageBytes, deflate: deflate)
                         return .webSocket(socket, request, open)
                     }
                 }

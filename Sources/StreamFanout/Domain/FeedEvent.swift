@@ -2,6 +2,7 @@ import Contracts
 import EventLog
 import NIOCore
 import ServiceKit
+import Synchronization
 
 /// One event of a tenant's feed, parsed once per replica: the event as the log holds it (the
 /// fields filters look at and the client frame, shared by every connection that gets it), and
@@ -25,6 +26,22 @@ final class FeedEvent: Sendable {
     /// library's types are resilient, and reading one goes through the runtime's value
     /// witnesses, per event per connection.
     let received: NIODeadline?
+    /// ``deflatedWire``, once a connection that agreed to compression asked for it.
+    private let deflated = Mutex<ByteBuffer?>(nil)
+
+    /// A live event's frame for the connections that agreed to `permessage-deflate`:
+    /// compressed once, on first use, and shared by all of them as ``wire`` is (the server
+    /// never takes its compression context over from one message to the next). nil for an
+    /// event read from the log.
+    var deflatedWire: ByteBuffer? {
+        guard self.wire != nil else { return nil }
+        return self.deflated.withLock { cached in
+            if let cached { return cached }
+            let frame = WebSocketDeflate.frame(.text, self.event.frame)
+            cached = frame
+            return frame
+        }
+    }
 
     /// For a log: a hash of its swarm, agent, severity and message text (as rendered), so
     /// repeats can be collapsed without reading the frame per connection; 0 otherwise.

@@ -354,7 +354,7 @@ extension StreamSession {
     /// any other message, so the order is kept). Never waits.
     private func writeEvent(_ event: FeedEvent, _ state: inout WriterState, _ writer: WebSocketFrameWriter) throws {
         guard state.batch.enabled else {
-            if let wire = event.wire {
+            if let wire = writer.compresses ? event.deflatedWire : event.wire {
                 try writer.append(framed: wire)
             } else {
                 try writer.append(event.frame)
