@@ -55,6 +55,8 @@ class Browser:
         self.security = []
         self.urls = []
         self.websockets = []
+        self._websocket_urls = {}
+        self.handshakes = []  # (url, response headers lower-cased) of each WebSocket handshake
         self.dialogs = []
         threading.Thread(target=self._read, daemon=True).start()
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -96,7 +98,13 @@ class Browser:
             self.urls.append(params.get("request", {}).get("url", ""))
         elif method == "Network.webSocketCreated":
             self.websockets.append(params.get("url", ""))
+            self._websocket_urls[params.get("requestId")] = params.get("url", "")
             self.urls.append(params.get("url", ""))
+        elif method == "Network.webSocketHandshakeResponseReceived":
+            response = params.get("response", {})
+            headers = {k.lower(): v for k, v in response.get("headers", {}).items()}
+            headers[":status"] = str(response.get("status", ""))
+            self.handshakes.append((self._websocket_urls.get(params.get("requestId"), ""), headers))
         elif method == "Page.javascriptDialogOpening":
             self.dialogs.append(params.get("message"))
         elif method == "Fetch.requestPaused":

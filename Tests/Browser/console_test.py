@@ -630,6 +630,14 @@ def test_websocket_token_as_subprotocol(c):
     assert " 101 " in status and headers.get("sec-websocket-protocol") == "swarmdeck.v1", (status, headers)
 
 
+def test_the_browser_gets_its_stream_compressed(c):
+    # Chromium offers permessage-deflate; through the edge the stream (and the terminal) agree to it.
+    agreed = [h for url, h in c.browser.handshakes if "/v1/stream" in url and h.get(":status") == "101"]
+    assert agreed, f"no /v1/stream handshake seen: {c.browser.handshakes[:3]}"
+    for headers in agreed:
+        assert headers.get("sec-websocket-extensions", "").startswith("permessage-deflate; server_no_context_takeover"), headers
+
+
 def test_no_token_in_any_url_and_no_policy_violation(c):
     assert c.browser.urls, "the browser recorded no request"
     for url in c.browser.urls:
