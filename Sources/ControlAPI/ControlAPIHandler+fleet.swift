@@ -136,8 +136,6 @@ extension ControlAPIHandler {
     }
 
     func webURL(_ collection: String, _ id: String) -> String {
-        var allowed = CharacterSet.urlPathAllowed
-        allowed.remove("/")
-        return "\(self.settings.webBaseURL)/\(collection)/\(id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id)"
+        WebLink.url(base: self.settings.webBaseURL, collection, id)
     }
 }

@@ -394,8 +394,11 @@ def test_every_web_url_opens_its_object(c):
     links += [(w["webUrl"], f"Worker {w['id']}") for w in workers[:2]]
     links += [(g["webUrl"], g["summary"]) for g in ok("GET", "/v1/approval-gates?status=all&limit=3")["gates"]]
     links += [(i["webUrl"], i["summary"]) for i in ok("GET", "/v1/incidents?status=all&limit=3")["incidents"]]
+    # Context sessions (the demo's agents report usage with a session id): seed 000's session link.
+    sessions = poll(lambda: ok("GET", "/v1/context-health?limit=3")["sessions"], timeout=20)
+    links += [(s["webUrl"], f"Session {s['sessionId']}") for s in sessions]
     kinds = {url.split("/")[3] for url, _ in links}
-    assert {"swarms", "agents", "workers", "gates", "incidents"} <= kinds, f"too few kinds of webUrl to check: {kinds}"
+    assert {"swarms", "agents", "workers", "sessions", "gates", "incidents"} <= kinds, f"too few kinds of webUrl to check: {kinds}"
     for url, shows in links:
         assert url.startswith(EDGE + "/"), f"{url} is not on the edge"
         c.open(url[len(EDGE):])

@@ -76,8 +76,11 @@ struct HealthLiveTests {
                 #expect(context["percentUsed"] as? Double == 85 && context["maxTokens"] as? Int == 200_000, "\(context)")
                 #expect(context["warnings"] as? [String] == ["near_capacity"])
                 #expect((context["series"] as? [JSON])?.count == 2)
+                // Seed 000's deep link to the session's page in the console.
+                #expect((context["webUrl"] as? String)?.hasSuffix("/sessions/sess-1") == true, "\(context)")
                 let (_, list) = try await H.get(health, "/v1/context-health?agentId=claude-1", token: token)
                 #expect((list["sessions"] as? [JSON])?.first?["sessionId"] as? String == "sess-1")
+                #expect((list["sessions"] as? [JSON])?.first?["webUrl"] as? String == context["webUrl"] as? String)
 
                 // A compaction: the window empties; the incident resolves after the hold-off.
                 try await Self.otel(

@@ -30,7 +30,7 @@ struct IncidentMessages: Sendable {
     }
 
     func webURL(_ incident: Incident) -> String {
-        "\(self.webBaseURL)/incidents/\(incident.id)"
+        WebLink.url(base: self.webBaseURL, "incidents", incident.id)
     }
 
     private struct Frame: Encodable {

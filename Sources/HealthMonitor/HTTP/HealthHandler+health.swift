@@ -19,6 +19,7 @@ extension HealthHandler {
         let sessions = try docs.map { doc in
             var health = try Self.decode(Components.Schemas.ContextHealth.self, doc)
             health.series = nil
+            health.webUrl = WebLink.url(base: self.settings.webBaseURL, "sessions", health.sessionId)
             return health
         }
         return .ok(.init(body: .json(.init(sessions: sessions))))
@@ -30,7 +31,9 @@ extension HealthHandler {
         guard let doc = try await self.rollups.rollup(tenant: person.tenant, kind: .context, key: input.path.sessionId) else {
             throw APIError(.notFound, "no session \(input.path.sessionId.prefix(64))")
         }
-        return .ok(.init(body: .json(try Self.decode(Components.Schemas.ContextHealth.self, doc))))
+        var health = try Self.decode(Components.Schemas.ContextHealth.self, doc)
+        health.webUrl = WebLink.url(base: self.settings.webBaseURL, "sessions", health.sessionId)
+        return .ok(.init(body: .json(health)))
     }
 
     func listSkillHealth(_ input: Operations.ListSkillHealth.Input) async throws -> Operations.ListSkillHealth.Output {

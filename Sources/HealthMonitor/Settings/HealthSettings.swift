@@ -161,7 +161,11 @@ extension SettingKey {
         "threshold changes one tenant may make per minute (429 past it)",
         default: "60"
     )
-    static let healthWebBaseURL = SettingKey("health.web-base-url", "base of the webUrl deep links of incidents", default: "http://127.0.0.1:8080")
+    static let healthWebBaseURL = SettingKey(
+        "health.web-base-url",
+        "base of the webUrl deep links of incidents and sessions",
+        default: "http://127.0.0.1:8080"
+    )
     static let healthTrustedProxies = SettingKey(
         "health.trusted-proxies",
         "comma-separated peers whose X-Forwarded-For names the client (the edge); * trusts every peer",

@@ -319,6 +319,7 @@ components:
           type: array
           description: The tokens in use at each of the latest requests (at most 60); in the detail only.
           items: { $ref: '#/components/schemas/ContextPoint' }
+        webUrl: { type: string, description: "Seed 000's deep link to the session in the web console (`<health.web-base-url>/sessions/<sessionId>`)." }
     SkillHealth:
       type: object
       description: Seed 000's `SkillHealth`, per tool and swarm, over the window asked for.

@@ -185,6 +185,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/ContextHealth/series`.
             public var series: [Components.Schemas.ContextPoint]?
+            /// Seed 000's deep link to the session in the web console (`<health.web-base-url>/sessions/<sessionId>`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/ContextHealth/webUrl`.
+            public var webUrl: Swift.String?
             /// Creates a new `ContextHealth`.
             ///
             /// - Parameters:
@@ -200,6 +204,7 @@ extension Components {
             ///   - warnings:
             ///   - updatedAt:
             ///   - series: The tokens in use at each of the latest requests (at most 60); in the detail only.
+            ///   - webUrl: Seed 000's deep link to the session in the web console (`<health.web-base-url>/sessions/<sessionId>`).
             public init(
                 sessionId: Swift.String,
                 swarmId: Swift.String,
@@ -212,7 +217,8 @@ extension Components {
                 compactions: Swift.Int,
                 warnings: Components.Schemas.ContextHealth.WarningsPayload,
                 updatedAt: Foundation.Date,
-                series: [Components.Schemas.ContextPoint]? = nil
+                series: [Components.Schemas.ContextPoint]? = nil,
+                webUrl: Swift.String? = nil
             ) {
                 self.sessionId = sessionId
                 self.swarmId = swarmId
@@ -226,6 +232,7 @@ extension Components {
                 self.warnings = warnings
                 self.updatedAt = updatedAt
                 self.series = series
+                self.webUrl = webUrl
             }
             public enum CodingKeys: String, CodingKey {
                 case sessionId
@@ -240,6 +247,7 @@ extension Components {
                 case warnings
                 case updatedAt
                 case series
+                case webUrl
             }
         }
         /// Seed 000's `SkillHealth`, per tool and swarm, over the window asked for.

@@ -11,6 +11,7 @@ const routes = [
   [/^\/swarms\/([^/]+)$/, () => import('./pages/swarm.js'), 'Swarm'],
   [/^\/agents\/([^/]+)$/, () => import('./pages/agent.js'), 'Agent'],
   [/^\/workers\/([^/]+)$/, () => import('./pages/agent.js'), 'Worker'],
+  [/^\/sessions\/([^/]+)$/, () => import('./pages/session.js'), 'Session'],
   [/^\/timeline$/, () => import('./pages/timeline.js'), 'Timeline'],
   [/^\/incidents$/, () => import('./pages/incidents.js'), 'Incidents'],
   [/^\/incidents\/([^/]+)$/, () => import('./pages/incident.js'), 'Incident'],

@@ -11,7 +11,7 @@ export async function contextHealth(params) {
   return h('section', { 'aria-labelledby': 'context-heading' },
     h('h2', { id: 'context-heading' }, 'Context health'),
     table('Context health', [
-      ['Session', (s) => s.sessionId],
+      ['Session', (s) => link(`/sessions/${encodeURIComponent(s.sessionId)}`, s.sessionId)],
       ['Used', (s) => `${percent(s.percentUsed / 100)} of ${s.maxTokens} tokens`],
       ['Tokens', (s) => sparkline(series[sessions.indexOf(s)].map((p) => p.tokens), `Context tokens of session ${s.sessionId}`)],
       ['Redundancy', (s) => Number(s.redundancyScore).toFixed(2)],
