@@ -42,6 +42,12 @@ struct IngestBench: AsyncParsableCommand {
     @Option(help: "Tenant counts the COPY deals the rows to, comma-separated.")
     var copyTenants = "1,4"
 
+    @Option(
+        help:
+            "Ingest keys of other tenants, comma-separated (default: $SWARMDECK_TENANT_KEYS): a third phase loads them with --key at once, the connections dealt round the tenants."
+    )
+    var tenantKeys: String?
+
     @Option(help: "ingest's pid, for its rate setting and CPU (default: .swarmdeck/run/ingest.pid).")
     var ingestPid: Int32?
 
@@ -95,6 +101,29 @@ struct IngestBench: AsyncParsableCommand {
             duration: .seconds(self.duration)
         ).run()
         print(half.printed(title: String(format: "half load (%.0f events/s target, batch %d)", halfRate, self.latencyBatch)))
+
+        // Several tenants at once: each commits under its own row lock, in parallel.
+        let others = (self.tenantKeys ?? ProcessInfo.processInfo.environment["SWARMDECK_TENANT_KEYS"] ?? "")
+            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && $0 != key }
+        if !others.isEmpty {
+            let keys = [key] + others
+            let cpuBeforeTenants = ProcessCPU.Sample(processes)
+            let tenants = try await IngestLoad(
+                url: target.url,
+                protocolName: self.protocolName,
+                keys: keys,
+                connections: max(target.connections, keys.count),
+                batch: self.batch,
+                rate: 0,
+                duration: .seconds(self.duration)
+            ).run()
+            print(tenants.printed(title: "full load, \(keys.count) tenants"))
+            let tenantCPU = ProcessCPU.Sample(processes).since(cpuBeforeTenants, order: processes.map(\.0))
+            print(
+                "CPU per accepted event at full load, \(keys.count) tenants: "
+                    + tenantCPU.map { String(format: "%@ %.1f µs", $0.0, $0.1 / Double(max(tenants.accepted, 1)) * 1e6) }.joined(separator: ", ")
+            )
+        }
 
         let runs: [EventLogCopyBaseline.Run]
         do {

@@ -35,7 +35,8 @@ extension IngestProtocol {
 public struct IngestLoad: Sendable {
     public var url: String
     public var protocolName: IngestProtocol
-    public var key: String
+    /// The ingest keys the connections post with, dealt round the connections (one tenant each).
+    public var keys: [String]
     public var connections: Int
     public var batch: Int
     public var rate: Double
@@ -50,9 +51,23 @@ public struct IngestLoad: Sendable {
         rate: Double,
         duration: Duration
     ) {
+        self.init(url: url, protocolName: protocolName, keys: [key], connections: connections, batch: batch, rate: rate, duration: duration)
+    }
+
+    /// Load from several tenants at once: connection `i` posts with `keys[i % keys.count]`.
+    public init(
+        url: String,
+        protocolName: IngestProtocol = .native,
+        keys: [String],
+        connections: Int,
+        batch: Int,
+        rate: Double,
+        duration: Duration
+    ) {
+        precondition(!keys.isEmpty, "at least one ingest key")
         self.url = url
         self.protocolName = protocolName
-        self.key = key
+        self.keys = keys
         self.connections = connections
         self.batch = batch
         self.rate = rate
@@ -134,7 +149,7 @@ public struct IngestLoad: Sendable {
             }
             var request = HTTPClientRequest(url: self.url + self.path)
             request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(self.key)")
+            request.headers.add(name: "Authorization", value: "Bearer \(self.keys[worker % self.keys.count])")
             request.headers.add(name: "Content-Type", value: self.protocolName.contentType)
             request.body = .bytes(try self.body(worker: worker, run: run, sequence: &sequence))
             let sent = ContinuousClock.now
