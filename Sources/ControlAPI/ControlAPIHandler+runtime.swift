@@ -12,11 +12,19 @@ extension ControlAPIHandler {
         let limit = input.query.limit ?? 100
         guard (1...200).contains(limit) else { throw APIError(.invalidRequest, "limit must be 1 to 200", details: ["limit": "1 to 200"]) }
         let now = Date()
+        let workers = self.fleet.agents(tenant: identity.tenant).filter(\.acceptsRequests)
+        let admin = identity.scopes.contains(.admin)
+        // The registrations the answer can show: of the fleet's workers, and the caller's own
+        // (every one, for an admin).
+        let registrations =
+            admin
+            ? try await self.store.registrations(tenant: identity.tenant)
+            : try await self.store.registrations(tenant: identity.tenant, workers: workers.map(\.agentID), ownedBy: identity.subject)
         let entries = WorkerOwnership.visible(
-            workers: self.fleet.agents(tenant: identity.tenant),
-            registrations: try await self.store.registrations(tenant: identity.tenant),
+            workers: workers,
+            registrations: registrations,
             caller: identity.subject,
-            admin: identity.scopes.contains(.admin),
+            admin: admin,
             only: input.query.status?.rawValue,
             status: { self.runtimeStatus($0, now: now) },
             limit: limit
@@ -82,24 +90,26 @@ extension ControlAPIHandler {
             method: request.method.rawValue,
             params: request.params?.additionalProperties
         )
-        let record = try await self.startedWorker(identity, input.path.workerId)
+        try InputCheck.id(input.path.workerId, "workerId")
+        // The worker is looked up once the request id is known to be new: a retry gets the
+        // first answer whatever became of the worker since.
         let (receipt, replayed) = try await self.issue(
             identity,
             .request,
             target: .worker,
-            id: record.agentID,
+            id: input.path.workerId,
             reason: "request",
             input: line,
             requestID: request.requestId
         ) { now in
-            try await self.liveWorker(identity, record, everySession: false)
+            try await self.liveWorker(identity, try await self.startedWorker(identity, input.path.workerId), everySession: false)
         }
         return .accepted(
             .init(
                 body: .json(
                     .init(
                         data: .init(
-                            workerId: record.agentID,
+                            workerId: input.path.workerId,
                             requestId: receipt.requestId,
                             ok: true,
                             method: request.method.rawValue,

@@ -9,11 +9,13 @@ extension ControlAPIHandler {
     func listWorkers(_ input: Operations.ListWorkers.Input) async throws -> Operations.ListWorkers.Output {
         let identity = try Caller.person()
         let now = Date()
-        let registrations = try await self.store.registrations(tenant: identity.tenant)
+        let fleetWorkers = self.fleet.agents(tenant: identity.tenant).filter(\.acceptsRequests)
+        let registrations = try await self.store.registrations(tenant: identity.tenant, workers: fleetWorkers.map(\.agentID))
         let owners = Dictionary(registrations.map { ($0.workerID, $0.owner) }) { first, _ in first }
         let admin = identity.scopes.contains(.admin)
-        let workers = self.fleet.agents(tenant: identity.tenant)
-            .filter { $0.acceptsRequests && WorkerOwnership.permits(owner: owners[$0.agentID], caller: identity.subject, admin: admin) }
+        let workers =
+            fleetWorkers
+            .filter { WorkerOwnership.permits(owner: owners[$0.agentID], caller: identity.subject, admin: admin) }
             .sorted { ($0.lastSeenAt, $1.agentID) > ($1.lastSeenAt, $0.agentID) }
             .map { self.worker($0, owner: owners[$0.agentID], now: now) }
         return .ok(.init(body: .json(.init(workers: workers))))
@@ -34,7 +36,8 @@ extension ControlAPIHandler {
         guard !body.input.contains(where: \.isNewline) else {
             throw APIError(.invalidRequest, "input must be one line (no line breaks)")
         }
-        let (record, _) = try await self.workerRecord(identity, input.path.workerId)
+        // The worker is looked up once the request id is known to be new: a retry gets the
+        // first answer whatever became of the worker since.
         let (receipt, _) = try await self.issue(
             identity,
             .request,
@@ -44,7 +47,7 @@ extension ControlAPIHandler {
             input: body.input,
             requestID: body.requestId
         ) { now in
-            try await self.liveWorker(identity, record, everySession: false)
+            try await self.liveWorker(identity, try await self.workerRecord(identity, input.path.workerId).record, everySession: false)
         }
         return .accepted(.init(body: .json(receipt)))
     }
@@ -53,7 +56,6 @@ extension ControlAPIHandler {
         let identity = try Caller.person()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.id(input.path.workerId, "workerId")
-        let (record, _) = try await self.workerRecord(identity, input.path.workerId)
         let (receipt, _) = try await self.issue(
             identity,
             .terminate,
@@ -62,7 +64,7 @@ extension ControlAPIHandler {
             reason: body.reason,
             requestID: body.requestId
         ) { now in
-            try await self.liveWorker(identity, record, everySession: true)
+            try await self.liveWorker(identity, try await self.workerRecord(identity, input.path.workerId).record, everySession: true)
         }
         return .accepted(.init(body: .json(receipt)))
     }

@@ -59,7 +59,7 @@ struct ControlAPIHandler: Sendable {
         Operations.ListRuntimeWorkers.id: .accessToken(anyOf: [.streamRead]),
         Operations.GetRuntimeWorker.id: .accessToken(anyOf: [.streamRead]),
         Operations.RegisterRuntimeWorker.id: .accessToken(anyOf: [.agentsControl]),
-        Operations.ReleaseRuntimeWorker.id: .accessToken(anyOf: [.agentsControl]),
+        Operations.ReleaseRuntimeWorker.id: .accessToken(anyOf: [.agentsControl, .admin]),
         Operations.RequestRuntimeWorker.id: .accessToken(anyOf: [.agentsControl]),
         Operations.StopRuntimeWorker.id: .accessToken(anyOf: [.agentsControl]),
         Operations.ListAudit.id: .accessToken(anyOf: [.agentsControl, .admin]),

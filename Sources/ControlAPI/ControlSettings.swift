@@ -72,7 +72,7 @@ public struct ControlSettings: ServiceSettings {
         self.commandSeconds = try reader.setting(.commandSeconds, in: 5...86_400)
         self.maxAgentsPerTenant = try reader.setting(.maxAgentsPerTenant, in: 10...10_000_000)
         self.maxSwarmTargets = try reader.setting(.maxSwarmTargets, in: 1...100_000)
-        self.maxRegisteredWorkers = try reader.setting(.maxRegisteredWorkers, in: 1...1_000_000)
+        self.maxRegisteredWorkers = try reader.setting(.maxRegisteredWorkers, in: 1...100_000)
         self.authPerMinute = try reader.setting(.authPerMinute, in: 1...100_000)
         self.trustedProxies = Set(try reader.setting(.trustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)

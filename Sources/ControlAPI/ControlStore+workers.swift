@@ -61,6 +61,19 @@ extension ControlStore {
         ).first
     }
 
+    /// The registrations of `tenant` of the given workers, and those of `owner`.
+    func registrations(tenant: String, workers: [String], ownedBy owner: String? = nil) async throws -> [WorkerRegistration] {
+        try await Self.registrations(
+            try await self.client.query(
+                """
+                SELECT \(unescaped: Self.registrationColumns) FROM worker_owners
+                WHERE tenant_id = \(tenant) AND (worker_id = ANY(\(workers)) OR owner = \(owner))
+                """,
+                logger: self.logger
+            )
+        )
+    }
+
     /// Every registration of `tenant` (at most `control.max-registered-workers` exist).
     func registrations(tenant: String) async throws -> [WorkerRegistration] {
         try await Self.registrations(

@@ -99,7 +99,32 @@ public enum EventFrame {
         return try? JSONDecoder().decode(String.self, from: Data([UInt8(ascii: "\"")] + bytes[start..<index] + [UInt8(ascii: "\"")]))
     }
 
+    /// How a tool call frame's `tool` starts: its first occurrence is the field (see
+    /// ``tool(in:)``).
+    public static let toolMarker = Array(#","tool":""#.utf8)
+
+    /// `name` as ingest renders a string in a frame (escaped as its JSON writer escapes, without
+    /// the opening quote) followed by the closing quote: what follows ``toolMarker`` in the frame
+    /// of a call of that tool. For matching frames byte for byte where they cannot be parsed (a
+    /// replay's SQL: Postgres refuses the JSON of a frame holding `\u0000` anywhere).
+    public static func renderedStringTail(_ name: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(name.utf8.count + 1)
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: bytes += Array(#"\n"#.utf8)
+            case 0x0D: bytes += Array(#"\r"#.utf8)
+            case 0x09: bytes += Array(#"\t"#.utf8)
+            case 0..<0x20: bytes += Array("\\u00".utf8) + Array(String(format: "%02x", byte).utf8)
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+        return bytes
+    }
+
     private static let envelopeMarker = Array(#","envelope":{"#.utf8)
     private static let messageMarker = Array(#","message":""#.utf8)
-    private static let toolMarker = Array(#","tool":""#.utf8)
 }

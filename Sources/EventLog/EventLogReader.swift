@@ -57,7 +57,8 @@ public struct EventLogReader: Sendable {
     /// The events with `after < seq <= through` that match every given condition (`nil`: any),
     /// in seq order, at most `limit`, and no more once their frames reach `maxBytes` (at least
     /// one). The conditions run in SQL; `tools` keeps tool calls whose frame names one of them
-    /// (the frame read as JSON, tool calls only). ACP envelopes carry their thread and per-thread seq.
+    /// (matched byte for byte as rendered, as the live feed reads it: a frame is never parsed as
+    /// JSON here). ACP envelopes carry their thread and per-thread seq.
     public func events(
         tenant: String,
         after: Int64,
@@ -71,7 +72,10 @@ public struct EventLogReader: Sendable {
         maxBytes: Int = .max
     ) async throws -> [LoggedEvent] {
         let kinds: [Int16]? = kinds.map { $0.map { Int16($0.rawValue) } }
-        let tools: [String]? = tools.map(Array.init)
+        // A tool's name as the frame renders it: matched byte for byte after the first
+        // `,"tool":"` (the field, as `EventFrame.tool(in:)` reads it live).
+        let tools: [ByteBuffer]? = tools.map { $0.map { ByteBuffer(bytes: EventFrame.renderedStringTail($0)) } }
+        let toolMarker = ByteBuffer(bytes: EventFrame.toolMarker)
         let toolCall = Int16(BusEventKind.toolCall.rawValue)
         let severity: Int16? = minimumSeverity.map { Int16($0.rawValue) }
         let swarms: [String]? = swarmIDs.map(Array.init)
@@ -84,8 +88,11 @@ public struct EventLogReader: Sendable {
               AND (\(severity)::smallint IS NULL OR severity >= \(severity)::smallint)
               AND (\(swarms)::text[] IS NULL OR swarm_id = ANY(\(swarms)::text[]))
               AND (\(agents)::text[] IS NULL OR agent_id = ANY(\(agents)::text[]))
-              AND (\(tools)::text[] IS NULL
-                   OR (kind = \(toolCall) AND convert_from(frame, 'UTF8')::jsonb ->> 'tool' = ANY(\(tools)::text[])))
+              AND (\(tools)::bytea[] IS NULL
+                   OR (kind = \(toolCall) AND position(\(toolMarker)::bytea IN frame) > 0
+                       AND EXISTS (SELECT 1 FROM unnest(\(tools)::bytea[]) AS tool
+                                   WHERE substring(frame FROM position(\(toolMarker)::bytea IN frame) + octet_length(\(toolMarker)::bytea)
+                                                   FOR octet_length(tool)) = tool)))
             ORDER BY seq
             LIMIT \(limit)
             """,

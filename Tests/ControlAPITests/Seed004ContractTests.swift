@@ -368,11 +368,12 @@ struct Seed004ContractTests {
             let untyped = try await Self.call(
                 control,
                 .post,
-                "/api/runtime/codex/workers/nobody/stop",
+                "/api/runtime/codex/workers",
                 token: ana,
-                encoded: ByteBuffer(string: #"{"reason": "x"}"#)
+                encoded: ByteBuffer(string: #"{"worker_id": "one", "adapter": "untyped"}"#)
             )
-            #expect(untyped.status == .notFound)
+            #expect(untyped.status == .ok, "\(untyped.json)")
+            #expect(try untyped.decode(WorkerSummary.self).adapter == "untyped")
             let huge = try await Self.call(
                 control,
                 .post,

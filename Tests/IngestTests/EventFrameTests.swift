@@ -39,6 +39,15 @@ struct EventFrameTests {
         #expect(EventFrame.tool(in: ByteBuffer(string: #"{"seq":1,"tool":"cut"#)) == nil)
     }
 
+    @Test("a tool name as a replay's SQL matches it is what ingest's writer renders, escapes and all")
+    func renderedTool() {
+        for name in ["bash", #"sh "x" \ é"#, "tab\tnew\nline\rnul\u{0}bell\u{7}", "😀/"] {
+            var writer = JSONWriter()
+            writer.string(name)
+            #expect(EventFrame.renderedStringTail(name) == Array(writer.bytes.dropFirst()), "\(name)")
+        }
+    }
+
     @Test("a frame without a message has none")
     func noMessage() throws {
         let frame = try self.nativeFrame(#"{"msgId":"m1","swarmId":"s","agentId":"a","kind":"state","state":"running"}"#)

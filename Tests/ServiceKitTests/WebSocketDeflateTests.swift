@@ -17,7 +17,17 @@ struct WebSocketDeflateTests {
                 "permessage-deflate; server_no_context_takeover; client_no_context_takeover"
             ),
             ("permessage-deflate; server_max_window_bits=10, permessage-deflate", "permessage-deflate; server_no_context_takeover"),
-            ("Permessage-Deflate; Server_Max_Window_Bits=\"15\"", "permessage-deflate; server_no_context_takeover"),
+            // An accepted server_max_window_bits is echoed (RFC 7692 §7.1.2.1).
+            ("Permessage-Deflate; Server_Max_Window_Bits=\"15\"", "permessage-deflate; server_no_context_takeover; server_max_window_bits=15"),
+            // Malformed parameters decline their offer and nothing else.
+            ("permessage-deflate; ;", nil),
+            ("permessage-deflate;=", nil),
+            ("permessage-deflate; =15", nil),
+            ("permessage-deflate;", nil),
+            ("permessage-deflate; ;, permessage-deflate", "permessage-deflate; server_no_context_takeover"),
+            (",,;=,", nil),
+            ("permessage-deflate" + String(repeating: "; client_no_context_takeover", count: 9), nil),
+            (String(repeating: "x, ", count: 2000) + "permessage-deflate", nil),
             ("permessage-deflate; server_max_window_bits=10", nil),
             ("permessage-deflate; client_max_window_bits=16", nil),
             ("permessage-deflate; client_max_window_bits=x", nil),
@@ -82,6 +92,19 @@ struct WebSocketDeflateTests {
         let resetting = try Self.inflater(noContextTakeover: true)
         #expect(resetting.inflate(alone[0], limit: 1 << 20) == .message(Self.json))
         #expect(resetting.inflate(alone[1], limit: 1 << 20) == .message(Self.json))
+    }
+
+    @Test("a client message that ends its DEFLATE stream (a final block) is read, and so is the next one")
+    func finalBlock() throws {
+        let compressor = try ZlibCompressor(algorithm: .deflate, configuration: .init(windowSize: 15))
+        var input = Self.json
+        var ended = ByteBuffer()
+        ended.reserveCapacity(compressor.maxSize(from: input) + 16)
+        try compressor.deflate(from: &input, to: &ended, flush: .finish)
+        let inflater = try Self.inflater()
+        #expect(inflater.inflate(ended, limit: 1 << 20) == .message(Self.json))
+        let next = try #require(try Self.clientMessages([Self.json], reset: true).first)
+        #expect(inflater.inflate(next, limit: 1 << 20) == .message(Self.json))
     }
 
     @Test("bounds: 64 MiB of zeros in a few KiB stops at the limit; what is not DEFLATE is invalid")

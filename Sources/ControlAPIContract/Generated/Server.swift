@@ -1992,11 +1992,15 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
     }
     /// Register a worker to the caller, or update its registration (scope `agents:control`).
     ///
-    /// The first principal to register a worker id owns it: from then on only it (and holders of
-    /// `admin`) see the worker, read it, send it requests and stop it, on this path and on
-    /// `/v1/workers`. Registering again updates the references and metadata (200); another
-    /// principal's worker answers 403 `PermissionDenied`. A tenant registers at most
-    /// `control.max-registered-workers` workers (409 past it; release one first).
+    /// The first principal to register a worker id owns it: from then on, on the worker paths
+    /// (this one and `/v1/workers`), only it and holders of `admin` list the worker, read it, send
+    /// it requests, stop it or release it; another principal gets 403 `PermissionDenied`.
+    /// Registering again updates the references and metadata (200). What the registration does
+    /// not restrict: the fleet's views of the agent (`/v1/agents`, its events, `/v1/stream`),
+    /// the fleet controls (`/v1/agents/{agentId}/control`, `/v1/swarms/{swarmId}/control`: the
+    /// tenant's operators keep their emergency stop) and the status of control requests
+    /// (`/v1/controls/{requestId}`). A tenant registers at most `control.max-registered-workers`
+    /// workers (409 past it; release one first).
     ///
     ///
     /// - Remark: HTTP `POST /api/runtime/codex/workers`.
@@ -2184,7 +2188,7 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
             }
         )
     }
-    /// Release the caller's registration of a worker (scope `agents:control`).
+    /// Release the caller's registration of a worker (scope `agents:control` or `admin`).
     ///
     /// The worker is the tenant's again. Only its owner or a holder of `admin` may release it (403 otherwise); an unregistered id answers 404.
     ///

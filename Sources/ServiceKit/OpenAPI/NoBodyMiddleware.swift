@@ -12,8 +12,11 @@ public struct NoBodyMiddleware: ServerMiddleware {
     /// The most a body without `Content-Type` may hold.
     public static let maxUntypedBytes = 1 << 20
 
+    /// The middleware; stateless.
     public init() {}
 
+    /// Hands `next` no body when the request sent none, else the body as it came (read once
+    /// into memory when it has no `Content-Type` and no known length).
     public func intercept(
         _ request: HTTPRequest,
         body: HTTPBody?,

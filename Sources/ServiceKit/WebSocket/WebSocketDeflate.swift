@@ -1,7 +1,7 @@
 import CompressNIO
 import Foundation
 public import NIOCore
-import Synchronization
+import NIOPosix
 
 /// WebSocket compression, `permessage-deflate` (RFC 7692), when the client offers it.
 ///
@@ -24,17 +24,26 @@ public enum WebSocketDeflate {
     /// limiting the server's window below 15 bits is declined (compressed frames are shared by
     /// every connection, all made with the full window), as is one with an unknown, repeated or
     /// malformed parameter (RFC 7692 §7.1: the offer is then not taken, and the next one may be).
+    /// Bounded: a header over ``maxOfferBytes``, or past ``maxOffers`` offers, is read no further.
     public static func negotiate(_ header: String?) -> Agreement? {
-        guard let header else { return nil }
-        for offer in header.split(separator: ",") {
-            let parts = offer.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.first?.lowercased() == "permessage-deflate" else { continue }
+        guard let header, header.utf8.count <= Self.maxOfferBytes else { return nil }
+        for offer in header.split(separator: ",", omittingEmptySubsequences: true).prefix(Self.maxOffers) {
+            let parts = offer.split(separator: ";", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.first?.lowercased() == "permessage-deflate", parts.count <= Self.maxParameters + 1 else { continue }
             var seen: Set<String> = []
             var clientNoContextTakeover = false
+            var serverWindowOffered = false
             var acceptable = true
             for parameter in parts.dropFirst() {
-                let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-                let name = pair[0].lowercased()
+                let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
+                // An empty parameter (`permessage-deflate; ;`) or name (`;=15`) declines the offer.
+                guard let first = pair.first, !first.isEmpty else {
+                    acceptable = false
+                    break
+                }
+                let name = first.lowercased()
                 let value = pair.count == 2 ? pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")) : nil
                 guard seen.insert(name).inserted else {
                     acceptable = false
@@ -48,6 +57,7 @@ public enum WebSocketDeflate {
                     clientNoContextTakeover = true
                 case "server_max_window_bits":
                     acceptable = value == "15"
+                    serverWindowOffered = true
                 case "client_max_window_bits":
                     // The client's window is at most this (or 15, with no value): an inflater with
                     // a window of 15 reads any of them.
@@ -58,13 +68,21 @@ public enum WebSocketDeflate {
                 if !acceptable { break }
             }
             guard acceptable else { continue }
+            // A parameter the offer named that the server accepts is echoed (RFC 7692 §7.1.2.1:
+            // server_max_window_bits MUST be, when accepted).
             return Agreement(
-                response: "permessage-deflate; server_no_context_takeover" + (clientNoContextTakeover ? "; client_no_context_takeover" : ""),
+                response: "permessage-deflate; server_no_context_takeover" + (clientNoContextTakeover ? "; client_no_context_takeover" : "")
+                    + (serverWindowOffered ? "; server_max_window_bits=15" : ""),
                 clientNoContextTakeover: clientNoContextTakeover
             )
         }
         return nil
     }
+
+    /// The longest `Sec-WebSocket-Extensions` read, the offers and the parameters of one read.
+    static let maxOfferBytes = 4096
+    static let maxOffers = 16
+    static let maxParameters = 8
 
     /// Payloads shorter than this are sent as they are (RFC 7692 §6: a message may go
     /// uncompressed): deflate's block overhead would eat what it saves.
@@ -72,23 +90,23 @@ public enum WebSocketDeflate {
 
     /// `payload` compressed on its own (raw DEFLATE with the full window, ended by a sync flush
     /// whose `00 00 ff ff` tail is cut, RFC 7692 §7.2.1), or nil when it is short or would not
-    /// shrink. Thread-safe: one compressor, reset for each message, behind a lock.
+    /// shrink. Each thread has a compressor of its own (reset for each message), so writers on
+    /// different event loops never wait for each other.
     public static func compress(_ payload: ByteBuffer) -> ByteBuffer? {
-        guard payload.readableBytes >= Self.minimumPayload else { return nil }
-        return Self.compressor.withLock { compressor -> ByteBuffer? in
-            guard let compressor else { return nil }
-            do {
-                try compressor.reset()
-                var input = payload
-                var output = ByteBuffer()
-                output.reserveCapacity(compressor.maxSize(from: input))
-                try compressor.deflate(from: &input, to: &output, flush: .sync)
-                guard input.readableBytes == 0, output.readableBytes >= 4 else { return nil }
-                output.moveWriterIndex(to: output.writerIndex - 4)
-                return output.readableBytes < payload.readableBytes ? output : nil
-            } catch {
-                return nil
-            }
+        guard payload.readableBytes >= Self.minimumPayload, let compressor = Self.threadCompressor() else { return nil }
+        do {
+            try compressor.zlib.reset()
+            var input = payload
+            var output = ByteBuffer()
+            output.reserveCapacity(compressor.zlib.maxSize(from: input))
+            try compressor.zlib.deflate(from: &input, to: &output, flush: .sync)
+            guard input.readableBytes == 0, output.readableBytes >= 4,
+                output.getBytes(at: output.writerIndex - 4, length: 4) == [0x00, 0x00, 0xFF, 0xFF]
+            else { return nil }
+            output.moveWriterIndex(to: output.writerIndex - 4)
+            return output.readableBytes < payload.readableBytes ? output : nil
+        } catch {
+            return nil
         }
     }
 
@@ -99,9 +117,24 @@ public enum WebSocketDeflate {
         return WebSocketFraming.frame(opcode, compressed, compressed: true)
     }
 
-    private static let compressor = Mutex<ZlibCompressor?>(
-        try? ZlibCompressor(algorithm: .deflate, configuration: .init(windowSize: 15, compressionLevel: 6, memoryLevel: 8))
-    )
+    /// A thread's compressor: used only by the thread that made it, and only between two of
+    /// its instructions (compressing never suspends), hence `@unchecked Sendable`.
+    private final class ThreadCompressor: @unchecked Sendable {
+        let zlib: ZlibCompressor
+
+        init() throws {
+            self.zlib = try ZlibCompressor(algorithm: .deflate, configuration: .init(windowSize: 15, compressionLevel: 6, memoryLevel: 8))
+        }
+    }
+
+    private static let compressors = ThreadSpecificVariable<ThreadCompressor>()
+
+    private static func threadCompressor() -> ThreadCompressor? {
+        if let compressor = Self.compressors.currentValue { return compressor }
+        guard let compressor = try? ThreadCompressor() else { return nil }
+        Self.compressors.currentValue = compressor
+        return compressor
+    }
 
     /// Inflates one connection's compressed messages, keeping the client's window across them
     /// unless it agreed not to use it. Used on the connection's event loop only.
@@ -122,7 +155,11 @@ public enum WebSocketDeflate {
             input.writeBytes([0x00, 0x00, 0xFF, 0xFF])
             var output = ByteBuffer()
             output.reserveCapacity(min(limit + 1, max(256, payload.readableBytes * 4)))
-            defer { if self.noContextTakeover { try? self.decompressor.reset() } }
+            defer {
+                // A message that ended its DEFLATE stream (a final block, RFC 7692 §7.2.3.5)
+                // leaves the appended tail unread: the next one starts a new stream.
+                if self.noContextTakeover || input.readableBytes > 0 { try? self.decompressor.reset() }
+            }
             while true {
                 do {
                     try self.decompressor.inflate(from: &input, to: &output)
