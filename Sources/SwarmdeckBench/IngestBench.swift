@@ -48,6 +48,9 @@ struct IngestBench: AsyncParsableCommand {
     )
     var tenantKeys: String?
 
+    @Option(help: "ingest's /metrics, for the size of its transactions in each phase (the local stack's ingest port).")
+    var metricsURL = "http://127.0.0.1:9101/metrics"
+
     @Option(help: "ingest's pid, for its rate setting and CPU (default: .swarmdeck/run/ingest.pid).")
     var ingestPid: Int32?
 
@@ -75,6 +78,7 @@ struct IngestBench: AsyncParsableCommand {
             ("this bench", [getpid()]),
         ]
         let cpuBefore = ProcessCPU.Sample(processes)
+        let transactionsBefore = await IngestTransactions.read(self.metricsURL)
         let full = try await IngestLoad(
             url: target.url,
             protocolName: self.protocolName,
@@ -85,6 +89,8 @@ struct IngestBench: AsyncParsableCommand {
             duration: .seconds(self.duration)
         ).run()
         print(full.printed(title: "full load"))
+        let transactionsAtFull = await IngestTransactions.read(self.metricsURL)
+        print(IngestTransactions.describe(from: transactionsBefore, to: transactionsAtFull))
         let cpu = ProcessCPU.Sample(processes).since(cpuBefore, order: processes.map(\.0))
         print(
             "CPU per accepted event at full load: "
@@ -101,6 +107,7 @@ struct IngestBench: AsyncParsableCommand {
             duration: .seconds(self.duration)
         ).run()
         print(half.printed(title: String(format: "half load (%.0f events/s target, batch %d)", halfRate, self.latencyBatch)))
+        print(IngestTransactions.describe(from: transactionsAtFull, to: await IngestTransactions.read(self.metricsURL)))
 
         // Several tenants at once: each commits under its own row lock, in parallel.
         let others = (self.tenantKeys ?? ProcessInfo.processInfo.environment["SWARMDECK_TENANT_KEYS"] ?? "")
@@ -108,6 +115,7 @@ struct IngestBench: AsyncParsableCommand {
         if !others.isEmpty {
             let keys = [key] + others
             let cpuBeforeTenants = ProcessCPU.Sample(processes)
+            let transactionsBeforeTenants = await IngestTransactions.read(self.metricsURL)
             let tenants = try await IngestLoad(
                 url: target.url,
                 protocolName: self.protocolName,
@@ -118,6 +126,7 @@ struct IngestBench: AsyncParsableCommand {
                 duration: .seconds(self.duration)
             ).run()
             print(tenants.printed(title: "full load, \(keys.count) tenants"))
+            print(IngestTransactions.describe(from: transactionsBeforeTenants, to: await IngestTransactions.read(self.metricsURL)))
             let tenantCPU = ProcessCPU.Sample(processes).since(cpuBeforeTenants, order: processes.map(\.0))
             print(
                 "CPU per accepted event at full load, \(keys.count) tenants: "

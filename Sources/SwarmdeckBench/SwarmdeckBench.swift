@@ -10,7 +10,7 @@ struct SwarmdeckBench: AsyncParsableCommand {
         abstract: "Swarmdeck's benchmarks (build with -c release for meaningful figures).",
         subcommands: [
             GateBench.self, FanoutBench.self, ControlBench.self, IngestBench.self, NeighbourBench.self, NATSBench.self, HealthBench.self,
-            PushBench.self, TerminalBench.self, PipelineBench.self, RelayBench.self, ACPBench.self, AgentEventsBench.self,
+            PushBench.self, TerminalBench.self, PipelineBench.self, RelayBench.self, ACPBench.self, AgentEventsBench.self, DeflateBench.self,
         ]
     )
 }
