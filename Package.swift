@@ -277,7 +277,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["Contracts", "ServiceKit", configuration, httpTypes, hummingbird, hummingbirdTesting, nioCore, postgresNIO],
+            dependencies: ["Contracts", "ServiceKit", compressNIO, configuration, httpTypes, hummingbird, hummingbirdTesting, nioCore, postgresNIO],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -304,7 +304,7 @@ let package = Package(
         .testTarget(
             name: "FanoutTests",
             dependencies: [
-                "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport", compressNIO,
+                "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport",
                 configuration, hummingbird, hummingbirdTesting, hummingbirdWSClient, hummingbirdWSCompression, logging, nioCore, nioPosix,
                 postgresNIO,
             ],

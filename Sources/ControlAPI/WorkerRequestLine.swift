@@ -17,27 +17,27 @@ enum WorkerRequestLine {
         var params: OpenAPIObjectContainer
     }
 
-    private static func encoder() -> JSONEncoder {
+    /// `value` as one line of JSON, keys sorted (never pretty-printed: a line break inside a
+    /// string is written `\n`); 400 naming `field` when it cannot be written.
+    private static func json(_ value: some Encodable, _ field: String) throws(APIError) -> String {
         let encoder = JSONEncoder()
-        // Never pretty-printed: a line break inside a string is written `\n`, so the line stays one.
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
+        do {
+            return String(decoding: try encoder.encode(value), as: UTF8.self)
+        } catch {
+            throw APIError(.invalidRequest, "\(field) could not be written as JSON: \(error)")
+        }
     }
 
     /// The line for `method` with `params` (none: `{}`); 400 past ``maxCharacters``.
     static func render(requestID: String, method: String, params: OpenAPIObjectContainer?) throws(APIError) -> String {
         let request = Request(id: requestID, method: method, params: params ?? OpenAPIObjectContainer())
-        var line: String
-        do {
-            line = String(decoding: try self.encoder().encode(request), as: UTF8.self)
-            // The encoder escapes the ASCII line breaks; these three it writes as they are, and a
-            // reader that splits on every Unicode line break would cut the line there. In JSON
-            // they can only be inside a string, where the escape means the same.
-            for (character, escape) in [("\u{85}", "\\u0085"), ("\u{2028}", "\\u2028"), ("\u{2029}", "\\u2029")] where line.contains(character) {
-                line = line.replacingOccurrences(of: character, with: escape)
-            }
-        } catch {
-            throw APIError(.invalidRequest, "request.params could not be written as JSON: \(error)")
+        var line = try self.json(request, "request.params")
+        // The encoder escapes the ASCII line breaks; these three it writes as they are, and a
+        // reader that splits on every Unicode line break would cut the line there. In JSON they
+        // can only be inside a string, where the escape means the same.
+        for (character, escape) in [("\u{85}", "\\u0085"), ("\u{2028}", "\\u2028"), ("\u{2029}", "\\u2029")] where line.contains(character) {
+            line = line.replacingOccurrences(of: character, with: escape)
         }
         guard line.unicodeScalars.count <= self.maxCharacters else {
             throw APIError(
@@ -52,12 +52,7 @@ enum WorkerRequestLine {
     /// A registration's metadata as the JSON object stored; 400 past ``maxMetadataBytes``.
     static func metadata(_ metadata: OpenAPIObjectContainer?) throws(APIError) -> String? {
         guard let metadata else { return nil }
-        let text: String
-        do {
-            text = String(decoding: try self.encoder().encode(metadata), as: UTF8.self)
-        } catch {
-            throw APIError(.invalidRequest, "metadata could not be written as JSON: \(error)")
-        }
+        let text = try self.json(metadata, "metadata")
         guard text.utf8.count <= self.maxMetadataBytes else {
             throw APIError(
                 .invalidRequest,

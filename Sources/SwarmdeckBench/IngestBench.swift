@@ -77,35 +77,33 @@ struct IngestBench: AsyncParsableCommand {
             ("nginx", ProcessCPU.pids(named: "nginx")),
             ("this bench", [getpid()]),
         ]
+        func load(_ keys: [String], batch: Int, rate: Double) async throws -> IngestLoad.Report {
+            try await IngestLoad(
+                url: target.url,
+                protocolName: self.protocolName,
+                keys: keys,
+                connections: max(target.connections, keys.count),
+                batch: batch,
+                rate: rate,
+                duration: .seconds(self.duration)
+            ).run()
+        }
+        func printCPU(_ title: String, since before: ProcessCPU.Sample, accepted: Int) {
+            let cpu = ProcessCPU.Sample(processes).since(before, order: processes.map(\.0))
+            print(
+                "CPU per accepted event at \(title): "
+                    + cpu.map { String(format: "%@ %.1f µs", $0.0, $0.1 / Double(max(accepted, 1)) * 1e6) }.joined(separator: ", ")
+            )
+        }
         let cpuBefore = ProcessCPU.Sample(processes)
         let transactionsBefore = await IngestTransactions.read(self.metricsURL)
-        let full = try await IngestLoad(
-            url: target.url,
-            protocolName: self.protocolName,
-            key: key,
-            connections: target.connections,
-            batch: self.batch,
-            rate: 0,
-            duration: .seconds(self.duration)
-        ).run()
+        let full = try await load([key], batch: self.batch, rate: 0)
         print(full.printed(title: "full load"))
         let transactionsAtFull = await IngestTransactions.read(self.metricsURL)
         print(IngestTransactions.describe(from: transactionsBefore, to: transactionsAtFull))
-        let cpu = ProcessCPU.Sample(processes).since(cpuBefore, order: processes.map(\.0))
-        print(
-            "CPU per accepted event at full load: "
-                + cpu.map { String(format: "%@ %.1f µs", $0.0, $0.1 / Double(max(full.accepted, 1)) * 1e6) }.joined(separator: ", ")
-        )
+        printCPU("full load", since: cpuBefore, accepted: full.accepted)
         let halfRate = full.eventsPerSecond / 2
-        let half = try await IngestLoad(
-            url: target.url,
-            protocolName: self.protocolName,
-            key: key,
-            connections: target.connections,
-            batch: self.latencyBatch,
-            rate: halfRate,
-            duration: .seconds(self.duration)
-        ).run()
+        let half = try await load([key], batch: self.latencyBatch, rate: halfRate)
         print(half.printed(title: String(format: "half load (%.0f events/s target, batch %d)", halfRate, self.latencyBatch)))
         print(IngestTransactions.describe(from: transactionsAtFull, to: await IngestTransactions.read(self.metricsURL)))
 
@@ -116,22 +114,10 @@ struct IngestBench: AsyncParsableCommand {
             let keys = [key] + others
             let cpuBeforeTenants = ProcessCPU.Sample(processes)
             let transactionsBeforeTenants = await IngestTransactions.read(self.metricsURL)
-            let tenants = try await IngestLoad(
-                url: target.url,
-                protocolName: self.protocolName,
-                keys: keys,
-                connections: max(target.connections, keys.count),
-                batch: self.batch,
-                rate: 0,
-                duration: .seconds(self.duration)
-            ).run()
+            let tenants = try await load(keys, batch: self.batch, rate: 0)
             print(tenants.printed(title: "full load, \(keys.count) tenants"))
             print(IngestTransactions.describe(from: transactionsBeforeTenants, to: await IngestTransactions.read(self.metricsURL)))
-            let tenantCPU = ProcessCPU.Sample(processes).since(cpuBeforeTenants, order: processes.map(\.0))
-            print(
-                "CPU per accepted event at full load, \(keys.count) tenants: "
-                    + tenantCPU.map { String(format: "%@ %.1f µs", $0.0, $0.1 / Double(max(tenants.accepted, 1)) * 1e6) }.joined(separator: ", ")
-            )
+            printCPU("full load, \(keys.count) tenants", since: cpuBeforeTenants, accepted: tenants.accepted)
         }
 
         let runs: [EventLogCopyBaseline.Run]

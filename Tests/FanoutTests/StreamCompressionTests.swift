@@ -1,4 +1,3 @@
-import CompressNIO
 import Contracts
 import Foundation
 import HummingbirdTesting
@@ -92,6 +91,14 @@ struct RawWebSocketClient {
         try await self.outbound.write(frame)
     }
 
+    /// Reads until the server's close frame: its code, or nil when the socket closed without one.
+    func closeCode() async throws -> UInt16? {
+        while let frame = try await self.next() {
+            if frame.opcode == 0x8 { return frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt16.self) }
+        }
+        return nil
+    }
+
     /// The next frame from the server, or nil once the socket has closed.
     func next() async throws -> Frame? {
         let input = self.input
@@ -122,15 +129,9 @@ struct StreamCompressionTests {
         range.map { log("z\($0)", message: "event \($0): " + String(repeating: "the same long words, ", count: 12)) }
     }
 
-    /// Raw DEFLATE of `payload` as a client sends it (its tail cut), from a fresh stream.
+    /// `payload` as a client compresses one message (TestSupport's ``ClientDeflate``).
     static func deflate(_ payload: ByteBuffer) throws -> ByteBuffer {
-        let compressor = try ZlibCompressor(algorithm: .deflate, configuration: .init(windowSize: 15))
-        var input = payload
-        var output = ByteBuffer()
-        output.reserveCapacity(compressor.maxSize(from: input))
-        try compressor.deflate(from: &input, to: &output, flush: .sync)
-        output.moveWriterIndex(to: output.writerIndex - 4)
-        return output
+        try ClientDeflate().compress(payload)
     }
 
     @Test("offered, it is agreed; events replayed and live arrive compressed on the wire and whole once inflated; a compressed subscribe is read")
@@ -189,14 +190,7 @@ struct StreamCompressionTests {
                     let head = try await client.upgrade(token: try await harness.token(), extensions: offer)
                     #expect(head.hasPrefix("HTTP/1.1 101") && !head.lowercased().contains("sec-websocket-extensions"), "\(head)")
                     try await client.send(try Self.deflate(ByteBuffer(string: StreamTestSupport.subscribe())), compressed: true)
-                    var closed: UInt16?
-                    while let frame = try await client.next() {
-                        if frame.opcode == 0x8 {
-                            closed = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt16.self)
-                            break
-                        }
-                    }
-                    #expect(closed == 1002, "\(String(describing: offer))")
+                    #expect(try await client.closeCode() == 1002, "\(String(describing: offer))")
                 }
             }
         }
@@ -213,14 +207,7 @@ struct StreamCompressionTests {
                 let bomb = try Self.deflate(ByteBuffer(repeating: 0x20, count: 16 << 20))
                 #expect(bomb.readableBytes < 32 << 10)
                 try await client.send(bomb, compressed: true)
-                var closed: UInt16?
-                while let frame = try await client.next() {
-                    if frame.opcode == 0x8 {
-                        closed = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt16.self)
-                        break
-                    }
-                }
-                #expect(closed == 1009)
+                #expect(try await client.closeCode() == 1009)
             }
         }
     }

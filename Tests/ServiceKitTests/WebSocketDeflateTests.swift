@@ -1,5 +1,6 @@
 import CompressNIO
 import NIOCore
+import TestSupport
 import Testing
 
 @testable import ServiceKit
@@ -63,19 +64,11 @@ struct WebSocketDeflateTests {
         #expect(WebSocketDeflate.frame(.text, ByteBuffer(string: "short")).getInteger(at: 0, as: UInt8.self) == 0x81)
     }
 
-    /// Messages as a client compresses them: one stream, each message ended by a sync flush
-    /// whose tail is cut; with its context taken over from message to message unless `reset`.
+    /// Messages as a client compresses them, one stream: with its context taken over from
+    /// message to message unless `reset`.
     static func clientMessages(_ messages: [ByteBuffer], reset: Bool) throws -> [ByteBuffer] {
-        let compressor = try ZlibCompressor(algorithm: .deflate, configuration: .init(windowSize: 15))
-        return try messages.map { message in
-            if reset { try compressor.reset() }
-            var input = message
-            var output = ByteBuffer()
-            output.reserveCapacity(compressor.maxSize(from: input))
-            try compressor.deflate(from: &input, to: &output, flush: .sync)
-            output.moveWriterIndex(to: output.writerIndex - 4)
-            return output
-        }
+        let client = try ClientDeflate(noContextTakeover: reset)
+        return try messages.map { try client.compress($0) }
     }
 
     @Test("a client's messages may use its window across messages: one inflater per connection follows it")
