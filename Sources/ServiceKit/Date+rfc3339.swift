@@ -14,4 +14,9 @@ extension Date {
         guard let date = formatter.date(from: text) else { return nil }
         self = date
     }
+
+    /// The time in RFC 3339, UTC, with milliseconds and its zone: `2025-09-06T20:15:43.512Z`.
+    public var rfc3339Milliseconds: String {
+        self.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
 }

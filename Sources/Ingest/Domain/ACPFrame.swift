@@ -84,7 +84,8 @@ enum ACPFrame {
 
         var rest = JSONWriter(capacity: body.count + 200)
         rest.key("ts")
-        rest.string(now.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))
+        // Seed 003's `ts`, in UTC with milliseconds and its zone: `2025-09-06T20:15:43.512Z`.
+        rest.string(now.rfc3339Milliseconds)
         rest.key("direction")
         rest.string(direction.name)
         rest.key("kind")

@@ -21,7 +21,7 @@ public struct JSONLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         var fields: [String: Any] = [
-            "ts": Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)),
+            "ts": Date().rfc3339Milliseconds,
             "level": event.level.rawValue,
             "label": self.label,
             "msg": event.message.description,
