@@ -14,6 +14,8 @@ public enum EntityID {
         guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
             return "\(field) must not contain control characters"
         }
+        // A URL path step to every browser and router, in a deep link or an API path alike.
+        guard value != ".", value != ".." else { return "\(field) must not be . or .." }
         return nil
     }
 }

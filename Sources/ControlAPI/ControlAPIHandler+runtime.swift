@@ -36,13 +36,21 @@ extension ControlAPIHandler {
         let identity = try Caller.person()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.id(body.workerId, "worker_id")
+        // One spelling per worker: the fleet's when it knows the worker, else the id in Unicode
+        // NFC (another spelling would be another row for the same worker). Compared as bytes:
+        // Swift's `==` holds two spellings equal.
+        let known = self.fleet.agent(tenant: identity.tenant, id: body.workerId)?.agentID
+        guard known != nil || body.workerId.precomposedStringWithCanonicalMapping.utf8.elementsEqual(body.workerId.utf8) else {
+            throw APIError(.invalidRequest, "worker_id must be in Unicode NFC", details: ["worker_id": "Unicode NFC"])
+        }
+        let workerID = known ?? body.workerId
         for (field, value, max) in [
             ("workspace_ref", body.workspaceRef, 255), ("codex_home_ref", body.codexHomeRef, 255), ("adapter", body.adapter, 120),
         ] {
             if let value { try InputCheck.text(value, field, max: max, required: field == "adapter") }
         }
         let change = ControlStore.WorkerRegistrationChange(
-            workerID: body.workerId,
+            workerID: workerID,
             workspaceRef: body.workspaceRef,
             codexHomeRef: body.codexHomeRef,
             adapter: body.adapter,
@@ -55,9 +63,9 @@ extension ControlAPIHandler {
             admin: identity.scopes.contains(.admin),
             max: self.settings.maxRegisteredWorkers
         )
-        let record = self.fleet.agent(tenant: identity.tenant, id: body.workerId).flatMap { $0.acceptsRequests ? $0 : nil }
+        let record = self.fleet.agent(tenant: identity.tenant, id: workerID).flatMap { $0.acceptsRequests ? $0 : nil }
         let answer = Components.Schemas.RuntimeWorkerAnswer(
-            data: self.runtimeWorker(.init(workerID: body.workerId, record: record, registration: registration), now: Date())
+            data: self.runtimeWorker(.init(workerID: workerID, record: record, registration: registration), now: Date())
         )
         return created ? .created(.init(body: .json(answer))) : .ok(.init(body: .json(answer)))
     }
@@ -135,27 +143,44 @@ extension ControlAPIHandler {
         case nil:
             break
         }
-        let record = try await self.startedWorker(identity, input.path.workerId)
-        if try await self.store.openSwarms(tenant: identity.tenant, agent: record.agentID).isEmpty, try await self.hasStopped(identity, record) {
-            return .ok(.init(body: .json(.init(data: .init(workerId: record.agentID, status: .stopped, idempotentReplay: true)))))
-        }
+        try InputCheck.id(input.path.workerId, "workerId")
         // The request's correlation id is the stop's idempotency key: a retry of one request is
         // the same stop. One that is not a valid key (or none: the edge made one) is a new stop.
         let requestID = self.requestID.flatMap { (try? InputCheck.key($0, "x-request-id")) == nil ? nil : $0 } ?? UUID().uuidString
-        let (receipt, replayed) = try await self.issue(
-            identity,
-            .terminate,
-            target: .worker,
-            id: record.agentID,
-            reason: reason,
-            requestID: requestID
-        ) { now in
-            try await self.liveWorker(identity, record, everySession: true)
+        let issued: (receipt: Components.Schemas.ControlReceipt, replayed: Bool)
+        do {
+            // The worker is looked up once the request id is known to be new (a retry gets its
+            // first answer); one that has stopped answers as done, with no new command.
+            issued = try await self.issue(
+                identity,
+                .terminate,
+                target: .worker,
+                id: input.path.workerId,
+                reason: reason,
+                requestID: requestID
+            ) { now in
+                let record = try await self.startedWorker(identity, input.path.workerId)
+                if try await self.store.openSwarms(tenant: identity.tenant, agent: record.agentID).isEmpty,
+                    try await self.hasStopped(identity, record)
+                {
+                    throw AlreadyStopped()
+                }
+                return try await self.liveWorker(identity, record, everySession: true)
+            }
+        } catch is AlreadyStopped {
+            return .ok(.init(body: .json(.init(data: .init(workerId: input.path.workerId, status: .stopped, idempotentReplay: true)))))
         }
         return .accepted(
             .init(
                 body: .json(
-                    .init(data: .init(workerId: record.agentID, status: .stopping, idempotentReplay: replayed, requestId: receipt.requestId))
+                    .init(
+                        data: .init(
+                            workerId: input.path.workerId,
+                            status: .stopping,
+                            idempotentReplay: issued.replayed,
+                            requestId: issued.receipt.requestId
+                        )
+                    )
                 )
             )
         )
@@ -163,15 +188,21 @@ extension ControlAPIHandler {
 
     // MARK: Helpers
 
+    /// The worker of a stop had stopped already: nothing to issue.
+    private struct AlreadyStopped: Error {}
+
     /// A worker the caller may see: 404 when it is neither a worker the fleet knows nor a
     /// registered id (or is another tenant's), 403 when another principal holds it.
     private func runtimeEntry(_ identity: AccessIdentity, _ id: String) async throws -> WorkerOwnership.Entry {
         try InputCheck.id(id, "workerId")
         let record = self.fleet.agent(tenant: identity.tenant, id: id).flatMap { $0.acceptsRequests ? $0 : nil }
-        let registration = try await self.store.registration(tenant: identity.tenant, worker: id)
+        // By the id as the fleet holds it: the fleet's lookup takes any Unicode spelling of it
+        // (Swift compares canonically), the table its bytes.
+        let key = record?.agentID ?? id
+        let registration = try await self.store.registration(tenant: identity.tenant, worker: key)
         guard record != nil || registration != nil else { throw APIError(.notFound, "no worker \(id)") }
         try Self.checkOwner(identity, registration, id)
-        return WorkerOwnership.Entry(workerID: id, record: record, registration: registration)
+        return WorkerOwnership.Entry(workerID: key, record: record, registration: registration)
     }
 
     /// A worker the caller may act on that has been seen: 409 for one registered and not seen yet.

@@ -82,7 +82,8 @@ extension ControlAPIHandler {
         guard let record = self.fleet.agent(tenant: identity.tenant, id: id), record.acceptsRequests else {
             throw APIError(.notFound, "no worker \(id)")
         }
-        let registration = try await self.store.registration(tenant: identity.tenant, worker: id)
+        // By the id as the fleet holds it (its lookup takes any Unicode spelling of the id).
+        let registration = try await self.store.registration(tenant: identity.tenant, worker: record.agentID)
         try Self.checkOwner(identity, registration, id)
         return (record, registration)
     }

@@ -77,26 +77,29 @@ public enum EventFrame {
         try? JSONDecoder().decode(State.self, from: Data(frame))
     }
 
-    /// A tool call frame's tool name (unescaped); `nil` when the frame has none. Every field
-    /// before `tool` in a tool call frame is an escaped string or a number, so the first
-    /// `,"tool":"` is that field.
-    public static func tool(in frame: ByteBuffer) -> String? {
+    /// A tool call frame's tool name as rendered (escaped) with its closing quote, the form of
+    /// ``renderedStringTail(_:)``; `nil` when the frame has none. Every field before `tool` in a
+    /// tool call frame is an escaped string or a number, so the first `,"tool":"` is that field.
+    /// Filters compare these bytes (live here, in SQL for a replay): one spelling of a name
+    /// matches on both.
+    public static func renderedTool(in frame: ByteBuffer) -> [UInt8]? {
         let bytes = frame.readableBytesView
         guard let start = bytes.firstRange(of: Self.toolMarker)?.upperBound else { return nil }
         var index = start
         var escaped = false
-        var plain = true
         while index < bytes.endIndex {
             let byte = bytes[index]
-            if !escaped && byte == UInt8(ascii: "\"") { break }
-            if byte == UInt8(ascii: "\\") { plain = false }
+            if !escaped && byte == UInt8(ascii: "\"") { return Array(bytes[start...index]) }
             escaped = !escaped && byte == UInt8(ascii: "\\")
             index = bytes.index(after: index)
         }
-        guard index < bytes.endIndex else { return nil }
-        if plain { return String(decoding: bytes[start..<index], as: UTF8.self) }
-        // An escaped name: read as the JSON string it is.
-        return try? JSONDecoder().decode(String.self, from: Data([UInt8(ascii: "\"")] + bytes[start..<index] + [UInt8(ascii: "\"")]))
+        return nil
+    }
+
+    /// A tool call frame's tool name, unescaped; `nil` when the frame has none.
+    public static func tool(in frame: ByteBuffer) -> String? {
+        guard let rendered = Self.renderedTool(in: frame) else { return nil }
+        return try? JSONDecoder().decode(String.self, from: Data([UInt8(ascii: "\"")] + rendered))
     }
 
     /// How a tool call frame's `tool` starts: its first occurrence is the field (see

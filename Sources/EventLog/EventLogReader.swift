@@ -56,7 +56,7 @@ public struct EventLogReader: Sendable {
 
     /// The events with `after < seq <= through` that match every given condition (`nil`: any),
     /// in seq order, at most `limit`, and no more once their frames reach `maxBytes` (at least
-    /// one). The conditions run in SQL; `tools` keeps tool calls whose frame names one of them
+    /// one). The conditions run in SQL; `renderedTools` keeps tool calls whose frame names one of them
     /// (matched byte for byte as rendered, as the live feed reads it: a frame is never parsed as
     /// JSON here). ACP envelopes carry their thread and per-thread seq.
     public func events(
@@ -67,14 +67,14 @@ public struct EventLogReader: Sendable {
         minimumSeverity: BusSeverity? = nil,
         swarmIDs: Set<String>? = nil,
         agentIDs: Set<String>? = nil,
-        tools: Set<String>? = nil,
+        renderedTools: Set<[UInt8]>? = nil,
         limit: Int,
         maxBytes: Int = .max
     ) async throws -> [LoggedEvent] {
         let kinds: [Int16]? = kinds.map { $0.map { Int16($0.rawValue) } }
-        // A tool's name as the frame renders it: matched byte for byte after the first
-        // `,"tool":"` (the field, as `EventFrame.tool(in:)` reads it live).
-        let tools: [ByteBuffer]? = tools.map { $0.map { ByteBuffer(bytes: EventFrame.renderedStringTail($0)) } }
+        // Tool names as frames render them (`EventFrame.renderedStringTail`): matched byte for
+        // byte after the first `,"tool":"`, as `EventFrame.renderedTool(in:)` reads it live.
+        let tools: [ByteBuffer]? = renderedTools.map { $0.map { ByteBuffer(bytes: $0) } }
         let toolMarker = ByteBuffer(bytes: EventFrame.toolMarker)
         let toolCall = Int16(BusEventKind.toolCall.rawValue)
         let severity: Int16? = minimumSeverity.map { Int16($0.rawValue) }

@@ -4,12 +4,11 @@ import Foundation
 /// the web console for one object, its id percent-encoded as one path segment.
 public enum WebLink {
     /// `<base>/<collection>/<id>`, the id's `/`, `?`, `#` and the rest that a path segment may
-    /// not hold percent-encoded.
-    /// An id of `.` or `..` is written `%2E`, `%2E%2E`: a browser would resolve it as a path step.
+    /// not hold percent-encoded. An id of `.` or `..` (which ids checked as `EntityID` cannot
+    /// be) links to the collection: a browser resolves it as a path step however it is escaped.
     public static func url(base: String, _ collection: String, _ id: String) -> String {
-        let segment =
-            id == "." || id == ".." ? String(repeating: "%2E", count: id.count) : id.addingPercentEncoding(withAllowedCharacters: Self.segment) ?? id
-        return "\(base)/\(collection)/\(segment)"
+        guard id != ".", id != ".." else { return "\(base)/\(collection)" }
+        return "\(base)/\(collection)/\(id.addingPercentEncoding(withAllowedCharacters: Self.segment) ?? id)"
     }
 
     private static let segment: CharacterSet = {

@@ -12,6 +12,13 @@ import Testing
         }
     }
 
+    @Test func pathStepsAreNoIds() {
+        #expect(EntityID.problem(".", field: "agentId") == "agentId must not be . or ..")
+        #expect(EntityID.problem("..", field: "agentId") == "agentId must not be . or ..")
+        #expect(EntityID.problem("...", field: "agentId") == nil)
+        #expect(EntityID.problem("a..b", field: "agentId") == nil)
+    }
+
     @Test func theLimitIsInBytes() {
         #expect(EntityID.problem(String(repeating: "x", count: 256), field: "id") == nil)
         #expect(EntityID.problem(String(repeating: "x", count: 257), field: "id") == "id must be 1 to 256 bytes")

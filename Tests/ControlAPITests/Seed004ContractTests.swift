@@ -300,7 +300,7 @@ struct Seed004ContractTests {
     @Test("limits and bad input: registrations per tenant, metadata, the list's limit and status, ids; a worker registered but not started")
     func limits() async throws {
         let harness = try await ControlHarness(["CONTROL_MAX_REGISTERED_WORKERS": "2"])
-        try await harness.run { _, control in
+        try await harness.run { ingest, control in
             let ana = try await harness.token(subject: "ana", scopes: [.streamRead, .agentsControl])
             let reader = try await harness.token(subject: "viewer", scopes: [.streamRead])
             let register = { (id: String, metadata: [String: String]) in
@@ -382,6 +382,22 @@ struct Seed004ContractTests {
                 encoded: ByteBuffer(repeating: UInt8(ascii: " "), count: (1 << 20) + 1)
             )
             #expect(huge.status == .contentTooLarge && huge.errorClass == "invalid")
+            // One spelling per worker: an id that is not Unicode NFC is refused for a worker the
+            // fleet does not know; a worker it knows is found and checked under its own spelling
+            // whatever spelling the request uses.
+            let nfd = "cafe\u{301}-w"
+            #expect(try await register(nfd, [:]).status == .badRequest)
+            try await harness.post(
+                ingest,
+                key: try await harness.createKey(ingest),
+                [["msgId": "caf", "swarmId": "s", "agentId": "caf\u{E9}-w", "kind": "state", "state": "running", "attrs": ["worker": true]]]
+            )
+            #expect(await eventually { (try? await Self.call(control, .get, "/api/runtime/codex/workers/caf%C3%A9-w", token: ana).status) == .ok })
+            #expect(try await Self.call(control, .delete, "/api/runtime/codex/workers/one", token: ana).status == .noContent)
+            #expect(try await register(nfd, [:]).status == .created)  // the fleet's worker, by its NFC spelling
+            let viaOtherSpelling = try await Self.call(control, .get, "/api/runtime/codex/workers/cafe%CC%81-w", token: reader)
+            #expect(viaOtherSpelling.status == .forbidden, "\(viaOtherSpelling.json)")
+            #expect(try await Self.call(control, .get, "/v1/workers/cafe%CC%81-w", token: reader).status == .forbidden)
             // No token: auth.
             let anonymous = try await control.execute(uri: "/api/runtime/codex/workers", method: .get) { $0.status }
             #expect(anonymous == .unauthorized && Self.errorClass(anonymous) == "auth")

@@ -7,9 +7,9 @@ struct WebLinkTests {
     func encoded() {
         #expect(WebLink.url(base: "https://console.example", "sessions", "abc-1") == "https://console.example/sessions/abc-1")
         #expect(WebLink.url(base: "http://x", "agents", "team/α 1?#") == "http://x/agents/team%2F%CE%B1%201%3F%23")
-        // Path steps are not ids to a browser: written so they stay one.
-        #expect(WebLink.url(base: "http://x", "sessions", "..") == "http://x/sessions/%2E%2E")
-        #expect(WebLink.url(base: "http://x", "sessions", ".") == "http://x/sessions/%2E")
+        // Path steps are no ids to a browser, however escaped: they link to the collection.
+        #expect(WebLink.url(base: "http://x", "sessions", "..") == "http://x/sessions")
+        #expect(WebLink.url(base: "http://x", "sessions", ".") == "http://x/sessions")
         #expect(WebLink.url(base: "http://x", "sessions", "a..b") == "http://x/sessions/a..b")
     }
 }

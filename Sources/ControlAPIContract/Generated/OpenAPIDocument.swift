@@ -433,7 +433,9 @@ paths:
         JSON-RPC message `{"id": request_id, "method": method, "params": params}` (codex
         app-server's framing); its answer is the worker's output, log events on `/v1/stream`.
         Only seed 004's methods are taken. Idempotent on `request_id` as the controls are (the
-        same id with another request is 409). 409 too when the worker has stopped or has not
+        same id with another request is 409): a known id answers its first receipt before the
+        worker is looked at, whoever asks (receipts are the tenant's, as
+        `/v1/controls/{requestId}` shows them). 409 too when the worker has stopped or has not
         started yet.
       parameters:
         - $ref: '#/components/parameters/WorkerID'
@@ -918,6 +920,7 @@ components:
         data: { $ref: '#/components/schemas/RuntimeWorker' }
     RuntimeWorkerRegistration:
       type: object
+      description: '`worker_id` in Unicode NFC unless the fleet knows the worker (then its own spelling is kept); 400 otherwise.'
       required: [worker_id]
       properties:
         worker_id: { $ref: '#/components/schemas/EntityID' }

@@ -1004,6 +1004,8 @@ extension Components {
                 case data
             }
         }
+        /// `worker_id` in Unicode NFC unless the fleet knows the worker (then its own spelling is kept); 400 otherwise.
+        ///
         /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRegistration`.
         public struct RuntimeWorkerRegistration: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/RuntimeWorkerRegistration/worker_id`.

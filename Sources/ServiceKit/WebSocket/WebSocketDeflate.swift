@@ -160,9 +160,18 @@ public enum WebSocketDeflate {
                 // leaves the appended tail unread: the next one starts a new stream.
                 if self.noContextTakeover || input.readableBytes > 0 { try? self.decompressor.reset() }
             }
+            var restarted = false
             while true {
+                let unread = input.readableBytes
                 do {
                     try self.decompressor.inflate(from: &input, to: &output)
+                    // Nothing read: the stream had ended with the last message's final block
+                    // exactly at its appended tail. This message starts a new stream.
+                    if input.readableBytes == unread, !restarted {
+                        restarted = true
+                        try? self.decompressor.reset()
+                        continue
+                    }
                     return output.readableBytes <= limit ? .message(output) : .tooLarge
                 } catch let error as CompressNIOError where error == .bufferOverflow {
                     // The output is full: more room, up to one byte past the limit.

@@ -9,8 +9,9 @@ struct StreamFilter: Sendable, Equatable {
     var kinds: Set<BusEventKind>?
     /// ACP threads (the `/v1/acp` connections' subscriptions).
     var threadIDs: Set<String>?
-    /// Tool names: only tool calls of these (read from the frame, tool calls only).
-    var tools: Set<String>?
+    /// Tool names as frames render them (`EventFrame.renderedStringTail`): only tool calls of
+    /// these, compared byte for byte with the frame's, as the replay's SQL compares them.
+    var tools: Set<[UInt8]>?
 
     static let everything = StreamFilter()
 
@@ -21,7 +22,7 @@ struct StreamFilter: Sendable, Equatable {
         if let swarms = self.swarmIDs, !swarms.contains(event.swarmID) { return false }
         if let agents = self.agentIDs, !agents.contains(event.agentID) { return false }
         if let tools = self.tools {
-            guard event.kind == .toolCall, let tool = EventFrame.tool(in: event.frame), tools.contains(tool) else { return false }
+            guard event.kind == .toolCall, let tool = EventFrame.renderedTool(in: event.frame), tools.contains(tool) else { return false }
         }
         return true
     }

@@ -13,7 +13,7 @@ extension EventLogReader {
             minimumSeverity: filter.minimumSeverity,
             swarmIDs: filter.swarmIDs,
             agentIDs: filter.agentIDs,
-            tools: filter.tools,
+            renderedTools: filter.tools,
             limit: limit,
             maxBytes: maxBytes
         ).map(FeedEvent.init)

@@ -364,7 +364,7 @@ final class StreamSession: FeedListener, WebSocketIdleWriter, Sendable {
         }
         filter.swarmIDs = filters.swarmIds.map(Set.init)
         filter.agentIDs = filters.agentIds.map(Set.init)
-        filter.tools = filters.tools.map(Set.init)
+        filter.tools = filters.tools.map { Set($0.map(EventFrame.renderedStringTail)) }
         if let name = filters.severityGte {
             guard let severity = BusSeverity(name: name) else {
                 throw FilterError(message: "severityGte must be trace, debug, info, warn, error or fatal")
