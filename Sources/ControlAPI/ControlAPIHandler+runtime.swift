@@ -61,7 +61,8 @@ extension ControlAPIHandler {
             change,
             caller: identity.subject,
             admin: identity.scopes.contains(.admin),
-            max: self.settings.maxRegisteredWorkers
+            max: self.settings.maxRegisteredWorkers,
+            maxPerPrincipal: self.settings.maxRegisteredWorkersPerPrincipal
         )
         let record = self.fleet.agent(tenant: identity.tenant, id: workerID).flatMap { $0.acceptsRequests ? $0 : nil }
         let answer = Components.Schemas.RuntimeWorkerAnswer(

@@ -24,6 +24,8 @@ public struct ControlSettings: ServiceSettings {
     var maxSwarmTargets: Int
     /// Workers a tenant may have registered to principals (seed 004's ownership).
     var maxRegisteredWorkers: Int
+    /// Of those, what one principal may hold (so that one cannot take the tenant's all).
+    var maxRegisteredWorkersPerPrincipal: Int
     /// Seconds a command stays valid; an agent that gets it later answers `expired`.
     var commandSeconds: Int
     /// The longest a command long poll waits (less than a proxy's read timeout).
@@ -55,7 +57,8 @@ public struct ControlSettings: ServiceSettings {
 
     public static let keys: [SettingKey] = [
         .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .signInDays, .offlineSeconds,
-        .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxRegisteredWorkers, .maxAgentSessions, .agentSessionsPerMinute, .agentSessionHours,
+        .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxRegisteredWorkers, .maxRegisteredWorkersPerPrincipal, .maxAgentSessions,
+        .agentSessionsPerMinute, .agentSessionHours,
         .agentSessionIdleHours, .agentSessionCheckSeconds,
         .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies, .controlsPerTenantPerMinute,
         .commandStreamMaxBytes, .commandStreamMaxPerAgent,
@@ -73,6 +76,7 @@ public struct ControlSettings: ServiceSettings {
         self.maxAgentsPerTenant = try reader.setting(.maxAgentsPerTenant, in: 10...10_000_000)
         self.maxSwarmTargets = try reader.setting(.maxSwarmTargets, in: 1...100_000)
         self.maxRegisteredWorkers = try reader.setting(.maxRegisteredWorkers, in: 1...100_000)
+        self.maxRegisteredWorkersPerPrincipal = try reader.setting(.maxRegisteredWorkersPerPrincipal, in: 1...100_000)
         self.authPerMinute = try reader.setting(.authPerMinute, in: 1...100_000)
         self.trustedProxies = Set(try reader.setting(.trustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
         self.controlsPerMinute = try reader.setting(.controlsPerMinute, in: 1...100_000)
@@ -124,6 +128,11 @@ extension SettingKey {
         "control.max-registered-workers",
         "workers a tenant may have registered to principals (409 past it: release one first)",
         default: "1000"
+    )
+    static let maxRegisteredWorkersPerPrincipal = SettingKey(
+        "control.max-registered-workers-per-principal",
+        "workers one principal may have registered (409 past it: release one first)",
+        default: "100"
     )
     static let commandSeconds = SettingKey("control.command-seconds", "seconds a command stays valid before an agent answers expired", default: "300")
     static let controlsPerMinute = SettingKey("control.controls-per-minute", "new control requests per actor per minute (429 past it)", default: "60")

@@ -86,14 +86,15 @@ extension ControlStore {
 
     /// Registers a worker to `caller`, or updates its registration: 403 when another principal
     /// holds it (unless `admin`, whose update keeps the owner), 409 when the tenant already has
-    /// `max` registrations. Serialized per tenant, so the cap holds across replicas. Answers the
-    /// registration and whether it is new.
+    /// `max` registrations or the caller `maxPerPrincipal`. Serialized per tenant, so the caps
+    /// hold across replicas. Answers the registration and whether it is new.
     func register(
         tenant: String,
         _ change: WorkerRegistrationChange,
         caller: String,
         admin: Bool,
-        max: Int
+        max: Int,
+        maxPerPrincipal: Int
     ) async throws -> (registration: WorkerRegistration, created: Bool) {
         try await self.client.transaction(logger: self.logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(hashtext('worker-owners'), hashtext(\(tenant)))", logger: self.logger)
@@ -125,17 +126,23 @@ extension ControlStore {
                 guard let registration = updated.first else { throw APIError(.serverError, "the registration vanished under its lock") }
                 return (registration, false)
             }
-            var count = 0
+            var (count, mine) = (0, 0)
             for try await rows in try await connection.query(
-                "SELECT count(*) FROM worker_owners WHERE tenant_id = \(tenant)",
+                "SELECT count(*), count(*) FILTER (WHERE owner = \(caller)) FROM worker_owners WHERE tenant_id = \(tenant)",
                 logger: self.logger
-            ).decode(Int.self) {
-                count = rows
+            ).decode((Int, Int).self) {
+                (count, mine) = rows
             }
             guard count < max else {
                 throw APIError(
                     .conflict,
                     "this tenant has \(count) registered workers, the most it may have (control.max-registered-workers); release one first"
+                )
+            }
+            guard mine < maxPerPrincipal else {
+                throw APIError(
+                    .conflict,
+                    "\(caller) has \(mine) registered workers, the most one principal may have (control.max-registered-workers-per-principal); release one first"
                 )
             }
             let inserted = try await Self.registrations(

@@ -297,6 +297,32 @@ struct Seed004ContractTests {
         }
     }
 
+    @Test("one principal holds at most control.max-registered-workers-per-principal: past it 409, and the others still register")
+    func perPrincipal() async throws {
+        let harness = try await ControlHarness(["CONTROL_MAX_REGISTERED_WORKERS_PER_PRINCIPAL": "1"])
+        try await harness.run { _, control in
+            let ana = try await harness.token(subject: "ana", scopes: [.streamRead, .agentsControl])
+            let ben = try await harness.token(subject: "ben", scopes: [.streamRead, .agentsControl])
+            func register(_ token: String, _ id: String) async throws -> Answer {
+                try await Self.call(
+                    control,
+                    .post,
+                    "/api/runtime/codex/workers",
+                    token: token,
+                    body: WorkerCreateRequest(workerID: id, metadata: [:])
+                )
+            }
+            #expect(try await register(ana, "a1").status == .created)
+            let second = try await register(ana, "a2")
+            #expect(second.status == .conflict && second.errorClass == "conflict", "\(second.json)")
+            #expect(((second.json["error"] as? [String: Any])?["message"] as? String)?.contains("per-principal") == true)
+            #expect(try await register(ana, "a1").status == .ok)  // an update is no new registration
+            #expect(try await register(ben, "b1").status == .created)
+            #expect(try await Self.call(control, .delete, "/api/runtime/codex/workers/a1", token: ana).status == .noContent)
+            #expect(try await register(ana, "a2").status == .created)
+        }
+    }
+
     @Test("limits and bad input: registrations per tenant, metadata, the list's limit and status, ids; a worker registered but not started")
     func limits() async throws {
         let harness = try await ControlHarness(["CONTROL_MAX_REGISTERED_WORKERS": "2"])
