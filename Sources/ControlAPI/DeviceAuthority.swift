@@ -226,6 +226,8 @@ struct DeviceAuthority: Sendable {
                 """,
                 logger: self.logger
             )
+            // Its workers (seed 004's registrations: the device is the principal) are the tenant's again.
+            try await connection.query("DELETE FROM worker_owners WHERE tenant_id = \(tenant) AND owner = \(device)", logger: self.logger)
             return found
         }
     }

@@ -297,6 +297,32 @@ struct Seed004ContractTests {
         }
     }
 
+    @Test("a revoked device's registrations are released: its workers are the tenant's again")
+    func revokedDeviceReleases() async throws {
+        let harness = try await ControlHarness()
+        try await harness.run { _, control in
+            let admin = try await harness.token(subject: "root", scopes: [.admin])
+            let codes = try await ControlAuthTests.codes(control, harness, scopes: ["stream:read", "agents:control"])
+            let (_, pair) = try await H.call(control, .post, "/v1/auth/device/register", json: ["code": codes[0], "deviceName": "phone"])
+            let phone = try #require(pair["accessToken"] as? String)
+            let device = try #require(pair["deviceId"] as? String)
+            let registered = try await Self.call(
+                control,
+                .post,
+                "/api/runtime/codex/workers",
+                token: phone,
+                body: WorkerCreateRequest(workerID: "kept", metadata: [:])
+            )
+            #expect(registered.status == .created && (registered.json["data"] as? [String: Any])?["owner"] as? String == device)
+            let ben = try await harness.token(subject: "ben", scopes: [.streamRead, .agentsControl])
+            #expect(try await Self.call(control, .get, "/api/runtime/codex/workers/kept", token: ben).status == .forbidden)
+            #expect(try await H.call(control, .post, "/v1/admin/devices/\(device)/revoke", token: admin).0 == .ok)
+            let released = try await Self.call(control, .get, "/api/runtime/codex/workers/kept", token: ben)
+            // Registered, never seen, nobody's: no row is left to show, so it is gone.
+            #expect(released.status == .notFound, "\(released.json)")
+        }
+    }
+
     @Test("one principal holds at most control.max-registered-workers-per-principal: past it 409, and the others still register")
     func perPrincipal() async throws {
         let harness = try await ControlHarness(["CONTROL_MAX_REGISTERED_WORKERS_PER_PRINCIPAL": "1"])
