@@ -160,13 +160,9 @@ extension ControlAPIHandler {
                 reason: reason,
                 requestID: requestID
             ) { now in
-                let record = try await self.startedWorker(identity, input.path.workerId)
-                if try await self.store.openSwarms(tenant: identity.tenant, agent: record.agentID).isEmpty,
-                    try await self.hasStopped(identity, record)
-                {
+                try await self.liveWorker(identity, try await self.startedWorker(identity, input.path.workerId), everySession: true) { _ in
                     throw AlreadyStopped()
                 }
-                return try await self.liveWorker(identity, record, everySession: true)
             }
         } catch is AlreadyStopped {
             return .ok(.init(body: .json(.init(data: .init(workerId: input.path.workerId, status: .stopped, idempotentReplay: true)))))

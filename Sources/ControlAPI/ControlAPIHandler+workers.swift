@@ -16,7 +16,7 @@ extension ControlAPIHandler {
         let workers =
             fleetWorkers
             .filter { WorkerOwnership.permits(owner: owners[$0.agentID], caller: identity.subject, admin: admin) }
-            .sorted { ($0.lastSeenAt, $1.agentID) > ($1.lastSeenAt, $0.agentID) }
+            .sorted(by: FleetIndex.AgentRecord.mostRecentFirst)
             .map { self.worker($0, owner: owners[$0.agentID], now: now) }
         return .ok(.init(body: .json(.init(workers: workers))))
     }
@@ -99,19 +99,19 @@ extension ControlAPIHandler {
     /// its last event named (any ingest-key event can name another). A stop goes to every open
     /// session (`everySession`); a request, whose input only the worker may read, to one: with
     /// sessions open in several swarms, the one the fleet saw it in, else 409. With none open,
-    /// the fleet's swarm (the command waits for a session). 409 `Conflict` once its connector
-    /// said its process is gone (not when it reported a state: the process under control could).
+    /// the fleet's swarm (the command waits for a session). Once its connector said its process
+    /// is gone (not when it reported a state: the process under control could), `stopped` throws:
+    /// 409 `Conflict` unless the caller answers otherwise.
     func liveWorker(
         _ identity: AccessIdentity,
         _ record: FleetIndex.AgentRecord,
-        everySession: Bool
+        everySession: Bool,
+        stopped: (String) throws -> Never = { throw APIError(.conflict, "worker \($0) has stopped") }
     ) async throws -> [(swarm: String, agent: String)] {
         let id = record.agentID
         let open = try await self.store.openSwarms(tenant: identity.tenant, agent: id)
         if open.isEmpty {
-            guard try await !self.hasStopped(identity, record) else {
-                throw APIError(.conflict, "worker \(id) has stopped")
-            }
+            if try await self.store.sessions(tenant: identity.tenant, swarm: record.swarmID).gone.contains(id) { try stopped(id) }
             return [(record.swarmID, id)]
         }
         if everySession {
@@ -125,11 +125,6 @@ extension ControlAPIHandler {
             throw APIError(.conflict, "worker \(id) has sessions open in \(open.count) swarms; stop the ones that are not it")
         }
         return [(record.swarmID, id)]
-    }
-
-    /// Whether the worker's connector said its process is gone (and opened no session since).
-    func hasStopped(_ identity: AccessIdentity, _ record: FleetIndex.AgentRecord) async throws -> Bool {
-        try await self.store.sessions(tenant: identity.tenant, swarm: record.swarmID).gone.contains(record.agentID)
     }
 
     func worker(_ record: FleetIndex.AgentRecord, owner: String?, now: Date) -> Components.Schemas.Worker {

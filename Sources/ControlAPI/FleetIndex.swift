@@ -39,6 +39,11 @@ final class FleetIndex: Sendable {
         /// The seq of its latest event.
         var lastSeq: Int64 = 0
         var minutes = MinuteCounts()
+
+        /// The order lists of agents take: the most recently seen first, then by id.
+        static func mostRecentFirst(_ a: AgentRecord, _ b: AgentRecord) -> Bool {
+            (a.lastSeenAt, b.agentID) > (b.lastSeenAt, a.agentID)
+        }
     }
 
     /// Events and errors per minute for the last hour, in a ring.

@@ -34,7 +34,7 @@ enum WorkerOwnership {
         for registration in registrations { owners[registration.workerID] = registration }
         var entries: [Entry] = []
         var seen: Set<String> = []
-        for record in workers.sorted(by: { ($0.lastSeenAt, $1.agentID) > ($1.lastSeenAt, $0.agentID) }) where record.acceptsRequests {
+        for record in workers.sorted(by: FleetIndex.AgentRecord.mostRecentFirst) where record.acceptsRequests {
             seen.insert(record.agentID)
             entries.append(Entry(workerID: record.agentID, record: record, registration: owners[record.agentID]))
         }

@@ -28,16 +28,24 @@ public enum EventFrame {
     /// frame has none.
     public static func message(in frame: ByteBuffer) -> ByteBufferView? {
         let bytes = frame.readableBytesView
-        guard let start = bytes.firstRange(of: Self.messageMarker)?.upperBound else { return nil }
+        guard let (start, quote) = Self.stringField(Self.messageMarker, in: bytes) else { return nil }
+        return bytes[start..<(quote ?? bytes.endIndex)]
+    }
+
+    /// Where the string value after the first `marker` (which ends with the value's opening
+    /// quote) starts, and its closing quote (the first one not escaped; nil when the frame ends
+    /// first); nil when there is no `marker`.
+    private static func stringField(_ marker: [UInt8], in bytes: ByteBufferView) -> (start: Int, quote: Int?)? {
+        guard let start = bytes.firstRange(of: marker)?.upperBound else { return nil }
         var index = start
         var escaped = false
         while index < bytes.endIndex {
             let byte = bytes[index]
-            if !escaped && byte == UInt8(ascii: "\"") { break }
+            if !escaped && byte == UInt8(ascii: "\"") { return (start, index) }
             escaped = !escaped && byte == UInt8(ascii: "\\")
             index = bytes.index(after: index)
         }
-        return bytes[start..<index]
+        return (start, nil)
     }
 
     /// The fields of a state frame that describe the agent.
@@ -84,16 +92,8 @@ public enum EventFrame {
     /// matches on both.
     public static func renderedTool(in frame: ByteBuffer) -> [UInt8]? {
         let bytes = frame.readableBytesView
-        guard let start = bytes.firstRange(of: Self.toolMarker)?.upperBound else { return nil }
-        var index = start
-        var escaped = false
-        while index < bytes.endIndex {
-            let byte = bytes[index]
-            if !escaped && byte == UInt8(ascii: "\"") { return Array(bytes[start...index]) }
-            escaped = !escaped && byte == UInt8(ascii: "\\")
-            index = bytes.index(after: index)
-        }
-        return nil
+        guard let (start, quote) = Self.stringField(Self.toolMarker, in: bytes), let quote else { return nil }
+        return Array(bytes[start...quote])
     }
 
     /// A tool call frame's tool name, unescaped; `nil` when the frame has none.
@@ -113,19 +113,33 @@ public enum EventFrame {
     public static func renderedStringTail(_ name: String) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(name.utf8.count + 1)
-        for byte in name.utf8 {
+        Self.appendEscaped(name, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+        return bytes
+    }
+
+    /// Appends `value`'s UTF-8 escaped as frames' strings are (`\"`, `\\`, `\n`, `\r`, `\t`,
+    /// `\u00XX` for the other control bytes; nothing else), without quotes: ingest's JSON writer
+    /// renders every string of a frame with it, and readers that match rendered bytes use it too.
+    @inlinable
+    public static func appendEscaped(_ value: String, to bytes: inout [UInt8]) {
+        for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
             case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x0A: bytes += Array(#"\n"#.utf8)
-            case 0x0D: bytes += Array(#"\r"#.utf8)
-            case 0x09: bytes += Array(#"\t"#.utf8)
-            case 0..<0x20: bytes += Array("\\u00".utf8) + Array(String(format: "%02x", byte).utf8)
+            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0..<0x20:
+                let hex: StaticString = "0123456789abcdef"
+                bytes += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")]
+                hex.withUTF8Buffer { digits in
+                    bytes.append(digits[Int(byte >> 4)])
+                    bytes.append(digits[Int(byte & 0xF)])
+                }
             default: bytes.append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
-        return bytes
     }
 
     private static let envelopeMarker = Array(#","envelope":{"#.utf8)

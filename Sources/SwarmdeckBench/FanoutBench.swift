@@ -264,18 +264,14 @@ struct FanoutBench: AsyncParsableCommand {
     /// A metric without labels on stream-fanout's `/metrics`, or nil (none yet: a counter
     /// appears with its first increment).
     private func fanoutCounter(_ name: String) async -> Int? {
-        guard let metrics = await self.fanoutMetrics() else { return nil }
-        for line in metrics where line.hasPrefix(name + " ") {
-            return line.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) }
-        }
-        return nil
+        await self.fanoutMetrics()?.value(name).map { Int($0) }
     }
 
     /// The cumulative counts of the fanout's `fanout_delivery_seconds` histogram, by upper
     /// bound in seconds; nil when it has none.
     private func fanoutDelivery() async -> [(Double, Double)]? {
         guard let metrics = await self.fanoutMetrics() else { return nil }
-        let buckets = metrics.compactMap { line -> (Double, Double)? in
+        let buckets = metrics.lines.compactMap { line -> (Double, Double)? in
             let prefix = "fanout_delivery_seconds_bucket{le=\""
             guard line.hasPrefix(prefix), let quote = line.dropFirst(prefix.count).firstIndex(of: "\"") else { return nil }
             let bound = line[line.index(line.startIndex, offsetBy: prefix.count)..<quote]
@@ -285,12 +281,10 @@ struct FanoutBench: AsyncParsableCommand {
         return buckets.isEmpty ? nil : buckets.sorted { $0.0 < $1.0 }
     }
 
-    private func fanoutMetrics() async -> [Substring]? {
-        let url = self.fanoutURL.replacingOccurrences(of: "wss://", with: "https://").replacingOccurrences(of: "ws://", with: "http://") + "/metrics"
-        guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5)),
-            let body = try? await response.body.collect(upTo: 4 << 20)
-        else { return nil }
-        return String(buffer: body).split(separator: "\n")
+    private func fanoutMetrics() async -> MetricsPage? {
+        await MetricsPage.read(
+            self.fanoutURL.replacingOccurrences(of: "wss://", with: "https://").replacingOccurrences(of: "ws://", with: "http://") + "/metrics"
+        )
     }
 
     /// The bench's own nats-server, not counted as the stack's.

@@ -203,12 +203,7 @@ struct HealthBench: AsyncParsableCommand {
 
     /// A counter's or gauge's value on a service's `/metrics` (0 when absent).
     static func counter(_ http: HTTPClient, _ base: String, _ name: String) async throws -> Double {
-        let response = try await http.execute(HTTPClientRequest(url: base + "/metrics"), timeout: .seconds(5))
-        let text = String(buffer: try await response.body.collect(upTo: 16 << 20))
-        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") || line.hasPrefix(name + "{") {
-            if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return value }
-        }
-        return 0
+        try await MetricsPage.fetch(base + "/metrics", http: http).value(name) ?? 0
     }
 
     static func waitForGauge(_ http: HTTPClient, _ base: String, _ name: String, atLeast value: Double) async throws {

@@ -1,6 +1,3 @@
-import AsyncHTTPClient
-import NIOCore
-
 /// The bulk lane's transactions as ingest's `/metrics` counts them (`ingest_transaction_events`,
 /// a histogram of the events each transaction committed): how big ingest's group commits were
 /// over a phase.
@@ -10,23 +7,10 @@ struct IngestTransactions: Sendable {
 
     /// The totals so far, or nil when `/metrics` cannot be read.
     static func read(_ url: String) async -> IngestTransactions? {
-        var request = HTTPClientRequest(url: url)
-        request.method = .GET
-        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(10)), response.status == .ok,
-            let body = try? await response.body.collect(upTo: 16 << 20)
-        else { return nil }
-        var totals = IngestTransactions(events: 0, transactions: 0)
-        var found = false
-        for line in String(buffer: body).split(separator: "\n") where line.contains(#"lane="bulk""#) {
-            guard let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
-            if line.hasPrefix("ingest_transaction_events_sum") {
-                totals.events = value
-                found = true
-            } else if line.hasPrefix("ingest_transaction_events_count") {
-                totals.transactions = value
-            }
+        guard let page = await MetricsPage.read(url), let events = page.value("ingest_transaction_events_sum", label: #"lane="bulk""#) else {
+            return nil
         }
-        return found ? totals : nil
+        return IngestTransactions(events: events, transactions: page.value("ingest_transaction_events_count", label: #"lane="bulk""#) ?? 0)
     }
 
     /// What a phase added, as a sentence.

@@ -1,3 +1,5 @@
+import EventLog
+
 /// Appends JSON to a byte buffer: the frames are written by hand, once per event, because they
 /// are on the hot path.
 struct JSONWriter {
@@ -11,22 +13,10 @@ struct JSONWriter {
         text.withUTF8Buffer { self.bytes.append(contentsOf: $0) }
     }
 
+    /// A JSON string, escaped as every frame's strings are (`EventFrame.appendEscaped`).
     mutating func string(_ value: String) {
         self.bytes.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): self.raw("\\\"")
-            case UInt8(ascii: "\\"): self.raw("\\\\")
-            case 0x0A: self.raw("\\n")
-            case 0x0D: self.raw("\\r")
-            case 0x09: self.raw("\\t")
-            case 0..<0x20:
-                self.raw("\\u00")
-                self.bytes.append(Self.hex[Int(byte >> 4)])
-                self.bytes.append(Self.hex[Int(byte & 0xF)])
-            default: self.bytes.append(byte)
-            }
-        }
+        EventFrame.appendEscaped(value, to: &self.bytes)
         self.bytes.append(UInt8(ascii: "\""))
     }
 
@@ -81,6 +71,4 @@ struct JSONWriter {
             self.bytes.append(UInt8(ascii: "}"))
         }
     }
-
-    private static let hex = Array("0123456789abcdef".utf8)
 }
