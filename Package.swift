@@ -55,7 +55,11 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
     ("ingest", "Ingest", ["EventLog", "OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
     ("stream-fanout", "StreamFanout", ["EventLog", metrics, prometheus, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
     (
-        "control-api", "ControlAPI", ["ControlAPIContract", "EventLog", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
+        "control-api", "ControlAPI",
+        [
+            "ControlAPIContract", "EventLog", asyncHTTPClient, crypto, jwtKit, openAPIHummingbird, openAPIRuntime, serviceLifecycle,
+            swiftProtobuf,
+        ],
         []
     ),
     (
@@ -296,7 +300,7 @@ let package = Package(
             name: "ControlAPITests",
             dependencies: [
                 "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TestSupport",
-                configuration, hummingbird,
+                asyncHTTPClient, configuration, hummingbird,
                 hummingbirdTesting, jwtKit, logging, nioCore, openAPIRuntime, postgresNIO,
             ],
             swiftSettings: swiftSettings

@@ -48,7 +48,7 @@ extension ControlAPIHandler {
     }
 
     /// Unauthenticated and each a few queries: limited per source address.
-    private func limitBySource() throws(APIError) {
+    func limitBySource() throws(APIError) {
         let source = RequestScope.current?.clientAddress ?? "local"
         if let wait = self.authLimiter.take(ClientAddress.limitKey(source)) {
             throw APIError(.rateLimited, "too many sign-ins from this address; retry later", retryAfterSeconds: wait.retryAfterSeconds)

@@ -14,6 +14,8 @@ struct ControlAPIHandler: Sendable {
     let signer: AccessTokenSigner
     let ingestKeys: IngestKeyVerifier
     let devices: DeviceAuthority
+    /// Sign-in through an OpenID Connect provider; nil when not configured.
+    let oidc: OIDCSignIn?
     let revocations: RevocationBus
     let fleet: FleetIndex
     /// Ingest's event log, read for an agent's newest events.
@@ -40,6 +42,10 @@ struct ControlAPIHandler: Sendable {
         Operations.GetJWKS.id: .none,
         Operations.RegisterDevice.id: .none,
         Operations.RefreshToken.id: .none,
+        Operations.GetOIDCSignIn.id: .none,
+        Operations.StartOIDCSignIn.id: .none,
+        Operations.FinishOIDCSignIn.id: .none,
+        Operations.ExchangeOIDCCode.id: .none,
         Operations.CreateEnrolmentCodes.id: .accessToken(anyOf: [.admin]),
         Operations.RevokeEnrolmentCodes.id: .accessToken(anyOf: [.admin]),
         Operations.ListDevices.id: .accessToken(anyOf: [.admin]),

@@ -48,6 +48,9 @@ public enum ControlAPIService: SwarmdeckService {
             logger: logger
         )
         let dispatcher = CommandDispatcher(store: store, bus: bus, logger: logger)
+        let oidc = settings.oidc.map { oidc in
+            OIDCSignIn(settings: oidc, provider: OIDCProvider(settings: oidc, logger: logger), logins: OIDCLogins(client: postgres, logger: logger))
+        }
         let revocations = RevocationBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, retention: .seconds(86_400))
         let handler = ControlAPIHandler(
             settings: settings,
@@ -67,6 +70,7 @@ public enum ControlAPIService: SwarmdeckService {
                 familyLifetime: .seconds(settings.signInDays * 86_400),
                 logger: logger
             ),
+            oidc: oidc,
             revocations: revocations,
             fleet: fleet,
             eventLog: eventLog,
@@ -92,7 +96,8 @@ public enum ControlAPIService: SwarmdeckService {
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
         return ServiceParts(
-            services: [feed, dispatcher, ServiceAckIntake(store: store, connection: assembly.nats, subjects: assembly.subjects, logger: logger)],
+            services: [feed, dispatcher, ServiceAckIntake(store: store, connection: assembly.nats, subjects: assembly.subjects, logger: logger)]
+                + (oidc.map { [$0.provider] } ?? []),
             readiness: [ReadinessCheck(name: "fleet") { feed.isLoaded }],
             beforeServerStarts: [{ try await bus.prepare() }, { try await revocations.prepare() }]
         )

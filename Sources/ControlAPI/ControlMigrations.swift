@@ -183,5 +183,40 @@ enum ControlMigrations {
                 );
                 """
         ),
+        Migration(
+            version: 8,
+            name: "sign-in through an OpenID Connect provider",
+            sql: """
+                -- Logins started and waiting for the provider to send the browser back (ten
+                -- minutes at most), and the one-time codes they end in, waiting for the client
+                -- that started the login to trade them (two minutes at most). Both single use.
+                CREATE TABLE oidc_logins (
+                    state_sha256 bytea PRIMARY KEY,
+                    tenant_id text NOT NULL,
+                    verifier text NOT NULL,
+                    nonce text NOT NULL,
+                    return_uri text NOT NULL,
+                    client_state text,
+                    client_challenge text NOT NULL,
+                    device_name text NOT NULL,
+                    platform text,
+                    expires_at timestamptz NOT NULL
+                );
+                CREATE INDEX oidc_logins_expiry ON oidc_logins (expires_at);
+                CREATE TABLE oidc_grants (
+                    code_sha256 bytea PRIMARY KEY,
+                    tenant_id text NOT NULL,
+                    person text NOT NULL,
+                    scopes text[] NOT NULL,
+                    client_challenge text NOT NULL,
+                    device_name text NOT NULL,
+                    platform text,
+                    expires_at timestamptz NOT NULL
+                );
+                CREATE INDEX oidc_grants_expiry ON oidc_grants (expires_at);
+                -- Who signed in, for a device a provider's sign-in made.
+                ALTER TABLE devices ADD COLUMN person text;
+                """
+        ),
     ]
 }

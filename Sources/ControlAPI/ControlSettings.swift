@@ -54,15 +54,18 @@ public struct ControlSettings: ServiceSettings {
     var authPerMinute: Int
     /// Peers whose `X-Forwarded-For` names the client (the edge); `*` trusts every peer.
     var trustedProxies: Set<String>
+    /// Sign-in through an OpenID Connect provider (`control.oidc.*`); nil when off.
+    var oidc: OIDCSettings?
 
-    public static let keys: [SettingKey] = [
-        .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .signInDays, .offlineSeconds,
-        .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxRegisteredWorkers, .maxRegisteredWorkersPerPrincipal, .maxAgentSessions,
-        .agentSessionsPerMinute, .agentSessionHours,
-        .agentSessionIdleHours, .agentSessionCheckSeconds,
-        .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies, .controlsPerTenantPerMinute,
-        .commandStreamMaxBytes, .commandStreamMaxPerAgent,
-    ]
+    public static let keys: [SettingKey] =
+        [
+            .controlSchema, .controlIngestSchema, .jwtPrivateKeyFile, .accessTokenSeconds, .refreshTokenDays, .signInDays, .offlineSeconds,
+            .commandSeconds, .maxAgentsPerTenant, .maxSwarmTargets, .maxRegisteredWorkers, .maxRegisteredWorkersPerPrincipal, .maxAgentSessions,
+            .agentSessionsPerMinute, .agentSessionHours,
+            .agentSessionIdleHours, .agentSessionCheckSeconds,
+            .controlsPerMinute, .maxPollSeconds, .webBaseURL, .authPerMinute, .trustedProxies, .controlsPerTenantPerMinute,
+            .commandStreamMaxBytes, .commandStreamMaxPerAgent,
+        ] + OIDCSettings.keys
 
     public init(reader: ConfigReader) throws(ServiceKitError) {
         self.schema = try reader.identifierSetting(.controlSchema)
@@ -91,6 +94,7 @@ public struct ControlSettings: ServiceSettings {
         self.agentSessionIdleHours = try reader.setting(.agentSessionIdleHours, in: 1...720)
         self.agentSessionCheckSeconds = try reader.setting(.agentSessionCheckSeconds, in: 1...3600)
         self.webBaseURL = try reader.baseURLSetting(.webBaseURL)
+        self.oidc = try OIDCSettings.read(reader, webBaseURL: self.webBaseURL)
     }
 }
 

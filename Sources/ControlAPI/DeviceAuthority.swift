@@ -47,13 +47,64 @@ struct DeviceAuthority: Sendable {
         return (codes, expiresAt)
     }
 
+    /// A sign-in about to be made: a new device's id, its refresh family and first refresh token.
+    struct NewSignIn: Sendable {
+        var deviceID = "dev_" + randomHex(bytes: 12)
+        var familyID = randomHex(bytes: 8)
+        var refresh: String
+        var familyExpires: Date
+        var refreshExpires: Date
+    }
+
+    func newSignIn() -> NewSignIn {
+        let familyID = randomHex(bytes: 8)
+        let familyExpires = Date().addingTimeInterval(TimeInterval(self.familyLifetime.components.seconds))
+        return NewSignIn(
+            familyID: familyID,
+            refresh: Self.refreshToken(family: familyID),
+            familyExpires: familyExpires,
+            refreshExpires: min(familyExpires, Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds)))
+        )
+    }
+
+    /// Stores `signIn`'s device (signed in as `person`, for a provider's sign-in), its family
+    /// and its first refresh token, in the caller's transaction.
+    func store(
+        _ signIn: NewSignIn,
+        tenant: String,
+        deviceName: String,
+        platform: String?,
+        scopes: [String],
+        person: String?,
+        on connection: PostgresConnection
+    ) async throws {
+        try await connection.query(
+            """
+            INSERT INTO devices (device_id, tenant_id, name, platform, scopes, person)
+            VALUES (\(signIn.deviceID), \(tenant), \(deviceName), \(platform), \(scopes), \(person))
+            """,
+            logger: self.logger
+        )
+        try await connection.query(
+            """
+            INSERT INTO refresh_families (family_id, device_id, tenant_id, expires_at)
+            VALUES (\(signIn.familyID), \(signIn.deviceID), \(tenant), \(signIn.familyExpires))
+            """,
+            logger: self.logger
+        )
+        try await connection.query(
+            """
+            INSERT INTO refresh_tokens (token_sha256, family_id, expires_at)
+            VALUES (\(Self.digest(signIn.refresh)), \(signIn.familyID), \(signIn.refreshExpires))
+            """,
+            logger: self.logger
+        )
+    }
+
     /// Trades an unused, unexpired code for a new device and its first tokens.
     func register(code: String, deviceName: String, platform: String?) async throws -> Components.Schemas.TokenPair {
-        let deviceID = "dev_" + randomHex(bytes: 12)
-        let familyID = randomHex(bytes: 8)
-        let refresh = Self.refreshToken(family: familyID)
-        let familyExpires = Date().addingTimeInterval(TimeInterval(self.familyLifetime.components.seconds))
-        let refreshExpires = min(familyExpires, Date().addingTimeInterval(TimeInterval(self.refreshLifetime.components.seconds)))
+        let signIn = self.newSignIn()
+        let deviceID = signIn.deviceID
         let granted: (tenant: String, scopes: [String])? = try await self.client.withTransaction(logger: self.logger) { connection in
             let rows = try await connection.query(
                 """
@@ -66,27 +117,13 @@ struct DeviceAuthority: Sendable {
             var granted: (String, [String])?
             for try await row in rows.decode((String, [String]).self) { granted = row }
             guard let (tenant, scopes) = granted else { return nil }
-            try await connection.query(
-                "INSERT INTO devices (device_id, tenant_id, name, platform, scopes) VALUES (\(deviceID), \(tenant), \(deviceName), \(platform), \(scopes))",
-                logger: self.logger
-            )
-            try await connection.query(
-                """
-                INSERT INTO refresh_families (family_id, device_id, tenant_id, expires_at)
-                VALUES (\(familyID), \(deviceID), \(tenant), \(familyExpires))
-                """,
-                logger: self.logger
-            )
-            try await connection.query(
-                "INSERT INTO refresh_tokens (token_sha256, family_id, expires_at) VALUES (\(Self.digest(refresh)), \(familyID), \(refreshExpires))",
-                logger: self.logger
-            )
+            try await self.store(signIn, tenant: tenant, deviceName: deviceName, platform: platform, scopes: scopes, person: nil, on: connection)
             return (tenant, scopes)
         }
         guard let granted else {
             throw APIError(.authInvalid, "the enrolment code is unknown, used, revoked or expired")
         }
-        return try await self.pair(tenant: granted.tenant, device: deviceID, scopes: granted.scopes, refresh: refresh, refreshExpires: refreshExpires)
+        return try await self.pair(tenant: granted.tenant, signIn: signIn, scopes: granted.scopes)
     }
 
     private enum Rotation {
@@ -159,6 +196,11 @@ struct DeviceAuthority: Sendable {
         }
     }
 
+    /// The token pair of a new sign-in.
+    func pair(tenant: String, signIn: NewSignIn, scopes: [String]) async throws -> Components.Schemas.TokenPair {
+        try await self.pair(tenant: tenant, device: signIn.deviceID, scopes: scopes, refresh: signIn.refresh, refreshExpires: signIn.refreshExpires)
+    }
+
     private func pair(
         tenant: String,
         device: String,
@@ -190,14 +232,16 @@ struct DeviceAuthority: Sendable {
     func devices(tenant: String, limit: Int) async throws -> [Components.Schemas.Device] {
         let rows = try await self.client.query(
             """
-            SELECT device_id, name, platform, scopes, created_at, revoked_at FROM devices
+            SELECT device_id, name, platform, scopes, created_at, revoked_at, person FROM devices
             WHERE tenant_id = \(tenant) ORDER BY created_at DESC, device_id LIMIT \(limit)
             """,
             logger: self.logger
         )
         var devices: [Components.Schemas.Device] = []
-        for try await (id, name, platform, scopes, created, revoked) in rows.decode((String, String, String?, [String], Date, Date?).self) {
-            devices.append(Self.device(id, name, platform, scopes, created, revoked))
+        for try await (id, name, platform, scopes, created, revoked, person) in rows.decode(
+            (String, String, String?, [String], Date, Date?, String?).self
+        ) {
+            devices.append(Self.device(id, name, platform, scopes, created, revoked, person))
         }
         return devices
     }
@@ -210,13 +254,15 @@ struct DeviceAuthority: Sendable {
                 """
                 UPDATE devices SET revoked_at = coalesce(revoked_at, now())
                 WHERE device_id = \(device) AND tenant_id = \(tenant)
-                RETURNING device_id, name, platform, scopes, created_at, revoked_at
+                RETURNING device_id, name, platform, scopes, created_at, revoked_at, person
                 """,
                 logger: self.logger
             )
             var found: Components.Schemas.Device?
-            for try await (id, name, platform, scopes, created, revoked) in rows.decode((String, String, String?, [String], Date, Date?).self) {
-                found = Self.device(id, name, platform, scopes, created, revoked)
+            for try await (id, name, platform, scopes, created, revoked, person) in rows.decode(
+                (String, String, String?, [String], Date, Date?, String?).self
+            ) {
+                found = Self.device(id, name, platform, scopes, created, revoked, person)
             }
             guard found != nil else { return nil }
             try await connection.query(
@@ -252,12 +298,14 @@ struct DeviceAuthority: Sendable {
         _ platform: String?,
         _ scopes: [String],
         _ created: Date,
-        _ revoked: Date?
+        _ revoked: Date?,
+        _ person: String?
     ) -> Components.Schemas.Device {
         Components.Schemas.Device(
             deviceId: id,
             name: name,
             platform: platform,
+            person: person,
             scopes: scopes.compactMap(Components.Schemas.Scope.init(rawValue:)),
             createdAt: created,
             revokedAt: revoked

@@ -11,8 +11,14 @@ struct ControlFuzzTests {
 
     @Test("no generated request gets a 5xx, or a status the document does not list, from any operation")
     func noServerErrors() async throws {
-        // Long polls end after a second, so that fuzzing their wait takes seconds, not hours.
-        let harness = try await ControlHarness(["CONTROL_MAX_POLL_SECONDS": "1"])
+        // Sign-in through a provider is on (a real one: its operations run their own code, not
+        // the 404 of a service without one).
+        let (provider, oidc) = try await OIDCSignInTests.setUp()
+        defer { withExtendedLifetime(provider) {} }
+        var configured = try await ControlHarness(["CONTROL_MAX_POLL_SECONDS": "1"])
+        configured.live.overrides.merge(oidc.live.overrides.filter { $0.key.hasPrefix("CONTROL_OIDC_") }) { $1 }
+        configured.live.overrides["CONTROL_OIDC_TENANT"] = configured.tenant
+        let harness = configured
         try await harness.run(.live) { ingest, control in
             let key = try await harness.createKey(ingest)
             // Something to find: a swarm with an agent, a control request, an audit trail.

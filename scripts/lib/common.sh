@@ -83,18 +83,22 @@ ensure_browser_packages() { ensure_packages "${SWARMDECK_BROWSER_PACKAGES[@]}"; 
 # Python tools from PyPI, pinned, in a venv under .build-venv: schemathesis (the fuzz of every
 # OpenAPI document), the OpenTelemetry SDK with its OTLP/HTTP exporter (health-monitor's tests
 # send telemetry through the real SDK) and agent-client-protocol (the ACP agent the connector
-# bridges in the agent tests). Exports SWARMDECK_SCHEMATHESIS and SWARMDECK_PYTHON.
+# bridges in the agent tests) and oidc-provider-mock (the OpenID Connect provider control-api's
+# sign-in is tested against). Exports SWARMDECK_SCHEMATHESIS and SWARMDECK_PYTHON.
 SWARMDECK_SCHEMATHESIS_VERSION=4.32.5
 SWARMDECK_OTEL_VERSION=1.38.0
 SWARMDECK_ACP_VERSION=0.12.1
+# oidc-provider-mock: an OpenID Connect provider (Authlib's) that control-api's sign-in is tested against.
+SWARMDECK_OIDC_PROVIDER_VERSION=0.3.4
 ensure_python_tools() {
   local venv=${SWARMDECK_ROOT:-$PWD}/.build-venv
   if [[ ! -x $venv/bin/schemathesis ]] || [[ $("$venv/bin/schemathesis" --version 2>/dev/null) != *"$SWARMDECK_SCHEMATHESIS_VERSION"* ]] ||
-    [[ $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"), version("agent-client-protocol"))' 2>/dev/null) != "$SWARMDECK_OTEL_VERSION $SWARMDECK_ACP_VERSION" ]]; then
-    log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION, opentelemetry-sdk $SWARMDECK_OTEL_VERSION and agent-client-protocol $SWARMDECK_ACP_VERSION into $venv"
+    [[ $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"), version("agent-client-protocol"), version("oidc-provider-mock"))' 2>/dev/null) != "$SWARMDECK_OTEL_VERSION $SWARMDECK_ACP_VERSION $SWARMDECK_OIDC_PROVIDER_VERSION" ]]; then
+    log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION, opentelemetry-sdk $SWARMDECK_OTEL_VERSION, agent-client-protocol $SWARMDECK_ACP_VERSION and oidc-provider-mock $SWARMDECK_OIDC_PROVIDER_VERSION into $venv"
     python3 -m venv --clear "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
     "$venv/bin/pip" install -q "schemathesis==$SWARMDECK_SCHEMATHESIS_VERSION" "opentelemetry-sdk==$SWARMDECK_OTEL_VERSION" \
-      "opentelemetry-exporter-otlp-proto-http==$SWARMDECK_OTEL_VERSION" "agent-client-protocol==$SWARMDECK_ACP_VERSION" || die "could not install the Python tools from PyPI"
+      "opentelemetry-exporter-otlp-proto-http==$SWARMDECK_OTEL_VERSION" "agent-client-protocol==$SWARMDECK_ACP_VERSION" \
+      "oidc-provider-mock==$SWARMDECK_OIDC_PROVIDER_VERSION" || die "could not install the Python tools from PyPI"
   fi
   export SWARMDECK_SCHEMATHESIS=$venv/bin/schemathesis SWARMDECK_PYTHON=$venv/bin/python
 }

@@ -702,6 +702,399 @@ public struct Client: APIProtocol {
             }
         )
     }
+    /// Whether people may sign in through an OpenID Connect provider, and which.
+    ///
+    /// - Remark: HTTP `GET /v1/auth/oidc`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/get(getOIDCSignIn)`.
+    public func getOIDCSignIn(_ input: Operations.GetOIDCSignIn.Input) async throws -> Operations.GetOIDCSignIn.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.GetOIDCSignIn.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/auth/oidc",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.GetOIDCSignIn.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.OIDCProviderInfo.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Begin a sign-in through the OpenID Connect provider (authorization code with PKCE).
+    ///
+    /// Answers the provider's authorization URL to open in a browser (an in-app browser
+    /// session on a phone). control-api keeps the login's state, nonce and PKCE verifier for
+    /// ten minutes. After the person signs in, the provider sends the browser to
+    /// `/v1/auth/oidc/callback`, which sends it on to `returnUri` with `code` (a one-time
+    /// sign-in code, good for two minutes) or `error`. The client then trades the code, with
+    /// the verifier of the `codeChallenge` it sent here, at `/v1/auth/oidc/token`: no token
+    /// ever travels in a URL, and a code is useless to anyone but the client that started
+    /// the sign-in. `returnUri` must be one `control.oidc.return-uris` names.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/auth/oidc/start`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/start/post(startOIDCSignIn)`.
+    public func startOIDCSignIn(_ input: Operations.StartOIDCSignIn.Input) async throws -> Operations.StartOIDCSignIn.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.StartOIDCSignIn.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/auth/oidc/start",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .json(value):
+                    body = try converter.setRequiredRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.StartOIDCSignIn.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.OIDCAuthorization.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// The provider's redirect (`control.oidc.redirect-uri`); sends the browser on to the client.
+    ///
+    /// Exchanges the provider's code (with the PKCE verifier), checks the ID token (signature
+    /// from the provider's JWKS, issuer, audience, expiry, nonce), maps its claims to scopes
+    /// and answers 302 to the login's `returnUri` with `code` and `state` (the client's), or
+    /// with `error` (`access_denied`, `no_scopes`, `provider_error`) and `error_description`.
+    /// An unknown, used or expired `state` answers 400 (there is nowhere safe to send it).
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/auth/oidc/callback`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/callback/get(finishOIDCSignIn)`.
+    public func finishOIDCSignIn(_ input: Operations.FinishOIDCSignIn.Input) async throws -> Operations.FinishOIDCSignIn.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.FinishOIDCSignIn.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/auth/oidc/callback",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "state",
+                    value: input.query.state
+                )
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "code",
+                    value: input.query.code
+                )
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "error",
+                    value: input.query.error
+                )
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "error_description",
+                    value: input.query.errorDescription
+                )
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 302:
+                    let headers: Operations.FinishOIDCSignIn.Output.Found.Headers = .init(location: try converter.getRequiredHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Location",
+                        as: Swift.String.self
+                    ))
+                    return .found(.init(headers: headers))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Trade a one-time sign-in code and its PKCE verifier for a token pair.
+    ///
+    /// Creates a device for this sign-in (named as `/v1/auth/oidc/start` was told, with the
+    /// person it signed in) holding the scopes the person's claims map to. Refresh, expiry and
+    /// revocation are those of any device.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/auth/oidc/token`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/token/post(exchangeOIDCCode)`.
+    public func exchangeOIDCCode(_ input: Operations.ExchangeOIDCCode.Input) async throws -> Operations.ExchangeOIDCCode.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.ExchangeOIDCCode.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/auth/oidc/token",
+                    parameters: []
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .json(value):
+                    body = try converter.setRequiredRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 201:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.ExchangeOIDCCode.Output.Created.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.TokenPair.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .created(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
     /// Summary cards and the active swarms (scope `stream:read`).
     ///
     /// - Remark: HTTP `GET /v1/overview`.

@@ -152,6 +152,93 @@ paths:
             application/json:
               schema: { $ref: '#/components/schemas/TokenPair' }
         default: { $ref: '#/components/responses/Error' }
+  /v1/auth/oidc:
+    get:
+      operationId: getOIDCSignIn
+      tags: [auth]
+      summary: Whether people may sign in through an OpenID Connect provider, and which.
+      security: []
+      responses:
+        '200':
+          description: The provider people sign in with.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/OIDCProviderInfo' }
+        default: { $ref: '#/components/responses/Error' }
+  /v1/auth/oidc/start:
+    post:
+      operationId: startOIDCSignIn
+      tags: [auth]
+      summary: Begin a sign-in through the OpenID Connect provider (authorization code with PKCE).
+      description: |
+        Answers the provider's authorization URL to open in a browser (an in-app browser
+        session on a phone). control-api keeps the login's state, nonce and PKCE verifier for
+        ten minutes. After the person signs in, the provider sends the browser to
+        `/v1/auth/oidc/callback`, which sends it on to `returnUri` with `code` (a one-time
+        sign-in code, good for two minutes) or `error`. The client then trades the code, with
+        the verifier of the `codeChallenge` it sent here, at `/v1/auth/oidc/token`: no token
+        ever travels in a URL, and a code is useless to anyone but the client that started
+        the sign-in. `returnUri` must be one `control.oidc.return-uris` names.
+      security: []
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/OIDCStart' }
+      responses:
+        '200':
+          description: Where to send the person.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/OIDCAuthorization' }
+        default: { $ref: '#/components/responses/Error' }
+  /v1/auth/oidc/callback:
+    get:
+      operationId: finishOIDCSignIn
+      tags: [auth]
+      summary: The provider's redirect (`control.oidc.redirect-uri`); sends the browser on to the client.
+      description: |
+        Exchanges the provider's code (with the PKCE verifier), checks the ID token (signature
+        from the provider's JWKS, issuer, audience, expiry, nonce), maps its claims to scopes
+        and answers 302 to the login's `returnUri` with `code` and `state` (the client's), or
+        with `error` (`access_denied`, `no_scopes`, `provider_error`) and `error_description`.
+        An unknown, used or expired `state` answers 400 (there is nowhere safe to send it).
+      security: []
+      parameters:
+        - { name: state, in: query, required: false, schema: { type: string, maxLength: 256 } }
+        - { name: code, in: query, required: false, schema: { type: string, maxLength: 2048 } }
+        - { name: error, in: query, required: false, schema: { type: string, maxLength: 256 } }
+        - { name: error_description, in: query, required: false, schema: { type: string, maxLength: 2048 } }
+      responses:
+        '302':
+          description: On to the client's return URI.
+          headers:
+            Location:
+              required: true
+              schema: { type: string }
+        default: { $ref: '#/components/responses/Error' }
+  /v1/auth/oidc/token:
+    post:
+      operationId: exchangeOIDCCode
+      tags: [auth]
+      summary: Trade a one-time sign-in code and its PKCE verifier for a token pair.
+      description: |
+        Creates a device for this sign-in (named as `/v1/auth/oidc/start` was told, with the
+        person it signed in) holding the scopes the person's claims map to. Refresh, expiry and
+        revocation are those of any device.
+      security: []
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: '#/components/schemas/OIDCCodeExchange' }
+      responses:
+        '201':
+          description: The device and its first tokens.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/TokenPair' }
+        default: { $ref: '#/components/responses/Error' }
   /v1/overview:
     get:
       operationId: getOverview
@@ -732,6 +819,37 @@ components:
         code: { type: string, minLength: 1, maxLength: 128 }
         deviceName: { type: string, minLength: 1, maxLength: 200 }
         platform: { type: string, maxLength: 64 }
+    OIDCProviderInfo:
+      type: object
+      required: [issuer, name]
+      properties:
+        issuer: { type: string, description: The provider's issuer URL. }
+        name: { type: string, description: 'What to call it on a sign-in button (`control.oidc.display-name`).' }
+    OIDCStart:
+      type: object
+      required: [returnUri, codeChallenge, deviceName]
+      properties:
+        returnUri: { type: string, minLength: 1, maxLength: 2048, description: 'One of `control.oidc.return-uris`, exactly.' }
+        codeChallenge:
+          type: string
+          minLength: 43
+          maxLength: 43
+          description: BASE64URL(SHA-256(verifier)) without padding (RFC 7636 S256) of a verifier only the client knows.
+        state: { type: string, maxLength: 256, description: The client's own value, given back with the code. }
+        deviceName: { type: string, minLength: 1, maxLength: 200 }
+        platform: { type: string, maxLength: 64 }
+    OIDCAuthorization:
+      type: object
+      required: [authorizationUrl, expiresAt]
+      properties:
+        authorizationUrl: { type: string }
+        expiresAt: { type: string, format: date-time, description: When the login stops being accepted. }
+    OIDCCodeExchange:
+      type: object
+      required: [code, codeVerifier]
+      properties:
+        code: { type: string, minLength: 1, maxLength: 128 }
+        codeVerifier: { type: string, minLength: 43, maxLength: 128 }
     RefreshRequest:
       type: object
       required: [refreshToken]
@@ -759,6 +877,9 @@ components:
         deviceId: { type: string }
         name: { type: string }
         platform: { type: string }
+        person:
+          type: string
+          description: Who signed in, for a device made by an OpenID Connect sign-in (the ID token's `email`, else its `sub`, and the issuer).
         scopes:
           type: array
           items: { $ref: '#/components/schemas/Scope' }

@@ -300,6 +300,128 @@ extension Components {
                 case platform
             }
         }
+        /// - Remark: Generated from `#/components/schemas/OIDCProviderInfo`.
+        public struct OIDCProviderInfo: Codable, Hashable, Sendable {
+            /// The provider's issuer URL.
+            ///
+            /// - Remark: Generated from `#/components/schemas/OIDCProviderInfo/issuer`.
+            public var issuer: Swift.String
+            /// What to call it on a sign-in button (`control.oidc.display-name`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/OIDCProviderInfo/name`.
+            public var name: Swift.String
+            /// Creates a new `OIDCProviderInfo`.
+            ///
+            /// - Parameters:
+            ///   - issuer: The provider's issuer URL.
+            ///   - name: What to call it on a sign-in button (`control.oidc.display-name`).
+            public init(
+                issuer: Swift.String,
+                name: Swift.String
+            ) {
+                self.issuer = issuer
+                self.name = name
+            }
+            public enum CodingKeys: String, CodingKey {
+                case issuer
+                case name
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/OIDCStart`.
+        public struct OIDCStart: Codable, Hashable, Sendable {
+            /// One of `control.oidc.return-uris`, exactly.
+            ///
+            /// - Remark: Generated from `#/components/schemas/OIDCStart/returnUri`.
+            public var returnUri: Swift.String
+            /// BASE64URL(SHA-256(verifier)) without padding (RFC 7636 S256) of a verifier only the client knows.
+            ///
+            /// - Remark: Generated from `#/components/schemas/OIDCStart/codeChallenge`.
+            public var codeChallenge: Swift.String
+            /// The client's own value
+            ///
+            /// - Remark: Generated from `#/components/schemas/OIDCStart/state`.
+            public var state: Swift.String?
+            /// - Remark: Generated from `#/components/schemas/OIDCStart/deviceName`.
+            public var deviceName: Swift.String
+            /// - Remark: Generated from `#/components/schemas/OIDCStart/platform`.
+            public var platform: Swift.String?
+            /// Creates a new `OIDCStart`.
+            ///
+            /// - Parameters:
+            ///   - returnUri: One of `control.oidc.return-uris`, exactly.
+            ///   - codeChallenge: BASE64URL(SHA-256(verifier)) without padding (RFC 7636 S256) of a verifier only the client knows.
+            ///   - state: The client's own value
+            ///   - deviceName:
+            ///   - platform:
+            public init(
+                returnUri: Swift.String,
+                codeChallenge: Swift.String,
+                state: Swift.String? = nil,
+                deviceName: Swift.String,
+                platform: Swift.String? = nil
+            ) {
+                self.returnUri = returnUri
+                self.codeChallenge = codeChallenge
+                self.state = state
+                self.deviceName = deviceName
+                self.platform = platform
+            }
+            public enum CodingKeys: String, CodingKey {
+                case returnUri
+                case codeChallenge
+                case state
+                case deviceName
+                case platform
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/OIDCAuthorization`.
+        public struct OIDCAuthorization: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/OIDCAuthorization/authorizationUrl`.
+            public var authorizationUrl: Swift.String
+            /// When the login stops being accepted.
+            ///
+            /// - Remark: Generated from `#/components/schemas/OIDCAuthorization/expiresAt`.
+            public var expiresAt: Foundation.Date
+            /// Creates a new `OIDCAuthorization`.
+            ///
+            /// - Parameters:
+            ///   - authorizationUrl:
+            ///   - expiresAt: When the login stops being accepted.
+            public init(
+                authorizationUrl: Swift.String,
+                expiresAt: Foundation.Date
+            ) {
+                self.authorizationUrl = authorizationUrl
+                self.expiresAt = expiresAt
+            }
+            public enum CodingKeys: String, CodingKey {
+                case authorizationUrl
+                case expiresAt
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/OIDCCodeExchange`.
+        public struct OIDCCodeExchange: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/OIDCCodeExchange/code`.
+            public var code: Swift.String
+            /// - Remark: Generated from `#/components/schemas/OIDCCodeExchange/codeVerifier`.
+            public var codeVerifier: Swift.String
+            /// Creates a new `OIDCCodeExchange`.
+            ///
+            /// - Parameters:
+            ///   - code:
+            ///   - codeVerifier:
+            public init(
+                code: Swift.String,
+                codeVerifier: Swift.String
+            ) {
+                self.code = code
+                self.codeVerifier = codeVerifier
+            }
+            public enum CodingKeys: String, CodingKey {
+                case code
+                case codeVerifier
+            }
+        }
         /// - Remark: Generated from `#/components/schemas/RefreshRequest`.
         public struct RefreshRequest: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/RefreshRequest/refreshToken`.
@@ -363,6 +485,10 @@ extension Components {
             public var name: Swift.String
             /// - Remark: Generated from `#/components/schemas/Device/platform`.
             public var platform: Swift.String?
+            /// Who signed in, for a device made by an OpenID Connect sign-in (the ID token's `email`, else its `sub`, and the issuer).
+            ///
+            /// - Remark: Generated from `#/components/schemas/Device/person`.
+            public var person: Swift.String?
             /// - Remark: Generated from `#/components/schemas/Device/scopes`.
             public var scopes: [Components.Schemas.Scope]
             /// - Remark: Generated from `#/components/schemas/Device/createdAt`.
@@ -375,6 +501,7 @@ extension Components {
             ///   - deviceId:
             ///   - name:
             ///   - platform:
+            ///   - person: Who signed in, for a device made by an OpenID Connect sign-in (the ID token's `email`, else its `sub`, and the issuer).
             ///   - scopes:
             ///   - createdAt:
             ///   - revokedAt:
@@ -382,6 +509,7 @@ extension Components {
                 deviceId: Swift.String,
                 name: Swift.String,
                 platform: Swift.String? = nil,
+                person: Swift.String? = nil,
                 scopes: [Components.Schemas.Scope],
                 createdAt: Foundation.Date,
                 revokedAt: Foundation.Date? = nil
@@ -389,6 +517,7 @@ extension Components {
                 self.deviceId = deviceId
                 self.name = name
                 self.platform = platform
+                self.person = person
                 self.scopes = scopes
                 self.createdAt = createdAt
                 self.revokedAt = revokedAt
@@ -397,6 +526,7 @@ extension Components {
                 case deviceId
                 case name
                 case platform
+                case person
                 case scopes
                 case createdAt
                 case revokedAt

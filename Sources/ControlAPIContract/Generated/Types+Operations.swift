@@ -1009,6 +1009,596 @@ public enum Operations {
             }
         }
     }
+    /// Whether people may sign in through an OpenID Connect provider, and which.
+    ///
+    /// - Remark: HTTP `GET /v1/auth/oidc`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/get(getOIDCSignIn)`.
+    public enum GetOIDCSignIn {
+        public static let id: Swift.String = "getOIDCSignIn"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/auth/oidc/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetOIDCSignIn.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetOIDCSignIn.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetOIDCSignIn.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            public init(headers: Operations.GetOIDCSignIn.Input.Headers = .init()) {
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/auth/oidc/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.OIDCProviderInfo)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.OIDCProviderInfo {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetOIDCSignIn.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetOIDCSignIn.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The provider people sign in with.
+            ///
+            /// - Remark: Generated from `#/paths//v1/auth/oidc/get(getOIDCSignIn)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetOIDCSignIn.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetOIDCSignIn.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/auth/oidc/get(getOIDCSignIn)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Begin a sign-in through the OpenID Connect provider (authorization code with PKCE).
+    ///
+    /// Answers the provider's authorization URL to open in a browser (an in-app browser
+    /// session on a phone). control-api keeps the login's state, nonce and PKCE verifier for
+    /// ten minutes. After the person signs in, the provider sends the browser to
+    /// `/v1/auth/oidc/callback`, which sends it on to `returnUri` with `code` (a one-time
+    /// sign-in code, good for two minutes) or `error`. The client then trades the code, with
+    /// the verifier of the `codeChallenge` it sent here, at `/v1/auth/oidc/token`: no token
+    /// ever travels in a URL, and a code is useless to anyone but the client that started
+    /// the sign-in. `returnUri` must be one `control.oidc.return-uris` names.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/auth/oidc/start`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/start/post(startOIDCSignIn)`.
+    public enum StartOIDCSignIn {
+        public static let id: Swift.String = "startOIDCSignIn"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/auth/oidc/start/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StartOIDCSignIn.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.StartOIDCSignIn.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.StartOIDCSignIn.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/auth/oidc/start/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/start/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.OIDCStart)
+            }
+            public var body: Operations.StartOIDCSignIn.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            public init(
+                headers: Operations.StartOIDCSignIn.Input.Headers = .init(),
+                body: Operations.StartOIDCSignIn.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/start/POST/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/auth/oidc/start/POST/responses/200/content/application\/json`.
+                    case json(Components.Schemas.OIDCAuthorization)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.OIDCAuthorization {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.StartOIDCSignIn.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.StartOIDCSignIn.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// Where to send the person.
+            ///
+            /// - Remark: Generated from `#/paths//v1/auth/oidc/start/post(startOIDCSignIn)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.StartOIDCSignIn.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.StartOIDCSignIn.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/auth/oidc/start/post(startOIDCSignIn)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// The provider's redirect (`control.oidc.redirect-uri`); sends the browser on to the client.
+    ///
+    /// Exchanges the provider's code (with the PKCE verifier), checks the ID token (signature
+    /// from the provider's JWKS, issuer, audience, expiry, nonce), maps its claims to scopes
+    /// and answers 302 to the login's `returnUri` with `code` and `state` (the client's), or
+    /// with `error` (`access_denied`, `no_scopes`, `provider_error`) and `error_description`.
+    /// An unknown, used or expired `state` answers 400 (there is nowhere safe to send it).
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/auth/oidc/callback`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/callback/get(finishOIDCSignIn)`.
+    public enum FinishOIDCSignIn {
+        public static let id: Swift.String = "finishOIDCSignIn"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/auth/oidc/callback/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/callback/GET/query/state`.
+                public var state: Swift.String?
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/callback/GET/query/code`.
+                public var code: Swift.String?
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/callback/GET/query/error`.
+                public var error: Swift.String?
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/callback/GET/query/error_description`.
+                public var errorDescription: Swift.String?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - state:
+                ///   - code:
+                ///   - error:
+                ///   - errorDescription:
+                public init(
+                    state: Swift.String? = nil,
+                    code: Swift.String? = nil,
+                    error: Swift.String? = nil,
+                    errorDescription: Swift.String? = nil
+                ) {
+                    self.state = state
+                    self.code = code
+                    self.error = error
+                    self.errorDescription = errorDescription
+                }
+            }
+            public var query: Operations.FinishOIDCSignIn.Input.Query
+            /// - Remark: Generated from `#/paths/v1/auth/oidc/callback/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.FinishOIDCSignIn.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.FinishOIDCSignIn.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.FinishOIDCSignIn.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            public init(
+                query: Operations.FinishOIDCSignIn.Input.Query = .init(),
+                headers: Operations.FinishOIDCSignIn.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Found: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/callback/GET/responses/302/headers`.
+                public struct Headers: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/auth/oidc/callback/GET/responses/302/headers/Location`.
+                    public var location: Swift.String
+                    /// Creates a new `Headers`.
+                    ///
+                    /// - Parameters:
+                    ///   - location:
+                    public init(location: Swift.String) {
+                        self.location = location
+                    }
+                }
+                /// Received HTTP response headers
+                public var headers: Operations.FinishOIDCSignIn.Output.Found.Headers
+                /// Creates a new `Found`.
+                ///
+                /// - Parameters:
+                ///   - headers: Received HTTP response headers
+                public init(headers: Operations.FinishOIDCSignIn.Output.Found.Headers) {
+                    self.headers = headers
+                }
+            }
+            /// On to the client's return URI.
+            ///
+            /// - Remark: Generated from `#/paths//v1/auth/oidc/callback/get(finishOIDCSignIn)/responses/302`.
+            ///
+            /// HTTP response code: `302 found`.
+            case found(Operations.FinishOIDCSignIn.Output.Found)
+            /// The associated value of the enum case if `self` is `.found`.
+            ///
+            /// - Throws: An error if `self` is not `.found`.
+            /// - SeeAlso: `.found`.
+            public var found: Operations.FinishOIDCSignIn.Output.Found {
+                get throws {
+                    switch self {
+                    case let .found(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "found",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/auth/oidc/callback/get(finishOIDCSignIn)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Trade a one-time sign-in code and its PKCE verifier for a token pair.
+    ///
+    /// Creates a device for this sign-in (named as `/v1/auth/oidc/start` was told, with the
+    /// person it signed in) holding the scopes the person's claims map to. Refresh, expiry and
+    /// revocation are those of any device.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/auth/oidc/token`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/token/post(exchangeOIDCCode)`.
+    public enum ExchangeOIDCCode {
+        public static let id: Swift.String = "exchangeOIDCCode"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/auth/oidc/token/POST/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ExchangeOIDCCode.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ExchangeOIDCCode.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ExchangeOIDCCode.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/auth/oidc/token/POST/requestBody`.
+            @frozen public enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/token/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.OIDCCodeExchange)
+            }
+            public var body: Operations.ExchangeOIDCCode.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - headers:
+            ///   - body:
+            public init(
+                headers: Operations.ExchangeOIDCCode.Input.Headers = .init(),
+                body: Operations.ExchangeOIDCCode.Input.Body
+            ) {
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/auth/oidc/token/POST/responses/201/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/auth/oidc/token/POST/responses/201/content/application\/json`.
+                    case json(Components.Schemas.TokenPair)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.TokenPair {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ExchangeOIDCCode.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ExchangeOIDCCode.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// The device and its first tokens.
+            ///
+            /// - Remark: Generated from `#/paths//v1/auth/oidc/token/post(exchangeOIDCCode)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.ExchangeOIDCCode.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            public var created: Operations.ExchangeOIDCCode.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/auth/oidc/token/post(exchangeOIDCCode)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// Summary cards and the active swarms (scope `stream:read`).
     ///
     /// - Remark: HTTP `GET /v1/overview`.

@@ -61,6 +61,48 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `POST /v1/auth/token/refresh`.
     /// - Remark: Generated from `#/paths//v1/auth/token/refresh/post(refreshToken)`.
     func refreshToken(_ input: Operations.RefreshToken.Input) async throws -> Operations.RefreshToken.Output
+    /// Whether people may sign in through an OpenID Connect provider, and which.
+    ///
+    /// - Remark: HTTP `GET /v1/auth/oidc`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/get(getOIDCSignIn)`.
+    func getOIDCSignIn(_ input: Operations.GetOIDCSignIn.Input) async throws -> Operations.GetOIDCSignIn.Output
+    /// Begin a sign-in through the OpenID Connect provider (authorization code with PKCE).
+    ///
+    /// Answers the provider's authorization URL to open in a browser (an in-app browser
+    /// session on a phone). control-api keeps the login's state, nonce and PKCE verifier for
+    /// ten minutes. After the person signs in, the provider sends the browser to
+    /// `/v1/auth/oidc/callback`, which sends it on to `returnUri` with `code` (a one-time
+    /// sign-in code, good for two minutes) or `error`. The client then trades the code, with
+    /// the verifier of the `codeChallenge` it sent here, at `/v1/auth/oidc/token`: no token
+    /// ever travels in a URL, and a code is useless to anyone but the client that started
+    /// the sign-in. `returnUri` must be one `control.oidc.return-uris` names.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/auth/oidc/start`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/start/post(startOIDCSignIn)`.
+    func startOIDCSignIn(_ input: Operations.StartOIDCSignIn.Input) async throws -> Operations.StartOIDCSignIn.Output
+    /// The provider's redirect (`control.oidc.redirect-uri`); sends the browser on to the client.
+    ///
+    /// Exchanges the provider's code (with the PKCE verifier), checks the ID token (signature
+    /// from the provider's JWKS, issuer, audience, expiry, nonce), maps its claims to scopes
+    /// and answers 302 to the login's `returnUri` with `code` and `state` (the client's), or
+    /// with `error` (`access_denied`, `no_scopes`, `provider_error`) and `error_description`.
+    /// An unknown, used or expired `state` answers 400 (there is nowhere safe to send it).
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/auth/oidc/callback`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/callback/get(finishOIDCSignIn)`.
+    func finishOIDCSignIn(_ input: Operations.FinishOIDCSignIn.Input) async throws -> Operations.FinishOIDCSignIn.Output
+    /// Trade a one-time sign-in code and its PKCE verifier for a token pair.
+    ///
+    /// Creates a device for this sign-in (named as `/v1/auth/oidc/start` was told, with the
+    /// person it signed in) holding the scopes the person's claims map to. Refresh, expiry and
+    /// revocation are those of any device.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/auth/oidc/token`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/token/post(exchangeOIDCCode)`.
+    func exchangeOIDCCode(_ input: Operations.ExchangeOIDCCode.Input) async throws -> Operations.ExchangeOIDCCode.Output
     /// Summary cards and the active swarms (scope `stream:read`).
     ///
     /// - Remark: HTTP `GET /v1/overview`.
@@ -338,6 +380,74 @@ extension APIProtocol {
         body: Operations.RefreshToken.Input.Body
     ) async throws -> Operations.RefreshToken.Output {
         try await refreshToken(Operations.RefreshToken.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Whether people may sign in through an OpenID Connect provider, and which.
+    ///
+    /// - Remark: HTTP `GET /v1/auth/oidc`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/get(getOIDCSignIn)`.
+    public func getOIDCSignIn(headers: Operations.GetOIDCSignIn.Input.Headers = .init()) async throws -> Operations.GetOIDCSignIn.Output {
+        try await getOIDCSignIn(Operations.GetOIDCSignIn.Input(headers: headers))
+    }
+    /// Begin a sign-in through the OpenID Connect provider (authorization code with PKCE).
+    ///
+    /// Answers the provider's authorization URL to open in a browser (an in-app browser
+    /// session on a phone). control-api keeps the login's state, nonce and PKCE verifier for
+    /// ten minutes. After the person signs in, the provider sends the browser to
+    /// `/v1/auth/oidc/callback`, which sends it on to `returnUri` with `code` (a one-time
+    /// sign-in code, good for two minutes) or `error`. The client then trades the code, with
+    /// the verifier of the `codeChallenge` it sent here, at `/v1/auth/oidc/token`: no token
+    /// ever travels in a URL, and a code is useless to anyone but the client that started
+    /// the sign-in. `returnUri` must be one `control.oidc.return-uris` names.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/auth/oidc/start`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/start/post(startOIDCSignIn)`.
+    public func startOIDCSignIn(
+        headers: Operations.StartOIDCSignIn.Input.Headers = .init(),
+        body: Operations.StartOIDCSignIn.Input.Body
+    ) async throws -> Operations.StartOIDCSignIn.Output {
+        try await startOIDCSignIn(Operations.StartOIDCSignIn.Input(
+            headers: headers,
+            body: body
+        ))
+    }
+    /// The provider's redirect (`control.oidc.redirect-uri`); sends the browser on to the client.
+    ///
+    /// Exchanges the provider's code (with the PKCE verifier), checks the ID token (signature
+    /// from the provider's JWKS, issuer, audience, expiry, nonce), maps its claims to scopes
+    /// and answers 302 to the login's `returnUri` with `code` and `state` (the client's), or
+    /// with `error` (`access_denied`, `no_scopes`, `provider_error`) and `error_description`.
+    /// An unknown, used or expired `state` answers 400 (there is nowhere safe to send it).
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/auth/oidc/callback`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/callback/get(finishOIDCSignIn)`.
+    public func finishOIDCSignIn(
+        query: Operations.FinishOIDCSignIn.Input.Query = .init(),
+        headers: Operations.FinishOIDCSignIn.Input.Headers = .init()
+    ) async throws -> Operations.FinishOIDCSignIn.Output {
+        try await finishOIDCSignIn(Operations.FinishOIDCSignIn.Input(
+            query: query,
+            headers: headers
+        ))
+    }
+    /// Trade a one-time sign-in code and its PKCE verifier for a token pair.
+    ///
+    /// Creates a device for this sign-in (named as `/v1/auth/oidc/start` was told, with the
+    /// person it signed in) holding the scopes the person's claims map to. Refresh, expiry and
+    /// revocation are those of any device.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/auth/oidc/token`.
+    /// - Remark: Generated from `#/paths//v1/auth/oidc/token/post(exchangeOIDCCode)`.
+    public func exchangeOIDCCode(
+        headers: Operations.ExchangeOIDCCode.Input.Headers = .init(),
+        body: Operations.ExchangeOIDCCode.Input.Body
+    ) async throws -> Operations.ExchangeOIDCCode.Output {
+        try await exchangeOIDCCode(Operations.ExchangeOIDCCode.Input(
             headers: headers,
             body: body
         ))

@@ -5,8 +5,9 @@ extension Router where Context == ServiceRequestContext {
     /// What every OpenAPI service puts on its router: `document` served at `/openapi.yaml`, then,
     /// for the routes `register` adds (the generated `registerHandlers(on:middlewares:)`), the
     /// shared error envelope, the request scope (request id, client address behind
-    /// `trustedProxies`), `authentication` (the operations' credential table) and a request
-    /// that sends no body reaching its operation without one (``NoBodyMiddleware``).
+    /// `trustedProxies`), `authentication` (the operations' credential table), a request
+    /// that sends no body reaching its operation without one (``NoBodyMiddleware``) and a
+    /// redirect's `Location` as the operation wrote it (``RedirectLocationMiddleware``).
     public func addOpenAPIOperations(
         document: String,
         trustedProxies: Set<String>,
@@ -18,6 +19,6 @@ extension Router where Context == ServiceRequestContext {
         }
         self.add(middleware: OpenAPIErrorMiddleware())
         self.add(middleware: RequestScopeMiddleware(trustedProxies: trustedProxies))
-        try register([authentication, NoBodyMiddleware()])
+        try register([authentication, NoBodyMiddleware(), RedirectLocationMiddleware()])
     }
 }
