@@ -50,6 +50,22 @@ async function render() {
     if (here) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
+  if (path === '/signin/oidc') {
+    // Back from the provider: trade the one-time code, then leave its address (and the code) behind.
+    let problem = null;
+    try {
+      await session.finishProviderSignIn(new URLSearchParams(location.search));
+    } catch (error) {
+      problem = error;
+    }
+    history.replaceState(null, '', '/');
+    if (problem) {
+      document.title = 'Sign in · Swarmdeck';
+      signIn(main, () => render(), problem);
+      return;
+    }
+    return render();
+  }
   if (!session.current()) {
     document.title = 'Sign in · Swarmdeck';
     signIn(main, () => render());

@@ -131,6 +131,63 @@ export async function enrol(code, deviceName) {
   }
 }
 
+// Sign-in through the organisation's OpenID Connect provider (control-api is the relying party,
+// docs/control-api.md). This tab keeps a PKCE verifier of its own while the browser is at the
+// provider; the one-time code that comes back is worth nothing without it.
+const PROVIDER_KEY = 'swarmdeck.oidc';
+
+function base64url(bytes) {
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** The provider people may sign in with ({issuer, name}), or null when there is none. */
+export async function provider() {
+  try {
+    const response = await fetch('/v1/auth/oidc', { headers: { Accept: 'application/json' }, credentials: 'omit', cache: 'no-store' });
+    return response.ok ? await response.json() : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Sends the browser to the provider; it comes back to /signin/oidc. */
+export async function startProviderSignIn(deviceName) {
+  if (!crypto.subtle) throw new AuthError('This page is not served over HTTPS (or from this machine), so the browser cannot make the sign-in\'s proof key.');
+  const verifier = base64url(crypto.getRandomValues(new Uint8Array(32)));
+  const state = base64url(crypto.getRandomValues(new Uint8Array(16)));
+  const challenge = base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))));
+  let started;
+  try {
+    started = await post('/v1/auth/oidc/start', {
+      returnUri: `${location.origin}/signin/oidc`,
+      codeChallenge: challenge,
+      state,
+      deviceName,
+      platform: 'web',
+    });
+  } catch (error) {
+    throw new AuthError(error.message);
+  }
+  sessionStorage.setItem(PROVIDER_KEY, JSON.stringify({ verifier, state }));
+  location.assign(started.authorizationUrl);
+}
+
+/** Finishes a provider sign-in with the address's `code` (or says why it did not work). */
+export async function finishProviderSignIn(query) {
+  const kept = JSON.parse(sessionStorage.getItem(PROVIDER_KEY) ?? 'null');
+  sessionStorage.removeItem(PROVIDER_KEY);
+  if (!kept || query.get('state') !== kept.state) throw new AuthError('This sign-in was not started in this tab: start it again.');
+  const error = query.get('error');
+  if (error === 'no_scopes') throw new AuthError('You signed in, but none of your groups gives you access to Swarmdeck: ask your admin.');
+  if (error === 'access_denied') throw new AuthError('The sign-in was cancelled at the provider.');
+  if (error) throw new AuthError(`The sign-in did not work: ${query.get('error_description') ?? error}`);
+  try {
+    write(fromPair(await post('/v1/auth/oidc/token', { code: query.get('code') ?? '', codeVerifier: kept.verifier })));
+  } catch (error) {
+    throw new AuthError(error.message);
+  }
+}
+
 export function signOut() {
   write(null);
 }
