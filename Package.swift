@@ -234,7 +234,7 @@ let package = Package(
             name: "SwarmdeckTools",
             dependencies: [
                 "ApprovalsContract", "ControlAPIContract", "OTLP", "ServiceKit", argumentParser, asyncHTTPClient, httpTypes, hummingbirdWSClient,
-                nioCore, nioHTTP1, openAPIAsyncHTTPClient,
+                nioCore, nioHTTP1, nioSSL, openAPIAsyncHTTPClient,
                 openAPIRuntime, swiftProtobuf,
             ],
             swiftSettings: swiftSettings

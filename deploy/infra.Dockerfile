@@ -52,7 +52,9 @@ COPY deploy/edge/nginx.compose.conf /etc/nginx/nginx.conf
 # The web console: static files, served at the paths of the services' webUrl links.
 COPY web/console /srv/swarmdeck/console
 COPY deploy/staging/http-ok /usr/local/bin/http-ok
+COPY deploy/edge/edge-entrypoint /usr/local/bin/edge-entrypoint
 # Debian's www-data; temporary files and the pid go to /tmp (see nginx.compose.conf).
 USER www-data
-EXPOSE 8080
-CMD ["nginx", "-g", "daemon off;"]
+# 8443 HTTPS and WSS (its certificate from /run/secrets), 8080 plain HTTP that only redirects.
+EXPOSE 8080 8443
+CMD ["edge-entrypoint"]

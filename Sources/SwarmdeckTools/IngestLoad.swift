@@ -116,7 +116,7 @@ public struct IngestLoad: Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: self.connections)
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let client = ClientTrust.httpClient(configuration)
         let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
         let start = ContinuousClock.now
         let deadline = start + self.duration

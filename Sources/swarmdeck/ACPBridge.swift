@@ -288,6 +288,7 @@ actor ACPBridge {
                 try await WebSocketClient.connect(
                     url: url,
                     configuration: .bearer(token, maxFrameSize: 8 << 20),
+                    tlsConfiguration: ClientTrust.tlsConfiguration(),
                     logger: Logger(label: "acp", factory: { _ in SwiftLogNoOpLogHandler() })
                 ) { inbound, outbound, _ in
                     try await outbound.write(.text(String(decoding: subscribe, as: UTF8.self)))

@@ -240,7 +240,7 @@ struct AgentCommand: AsyncParsableCommand {
             let relay = try await GateRelay.start(owner: user.map { ($0.uid, $0.gid) }) { request in
                 await connectorRef.connector().requestGate(request)
             }
-            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            let client = ClientTrust.httpClient()
             // The command's OpenTelemetry export goes to a relay of ours on loopback, which
             // forwards it to ingest with the key, stamped with this agent.
             var telemetry: (relay: TelemetryRelay, environment: RelayEnvironment)?

@@ -38,7 +38,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let key = try IngestTargetOptions.ingestKey(self.key)
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let client = ClientTrust.httpClient()
         let run = String(UInt64.random(in: 0..<UInt64.max), radix: 36)
         let deadline = self.duration > 0 ? ContinuousClock.now + .seconds(self.duration) : nil
         var simulated = (0..<self.agents).map { DemoAgent(index: $0, run: run) }

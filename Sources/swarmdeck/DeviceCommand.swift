@@ -28,7 +28,7 @@ struct DeviceCommand: AsyncParsableCommand {
         func withClient<T>(_ body: (Client) async throws -> T) async throws -> T {
             let signer = try await self.signing.signer()
             let token = try await signer.sign(tenant: self.tenant, subject: "cli-admin", scopes: [.admin], lifetime: .seconds(120))
-            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let http = ClientTrust.httpClient()
             do {
                 let result = try await body(try Client.controlAPI(url: self.url, credential: token, httpClient: http, timeout: .seconds(10)))
                 try await http.shutdown()

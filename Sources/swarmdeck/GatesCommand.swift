@@ -19,7 +19,7 @@ struct OperatorOptions: ParsableArguments {
             throw ValidationError("give --token or set SWARMDECK_TOKEN (source .swarmdeck/local.env)")
         }
         let url = self.url ?? environment["SWARMDECK_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let http = ClientTrust.httpClient()
         do {
             let result = try await body(try Client.approvals(url: url, credential: token, httpClient: http))
             try await http.shutdown()

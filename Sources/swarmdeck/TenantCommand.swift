@@ -54,7 +54,7 @@ struct TenantCommand: AsyncParsableCommand {
                 scopes: self.scopes.isEmpty ? nil : self.scopes.compactMap(Components.Schemas.Scope.init(rawValue:)),
                 ttlSeconds: self.ttl
             )
-            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            let client = ClientTrust.httpClient()
             let answer: Operations.CreateEnrolmentCodes.Output
             do {
                 let control = try Client.controlAPI(url: self.url, credential: token, httpClient: client, timeout: .seconds(10))

@@ -228,6 +228,7 @@ def pause(args):
 
 
 def ws_url(edge):
+    # https://… becomes wss://…; the CA Python trusts is SSL_CERT_FILE (the smoke sets it).
     return edge.replace("http", "ws", 1) + "/v1/stream?protocol=1"
 
 
