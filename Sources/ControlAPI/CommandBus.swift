@@ -68,8 +68,9 @@ struct CommandBus: Sendable {
 
     /// Publishes commands and waits until JetStream stored each (a repeat of a stored one is
     /// stored once, and answered with its first sequence). Returns the ids stored and their
-    /// stream sequences.
-    func publish(_ commands: [ControlStore.IssuedCommand], requestID: String?) async -> [(commandID: String, sequence: UInt64)] {
+    /// stream sequences. `headers`: the request's correlation (``RequestScope/busHeaders``:
+    /// `x-request-id`, `traceparent`), none for the dispatcher's retries.
+    func publish(_ commands: [ControlStore.IssuedCommand], headers: NATSHeaders) async -> [(commandID: String, sequence: UInt64)] {
         var stored: [(commandID: String, sequence: UInt64)] = []
         for command in commands {
             var message = BusControlCommand()
@@ -84,8 +85,6 @@ struct CommandBus: Sendable {
             message.actor = command.actor
             message.issuedUnixNano = Int64(command.issuedAt.timeIntervalSince1970 * 1e9)
             message.expiresUnixNano = Int64(command.expiresAt.timeIntervalSince1970 * 1e9)
-            var headers: NATSHeaders = [:]
-            if let requestID { headers[HeaderName.requestID] = requestID }
             do {
                 let payload: [UInt8] = try message.serializedBytes()
                 let ack = try await self.jetStream.publish(

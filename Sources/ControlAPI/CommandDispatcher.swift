@@ -22,7 +22,7 @@ struct CommandDispatcher: Service {
         do {
             let pending = try await self.store.unpublished(olderThan: .seconds(2), limit: 500)
             guard !pending.isEmpty else { return }
-            let stored = await self.bus.publish(pending, requestID: nil)
+            let stored = await self.bus.publish(pending, headers: [:])
             try await self.store.markPublished(stored)
             self.logger.notice("published commands the request path had not", metadata: ["count": "\(stored.count)"])
         } catch {

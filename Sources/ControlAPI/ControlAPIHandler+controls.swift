@@ -153,7 +153,7 @@ extension ControlAPIHandler {
         case .replayed(let receipt):
             return (receipt, true)
         case .created(let receipt, let commands):
-            let stored = await self.bus.publish(commands, requestID: self.requestID)
+            let stored = await self.bus.publish(commands, headers: RequestScope.current?.busHeaders ?? [:])
             try? await self.store.markPublished(stored)
             return (receipt, false)
         }

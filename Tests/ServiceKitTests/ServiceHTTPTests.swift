@@ -36,6 +36,10 @@ struct ServiceHTTPTests {
                 let identity = try context.requireIdentity()
                 return "\(identity.tenant)/\(identity.subject)/\(identity.scopes.map(\.rawValue).sorted().joined(separator: ","))"
             }
+        // What a request's log lines carry as correlation.
+        router.get("v1/log-metadata") { _, context -> String in
+            "\(context.logger[metadataKey: "request_id"].map { "\($0)" } ?? "-") \(context.logger[metadataKey: "trace_id"].map { "\($0)" } ?? "-")"
+        }
         router.post("v1/fail") { _, _ -> String in
             throw APIError(.invalidRequest, "reason is too long", details: ["reason": "at most 500 characters"])
         }
@@ -165,6 +169,19 @@ struct ServiceHTTPTests {
                 #expect(body.requestId == "req-9")
                 #expect(body.code == .invalidRequest)
                 #expect(body.details == ["reason": "at most 500 characters"])
+            }
+        }
+    }
+
+    @Test("a valid traceparent's trace id goes into the request's log metadata beside its request id; an invalid one does not")
+    func traceInLogs() async throws {
+        try await Self.application().test(.router) { client in
+            let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+            try await client.execute(uri: "/v1/log-metadata", method: .get, headers: [.requestID: "r-1", .traceParent: trace]) { response in
+                #expect(String(buffer: response.body) == "r-1 4bf92f3577b34da6a3ce929d0e0e4736")
+            }
+            try await client.execute(uri: "/v1/log-metadata", method: .get, headers: [.requestID: "r-2", .traceParent: "00-xyz"]) { response in
+                #expect(String(buffer: response.body) == "r-2 -")
             }
         }
     }

@@ -84,7 +84,11 @@ struct ServiceEventIntake: Service {
             answer.error = "not a ServiceEventBatch: \(error)"
         }
         if !answer.error.isEmpty {
-            self.logger.warning("service events refused", metadata: ["error": "\(answer.error)"])
+            // The sender's correlation, when a request caused the batch (ServiceEventSender).
+            var metadata: Logger.Metadata = ["error": "\(answer.error)"]
+            if let requestID = message.headers[HeaderName.requestID] { metadata["request_id"] = "\(requestID.prefix(128))" }
+            if let trace = TraceParent(message.headers[TraceParent.headerName]) { metadata["trace_id"] = "\(trace.traceID)" }
+            self.logger.warning("service events refused", metadata: metadata)
         }
         do {
             try self.connection.publish(try answer.serializedBytes() as [UInt8], to: reply)

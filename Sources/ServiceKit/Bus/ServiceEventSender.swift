@@ -4,7 +4,8 @@ import SwiftProtobuf
 
 /// Adds a service's events to a tenant's event log through ingest (the service lane,
 /// ``Subjects/serviceEvents``): returns once ingest has committed them. A repeated msgId is
-/// stored once, so a retry after a lost answer is safe.
+/// stored once, so a retry after a lost answer is safe. Sent while serving an HTTP request, the
+/// batch carries the request's `x-request-id` and `traceparent` (``RequestScope/busHeaders``).
 public struct ServiceEventSender: Sendable {
     public let connection: NATSConnection
     public let subjects: Subjects
@@ -30,9 +31,11 @@ public struct ServiceEventSender: Sendable {
         var batch = BusServiceEventBatch()
         batch.tenantID = tenant
         batch.events = events
+        // Sent while serving a request: its correlation goes with it (ingest logs by it).
         let reply = try await self.connection.request(
             try batch.serializedBytes() as [UInt8],
             to: subject ?? self.subjects.serviceEvents,
+            headers: RequestScope.current?.busHeaders ?? [:],
             timeout: self.timeout
         )
         let answer = try BusServiceEventReply(serializedBytes: reply.payload)

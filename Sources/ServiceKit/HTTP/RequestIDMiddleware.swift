@@ -5,7 +5,8 @@ public import Hummingbird
 
 /// Gives every request a correlation id, puts it in the logger's metadata and echoes it as
 /// `x-request-id` on every response. A client id is kept when it is 1–128 characters of
-/// `[A-Za-z0-9._:-]`; otherwise a new UUID is used (ids end up in logs and JSON).
+/// `[A-Za-z0-9._:-]`; otherwise a new UUID is used (ids end up in logs and JSON). A valid W3C
+/// `traceparent` (``TraceParent``) is kept for the bus, its trace id logged as `trace_id`.
 public struct RequestIDMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
 
@@ -20,6 +21,10 @@ public struct RequestIDMiddleware: RouterMiddleware {
         let id = Self.id(sent: request.headers[.requestID])
         context.requestID = id
         context.logger[metadataKey: "request_id"] = .string(id)
+        if let trace = TraceParent(request.headers[.traceParent]) {
+            context.traceParent = trace
+            context.logger[metadataKey: "trace_id"] = .string(String(trace.traceID))
+        }
         var response = try await next(request, context)
         response.headers[.requestID] = id
         return response
@@ -48,6 +53,8 @@ public struct RequestIDMiddleware: RouterMiddleware {
 extension HTTPField.Name {
     /// `x-request-id`.
     public static let requestID = HTTPField.Name(HeaderName.requestID)!
+    /// `traceparent` (W3C Trace Context).
+    public static let traceParent = HTTPField.Name(TraceParent.headerName)!
     /// `x-forwarded-for`, which the edge appends the client's address to.
     public static let xForwardedFor = HTTPField.Name("x-forwarded-for")!
 }

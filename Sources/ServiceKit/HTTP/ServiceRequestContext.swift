@@ -5,6 +5,8 @@ public struct ServiceRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The correlation id: the client's `x-request-id` if it sent a valid one, else a new one.
     public var requestID: String
+    /// The client's W3C `traceparent`, when it sent a valid one (passed on onto the bus).
+    public var traceParent: TraceParent?
     /// Who is calling, once an authentication middleware has run.
     public var identity: AccessIdentity?
     /// The tenant of the agent calling, once ``AgentAuthenticationMiddleware`` has run.
@@ -15,6 +17,7 @@ public struct ServiceRequestContext: RequestContext {
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.requestID = ""
+        self.traceParent = nil
         self.identity = nil
         self.agentTenant = nil
         self.peerAddress = source.channel.remoteAddress?.ipAddress

@@ -1,3 +1,4 @@
+import Contracts
 public import Hummingbird
 public import Logging
 
@@ -14,6 +15,16 @@ public struct RequestScope: Sendable {
     public var logger: Logger
     /// Where the request comes from (``ClientAddress``), for limits per source.
     public var clientAddress: String
+    /// The client's W3C `traceparent`, when it sent a valid one.
+    public var traceParent: TraceParent? = nil
+
+    /// `x-request-id` and, when the client sent one, `traceparent`: the headers a message this
+    /// request causes carries on the bus.
+    public var busHeaders: NATSHeaders {
+        var headers: NATSHeaders = [HeaderName.requestID: self.requestID]
+        if let trace = self.traceParent { headers[TraceParent.headerName] = trace.header }
+        return headers
+    }
 }
 
 /// Sets ``RequestScope/current`` for the rest of the request, and bounds the body: an OpenAPI
@@ -44,7 +55,7 @@ public struct RequestScopeMiddleware: RouterMiddleware {
             forwardedFor: request.headers[.xForwardedFor],
             trustedProxies: self.trustedProxies
         )
-        let scope = RequestScope(requestID: context.requestID, logger: context.logger, clientAddress: client)
+        let scope = RequestScope(requestID: context.requestID, logger: context.logger, clientAddress: client, traceParent: context.traceParent)
         return try await RequestScope.$current.withValue(scope) {
             try await next(request, context)
         }

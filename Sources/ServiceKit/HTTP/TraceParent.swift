@@ -1,0 +1,39 @@
+/// A W3C Trace Context `traceparent` header (https://www.w3.org/TR/trace-context/ §3.2):
+/// `00-<trace-id: 32 hex>-<parent-id: 16 hex>-<flags: 2 hex>`, lowercase. The services create no
+/// spans of their own: a valid one is passed on as it came (onto the bus, beside `x-request-id`)
+/// and its trace id is put in the request's log lines, so one trace can be followed from a phone
+/// through the edge, a service and the bus to an agent. An invalid one is ignored, as the
+/// specification asks.
+public struct TraceParent: Sendable, Hashable {
+    /// The header as received (a version past 00 is kept to its first four fields).
+    public let header: String
+    /// The trace's id, 32 lowercase hex digits, not all zero.
+    public let traceID: Substring
+    /// The caller's span id, 16 lowercase hex digits, not all zero.
+    public let parentID: Substring
+
+    /// The header's name.
+    public static let headerName = "traceparent"
+
+    /// The parsed header, or nil when `text` is not a valid `traceparent`.
+    public init?(_ text: String?) {
+        guard let text, text.utf8.count >= 55, text.utf8.count <= 512 else { return nil }
+        let fields = text.split(separator: "-", maxSplits: 4, omittingEmptySubsequences: false)
+        guard fields.count >= 4 else { return nil }
+        let (version, trace, parent, flags) = (fields[0], fields[1], fields[2], fields[3].prefix(2))
+        guard version.utf8.count == 2, Self.isHex(version), version != "ff",
+            trace.utf8.count == 32, Self.isHex(trace), trace.contains(where: { $0 != "0" }),
+            parent.utf8.count == 16, Self.isHex(parent), parent.contains(where: { $0 != "0" }),
+            flags.utf8.count == 2, Self.isHex(flags)
+        else { return nil }
+        // Version 00 is exactly 55 characters; a later version may add fields after a dash.
+        guard version == "00" ? text.utf8.count == 55 : fields[3].utf8.count == 2 else { return nil }
+        self.header = version == "00" ? text : [version, trace, parent, flags].joined(separator: "-")
+        self.traceID = trace
+        self.parentID = parent
+    }
+
+    private static func isHex(_ text: Substring) -> Bool {
+        text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}
