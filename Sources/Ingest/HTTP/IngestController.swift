@@ -64,7 +64,10 @@ struct IngestController: Sendable {
 
     // MARK: Native batches
 
-    struct BatchResponse: ResponseEncodable {
+    /// A batch's answer: the counts, then each event's outcome in the request's order. Written
+    /// by hand (``json()``): Foundation's encoder cost a result object per event on the hot path.
+    /// The same JSON values as its `Encodable` form, absent fields left out (`BatchResponseTests`).
+    struct BatchResponse: ResponseGenerator, Encodable {
         struct Result: Encodable {
             var msgId: String?
             var status: String
@@ -76,6 +79,45 @@ struct IngestController: Sendable {
         var duplicates: Int
         var rejected: Int
         var results: [Result]
+
+        func response(from request: Request, context: some RequestContext) throws -> Response {
+            Response(
+                status: .ok,
+                headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: self.json()))
+            )
+        }
+
+        func json() -> [UInt8] {
+            var writer = JSONWriter(capacity: 64 + self.results.count * 48)
+            writer.raw("{\"accepted\":")
+            writer.integer(Int64(self.accepted))
+            writer.key("duplicates")
+            writer.integer(Int64(self.duplicates))
+            writer.key("rejected")
+            writer.integer(Int64(self.rejected))
+            writer.key("results")
+            writer.raw("[")
+            for (index, result) in self.results.enumerated() {
+                writer.raw(index == 0 ? "{\"status\":" : ",{\"status\":")
+                writer.string(result.status)
+                if let msgId = result.msgId {
+                    writer.key("msgId")
+                    writer.string(msgId)
+                }
+                if let seq = result.seq {
+                    writer.key("seq")
+                    writer.integer(seq)
+                }
+                if let reason = result.reason {
+                    writer.key("reason")
+                    writer.string(reason)
+                }
+                writer.raw("}")
+            }
+            writer.raw("]}")
+            return writer.bytes
+        }
     }
 
     private func ingest(_ request: Request, context: ServiceRequestContext) async throws -> BatchResponse {
