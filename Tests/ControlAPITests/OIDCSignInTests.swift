@@ -240,7 +240,9 @@ struct OIDCSignInTests {
         }
     }
 
-    @Test("abuse: logins under way are bounded (429 past control.oidc.max-pending-logins); without an issuer every sign-in operation is 404")
+    @Test(
+        "abuse: logins under way are bounded (429 past control.oidc.max-pending-logins), every sign-in operation is limited per source (429); without an issuer each is 404"
+    )
     func bounds() async throws {
         let (provider, harness) = try await Self.setUp(["CONTROL_OIDC_MAX_PENDING_LOGINS": "3"])
         defer { withExtendedLifetime(provider) {} }
@@ -248,6 +250,15 @@ struct OIDCSignInTests {
             for _ in 0..<3 { #expect(try await Self.start(control, verifier: PKCE.verifier()).0 == .ok) }
             let (full, envelope) = try await Self.start(control, verifier: PKCE.verifier())
             #expect(full == .tooManyRequests && envelope.errorCode == "RateLimited")
+        }
+        // Every sign-in operation counts against control.auth-per-minute per source address.
+        let (limitedProvider, limited) = try await Self.setUp(["CONTROL_AUTH_PER_MINUTE": "2"])
+        defer { withExtendedLifetime(limitedProvider) {} }
+        try await limited.run { _, control in
+            #expect(try await Self.start(control, verifier: PKCE.verifier()).0 == .ok)
+            #expect(try await Self.callback(control, query: "state=unknown&code=x").0 == .badRequest)
+            let (third, envelope) = try await H.call(control, .post, "/v1/auth/oidc/token", json: ["code": "sdo_x", "codeVerifier": PKCE.verifier()])
+            #expect(third == .tooManyRequests && envelope.errorCode == "RateLimited")
         }
         let plain = try await ControlHarness()
         try await plain.run { _, control in
