@@ -30,3 +30,34 @@ extension ControlAPIHandler {
         return .ok(.init(body: .json(.init(events: frames, nextBefore: nextBefore))))
     }
 }
+
+extension ControlAPIHandler {
+    /// The most bytes of frames one trace answer holds.
+    static let traceMaxBytes = 2 << 20
+
+    func getTrace(_ input: Operations.GetTrace.Input) async throws -> Operations.GetTrace.Output {
+        let identity = try Caller.person()
+        let traceID = input.path.traceId
+        guard traceID.utf8.count == 32, traceID.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            throw APIError(.invalidRequest, "traceId must be 32 lowercase hex digits")
+        }
+        try InputCheck.range(input.query.limit, "limit", 1...1000)
+        let limit = input.query.limit ?? 500
+        let (events, read) = try await self.eventLog.traceSpans(tenant: identity.tenant, traceID: traceID, limit: limit, maxBytes: Self.traceMaxBytes)
+        guard !events.isEmpty else { throw APIError(.notFound, "no span of this trace is in the event log") }
+        let decoder = JSONDecoder()
+        let spans = try events.map { try decoder.decode(Components.Schemas.Trace.SpansPayloadPayload.self, from: Data(buffer: $0.frame)) }
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        traceId: traceID,
+                        spans: spans,
+                        truncated: events.count < read || read >= limit,
+                        webUrl: self.webURL("traces", traceID)
+                    )
+                )
+            )
+        )
+    }
+}

@@ -55,6 +55,7 @@ struct ControlAPIHandler: Sendable {
         Operations.GetSwarm.id: .accessToken(anyOf: [.streamRead]),
         Operations.GetAgent.id: .accessToken(anyOf: [.streamRead]),
         Operations.ListAgentEvents.id: .accessToken(anyOf: [.streamRead]),
+        Operations.GetTrace.id: .accessToken(anyOf: [.streamRead]),
         Operations.ListWorkers.id: .accessToken(anyOf: [.streamRead]),
         Operations.GetWorker.id: .accessToken(anyOf: [.streamRead]),
         Operations.GetControl.id: .accessToken(anyOf: [.streamRead]),

@@ -1,3 +1,4 @@
+import Contracts
 public import ServiceKit
 
 /// Ingest's schema (`ingest` by default): tenants with their sequence counters, ingest keys, the event log and
@@ -255,6 +256,17 @@ public enum EventLogMigrations {
                 -- each day partition gets its own, and those created later too. Built under a
                 -- SHARE lock: appends wait while an existing log is indexed (docs/ingest.md).
                 CREATE INDEX events_agent_seq ON events (tenant_id, agent_id, seq);
+                """
+        ),
+        Migration(
+            version: 9,
+            name: "a trace's spans",
+            sql: """
+                -- A trace's spans (control-api's GET /v1/traces/{traceId}) through an index of the
+                -- trace events only, on the traceId their frames hold: ingest writes nothing new,
+                -- the index computes it. Built under a SHARE lock, as migration 8 (docs/ingest.md).
+                CREATE INDEX events_trace ON events (tenant_id, (\(EventLogReader.traceIDExpression)), seq)
+                    WHERE kind = \(BusEventKind.trace.rawValue);
                 """
         ),
     ]

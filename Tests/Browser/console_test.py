@@ -397,12 +397,27 @@ def test_every_web_url_opens_its_object(c):
     # Context sessions (the demo's agents report usage with a session id): seed 000's session link.
     sessions = poll(lambda: ok("GET", "/v1/context-health?limit=3")["sessions"], timeout=20)
     links += [(s["webUrl"], f"Session {s['sessionId']}") for s in sessions]
+    # A trace of two spans over two agents: seed 000's trace link, through the edge's /v1/traces/.
+    trace_id = uuid.uuid4().hex
+    ingest([
+        {"swarmId": "browser", "agentId": "tracer-1", "kind": "trace", "name": "agent.run", "spanId": "00000000000000a1", "traceId": trace_id,
+         "durationMs": 40},
+        {"swarmId": "browser", "agentId": "tracer-2", "kind": "trace", "name": "tool.call", "spanId": "00000000000000a2", "traceId": trace_id,
+         "parentSpanId": "00000000000000a1", "durationMs": 12, "status": "ok"},
+    ])
+    trace = poll(lambda: ok("GET", f"/v1/traces/{trace_id}"), timeout=20)
+    assert [s["agentId"] for s in trace["spans"]] == ["tracer-1", "tracer-2"], trace
+    links.append((trace["webUrl"], f"Trace {trace_id}"))
     kinds = {url.split("/")[3] for url, _ in links}
-    assert {"swarms", "agents", "workers", "sessions", "gates", "incidents"} <= kinds, f"too few kinds of webUrl to check: {kinds}"
+    assert {"swarms", "agents", "workers", "sessions", "gates", "incidents", "traces"} <= kinds, f"too few kinds of webUrl to check: {kinds}"
     for url, shows in links:
         assert url.startswith(EDGE + "/"), f"{url} is not on the edge"
         c.open(url[len(EDGE):])
         assert shows in c.h1() or shows in c.text(), f"{url} does not show {shows!r}: {c.h1()!r}"
+    # The trace's page shows the child under its parent, and both agents.
+    c.open(f"/traces/{trace_id}")
+    spans = c.text("#main table")
+    assert "agent.run" in spans and "· tool.call" in spans and "tracer-2" in spans, spans
 
 
 def test_terminal_view_is_read_only_without_terminal_write(c):

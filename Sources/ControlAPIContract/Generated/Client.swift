@@ -1643,6 +1643,106 @@ public struct Client: APIProtocol {
             }
         )
     }
+    /// A trace's spans (its `trace` events, oldest first; scope `stream:read`), with the console page that shows it (seed 000's `trace.webUrl`).
+    ///
+    /// The trace events of the caller's tenant whose frame holds this `traceId` (32 lowercase hex
+    /// digits, as W3C Trace Context and OpenTelemetry write them), read through the event log's
+    /// index of trace events; each is the frame /v1/stream sends. At most `limit` spans and 2 MiB
+    /// of frames; `truncated` says more may exist. A trace of no span answers 404.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/traces/{traceId}`.
+    /// - Remark: Generated from `#/paths//v1/traces/{traceId}/get(getTrace)`.
+    public func getTrace(_ input: Operations.GetTrace.Input) async throws -> Operations.GetTrace.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.GetTrace.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/traces/{}",
+                    parameters: [
+                        input.path.traceId
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .get
+                )
+                suppressMutabilityWarning(&request)
+                try converter.setQueryItemAsURI(
+                    in: &request,
+                    style: .form,
+                    explode: true,
+                    name: "limit",
+                    value: input.query.limit
+                )
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 200:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.GetTrace.Output.Ok.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.Trace.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .ok(.init(body: body))
+                default:
+                    let headers: Components.Responses._Error.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses._Error.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.ErrorEnvelope.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .`default`(
+                        statusCode: response.status.code,
+                        .init(
+                            headers: headers,
+                            body: body
+                        )
+                    )
+                }
+            }
+        )
+    }
     /// Pause, resume or terminate one agent (scope `agents:control`).
     ///
     /// - Remark: HTTP `POST /v1/agents/{agentId}/control`.

@@ -338,6 +338,32 @@ paths:
             application/json:
               schema: { $ref: '#/components/schemas/AgentEvents' }
         default: { $ref: '#/components/responses/Error' }
+  /v1/traces/{traceId}:
+    get:
+      operationId: getTrace
+      tags: [fleet]
+      summary: A trace's spans (its `trace` events, oldest first; scope `stream:read`), with the console page that shows it (seed 000's `trace.webUrl`).
+      description: |
+        The trace events of the caller's tenant whose frame holds this `traceId` (32 lowercase hex
+        digits, as W3C Trace Context and OpenTelemetry write them), read through the event log's
+        index of trace events; each is the frame /v1/stream sends. At most `limit` spans and 2 MiB
+        of frames; `truncated` says more may exist. A trace of no span answers 404.
+      parameters:
+        - name: traceId
+          in: path
+          required: true
+          schema: { type: string, pattern: '^[0-9a-f]{32}$' }
+        - name: limit
+          in: query
+          required: false
+          schema: { type: integer, minimum: 1, maximum: 1000, default: 500 }
+      responses:
+        '200':
+          description: The trace.
+          content:
+            application/json:
+              schema: { $ref: '#/components/schemas/Trace' }
+        default: { $ref: '#/components/responses/Error' }
   /v1/agents/{agentId}/control:
     post:
       operationId: controlAgent
@@ -957,6 +983,17 @@ components:
           type: integer
           format: int64
           description: Present when older events may exist; send it as `before` for the page before.
+    Trace:
+      type: object
+      required: [traceId, spans, truncated, webUrl]
+      properties:
+        traceId: { type: string }
+        spans:
+          type: array
+          description: The frames /v1/stream sends for the trace's events (`type` traceEvent), oldest first.
+          items: { type: object, additionalProperties: true }
+        truncated: { type: boolean, description: 'More spans may exist than `limit` or the 2 MiB let through.' }
+        webUrl: { type: string, description: '`control.web-base-url` + `/traces/{traceId}`.' }
     AgentTerminal:
       type: object
       description: >-

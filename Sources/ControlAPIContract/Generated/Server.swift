@@ -225,6 +225,17 @@ extension APIProtocol {
         )
         try transport.register(
             {
+                try await server.getTrace(
+                    request: $0,
+                    body: $1,
+                    metadata: $2
+                )
+            },
+            method: .get,
+            path: server.apiPathComponentsWithServerPrefix("/v1/traces/{traceId}")
+        )
+        try transport.register(
+            {
                 try await server.controlAgent(
                     request: $0,
                     body: $1,
@@ -1810,6 +1821,96 @@ fileprivate extension UniversalServer where APIHandler: APIProtocol {
                 )
                 let headers: Operations.ListAgentEvents.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
                 return Operations.ListAgentEvents.Input(
+                    path: path,
+                    query: query,
+                    headers: headers
+                )
+            },
+            serializer: { output, request in
+                switch output {
+                case let .ok(value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: 200)
+                    suppressMutabilityWarning(&response)
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                case let .`default`(statusCode, value):
+                    suppressUnusedWarning(value)
+                    var response = HTTPTypes.HTTPResponse(soar_statusCode: statusCode)
+                    suppressMutabilityWarning(&response)
+                    try converter.setHeaderFieldAsURI(
+                        in: &response.headerFields,
+                        name: "Retry-After",
+                        value: value.headers.retryAfter
+                    )
+                    let body: OpenAPIRuntime.HTTPBody
+                    switch value.body {
+                    case let .json(value):
+                        try converter.validateAcceptIfPresent(
+                            "application/json",
+                            in: request.headerFields
+                        )
+                        body = try converter.setResponseBodyAsJSON(
+                            value,
+                            headerFields: &response.headerFields,
+                            contentType: "application/json; charset=utf-8"
+                        )
+                    }
+                    return (response, body)
+                }
+            }
+        )
+    }
+    /// A trace's spans (its `trace` events, oldest first; scope `stream:read`), with the console page that shows it (seed 000's `trace.webUrl`).
+    ///
+    /// The trace events of the caller's tenant whose frame holds this `traceId` (32 lowercase hex
+    /// digits, as W3C Trace Context and OpenTelemetry write them), read through the event log's
+    /// index of trace events; each is the frame /v1/stream sends. At most `limit` spans and 2 MiB
+    /// of frames; `truncated` says more may exist. A trace of no span answers 404.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/traces/{traceId}`.
+    /// - Remark: Generated from `#/paths//v1/traces/{traceId}/get(getTrace)`.
+    func getTrace(
+        request: HTTPTypes.HTTPRequest,
+        body: OpenAPIRuntime.HTTPBody?,
+        metadata: OpenAPIRuntime.ServerRequestMetadata
+    ) async throws -> (HTTPTypes.HTTPResponse, OpenAPIRuntime.HTTPBody?) {
+        try await handle(
+            request: request,
+            requestBody: body,
+            metadata: metadata,
+            forOperation: Operations.GetTrace.id,
+            using: {
+                APIHandler.getTrace($0)
+            },
+            deserializer: { request, requestBody, metadata in
+                let path: Operations.GetTrace.Input.Path = .init(traceId: try converter.getPathParameterAsURI(
+                    in: metadata.pathParameters,
+                    name: "traceId",
+                    as: Swift.String.self
+                ))
+                let query: Operations.GetTrace.Input.Query = .init(limit: try converter.getOptionalQueryItemAsURI(
+                    in: request.soar_query,
+                    style: .form,
+                    explode: true,
+                    name: "limit",
+                    as: Swift.Int.self
+                ))
+                let headers: Operations.GetTrace.Input.Headers = .init(accept: try converter.extractAcceptHeaderIfPresent(in: request.headerFields))
+                return Operations.GetTrace.Input(
                     path: path,
                     query: query,
                     headers: headers

@@ -804,6 +804,69 @@ extension Components {
                 case nextBefore
             }
         }
+        /// - Remark: Generated from `#/components/schemas/Trace`.
+        public struct Trace: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Trace/traceId`.
+            public var traceId: Swift.String
+            /// - Remark: Generated from `#/components/schemas/Trace/SpansPayload`.
+            public struct SpansPayloadPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+                /// Creates a new `SpansPayloadPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// The frames /v1/stream sends for the trace's events (`type` traceEvent), oldest first.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Trace/spans`.
+            public typealias SpansPayload = [Components.Schemas.Trace.SpansPayloadPayload]
+            /// The frames /v1/stream sends for the trace's events (`type` traceEvent), oldest first.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Trace/spans`.
+            public var spans: Components.Schemas.Trace.SpansPayload
+            /// More spans may exist than `limit` or the 2 MiB let through.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Trace/truncated`.
+            public var truncated: Swift.Bool
+            /// `control.web-base-url` + `/traces/{traceId}`.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Trace/webUrl`.
+            public var webUrl: Swift.String
+            /// Creates a new `Trace`.
+            ///
+            /// - Parameters:
+            ///   - traceId:
+            ///   - spans: The frames /v1/stream sends for the trace's events (`type` traceEvent), oldest first.
+            ///   - truncated: More spans may exist than `limit` or the 2 MiB let through.
+            ///   - webUrl: `control.web-base-url` + `/traces/{traceId}`.
+            public init(
+                traceId: Swift.String,
+                spans: Components.Schemas.Trace.SpansPayload,
+                truncated: Swift.Bool,
+                webUrl: Swift.String
+            ) {
+                self.traceId = traceId
+                self.spans = spans
+                self.truncated = truncated
+                self.webUrl = webUrl
+            }
+            public enum CodingKeys: String, CodingKey {
+                case traceId
+                case spans
+                case truncated
+                case webUrl
+            }
+        }
         /// Where the agent's terminal is, when its connector runs in tmux (`swarmdeck agent run --tmux`): the tmux session and the host's name, as its last state event said. terminal-broker lists that session with this agent's `agentId` (GET /v1/terminal/sessions).
         ///
         /// - Remark: Generated from `#/components/schemas/AgentTerminal`.

@@ -2497,6 +2497,175 @@ public enum Operations {
             }
         }
     }
+    /// A trace's spans (its `trace` events, oldest first; scope `stream:read`), with the console page that shows it (seed 000's `trace.webUrl`).
+    ///
+    /// The trace events of the caller's tenant whose frame holds this `traceId` (32 lowercase hex
+    /// digits, as W3C Trace Context and OpenTelemetry write them), read through the event log's
+    /// index of trace events; each is the frame /v1/stream sends. At most `limit` spans and 2 MiB
+    /// of frames; `truncated` says more may exist. A trace of no span answers 404.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/traces/{traceId}`.
+    /// - Remark: Generated from `#/paths//v1/traces/{traceId}/get(getTrace)`.
+    public enum GetTrace {
+        public static let id: Swift.String = "getTrace"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/traces/{traceId}/GET/path`.
+            public struct Path: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/traces/{traceId}/GET/path/traceId`.
+                public var traceId: Swift.String
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - traceId:
+                public init(traceId: Swift.String) {
+                    self.traceId = traceId
+                }
+            }
+            public var path: Operations.GetTrace.Input.Path
+            /// - Remark: Generated from `#/paths/v1/traces/{traceId}/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/traces/{traceId}/GET/query/limit`.
+                public var limit: Swift.Int?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - limit:
+                public init(limit: Swift.Int? = nil) {
+                    self.limit = limit
+                }
+            }
+            public var query: Operations.GetTrace.Input.Query
+            /// - Remark: Generated from `#/paths/v1/traces/{traceId}/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetTrace.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.GetTrace.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.GetTrace.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - query:
+            ///   - headers:
+            public init(
+                path: Operations.GetTrace.Input.Path,
+                query: Operations.GetTrace.Input.Query = .init(),
+                headers: Operations.GetTrace.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/traces/{traceId}/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/traces/{traceId}/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.Trace)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.Trace {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.GetTrace.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.GetTrace.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// The trace.
+            ///
+            /// - Remark: Generated from `#/paths//v1/traces/{traceId}/get(getTrace)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.GetTrace.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.GetTrace.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The error envelope (docs/errors.md).
+            ///
+            /// - Remark: Generated from `#/paths//v1/traces/{traceId}/get(getTrace)/responses/default`.
+            ///
+            /// HTTP response code: `default`.
+            case `default`(statusCode: Swift.Int, Components.Responses._Error)
+            /// The associated value of the enum case if `self` is `.`default``.
+            ///
+            /// - Throws: An error if `self` is not `.`default``.
+            /// - SeeAlso: `.`default``.
+            public var `default`: Components.Responses._Error {
+                get throws {
+                    switch self {
+                    case let .`default`(_, response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "default",
+                            response: self
+                        )
+                    }
+                }
+            }
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// Pause, resume or terminate one agent (scope `agents:control`).
     ///
     /// - Remark: HTTP `POST /v1/agents/{agentId}/control`.

@@ -133,6 +133,17 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/agents/{agentId}/events`.
     /// - Remark: Generated from `#/paths//v1/agents/{agentId}/events/get(listAgentEvents)`.
     func listAgentEvents(_ input: Operations.ListAgentEvents.Input) async throws -> Operations.ListAgentEvents.Output
+    /// A trace's spans (its `trace` events, oldest first; scope `stream:read`), with the console page that shows it (seed 000's `trace.webUrl`).
+    ///
+    /// The trace events of the caller's tenant whose frame holds this `traceId` (32 lowercase hex
+    /// digits, as W3C Trace Context and OpenTelemetry write them), read through the event log's
+    /// index of trace events; each is the frame /v1/stream sends. At most `limit` spans and 2 MiB
+    /// of frames; `truncated` says more may exist. A trace of no span answers 404.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/traces/{traceId}`.
+    /// - Remark: Generated from `#/paths//v1/traces/{traceId}/get(getTrace)`.
+    func getTrace(_ input: Operations.GetTrace.Input) async throws -> Operations.GetTrace.Output
     /// Pause, resume or terminate one agent (scope `agents:control`).
     ///
     /// - Remark: HTTP `POST /v1/agents/{agentId}/control`.
@@ -523,6 +534,27 @@ extension APIProtocol {
         headers: Operations.ListAgentEvents.Input.Headers = .init()
     ) async throws -> Operations.ListAgentEvents.Output {
         try await listAgentEvents(Operations.ListAgentEvents.Input(
+            path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// A trace's spans (its `trace` events, oldest first; scope `stream:read`), with the console page that shows it (seed 000's `trace.webUrl`).
+    ///
+    /// The trace events of the caller's tenant whose frame holds this `traceId` (32 lowercase hex
+    /// digits, as W3C Trace Context and OpenTelemetry write them), read through the event log's
+    /// index of trace events; each is the frame /v1/stream sends. At most `limit` spans and 2 MiB
+    /// of frames; `truncated` says more may exist. A trace of no span answers 404.
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/traces/{traceId}`.
+    /// - Remark: Generated from `#/paths//v1/traces/{traceId}/get(getTrace)`.
+    public func getTrace(
+        path: Operations.GetTrace.Input.Path,
+        query: Operations.GetTrace.Input.Query = .init(),
+        headers: Operations.GetTrace.Input.Headers = .init()
+    ) async throws -> Operations.GetTrace.Output {
+        try await getTrace(Operations.GetTrace.Input(
             path: path,
             query: query,
             headers: headers

@@ -12,6 +12,7 @@ const routes = [
   [/^\/agents\/([^/]+)$/, () => import('./pages/agent.js'), 'Agent'],
   [/^\/workers\/([^/]+)$/, () => import('./pages/agent.js'), 'Worker'],
   [/^\/sessions\/([^/]+)$/, () => import('./pages/session.js'), 'Session'],
+  [/^\/traces\/([^/]+)$/, () => import('./pages/trace.js'), 'Trace'],
   [/^\/timeline$/, () => import('./pages/timeline.js'), 'Timeline'],
   [/^\/incidents$/, () => import('./pages/incidents.js'), 'Incidents'],
   [/^\/incidents\/([^/]+)$/, () => import('./pages/incident.js'), 'Incident'],

@@ -1,6 +1,6 @@
 // How an event frame of the stream reads in a list, and the notices (gap, suppressed) that must
 // be shown, not hidden.
-import { h } from './dom.js';
+import { h, link } from './dom.js';
 
 /** One line of text for an event frame (docs/stream-protocol.md, docs/ingest.md). */
 export function describe(frame) {
@@ -35,7 +35,10 @@ export function eventItem(frame) {
     h('time', { datetime: time.toISOString() }, time.toLocaleTimeString()), ' ',
     h('span', { class: 'event-type' }, frame.type), ' ',
     h('span', { class: 'event-agent' }, frame.agentId ?? frame.swarmId ?? ''), ' ',
-    describe(frame));
+    describe(frame),
+    // A span of a W3C trace opens the trace's page (its spans across agents).
+    frame.type === 'traceEvent' && /^[0-9a-f]{32}$/.test(frame.traceId ?? '')
+      ? [' ', link(`/traces/${frame.traceId}`, 'trace')] : null);
 }
 
 /** A list item for a `gap`, `suppressed` or `error` notice; `resume` fetches a gap's events. */
