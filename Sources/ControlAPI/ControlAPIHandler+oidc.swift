@@ -45,6 +45,7 @@ extension ControlAPIHandler {
                 platform: body.platform
             ),
             state: state,
+            source: ClientAddress.limitKey(RequestScope.current?.clientAddress ?? "local"),
             maxPending: oidc.settings.maxPendingLogins
         )
         let url = FormEncoding.url(
@@ -70,7 +71,7 @@ extension ControlAPIHandler {
             let code = try await self.signIn(login, query: query, oidc: oidc)
             answer = [("code", code)]
         } catch let refusal as OIDCProvider.Failure {
-            answer = [("error", refusal.code), ("error_description", refusal.description)]
+            answer = [("error", refusal.code), ("error_description", refusal.shown)]
         }
         if let clientState = login.clientState { answer.append(("state", clientState)) }
         return .found(.init(headers: .init(location: FormEncoding.url(login.returnURI, adding: answer))))
@@ -83,7 +84,7 @@ extension ControlAPIHandler {
         do {
             if let error = query.error {
                 let code = OIDCSignIn.providerErrors.contains(error) ? error : "provider_error"
-                throw OIDCProvider.Failure("the provider ended the sign-in (\(code))", code: code)
+                throw OIDCProvider.Failure("the provider ended the sign-in (\(code))", code: code, shown: "the provider ended the sign-in (\(code))")
             }
             guard let code = query.code, !code.isEmpty else { throw OIDCProvider.Failure("the provider sent no code") }
             let token = try await oidc.provider.exchange(code: code, verifier: login.verifier)
@@ -91,7 +92,8 @@ extension ControlAPIHandler {
             do {
                 try claims.check(issuer: oidc.settings.issuer, clientID: oidc.settings.clientID, nonce: login.nonce, now: Date())
             } catch {
-                throw OIDCProvider.Failure(error.reason)
+                // The claim checks' reasons are fixed words: the client may see them.
+                throw OIDCProvider.Failure(error.reason, shown: error.reason)
             }
             let scopes = oidc.settings.scopeMap.scopes(for: claims.claims)
             guard !scopes.isEmpty else {

@@ -218,5 +218,15 @@ enum ControlMigrations {
                 ALTER TABLE devices ADD COLUMN person text;
                 """
         ),
+        Migration(
+            version: 9,
+            name: "sign-ins under way per source",
+            sql: """
+                -- Where each login came from (the per-source limit key), so a few addresses
+                -- cannot hold every login the service allows.
+                ALTER TABLE oidc_logins ADD COLUMN source text NOT NULL DEFAULT '';
+                CREATE INDEX oidc_logins_source ON oidc_logins (source);
+                """
+        ),
     ]
 }

@@ -49,8 +49,8 @@ struct DeviceAuthority: Sendable {
 
     /// A sign-in about to be made: a new device's id, its refresh family and first refresh token.
     struct NewSignIn: Sendable {
-        var deviceID = "dev_" + randomHex(bytes: 12)
-        var familyID = randomHex(bytes: 8)
+        var deviceID: String
+        var familyID: String
         var refresh: String
         var familyExpires: Date
         var refreshExpires: Date
@@ -60,6 +60,7 @@ struct DeviceAuthority: Sendable {
         let familyID = randomHex(bytes: 8)
         let familyExpires = Date().addingTimeInterval(TimeInterval(self.familyLifetime.components.seconds))
         return NewSignIn(
+            deviceID: "dev_" + randomHex(bytes: 12),
             familyID: familyID,
             refresh: Self.refreshToken(family: familyID),
             familyExpires: familyExpires,

@@ -9,19 +9,20 @@ public enum ClientTrust {
     /// The environment variable naming a PEM file of extra trusted certificate authorities.
     public static let environmentVariable = "SWARMDECK_CA_FILE"
 
-    /// A client TLS configuration with the extra authority, if one is named.
-    public static func tlsConfiguration() -> TLSConfiguration {
+    /// A client TLS configuration trusting, beside the system's roots, `caFile` (a PEM file of
+    /// certificate authorities), or the one `$SWARMDECK_CA_FILE` names when `caFile` is nil.
+    public static func tlsConfiguration(caFile: String? = nil) -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
-        if let file = ProcessInfo.processInfo.environment[Self.environmentVariable], !file.isEmpty {
+        if let file = caFile ?? ProcessInfo.processInfo.environment[Self.environmentVariable], !file.isEmpty {
             tls.additionalTrustRoots = [.file(file)]
         }
         return tls
     }
 
-    /// An HTTP client with ``tlsConfiguration()``; shut it down when done.
-    public static func httpClient(_ configuration: HTTPClient.Configuration = .init()) -> HTTPClient {
+    /// An HTTP client with ``tlsConfiguration(caFile:)``; shut it down when done.
+    public static func httpClient(_ configuration: HTTPClient.Configuration = .init(), caFile: String? = nil) -> HTTPClient {
         var configuration = configuration
-        configuration.tlsConfiguration = Self.tlsConfiguration()
+        configuration.tlsConfiguration = Self.tlsConfiguration(caFile: caFile)
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 }

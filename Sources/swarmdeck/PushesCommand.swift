@@ -53,9 +53,7 @@ struct PushesCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")
         }
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.additionalTrustRoots = [.file(caFile)]
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        let http = ClientTrust.httpClient(caFile: caFile)
         do {
             try await self.list(http, url: url, token: token)
             try await http.shutdown()

@@ -122,6 +122,7 @@ struct OIDCSignInTests {
     @Test("a person signs in with PKCE: the provider's groups become scopes, the token pair works and refreshes, the device names the person")
     func signIn() async throws {
         let (provider, harness) = try await Self.setUp()
+        defer { withExtendedLifetime(provider) {} }
         try await harness.run { _, control in
             let (info, about) = try await H.call(control, .get, "/v1/auth/oidc")
             #expect(info == .ok && about["issuer"] as? String == provider.issuer && about["name"] as? String == "Single sign-on")
@@ -169,7 +170,7 @@ struct OIDCSignInTests {
             let (gone, _) = try await H.call(control, .post, "/v1/auth/token/refresh", json: ["refreshToken": next["refreshToken"] as Any])
             #expect(gone == .unauthorized)
 
-            // A person without a verified email is named by the subject; groups add up.
+            // A person without an email is named by the subject; groups add up.
             let (carolCode, carolVerifier) = try await Self.signIn(control, as: "carol", returnURI: Self.phone)
             let (_, carol) = try await H.call(control, .post, "/v1/auth/oidc/token", json: ["code": carolCode, "codeVerifier": carolVerifier])
             #expect(Set(carol["scopes"] as? [String] ?? []) == ["admin", "stream:read", "agents:control"])
@@ -197,6 +198,8 @@ struct OIDCSignInTests {
             let query = try await Self.authorize(try #require(started["authorizationUrl"] as? String), as: "bob")
             let (found, back, _) = try await Self.callback(control, query: query)
             #expect(found == .found && back?["error"] == "no_scopes" && back?["code"] == nil && back?["state"] == "client-state")
+            // What the URL says is fixed words: not who signed in, not the provider's answers.
+            #expect(back?["error_description"]?.contains("bob") == false, "\(back ?? [:])")
             // The same state again: the login is finished.
             let (replayed, envelope, _) = try await Self.callback(control, query: query)
             #expect(replayed == .badRequest && envelope == nil)
@@ -248,6 +251,14 @@ struct OIDCSignInTests {
         defer { withExtendedLifetime(provider) {} }
         try await harness.run { _, control in
             for _ in 0..<3 { #expect(try await Self.start(control, verifier: PKCE.verifier()).0 == .ok) }
+            let (full, envelope) = try await Self.start(control, verifier: PKCE.verifier())
+            #expect(full == .tooManyRequests && envelope.errorCode == "RateLimited")
+        }
+        // One source holds at most OIDCLogins.maxPendingPerSource of them, whatever the global bound.
+        let (perSourceProvider, perSource) = try await Self.setUp()
+        defer { withExtendedLifetime(perSourceProvider) {} }
+        try await perSource.run { _, control in
+            for _ in 0..<20 { #expect(try await Self.start(control, verifier: PKCE.verifier()).0 == .ok) }
             let (full, envelope) = try await Self.start(control, verifier: PKCE.verifier())
             #expect(full == .tooManyRequests && envelope.errorCode == "RateLimited")
         }

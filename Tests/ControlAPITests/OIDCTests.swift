@@ -106,7 +106,7 @@ struct OIDCTests {
         let one = try JSONDecoder().decode(
             IDTokenClaims.self,
             from: Data(
-                #"{"iss":"https://id.example","sub":"alice","aud":"swarmdeck","exp":1800000300,"iat":1800000000,"nonce":"n-1","email":"alice@example.com","groups":["ops","admins"],"n":3}"#
+                #"{"iss":"https://id.example","sub":"alice","aud":"swarmdeck","exp":1800000300,"iat":1800000000,"nonce":"n-1","email":"alice@example.com","email_verified":true,"groups":["ops","admins"],"n":3}"#
                     .utf8
             )
         )
@@ -119,6 +119,8 @@ struct OIDCTests {
         )
         #expect(many.audience == ["a", "b"])
         #expect(many.person == "bob", "an unverified email is not who signed in")
+        let unsaid = try JSONDecoder().decode(IDTokenClaims.self, from: Data(#"{"sub":"eve","aud":"a","email":"ceo@example.com"}"#.utf8))
+        #expect(unsaid.person == "eve", "an email the provider does not say it verified is not who signed in")
         let crowded = "{" + (0..<201).map { "\"c\($0)\":1" }.joined(separator: ",") + "}"
         #expect(throws: (any Error).self) { try JSONDecoder().decode(IDTokenClaims.self, from: Data(crowded.utf8)) }
     }

@@ -10,9 +10,9 @@ struct TraceParentTests {
         let trace = try #require(TraceParent(Self.valid))
         #expect(trace.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && trace.parentID == "00f067aa0ba902b7")
         #expect(trace.header == Self.valid)
-        // A later version keeps its first four fields; what follows a dash is dropped.
+        // A later version is passed on as version 00 of its first four fields.
         let later = try #require(TraceParent("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-09-what-comes-next"))
-        #expect(later.header == "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-09")
+        #expect(later.header == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-09")
     }
 
     @Test("malformed, all-zero, upper-case, version ff and oversized headers are ignored")

@@ -1,3 +1,5 @@
+import ServiceKit
+
 /// `application/x-www-form-urlencoded` pairs and URL queries: every byte but the unreserved
 /// ones (`A-Z a-z 0-9 - . _ ~`, RFC 3986 §2.3) percent-encoded, so a value can hold `&`, `=`,
 /// `+` or anything else and mean only itself.
@@ -18,11 +20,9 @@ enum FormEncoding {
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            if byte.isURIUnreserved {
                 out.append(byte)
-            default:
+            } else {
                 out.append(UInt8(ascii: "%"))
                 out.append(hex[Int(byte >> 4)])
                 out.append(hex[Int(byte & 0xF)])

@@ -75,9 +75,10 @@ struct IDTokenClaims: JWTPayload, Equatable {
         }
     }
 
-    /// Who signed in, for people: a verified email when there is one, else the subject.
+    /// Who signed in, for people: the email when the provider says it verified it
+    /// (`email_verified` true), else the subject.
     var person: String {
-        if case .string(let email) = self.claims["email"], !email.isEmpty, self.claims["email_verified"] != .string("false") {
+        if case .string(let email) = self.claims["email"], !email.isEmpty, self.claims["email_verified"] == .string("true") {
             return String(email.prefix(320))
         }
         return self.subject ?? ""

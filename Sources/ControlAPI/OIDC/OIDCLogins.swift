@@ -30,25 +30,32 @@ struct OIDCLogins: Sendable {
     /// How long a sign-in code waits for its client.
     static let codeLifetime: Duration = .seconds(120)
 
-    /// Stores `pending` under `state`; refused (429) while `maxPending` logins wait. Logins and
-    /// codes past their time are deleted first.
-    func begin(_ pending: Pending, state: String, maxPending: Int) async throws -> Date {
+    /// Logins one source (``ClientAddress/limitKey(_:)``) may have waiting.
+    static let maxPendingPerSource = 20
+
+    /// Stores `pending` under `state`; refused (429) while `maxPending` logins wait, or
+    /// ``maxPendingPerSource`` of `source`'s. Logins and codes past their time are deleted first.
+    func begin(_ pending: Pending, state: String, source: String, maxPending: Int) async throws -> Date {
         let expiresAt = Date().addingTimeInterval(TimeInterval(Self.loginLifetime.components.seconds))
         let stored = try await self.client.withTransaction(logger: self.logger) { connection -> Bool in
             // Starts are serialised, so the count holds the bound (they are few: each is limited per source).
             try await connection.query("SELECT pg_advisory_xact_lock(hashtext('control.oidc_logins'))", logger: self.logger)
             try await connection.query("DELETE FROM oidc_logins WHERE expires_at <= now()", logger: self.logger)
             try await connection.query("DELETE FROM oidc_grants WHERE expires_at <= now()", logger: self.logger)
-            let rows = try await connection.query("SELECT count(*) FROM oidc_logins", logger: self.logger)
-            var waiting = 0
-            for try await count in rows.decode(Int.self) { waiting = count }
-            guard waiting < maxPending else { return false }
+            let rows = try await connection.query(
+                "SELECT count(*), count(*) FILTER (WHERE source = \(source)) FROM oidc_logins",
+                logger: self.logger
+            )
+            var waiting = (all: 0, mine: 0)
+            for try await (all, mine) in rows.decode((Int, Int).self) { waiting = (all, mine) }
+            guard waiting.all < maxPending, waiting.mine < Self.maxPendingPerSource else { return false }
             try await connection.query(
                 """
                 INSERT INTO oidc_logins (state_sha256, tenant_id, verifier, nonce, return_uri, client_state, client_challenge,
-                                         device_name, platform, expires_at)
+                                         device_name, platform, expires_at, source)
                 VALUES (\(DeviceAuthority.digest(state)), \(pending.tenant), \(pending.verifier), \(pending.nonce), \(pending.returnURI),
-                        \(pending.clientState), \(pending.clientChallenge), \(pending.deviceName), \(pending.platform), \(expiresAt))
+                        \(pending.clientState), \(pending.clientChallenge), \(pending.deviceName), \(pending.platform), \(expiresAt),
+                        \(source))
                 """,
                 logger: self.logger
             )

@@ -28,22 +28,33 @@ actor OIDCProvider: Service {
         }
     }
 
-    /// Why the provider could not be used: said to the person (never a secret), logged in full.
+    /// Why a sign-in failed: `description` in full for the log, `shown` (fixed words, no
+    /// address, answer or person) for the client's return URI.
     struct Failure: Error, CustomStringConvertible {
         var description: String
         /// The `error` the client is sent on to its return URI with.
         var code: String
-        init(_ description: String, code: String = "provider_error") {
+        /// The `error_description` it is sent with.
+        var shown: String
+
+        init(_ description: String, code: String = "provider_error", shown: String? = nil) {
             self.description = description
             self.code = code
+            self.shown = shown ?? Self.shown[code] ?? "the sign-in provider's answer could not be used; try again or ask your admin"
         }
+
+        private static let shown = [
+            "no_scopes": "none of your groups grants access here; ask your admin",
+            "access_denied": "the sign-in was refused or cancelled at the provider",
+        ]
     }
 
     let settings: OIDCSettings
     private let client: HTTPClient
     private let logger: Logger
     private var metadata: (value: Metadata, fetched: ContinuousClock.Instant)?
-    private var keys: (collection: JWTKeyCollection, ids: Set<String>, fetched: ContinuousClock.Instant)?
+    /// The provider's signing keys we can use, by key id.
+    private var keys: (byID: [String: JWK], fetched: ContinuousClock.Instant)?
 
     /// How long the discovery document and keys are kept.
     static let cacheLifetime: Duration = .seconds(3600)
@@ -123,45 +134,74 @@ actor OIDCProvider: Service {
         return token
     }
 
-    /// The claims of `idToken` once its signature checks out against the provider's keys.
+    /// The claims of `idToken` once its signature checks out against the provider's keys: the
+    /// key its `kid` names (any key that fits, without one), used only with the algorithm the
+    /// header names when the key allows it (its own `alg`, when it has one, and its type).
     func verifiedClaims(of idToken: String) async throws(Failure) -> IDTokenClaims {
         let header = try Self.header(of: idToken)
         guard let algorithm = header.alg, Self.algorithms.contains(algorithm) else {
             throw Failure("the ID token is signed with \(header.alg ?? "no algorithm"), which is not accepted")
         }
         var keys = try await self.currentKeys(refreshingFor: nil)
-        if let kid = header.kid, !keys.ids.contains(kid) {
+        if let kid = header.kid, keys[kid] == nil {
             keys = try await self.currentKeys(refreshingFor: kid)
-            guard keys.ids.contains(kid) else { throw Failure("the ID token names a key the provider does not publish") }
         }
-        do {
-            return try await keys.collection.verify(idToken, as: IDTokenClaims.self)
-        } catch {
-            self.logger.notice("ID token refused", metadata: ["error": "\(String(reflecting: error))"])
-            throw Failure("the ID token's signature does not verify")
+        let candidates = (header.kid.map { keys[$0].map { [$0] } ?? [] } ?? Array(keys.values)).filter { Self.fits($0, algorithm) }
+        guard !candidates.isEmpty else {
+            throw Failure("the ID token names no key of the provider's that signs with \(algorithm)")
+        }
+        for jwk in candidates {
+            let collection = JWTKeyCollection()
+            do {
+                try await collection.add(jwk: jwk, isDefault: true)
+                return try await collection.verify(idToken, as: IDTokenClaims.self)
+            } catch {
+                self.logger.notice(
+                    "ID token not verified with a key",
+                    metadata: ["kid": "\(jwk.keyIdentifier?.string ?? "")", "error": "\(String(reflecting: error))"]
+                )
+            }
+        }
+        throw Failure("the ID token's signature does not verify")
+    }
+
+    /// Whether `jwk` may verify a signature made with `algorithm`: its own `alg` is that one, or
+    /// it has none and its type is the algorithm's (RSA for RS/PS, EC for ES).
+    static func fits(_ jwk: JWK, _ algorithm: String) -> Bool {
+        if let own = jwk.algorithm { return own.rawValue == algorithm }
+        switch algorithm.prefix(2) {
+        case "RS", "PS": return jwk.keyType == .rsa
+        case "ES": return jwk.keyType == .ecdsa
+        default: return false
         }
     }
 
     /// The keys, fetched when none are kept, when they are older than the cache lifetime, or
-    /// (at most once a minute) when a token names `kid` and they do not hold it.
-    private func currentKeys(refreshingFor kid: String?) async throws(Failure) -> (collection: JWTKeyCollection, ids: Set<String>) {
+    /// (at most once a minute) when a token names `kid` and they do not hold it. A key that is
+    /// for encryption (`use` enc), has no id, or that jwt-kit cannot read is skipped, not fatal.
+    private func currentKeys(refreshingFor kid: String?) async throws(Failure) -> [String: JWK] {
         if let keys {
             let age = keys.fetched.duration(to: .now)
             let fresh = age < Self.cacheLifetime && (kid == nil || age < Self.keyRefetchInterval)
-            if fresh { return (keys.collection, keys.ids) }
+            if fresh { return keys.byID }
         }
         let metadata = try await self.discovery()
-        let set = try await self.json(JWKS.self, from: HTTPClientRequest(url: metadata.jwksURI))
-        let collection = JWTKeyCollection()
-        var ids: Set<String> = []
-        for jwk in set.keys.prefix(100) {
-            // A key we cannot use (no id, an unknown type) is skipped, not fatal.
-            guard let id = jwk.keyIdentifier?.string, (try? await collection.add(jwk: jwk)) != nil else { continue }
-            ids.insert(id)
+        let body = try await self.answer(HTTPClientRequest(url: metadata.jwksURI))
+        guard let set = try? JSONSerialization.jsonObject(with: body) as? [String: Any], let list = set["keys"] as? [Any] else {
+            throw Failure("the provider's key set is not a JWKS")
         }
-        guard !ids.isEmpty else { throw Failure("the provider publishes no key this service can use") }
-        self.keys = (collection, ids, .now)
-        return (collection, ids)
+        var byID: [String: JWK] = [:]
+        let decoder = JSONDecoder()
+        for raw in list.prefix(100) {
+            guard let fields = raw as? [String: Any], fields["use"] as? String != "enc",
+                let data = try? JSONSerialization.data(withJSONObject: fields), let jwk = try? decoder.decode(JWK.self, from: data),
+                let id = jwk.keyIdentifier?.string, (try? await JWTKeyCollection().add(jwk: jwk)) != nil
+            else { continue }
+            byID[id] = jwk
+        }
+        guard !byID.isEmpty else { throw Failure("the provider publishes no key this service can use") }
+        self.keys = (byID, .now)
+        return byID
     }
 
     private static func header(of token: String) throws(Failure) -> (alg: String?, kid: String?) {
@@ -176,31 +216,37 @@ actor OIDCProvider: Service {
         return (header.alg, header.kid)
     }
 
-    /// GETs (or sends) `request` and decodes its JSON answer; past ``maxAnswerBytes``, a
-    /// status other than 200 (or 400/401 with `acceptingErrors`, the token endpoint's errors),
-    /// or JSON of another shape, it fails.
+    /// GETs (or sends) `request` and decodes its JSON answer (``answer(_:acceptingErrors:)``).
     private func json<Answer: Decodable>(
         _ type: Answer.Type,
         from request: HTTPClientRequest,
         acceptingErrors: Bool = false
     ) async throws(Failure) -> Answer {
-        let body: ByteBuffer
-        let status: HTTPResponseStatus
+        let body = try await self.answer(request, acceptingErrors: acceptingErrors)
         do {
-            let response = try await self.client.execute(request, timeout: Self.timeout)
-            status = response.status
-            body = try await response.body.collect(upTo: Self.maxAnswerBytes)
+            return try JSONDecoder().decode(Answer.self, from: body)
+        } catch {
+            throw Failure("the sign-in provider's answer at \(request.url) is not what OpenID Connect says")
+        }
+    }
+
+    /// The body of the answer to `request`: past ``maxAnswerBytes``, or with a status other than
+    /// 200 (or 400/401 with `acceptingErrors`, the token endpoint's errors), it fails.
+    private func answer(_ request: HTTPClientRequest, acceptingErrors: Bool = false) async throws(Failure) -> Data {
+        let response: HTTPClientResponse
+        do {
+            response = try await self.client.execute(request, timeout: Self.timeout)
         } catch {
             self.logger.warning("OpenID Connect provider unreachable", metadata: ["url": "\(request.url)", "error": "\(String(reflecting: error))"])
             throw Failure("the sign-in provider did not answer")
         }
-        guard status == .ok || (acceptingErrors && (status == .badRequest || status == .unauthorized)) else {
-            throw Failure("the sign-in provider answered \(status.code) at \(request.url)")
+        guard response.status == .ok || (acceptingErrors && (response.status == .badRequest || response.status == .unauthorized)) else {
+            throw Failure("the sign-in provider answered \(response.status.code) at \(request.url)")
         }
         do {
-            return try JSONDecoder().decode(Answer.self, from: Data(buffer: body))
+            return Data(buffer: try await response.body.collect(upTo: Self.maxAnswerBytes))
         } catch {
-            throw Failure("the sign-in provider's answer at \(request.url) is not what OpenID Connect says")
+            throw Failure("the sign-in provider's answer at \(request.url) is over \(Self.maxAnswerBytes) bytes or was cut off")
         }
     }
 }

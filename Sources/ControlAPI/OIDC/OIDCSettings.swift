@@ -44,8 +44,8 @@ struct OIDCSettings: Sendable {
             }
             secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        let redirect = try reader.setting(.oidcRedirectURI, expected: "an http(s) URL or empty") { text in
-            text.isEmpty || text.hasPrefix("https://") || text.hasPrefix("http://") ? text : nil
+        let redirect = try reader.setting(.oidcRedirectURI, expected: "an https URL (http on this machine only) or empty") { text in
+            text.isEmpty || OIDCSettings.isProviderURL(text) ? text : nil
         }
         let returns = try reader.setting(.oidcReturnURIs, expected: "comma-separated absolute URIs or empty") { text -> [String]? in
             let list = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -118,7 +118,7 @@ extension SettingKey {
         "comma-separated URIs a sign-in may return to with its code (the console, a phone's scheme); empty: control.web-base-url + /signin/oidc",
         default: ""
     )
-    static let oidcTenant = SettingKey("control.oidc.tenant", "the tenant people of this provider sign in to", default: "dev")
+    static let oidcTenant = SettingKey("control.oidc.tenant", "the tenant people of this provider sign in to (required with an issuer)")
     static let oidcRequestScopes = SettingKey("control.oidc.request-scopes", "the scopes asked of the provider", default: "openid email profile")
     static let oidcGroupsClaim = SettingKey("control.oidc.groups-claim", "the ID token claim that holds a person's groups", default: "groups")
     static let oidcScopeMap = SettingKey(

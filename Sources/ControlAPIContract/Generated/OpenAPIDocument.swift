@@ -905,7 +905,7 @@ components:
         platform: { type: string }
         person:
           type: string
-          description: Who signed in, for a device made by an OpenID Connect sign-in (the ID token's `email`, else its `sub`, and the issuer).
+          description: Who signed in, for a device made by an OpenID Connect sign-in (the ID token's `email` when the provider says it verified it, else its `sub`).
         scopes:
           type: array
           items: { $ref: '#/components/schemas/Scope' }

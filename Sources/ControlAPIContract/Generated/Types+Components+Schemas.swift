@@ -485,7 +485,7 @@ extension Components {
             public var name: Swift.String
             /// - Remark: Generated from `#/components/schemas/Device/platform`.
             public var platform: Swift.String?
-            /// Who signed in, for a device made by an OpenID Connect sign-in (the ID token's `email`, else its `sub`, and the issuer).
+            /// Who signed in, for a device made by an OpenID Connect sign-in (the ID token's `email` when the provider says it verified it, else its `sub`).
             ///
             /// - Remark: Generated from `#/components/schemas/Device/person`.
             public var person: Swift.String?
@@ -501,7 +501,7 @@ extension Components {
             ///   - deviceId:
             ///   - name:
             ///   - platform:
-            ///   - person: Who signed in, for a device made by an OpenID Connect sign-in (the ID token's `email`, else its `sub`, and the issuer).
+            ///   - person: Who signed in, for a device made by an OpenID Connect sign-in (the ID token's `email` when the provider says it verified it, else its `sub`).
             ///   - scopes:
             ///   - createdAt:
             ///   - revokedAt:

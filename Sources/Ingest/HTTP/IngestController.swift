@@ -126,7 +126,7 @@ struct IngestController: Sendable {
         let events: [Result<NativeEvent, Rejection>]
         do {
             events = try NativeBatchParser.parse(
-                body,
+                Array(buffer: body),
                 limits: .init(maxEvents: self.settings.maxBatchEvents, maxAttributeValues: self.settings.maxBatchAttributeValues)
             )
         } catch  where error.tooLarge {

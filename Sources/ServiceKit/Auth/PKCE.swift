@@ -19,21 +19,25 @@ public enum PKCE {
 
     /// Whether `text` can be a verifier: 43 to 128 of `A-Z a-z 0-9 - . _ ~` (RFC 7636 §4.1).
     public static func isVerifier(_ text: String) -> Bool {
-        (43...128).contains(text.utf8.count) && text.utf8.allSatisfy(Self.isUnreserved)
+        (43...128).contains(text.utf8.count) && text.utf8.allSatisfy(\.isURIUnreserved)
     }
 
     /// Whether `text` can be an S256 challenge: 43 base64url characters (a SHA-256 digest).
     public static func isChallenge(_ text: String) -> Bool {
-        text.utf8.count == 43 && text.utf8.allSatisfy { $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") && Self.isUnreserved($0) }
+        text.utf8.count == 43 && text.utf8.allSatisfy { $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") && $0.isURIUnreserved }
     }
 
     /// Whether `verifier` is the one `challenge` was made from (in constant time).
     public static func verifies(_ verifier: String, challenge: String) -> Bool {
         Self.isVerifier(verifier) && constantTimeEqual(Array(Self.challenge(of: verifier).utf8), Array(challenge.utf8))
     }
+}
 
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
+extension UInt8 {
+    /// Whether this byte is one of URI's unreserved characters, `A-Z a-z 0-9 - . _ ~` (RFC 3986
+    /// §2.3): what PKCE verifiers are made of and what percent-encoding leaves as it is.
+    public var isURIUnreserved: Bool {
+        switch self {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
         case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
         default: false

@@ -5,7 +5,7 @@
 /// through the edge, a service and the bus to an agent. An invalid one is ignored, as the
 /// specification asks.
 public struct TraceParent: Sendable, Hashable {
-    /// The header as received (a version past 00 is kept to its first four fields).
+    /// The header to pass on: as received for version 00, a later version's first four fields as 00.
     public let header: String
     /// The trace's id, 32 lowercase hex digits, not all zero.
     public let traceID: Substring
@@ -28,7 +28,8 @@ public struct TraceParent: Sendable, Hashable {
         else { return nil }
         // Version 00 is exactly 55 characters; a later version may add fields after a dash.
         guard version == "00" ? text.utf8.count == 55 : fields[3].utf8.count == 2 else { return nil }
-        self.header = version == "00" ? text : [version, trace, parent, flags].joined(separator: "-")
+        // A later version is passed on as the version these services speak (§3.2.4.1).
+        self.header = version == "00" ? text : ["00", trace, parent, flags].joined(separator: "-")
         self.traceID = trace
         self.parentID = parent
     }

@@ -1,5 +1,3 @@
-import NIOCore
-
 /// Parses a native batch in one pass over the bytes, straight into ``NativeEvent``s.
 ///
 /// Foundation's `JSONDecoder` took about 45% of ingest's CPU under load (generic containers,
@@ -27,8 +25,7 @@ struct NativeBatchParser {
         static let unlimited = Limits(maxEvents: .max, maxAttributeValues: .max)
     }
 
-    /// The body, read in place: the parser lives only inside the call that lends it.
-    private let bytes: UnsafeBufferPointer<UInt8>
+    private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
     /// JSON values ``value()`` may still build (and, when ``countsSkipped``, ``skipValue()`` pass).
@@ -38,17 +35,13 @@ struct NativeBatchParser {
     /// Nesting deeper than this is refused (recursion would otherwise exhaust the stack).
     static let maxDepth = 64
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>, valueBudget: Int = .max) {
+    private init(_ bytes: [UInt8], valueBudget: Int = .max) {
         self.bytes = bytes
         self.valuesLeft = valueBudget
     }
 
     /// One JSON value spanning the whole body (depth-limited, strict).
     static func parseJSON(_ bytes: [UInt8]) throws(Malformed) -> JSONValue {
-        try bytes.withUnsafeBufferPointer { buffer throws(Malformed) in try Self.parseJSON(buffer) }
-    }
-
-    private static func parseJSON(_ bytes: UnsafeBufferPointer<UInt8>) throws(Malformed) -> JSONValue {
         var parser = NativeBatchParser(bytes)
         let value = try parser.value()
         try parser.skipWhitespace()
@@ -58,26 +51,6 @@ struct NativeBatchParser {
 
     /// The events of a batch body, each parsed or rejected.
     static func parse(_ bytes: [UInt8], limits: Limits = .unlimited) throws(Malformed) -> [Result<NativeEvent, Rejection>] {
-        try bytes.withUnsafeBufferPointer { buffer throws(Malformed) in try Self.parse(buffer, limits: limits) }
-    }
-
-    /// The events of a request's body, read where it lies (no copy of it is made).
-    static func parse(_ body: ByteBuffer, limits: Limits = .unlimited) throws(Malformed) -> [Result<NativeEvent, Rejection>] {
-        do {
-            return try body.withUnsafeReadableBytes { raw in
-                try Self.parse(raw.assumingMemoryBound(to: UInt8.self), limits: limits)
-            }
-        } catch let malformed as Malformed {
-            throw malformed
-        } catch {
-            throw Malformed(reason: "\(error)")
-        }
-    }
-
-    private static func parse(
-        _ bytes: UnsafeBufferPointer<UInt8>,
-        limits: Limits
-    ) throws(Malformed) -> [Result<NativeEvent, Rejection>] {
         var parser = NativeBatchParser(bytes, valueBudget: limits.maxAttributeValues)
         var events: [Result<NativeEvent, Rejection>]?
         try parser.skipWhitespace()
@@ -329,7 +302,7 @@ struct NativeBatchParser {
         return value
     }
 
-    private static func utf8(_ slice: some Collection<UInt8>) throws(Malformed) -> String {
+    private static func utf8(_ slice: ArraySlice<UInt8>) throws(Malformed) -> String {
         guard let string = String(validating: slice, as: UTF8.self) else { throw Malformed(reason: "a string is not valid UTF-8") }
         return string
     }
@@ -461,17 +434,6 @@ struct NativeBatchParser {
         path: [Set<String>],
         limit: Int,
         maxValues: Int = .max
-    ) throws(Malformed) -> (elements: Int, values: Int) {
-        try bytes.withUnsafeBufferPointer { buffer throws(Malformed) in
-            try Self.countElements(buffer, path: path, limit: limit, maxValues: maxValues)
-        }
-    }
-
-    private static func countElements(
-        _ bytes: UnsafeBufferPointer<UInt8>,
-        path: [Set<String>],
-        limit: Int,
-        maxValues: Int
     ) throws(Malformed) -> (elements: Int, values: Int) {
         var parser = NativeBatchParser(bytes, valueBudget: maxValues)
         parser.countsSkipped = true
