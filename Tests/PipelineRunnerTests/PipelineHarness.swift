@@ -165,12 +165,5 @@ struct PipelineHarness {
     }
 
     /// Seed 001's cost of a usage object, from its tokens and the seed's table.
-    static func seedCost(_ usage: JSON) -> Double? {
-        let prices: [String: (Double, Double)] = ["claude-opus-4-6": (15, 75), "claude-sonnet-4-6": (3, 15), "claude-haiku-4-5-20251001": (0.8, 4)]
-        guard let model = usage["model"] as? String, let (input, output) = prices[model],
-            let inputTokens = (usage["inputTokens"] as? NSNumber)?.doubleValue,
-            let outputTokens = (usage["outputTokens"] as? NSNumber)?.doubleValue
-        else { return nil }
-        return (inputTokens / 1_000_000.0) * input + (outputTokens / 1_000_000.0) * output
-    }
+    static func seedCost(_ usage: JSON) -> Double? { Seed001.cost(usage) }
 }
