@@ -29,6 +29,12 @@ extension EventLogReader {
             """,
             logger: self.logger
         )
+        return try await Self.sizedEvents(rows)
+    }
+
+    /// The events of a read cut by bytes (`seq, kind, severity, swarm_id, agent_id, frame, read`,
+    /// `read` being how many the limit let through before the cut).
+    static func sizedEvents(_ rows: PostgresRowSequence) async throws -> (events: [LoggedEvent], read: Int) {
         var events: [LoggedEvent] = []
         var read = 0
         for try await (seq, kind, severity, swarm, agentID, frame, count) in rows.decode(

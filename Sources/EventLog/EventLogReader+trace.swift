@@ -31,13 +31,6 @@ extension EventLogReader {
             """,
             logger: self.logger
         )
-        var events: [LoggedEvent] = []
-        var read = 0
-        for try await (seq, kind, severity, swarm, agent, frame, count) in rows.decode((Int64, Int16, Int16, String, String, ByteBuffer, Int64).self)
-        {
-            events.append(LoggedEvent(seq: seq, storedKind: kind, storedSeverity: severity, swarmID: swarm, agentID: agent, frame: frame))
-            read = Int(count)
-        }
-        return (events, read)
+        return try await Self.sizedEvents(rows)
     }
 }
