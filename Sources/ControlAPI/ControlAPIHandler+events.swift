@@ -38,7 +38,7 @@ extension ControlAPIHandler {
     func getTrace(_ input: Operations.GetTrace.Input) async throws -> Operations.GetTrace.Output {
         let identity = try Caller.person()
         let traceID = input.path.traceId
-        guard traceID.utf8.count == 32, traceID.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+        guard traceID.isLowercaseHex(count: 32) else {
             throw APIError(.invalidRequest, "traceId must be 32 lowercase hex digits")
         }
         try InputCheck.range(input.query.limit, "limit", 1...1000)

@@ -105,11 +105,10 @@ struct DeviceAuthority: Sendable {
     /// Trades an unused, unexpired code for a new device and its first tokens.
     func register(code: String, deviceName: String, platform: String?) async throws -> Components.Schemas.TokenPair {
         let signIn = self.newSignIn()
-        let deviceID = signIn.deviceID
         let granted: (tenant: String, scopes: [String])? = try await self.client.withTransaction(logger: self.logger) { connection in
             let rows = try await connection.query(
                 """
-                UPDATE enrolment_codes SET used_at = now(), device_id = \(deviceID)
+                UPDATE enrolment_codes SET used_at = now(), device_id = \(signIn.deviceID)
                 WHERE code_sha256 = \(Self.digest(code)) AND used_at IS NULL AND revoked_at IS NULL AND expires_at > now()
                 RETURNING tenant_id, scopes
                 """,

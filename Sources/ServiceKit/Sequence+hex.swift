@@ -11,4 +11,11 @@ extension Sequence where Element == UInt8 {
     }
 }
 
+extension StringProtocol {
+    /// Whether this is `count` lowercase hexadecimal digits (a trace id, a span id, a digest).
+    public func isLowercaseHex(count: Int) -> Bool {
+        self.utf8.count == count && self.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}
+
 private let hexDigits = Array("0123456789abcdef".utf8)

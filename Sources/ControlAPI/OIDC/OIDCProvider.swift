@@ -40,13 +40,12 @@ actor OIDCProvider: Service {
         init(_ description: String, code: String = "provider_error", shown: String? = nil) {
             self.description = description
             self.code = code
-            self.shown = shown ?? Self.shown[code] ?? "the sign-in provider's answer could not be used; try again or ask your admin"
+            self.shown =
+                shown
+                ?? (code == "no_scopes"
+                    ? "none of your groups grants access here; ask your admin"
+                    : "the sign-in provider's answer could not be used; try again or ask your admin")
         }
-
-        private static let shown = [
-            "no_scopes": "none of your groups grants access here; ask your admin",
-            "access_denied": "the sign-in was refused or cancelled at the provider",
-        ]
     }
 
     let settings: OIDCSettings

@@ -21,10 +21,10 @@ public struct TraceParent: Sendable, Hashable {
         let fields = text.split(separator: "-", maxSplits: 4, omittingEmptySubsequences: false)
         guard fields.count >= 4 else { return nil }
         let (version, trace, parent, flags) = (fields[0], fields[1], fields[2], fields[3].prefix(2))
-        guard version.utf8.count == 2, Self.isHex(version), version != "ff",
-            trace.utf8.count == 32, Self.isHex(trace), trace.contains(where: { $0 != "0" }),
-            parent.utf8.count == 16, Self.isHex(parent), parent.contains(where: { $0 != "0" }),
-            flags.utf8.count == 2, Self.isHex(flags)
+        guard version.isLowercaseHex(count: 2), version != "ff",
+            trace.isLowercaseHex(count: 32), trace.contains(where: { $0 != "0" }),
+            parent.isLowercaseHex(count: 16), parent.contains(where: { $0 != "0" }),
+            flags.isLowercaseHex(count: 2)
         else { return nil }
         // Version 00 is exactly 55 characters; a later version may add fields after a dash.
         guard version == "00" ? text.utf8.count == 55 : fields[3].utf8.count == 2 else { return nil }
@@ -32,9 +32,5 @@ public struct TraceParent: Sendable, Hashable {
         self.header = version == "00" ? text : ["00", trace, parent, flags].joined(separator: "-")
         self.traceID = trace
         self.parentID = parent
-    }
-
-    private static func isHex(_ text: Substring) -> Bool {
-        text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 }
