@@ -17,8 +17,38 @@ public struct CommittedEvent: Sendable {
     /// The per-thread seq of an ACP envelope; 0 otherwise.
     public var threadSeq: Int64 = 0
     public var event: PreparedEvent
-    /// The client frame (``EventFrame``).
-    public var frame: [UInt8]
+
+    public init(seq: Int64, threadSeq: Int64 = 0, event: PreparedEvent) {
+        self.seq = seq
+        self.threadSeq = threadSeq
+        self.event = event
+    }
+
+    /// The client frame (``EventFrame``), rendered on each call: whoever publishes the event
+    /// renders it, off the commit path.
+    public var frame: [UInt8] { self.event.frame(seq: self.seq, threadSeq: self.threadSeq) }
+
+    /// ``frame`` rendered straight into `Data` (a bus envelope's field).
+    public var frameData: Data {
+        var data = Data(capacity: self.frameCount)
+        self.event.writeFrame(seq: self.seq, threadSeq: self.threadSeq, to: &data)
+        return data
+    }
+
+    /// The frame's length in bytes, without rendering it.
+    public var frameCount: Int { self.event.frameCount(seq: self.seq, threadSeq: self.threadSeq) }
+}
+
+/// One tenant's group of events made ready to append (``EventLogAppender/prepare(tenant:events:committedAt:)``):
+/// its statement's arguments are encoded, so a writer can make the next group ready while the
+/// one before it commits.
+public struct EventLogAppend: Sendable {
+    public let tenant: String
+    /// Already de-duplicated within the group.
+    public let events: [PreparedEvent]
+    public let committedAt: Date
+    /// `append_events`'s call with its arguments, for a group without an ACP envelope.
+    let statement: PostgresQuery?
 }
 
 /// The event log in Postgres, as ingest writes it: appends one group of events for one tenant
@@ -52,9 +82,33 @@ public struct EventLogAppender: Sendable {
         events: [PreparedEvent],
         committedAt: Date
     ) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
-        guard events.contains(where: { $0.acp != nil }) else {
-            return try await self.appendInOneStatement(tenant: tenant, events: events, committedAt: committedAt)
+        try await self.append(self.prepare(tenant: tenant, events: events, committedAt: committedAt))
+    }
+
+    /// `events` (already de-duplicated within the group by the caller) made ready to append
+    /// for `tenant` as committed at `committedAt`: CPU only, no I/O.
+    public func prepare(tenant: String, events: [PreparedEvent], committedAt: Date) -> EventLogAppend {
+        guard !events.contains(where: { $0.acp != nil }) else {
+            return EventLogAppend(tenant: tenant, events: events, committedAt: committedAt, statement: nil)
         }
+        let statement: PostgresQuery = """
+            SELECT seqs, duplicates FROM append_events(\(tenant), \(self.committedMilliseconds(committedAt)), \(self.dedupWindowMilliseconds),
+                \(events.map(\.msgID)), \(events.map(\.swarmID)), \(events.map(\.agentID)),
+                \(events.map { Int16($0.kind.rawValue) }), \(events.map { Int16($0.severity.rawValue) }),
+                \(events.map(\.occurredAtMilliseconds)), \(events.map { ByteBuffer(bytes: $0.frameTail) }))
+            """
+        return EventLogAppend(tenant: tenant, events: events, committedAt: committedAt, statement: statement)
+    }
+
+    /// Appends a group made ready by ``prepare(tenant:events:committedAt:)``: as
+    /// ``append(tenant:events:committedAt:)`` does.
+    public func append(_ append: EventLogAppend) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
+        if let statement = append.statement {
+            return try await self.appendInOneStatement(statement, events: append.events)
+        }
+        let tenant = append.tenant
+        let events = append.events
+        let committedAt = append.committedAt
         return try await self.client.transaction(logger: self.logger) { connection in
             let locked = try await connection.query(
                 "SELECT next_seq FROM tenants WHERE tenant_id = \(tenant) FOR UPDATE",
@@ -88,7 +142,7 @@ public struct EventLogAppender: Sendable {
                     outcomes.append(.duplicate(seq: old))
                     continue
                 }
-                committed.append(CommittedEvent(seq: seq, event: event, frame: []))
+                committed.append(CommittedEvent(seq: seq, event: event))
                 outcomes.append(.accepted(seq: seq))
                 seq += 1
             }
@@ -96,10 +150,6 @@ public struct EventLogAppender: Sendable {
             if committed.contains(where: { $0.event.acp != nil }) {
                 try await self.assignThreadSeqs(tenant: tenant, to: &committed, connection: connection)
             }
-            for index in committed.indices {
-                committed[index].frame = committed[index].event.frame(seq: committed[index].seq, threadSeq: committed[index].threadSeq)
-            }
-
             let committedMilliseconds = self.committedMilliseconds(committedAt)
             try await connection.query(
                 """
@@ -127,12 +177,11 @@ public struct EventLogAppender: Sendable {
         Int64(date.timeIntervalSince1970 * 1000)
     }
 
-    /// ``append(tenant:events:committedAt:)`` for events none of which is an ACP envelope:
-    /// `append_events` (migration 7) does it in one statement.
+    /// ``append(_:)`` for events none of which is an ACP envelope: `append_events`
+    /// (migration 7) does it in one statement, `statement`.
     private func appendInOneStatement(
-        tenant: String,
-        events: [PreparedEvent],
-        committedAt: Date
+        _ statement: PostgresQuery,
+        events: [PreparedEvent]
     ) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
         // In an explicit transaction, answered once COMMIT has completed. Alone, the statement
         // would run in the extended protocol's implicit transaction, which Postgres commits at
@@ -143,15 +192,7 @@ public struct EventLogAppender: Sendable {
         let (seqs, duplicates) = try await self.client.transaction(logger: self.logger) { connection in
             var answer: (seqs: [Int64], duplicates: [Bool]) = ([], [])
             do {
-                let rows = try await connection.query(
-                    """
-                    SELECT seqs, duplicates FROM append_events(\(tenant), \(self.committedMilliseconds(committedAt)), \(self.dedupWindowMilliseconds),
-                        \(events.map(\.msgID)), \(events.map(\.swarmID)), \(events.map(\.agentID)),
-                        \(events.map { Int16($0.kind.rawValue) }), \(events.map { Int16($0.severity.rawValue) }),
-                        \(events.map(\.occurredAtMilliseconds)), \(events.map { ByteBuffer(bytes: $0.frameTail) }))
-                    """,
-                    logger: self.logger
-                )
+                let rows = try await connection.query(statement, logger: self.logger)
                 for try await row in rows.decode(([Int64], [Bool]).self) { answer = row }
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "P0002" {
                 // Keys reference tenants, so only a tenant deleted under a cached key gets here.
@@ -172,7 +213,7 @@ public struct EventLogAppender: Sendable {
                 outcomes.append(.duplicate(seq: seq))
             } else {
                 outcomes.append(.accepted(seq: seq))
-                committed.append(CommittedEvent(seq: seq, event: event, frame: event.frame(seq: seq)))
+                committed.append(CommittedEvent(seq: seq, event: event))
             }
         }
         return (outcomes, committed)

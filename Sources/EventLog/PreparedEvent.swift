@@ -49,19 +49,36 @@ public struct PreparedEvent: Sendable {
     /// The client frame for `seq` (and, for ACP, the per-thread seq): see ``EventFrame``.
     func frame(seq: Int64, threadSeq: Int64 = 0) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(self.frameTail.count + (self.acp?.frameRest.count ?? 0) + 60)
-        bytes.append(contentsOf: #"{"seq":"#.utf8)
-        bytes.append(contentsOf: String(seq).utf8)
-        bytes.append(contentsOf: #","eventId":""#.utf8)
-        bytes.append(contentsOf: String(seq).utf8)
+        bytes.reserveCapacity(self.frameCount(seq: seq, threadSeq: threadSeq))
+        self.writeFrame(seq: seq, threadSeq: threadSeq, to: &bytes)
+        return bytes
+    }
+
+    /// ``frame(seq:threadSeq:)`` appended to `bytes`.
+    func writeFrame(seq: Int64, threadSeq: Int64 = 0, to bytes: inout some RangeReplaceableCollection<UInt8>) {
+        let digits = String(seq).utf8
+        bytes.append(contentsOf: Self.frameOpening)
+        bytes.append(contentsOf: digits)
+        bytes.append(contentsOf: Self.frameEventID)
+        bytes.append(contentsOf: digits)
         bytes.append(UInt8(ascii: "\""))
         bytes.append(contentsOf: self.frameTail)
         if let acp = self.acp {
             bytes.append(contentsOf: String(threadSeq).utf8)
             bytes.append(contentsOf: acp.frameRest)
         }
-        return bytes
     }
+
+    /// The length of ``frame(seq:threadSeq:)``, without rendering it.
+    func frameCount(seq: Int64, threadSeq: Int64 = 0) -> Int {
+        let seqDigits = String(seq).utf8.count
+        let opening = Self.frameOpening.count + 2 * seqDigits + Self.frameEventID.count + 1 + self.frameTail.count
+        guard let acp = self.acp else { return opening }
+        return opening + String(threadSeq).utf8.count + acp.frameRest.count
+    }
+
+    private static let frameOpening = Array(#"{"seq":"#.utf8)
+    private static let frameEventID = Array(#","eventId":""#.utf8)
 }
 
 /// The ACP side of an event: one JSON-RPC message appended to a thread (seed 003).

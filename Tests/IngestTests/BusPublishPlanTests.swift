@@ -83,8 +83,7 @@ struct EnvelopeSizeBoundTests {
         let committed = CommittedEvent(
             seq: extremes.randomElement(using: &random)!,
             threadSeq: extremes.randomElement(using: &random)!,
-            event: event,
-            frame: Array(text().utf8)
+            event: event
         )
         let tenant = text()
         var envelope = BusEventEnvelope()

@@ -89,4 +89,32 @@ struct EventFrameTests {
         #expect(NSDictionary(dictionary: whole["envelope"] as? [String: Any] ?? [:]).isEqual(to: object))
         #expect(String(buffer: envelope).contains(body))
     }
+
+    @Test("a committed event's frame counted, rendered into Data and rendered alone are the same bytes, ACP or not, at any seq")
+    func committedFrame() throws {
+        let native = try #require(
+            try NativeBatchParser.parse(Array(#"{"events":[{"msgId":"m1","swarmId":"s","agentId":"a","kind":"log","message":"é \" 😀"}]}"#.utf8))
+                .first?.get()
+        ).prepare(now: 1_700_000_000_000, maxEventBytes: 65536)
+        let acp = try ACPFrame.prepare(
+            body: Array(#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#.utf8),
+            threadID: "t1",
+            sessionID: nil,
+            direction: "agent_to_client",
+            msgID: "m9",
+            swarmID: "s",
+            agentID: "a",
+            now: Date(timeIntervalSince1970: 1_700_000_000)
+        )
+        for event in [native, acp] {
+            for (seq, threadSeq) in [(Int64(1), Int64(0)), (9, 10), (123_456_789, 99), (.max, .max), (.min, -1)] {
+                let committed = CommittedEvent(seq: seq, threadSeq: threadSeq, event: event)
+                let frame = event.frame(seq: seq, threadSeq: threadSeq)
+                #expect(committed.frame == frame)
+                #expect(committed.frameCount == frame.count)
+                #expect(committed.frameData == Data(frame))
+                #expect(frame.starts(with: Array(#"{"seq":\#(seq),"eventId":"\#(seq)""#.utf8)))
+            }
+        }
+    }
 }

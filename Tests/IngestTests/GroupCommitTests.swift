@@ -1,4 +1,5 @@
 import EventLog
+import TestSupport
 import Testing
 
 @testable import Ingest
@@ -35,6 +36,51 @@ import Testing
         #expect(queue.nextBatch(tenant: "t").map(\.item) == ["s3"])  // s4 alone is over the size
         #expect(queue.nextBatch(tenant: "t").map(\.item) == ["s4"])  // an oversize one goes alone
         #expect(queue.nextBatch(tenant: "t").map(\.item) == ["s5"])
+    }
+
+    @Test func aBatchIsTakenAheadOnlyWhenItIsFull() {
+        var queue = Queue(maxEvents: 1000, maxBytes: 100_000, batchEvents: 10)
+        #expect(queue.fullBatch(tenant: "t") == nil)  // nothing waits
+        _ = queue.admit("s1", tenant: "t", events: 4, bytes: 4)
+        _ = queue.admit("s2", tenant: "t", events: 5, bytes: 5)
+        #expect(queue.fullBatch(tenant: "t") == nil)  // 9: one more event could still join
+        _ = queue.admit("s3", tenant: "t", events: 2, bytes: 2)
+        #expect(queue.fullBatch(tenant: "t")?.map(\.item) == ["s1", "s2"])  // s3 cannot join
+        #expect(queue.fullBatch(tenant: "t") == nil)  // s3 alone could still grow
+        _ = queue.admit("s4", tenant: "t", events: 8, bytes: 8)
+        #expect(queue.fullBatch(tenant: "t")?.map(\.item) == ["s3", "s4"])  // exactly 10
+        _ = queue.admit("s5", tenant: "t", events: 30, bytes: 30)
+        #expect(queue.fullBatch(tenant: "t")?.map(\.item) == ["s5"])  // an oversize one is full alone
+        #expect(queue.fullBatch(tenant: "t") == nil)
+        // Taking ahead never ends the writer: the next submission queues behind it.
+        #expect(queue.writing.contains("t"))
+        #expect(queue.admit("s6", tenant: "t", events: 1, bytes: 1) == .queued)
+    }
+
+    /// Whatever arrives after a batch is taken ahead, ``CommitQueue/nextBatch(tenant:)`` would
+    /// have taken the same submissions then.
+    @Test(arguments: 0..<200) func aBatchTakenAheadIsTheOneTakenLater(seed: UInt64) {
+        var random = SplitMix64(state: seed)
+        var ahead = Queue(maxEvents: 1_000_000, maxBytes: 100_000_000, batchEvents: 10)
+        var later = ahead
+        var name = 0
+        func arrive(_ count: Int, random: inout SplitMix64) {
+            for _ in 0..<count {
+                name += 1
+                let events = Int.random(in: 1...14, using: &random)
+                _ = ahead.admit("s\(name)", tenant: "t", events: events, bytes: events)
+                _ = later.admit("s\(name)", tenant: "t", events: events, bytes: events)
+            }
+        }
+        for _ in 0..<20 {
+            arrive(Int.random(in: 0...4, using: &random), random: &random)
+            if let taken = ahead.fullBatch(tenant: "t") {
+                arrive(Int.random(in: 0...4, using: &random), random: &random)
+                #expect(taken.map(\.item) == later.nextBatch(tenant: "t").map(\.item))
+            } else {
+                #expect(ahead.nextBatch(tenant: "t").map(\.item) == later.nextBatch(tenant: "t").map(\.item))
+            }
+        }
     }
 
     @Test func anEmptyQueueEndsTheWriterAndTheNextSubmissionStartsAnother() {

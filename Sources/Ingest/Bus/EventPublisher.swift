@@ -116,7 +116,7 @@ struct EventPublisher: Sendable {
         envelope.severity = committed.event.severity
         envelope.occurredUnixNano = committed.event.occurredAtMilliseconds * 1_000_000
         envelope.committedUnixNano = committedAtNanoseconds
-        envelope.frame = Data(committed.frame)
+        envelope.frame = committed.frameData
         envelope.requestID = committed.event.requestID
         if let acp = committed.event.acp {
             envelope.threadID = acp.threadID
@@ -130,7 +130,7 @@ struct EventPublisher: Sendable {
     /// to ten bytes, seven lengths of up to five).
     static func envelopeSizeBound(of committed: CommittedEvent, tenant: String) -> Int {
         128 + tenant.utf8.count + committed.event.msgID.utf8.count + committed.event.swarmID.utf8.count
-            + committed.event.agentID.utf8.count + committed.event.requestID.utf8.count + committed.frame.count
+            + committed.event.agentID.utf8.count + committed.event.requestID.utf8.count + committed.frameCount
             + (committed.event.acp?.threadID.utf8.count ?? 0)
     }
 }

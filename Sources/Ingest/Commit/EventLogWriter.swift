@@ -8,7 +8,8 @@ import ServiceKit
 import Synchronization
 
 /// Group commit: requests of one tenant queue here and one writer task per tenant commits them
-/// together, up to `ingest.write-batch-events` events per transaction. In the bulk lane, requests
+/// together, up to `ingest.write-batch-events` events per transaction; while one commits, the
+/// next is made ready when it is already full. In the bulk lane, requests
 /// are answered at the commit and the events published off that path, in commit order (each
 /// commit's publish follows the tenant's previous one; an append answered after its deadline
 /// is published when its answer comes), while the writer commits the next group;
@@ -131,17 +132,53 @@ final class EventLogWriter: Sendable {
         }
     }
 
+    /// A group taken from the queue and made ready to append.
+    private struct ReadyGroup: Sendable {
+        var batch: [CommitQueue<Submission>.Entry]
+        var plan: GroupCommitPlan<PreparedEvent>
+        var append: EventLogAppend
+    }
+
+    /// Commits the tenant's groups one after the other until nothing waits. While a group
+    /// commits, the next is made ready (its statement encoded) when it is already full, that
+    /// is when what arrives later could not join it; otherwise it is taken when the commit
+    /// ends, with everything that arrived meanwhile.
     private func drain(tenant: String) async {
+        var next: ReadyGroup? = nil
         while true {
-            let batch = self.queue.withLock { $0.nextBatch(tenant: tenant) }
-            if batch.isEmpty { return }
+            let group: ReadyGroup
+            if let made = next {
+                group = made
+            } else {
+                let batch = self.queue.withLock { $0.nextBatch(tenant: tenant) }
+                if batch.isEmpty { return }
+                group = self.ready(tenant: tenant, batch: batch)
+            }
             // The batch counts against the queue's bounds until its append has ended, even
             // when its requests were answered at the deadline before that.
-            await self.commit(tenant: tenant, group: batch.map(\.item)) {
-                self.queue.withLock { $0.finished(batch, tenant: tenant) }
+            async let committed: Void = self.commit(group) {
+                self.queue.withLock { $0.finished(group.batch, tenant: tenant) }
             }
+            next = self.queue.withLock { $0.fullBatch(tenant: tenant) }.map { self.ready(tenant: tenant, batch: $0) }
+            await committed
             await self.waitForPublishes(tenant: tenant)
         }
+    }
+
+    /// `batch`'s events as one group: repeated msgIds answered by their first occurrence, the
+    /// statement encoded.
+    private func ready(tenant: String, batch: [CommitQueue<Submission>.Entry]) -> ReadyGroup {
+        let plan = GroupCommitPlan(
+            batch.map { entry in
+                entry.item.events.map { event in
+                    var event = event
+                    event.requestID = entry.item.requestID
+                    return event
+                }
+            },
+            msgID: \.msgID
+        )
+        return ReadyGroup(batch: batch, plan: plan, append: self.log.prepare(tenant: tenant, events: plan.unique, committedAt: Date()))
     }
 
     /// Publishes `events` once the tenant's previous commit's events are published (at once,
@@ -186,9 +223,7 @@ final class EventLogWriter: Sendable {
     /// and its events, if it commits, are published when its answer comes. `settled` runs once
     /// the append has ended, answered in time or not.
     private func appendWithinDeadline(
-        tenant: String,
-        events: [PreparedEvent],
-        committedAt: Date,
+        _ append: EventLogAppend,
         settled: @escaping @Sendable () -> Void
     ) async throws -> [ItemOutcome] {
         let timeout = self.commitTimeout
@@ -196,7 +231,7 @@ final class EventLogWriter: Sendable {
         // counts those abandoned and not yet ended (one postgres-nio never answers stays).
         let fate = AppendFate()
         do {
-            return try await self.append(tenant: tenant, events: events, committedAt: committedAt, timeout: timeout) {
+            return try await self.append(append, timeout: timeout) {
                 if fate.end() { self.countAbandoned(-1) }
                 settled()
             }
@@ -219,9 +254,7 @@ final class EventLogWriter: Sendable {
 
     /// The append against `timeout`; `ended` runs once it has ended.
     private func append(
-        tenant: String,
-        events: [PreparedEvent],
-        committedAt: Date,
+        _ append: EventLogAppend,
         timeout: Duration,
         ended: @escaping @Sendable () -> Void
     ) async throws -> [ItemOutcome] {
@@ -239,29 +272,19 @@ final class EventLogWriter: Sendable {
             // unpublished: consumers back-fill it from the log when the next event shows the
             // gap, and stream-fanout's tail check finds it when no event follows.
             defer { ended() }
-            let (outcomes, committed) = try await self.log.append(tenant: tenant, events: events, committedAt: committedAt)
-            self.publish(tenant: tenant, events: committed, committedAt: committedAt)
+            let (outcomes, committed) = try await self.log.append(append)
+            self.publish(tenant: append.tenant, events: committed, committedAt: append.committedAt)
             return outcomes
         }
     }
 
     /// Commits `group` and answers its requests (its events are then published).
-    private func commit(tenant: String, group: [Submission], settled: @escaping @Sendable () -> Void) async {
-        let plan = GroupCommitPlan(
-            group.map { submission in
-                submission.events.map { event in
-                    var event = event
-                    event.requestID = submission.requestID
-                    return event
-                }
-            },
-            msgID: \.msgID
-        )
-        let committedAt = Date()
+    private func commit(_ group: ReadyGroup, settled: @escaping @Sendable () -> Void) async {
+        let tenant = group.append.tenant
         let result: Result<[ItemOutcome], any Error>
         do {
-            let outcomes = try await self.appendWithinDeadline(tenant: tenant, events: plan.unique, committedAt: committedAt, settled: settled)
-            self.transactionEvents.record(plan.unique.count)
+            let outcomes = try await self.appendWithinDeadline(group.append, settled: settled)
+            self.transactionEvents.record(group.append.events.count)
             result = .success(outcomes)
         } catch let error as APIError {
             result = .failure(error)
@@ -277,9 +300,9 @@ final class EventLogWriter: Sendable {
         }
         switch result {
         case .success(let outcomes):
-            for (submission, mine) in zip(group, plan.outcomes(outcomes)) { submission.continuation.resume(returning: mine) }
+            for (entry, mine) in zip(group.batch, group.plan.outcomes(outcomes)) { entry.item.continuation.resume(returning: mine) }
         case .failure(let error):
-            for submission in group { submission.continuation.resume(throwing: error) }
+            for entry in group.batch { entry.item.continuation.resume(throwing: error) }
         }
     }
 }

@@ -69,16 +69,35 @@ struct CommitQueue<Item> {
             self.writing.remove(tenant)
             return []
         }
+        let taken = self.batchLength(queue).submissions
+        let batch = Array(queue[..<taken])
+        queue.removeFirst(taken)
+        self.queues[tenant] = queue
+        return batch
+    }
+
+    /// The tenant's next transaction taken now only if it is already full, that is if
+    /// ``nextBatch(tenant:)`` would take the same submissions later, whatever arrives
+    /// meanwhile (the writer makes it ready while the transaction before it commits); nil
+    /// otherwise. Never ends the tenant's writer.
+    mutating func fullBatch(tenant: String) -> [Entry]? {
+        guard let queue = self.queues[tenant], !queue.isEmpty else { return nil }
+        let (taken, events) = self.batchLength(queue)
+        // Full: a submission waits behind it that does not fit, or nothing more could fit.
+        guard taken < queue.count || events >= self.batchEvents else { return nil }
+        return self.nextBatch(tenant: tenant)
+    }
+
+    /// How many of `queue`'s first submissions the next transaction takes, and their events:
+    /// whole submissions up to `batchEvents`, at least one.
+    private func batchLength(_ queue: [Entry]) -> (submissions: Int, events: Int) {
         var taken = 0
         var count = 0
         while taken < queue.count, count == 0 || count + queue[taken].events <= self.batchEvents {
             count += queue[taken].events
             taken += 1
         }
-        let batch = Array(queue[..<taken])
-        queue.removeFirst(taken)
-        self.queues[tenant] = queue
-        return batch
+        return (taken, count)
     }
 
     /// A transaction of `tenant`'s `batch` has ended (committed or not): its weight no longer

@@ -42,3 +42,5 @@ struct GroupCommitPlan<Event> {
         }
     }
 }
+
+extension GroupCommitPlan: Sendable where Event: Sendable {}
