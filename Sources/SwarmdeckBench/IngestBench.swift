@@ -42,6 +42,9 @@ struct IngestBench: AsyncParsableCommand {
     @Option(help: "Tenant counts the COPY deals the rows to, comma-separated.")
     var copyTenants = "1,4"
 
+    @Option(help: "Rows per transaction when INSERT … unnest and text COPY are compared (ingest's ingest.write-batch-events).")
+    var transactionRows = 2000
+
     @Option(
         help:
             "Ingest keys of other tenants, comma-separated (default: $SWARMDECK_TENANT_KEYS): a third phase loads them with --key at once, the connections dealt round the tenants."
@@ -121,8 +124,9 @@ struct IngestBench: AsyncParsableCommand {
         }
 
         let runs: [EventLogCopyBaseline.Run]
+        let inserts: [EventLogCopyBaseline.InsertRun]
         do {
-            runs = try await self.copyRuns(rows: min(max(full.accepted, 10_000), 500_000), databaseURL: databaseURL)
+            (runs, inserts) = try await self.copyRuns(rows: min(max(full.accepted, 10_000), 500_000), databaseURL: databaseURL)
         } catch {
             throw ValidationError("COPY failed: \(String(reflecting: error))")
         }
@@ -137,6 +141,18 @@ struct IngestBench: AsyncParsableCommand {
                     run.rows,
                     self.schema,
                     full.eventsPerSecond / run.rowsPerSecond
+                )
+            )
+        }
+        if let unnest = inserts.first(where: { $0.method == .unnest }), let copy = inserts.first(where: { $0.method == .textCopy }) {
+            print(
+                String(
+                    format:
+                        "the same rows in transactions of %d, making each one's data included: INSERT … unnest %.0f rows/s, text COPY %.0f rows/s (COPY/unnest %.2f)",
+                    unnest.transactionRows,
+                    unnest.rowsPerSecond,
+                    copy.rowsPerSecond,
+                    copy.rowsPerSecond / unnest.rowsPerSecond
                 )
             )
         }
@@ -161,24 +177,38 @@ struct IngestBench: AsyncParsableCommand {
         return "tenant rate: \(rate) events/s, burst \(burst ?? "the default") (INGEST_TENANT_EVENTS_PER_SECOND, INGEST_TENANT_EVENTS_BURST)"
     }
 
-    /// `COPY … FROM STDIN` of the rows ingest just stored, dealt to each of ``copyTenants``.
-    private func copyRuns(rows: Int, databaseURL: String) async throws -> [EventLogCopyBaseline.Run] {
+    /// `COPY … FROM STDIN` of the rows ingest just stored, dealt to each of ``copyTenants``;
+    /// then the same rows inserted per transaction by each of ingest's possible methods.
+    private func copyRuns(
+        rows: Int,
+        databaseURL: String
+    ) async throws -> ([EventLogCopyBaseline.Run], [EventLogCopyBaseline.InsertRun]) {
         let client = PostgresClient(configuration: try PostgresClient.Configuration(url: databaseURL, maxConnections: 2))
         let tenants = self.copyTenants.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        return try await withThrowingTaskGroup(of: [EventLogCopyBaseline.Run]?.self) { group in
+        return try await withThrowingTaskGroup(of: ([EventLogCopyBaseline.Run], [EventLogCopyBaseline.InsertRun])?.self) { group in
             group.addTask {
                 await client.run()
                 return nil
             }
             defer { group.cancelAll() }
-            return try await EventLogCopyBaseline.run(
+            let logger = Logger(label: "bench")
+            let runs = try await EventLogCopyBaseline.run(
                 client: client,
                 schema: self.schema,
                 sourceTenant: self.tenant,
                 rows: rows,
                 tenants: tenants,
-                logger: Logger(label: "bench")
+                logger: logger
             )
+            let inserts = try await EventLogCopyBaseline.compareInserts(
+                client: client,
+                schema: self.schema,
+                sourceTenant: self.tenant,
+                rows: rows,
+                transactionRows: self.transactionRows,
+                logger: logger
+            )
+            return (runs, inserts)
         }
     }
 }
