@@ -39,16 +39,17 @@ public struct CommittedEvent: Sendable {
     public var frameCount: Int { self.event.frameCount(seq: self.seq, threadSeq: self.threadSeq) }
 }
 
-/// One tenant's group of events made ready to append (``EventLogAppender/prepare(tenant:events:committedAt:)``):
-/// its statement's arguments are encoded, so a writer can make the next group ready while the
-/// one before it commits.
+/// One tenant's group of events made ready to append (``EventLogAppender/prepare(tenant:events:)``):
+/// for a group without an ACP envelope, its statement's arguments are encoded, so a writer can
+/// make the next group ready while the one before it commits. The commit time is bound when
+/// the append starts.
 public struct EventLogAppend: Sendable {
     public let tenant: String
     /// Already de-duplicated within the group.
     public let events: [PreparedEvent]
-    public let committedAt: Date
-    /// `append_events`'s call with its arguments, for a group without an ACP envelope.
-    let statement: PostgresQuery?
+    /// `append_events`'s arguments but the commit time ($1 to $9), for a group without an ACP
+    /// envelope.
+    let arguments: PostgresBindings?
 }
 
 /// The event log in Postgres, as ingest writes it: appends one group of events for one tenant
@@ -82,33 +83,41 @@ public struct EventLogAppender: Sendable {
         events: [PreparedEvent],
         committedAt: Date
     ) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
-        try await self.append(self.prepare(tenant: tenant, events: events, committedAt: committedAt))
+        try await self.append(self.prepare(tenant: tenant, events: events), committedAt: committedAt)
     }
 
     /// `events` (already de-duplicated within the group by the caller) made ready to append
-    /// for `tenant` as committed at `committedAt`: CPU only, no I/O.
-    public func prepare(tenant: String, events: [PreparedEvent], committedAt: Date) -> EventLogAppend {
+    /// for `tenant`: CPU only, no I/O.
+    public func prepare(tenant: String, events: [PreparedEvent]) -> EventLogAppend {
         guard !events.contains(where: { $0.acp != nil }) else {
-            return EventLogAppend(tenant: tenant, events: events, committedAt: committedAt, statement: nil)
+            return EventLogAppend(tenant: tenant, events: events, arguments: nil)
         }
-        let statement: PostgresQuery = """
-            SELECT seqs, duplicates FROM append_events(\(tenant), \(self.committedMilliseconds(committedAt)), \(self.dedupWindowMilliseconds),
-                \(events.map(\.msgID)), \(events.map(\.swarmID)), \(events.map(\.agentID)),
-                \(events.map { Int16($0.kind.rawValue) }), \(events.map { Int16($0.severity.rawValue) }),
-                \(events.map(\.occurredAtMilliseconds)), \(events.map { ByteBuffer(bytes: $0.frameTail) }))
-            """
-        return EventLogAppend(tenant: tenant, events: events, committedAt: committedAt, statement: statement)
+        var arguments = PostgresBindings(capacity: 10)
+        arguments.append(tenant)
+        arguments.append(self.dedupWindowMilliseconds)
+        arguments.append(events.map(\.msgID))
+        arguments.append(events.map(\.swarmID))
+        arguments.append(events.map(\.agentID))
+        arguments.append(events.map { Int16($0.kind.rawValue) })
+        arguments.append(events.map { Int16($0.severity.rawValue) })
+        arguments.append(events.map(\.occurredAtMilliseconds))
+        arguments.append(events.map { ByteBuffer(bytes: $0.frameTail) })
+        return EventLogAppend(tenant: tenant, events: events, arguments: arguments)
     }
 
-    /// Appends a group made ready by ``prepare(tenant:events:committedAt:)``: as
-    /// ``append(tenant:events:committedAt:)`` does.
-    public func append(_ append: EventLogAppend) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
-        if let statement = append.statement {
+    /// Appends a group made ready by ``prepare(tenant:events:)``, committed at `committedAt`:
+    /// as ``append(tenant:events:committedAt:)`` does.
+    public func append(_ append: EventLogAppend, committedAt: Date) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
+        if var arguments = append.arguments {
+            arguments.append(self.committedMilliseconds(committedAt))
+            let statement = PostgresQuery(
+                unsafeSQL: "SELECT seqs, duplicates FROM append_events($1, $10, $2, $3, $4, $5, $6, $7, $8, $9)",
+                binds: arguments
+            )
             return try await self.appendInOneStatement(statement, events: append.events)
         }
         let tenant = append.tenant
         let events = append.events
-        let committedAt = append.committedAt
         return try await self.client.transaction(logger: self.logger) { connection in
             let locked = try await connection.query(
                 "SELECT next_seq FROM tenants WHERE tenant_id = \(tenant) FOR UPDATE",

@@ -140,7 +140,7 @@ final class EventLogWriter: Sendable {
     }
 
     /// Commits the tenant's groups one after the other until nothing waits. While a group
-    /// commits, the next is made ready (its statement encoded) when it is already full, that
+    /// commits, the next is made ready (its statement's arguments encoded) when it is already full, that
     /// is when what arrives later could not join it; otherwise it is taken when the commit
     /// ends, with everything that arrived meanwhile.
     private func drain(tenant: String) async {
@@ -166,7 +166,7 @@ final class EventLogWriter: Sendable {
     }
 
     /// `batch`'s events as one group: repeated msgIds answered by their first occurrence, the
-    /// statement encoded.
+    /// statement's arguments encoded (the commit time is bound when it is appended).
     private func ready(tenant: String, batch: [CommitQueue<Submission>.Entry]) -> ReadyGroup {
         let plan = GroupCommitPlan(
             batch.map { entry in
@@ -178,7 +178,7 @@ final class EventLogWriter: Sendable {
             },
             msgID: \.msgID
         )
-        return ReadyGroup(batch: batch, plan: plan, append: self.log.prepare(tenant: tenant, events: plan.unique, committedAt: Date()))
+        return ReadyGroup(batch: batch, plan: plan, append: self.log.prepare(tenant: tenant, events: plan.unique))
     }
 
     /// Publishes `events` once the tenant's previous commit's events are published (at once,
@@ -272,8 +272,9 @@ final class EventLogWriter: Sendable {
             // unpublished: consumers back-fill it from the log when the next event shows the
             // gap, and stream-fanout's tail check finds it when no event follows.
             defer { ended() }
-            let (outcomes, committed) = try await self.log.append(append)
-            self.publish(tenant: append.tenant, events: committed, committedAt: append.committedAt)
+            let committedAt = Date()
+            let (outcomes, committed) = try await self.log.append(append, committedAt: committedAt)
+            self.publish(tenant: append.tenant, events: committed, committedAt: committedAt)
             return outcomes
         }
     }

@@ -48,7 +48,8 @@ struct CommitQueue<Item> {
     }
 
     /// Queues `item` for `tenant` unless the events or bytes waiting, in all or of the tenant,
-    /// would pass their bound.
+    /// would pass their bound. `events` is at least 1 (``fullBatch(tenant:)`` relies on it: an
+    /// empty submission could always join a batch).
     mutating func admit(_ item: Item, tenant: String, events: Int, bytes: Int) -> Admission {
         guard self.events + events <= self.maxEvents, self.bytes + bytes <= self.maxBytes else { return .refused }
         let load = self.tenantLoad[tenant] ?? (0, 0)
