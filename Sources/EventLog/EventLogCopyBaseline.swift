@@ -63,20 +63,25 @@ public enum EventLogCopyBaseline {
         public var transactionRows: Int
         /// Rows per second, making each transaction's data (binding or COPY text) included.
         public var rowsPerSecond: Double
+        /// Of that time, the seconds spent making the data (on this side, not Postgres's).
+        public var makingSeconds: Double
+        public var seconds: Double
     }
 
     /// Inserts the last `rows` rows of `sourceTenant` into `<schema>.bench_copy` (made like the
-    /// event log) with each method of `methods`, one transaction per `transactionRows` rows as
-    /// ingest commits them, one tenant. Each method's time includes making its data (binding
-    /// the arrays, or escaping the COPY text), which ingest would do per transaction. With
-    /// `keepTable`, the table is left holding the last method's rows (for tests).
+    /// event log) with each method of `methods` in turn (a method may come more than once: pass
+    /// them in ABBA order so that neither always meets the fresher table), one transaction per
+    /// `transactionRows` rows as ingest commits them, one tenant. Each run's time includes making
+    /// its data (binding the arrays, or escaping the COPY text), which ingest would do per
+    /// transaction, and says how much of it that was. With `keepTable`, the table is left
+    /// holding the last run's rows (for tests).
     public static func compareInserts(
         client: PostgresClient,
         schema: String,
         sourceTenant: String,
         rows: Int,
         transactionRows: Int,
-        methods: [InsertMethod] = InsertMethod.allCases,
+        methods: [InsertMethod] = [.unnest, .textCopy, .textCopy, .unnest],
         keepTable: Bool = false,
         logger: Logger
     ) async throws -> [InsertRun] {
@@ -86,30 +91,43 @@ public enum EventLogCopyBaseline {
             var runs: [InsertRun] = []
             for method in methods {
                 try await connection.query("TRUNCATE bench_copy", logger: logger)
-                let start = ContinuousClock.now
+                let clock = ContinuousClock()
+                let start = clock.now
+                var making = Duration.zero
                 var first = 0
                 while first < stored.count {
                     let chunk = stored[first..<min(first + transactionRows, stored.count)]
                     try await connection.query("BEGIN", logger: logger)
-                    switch method {
-                    case .unnest:
-                        try await connection.query(Self.unnestInsert(chunk, firstSeq: Int64(first + 1)), logger: logger)
-                    case .textCopy:
-                        let text = Self.copyText(chunk, tenants: 1, committedAt: now, firstSeq: Int64(first + 1))
-                        try await connection.copyFrom(table: "bench_copy", logger: logger) { writer in
-                            for part in text { try await writer.write(part) }
+                    do {
+                        switch method {
+                        case .unnest:
+                            var insert: PostgresQuery? = nil
+                            making += clock.measure { insert = Self.unnestInsert(chunk, firstSeq: Int64(first + 1)) }
+                            try await connection.query(insert!, logger: logger)
+                        case .textCopy:
+                            var text: [ByteBuffer] = []
+                            making += clock.measure { text = Self.copyText(chunk, tenants: 1, committedAt: now, firstSeq: Int64(first + 1)) }
+                            try await connection.copyFrom(table: "bench_copy", logger: logger) { writer in
+                                for part in text { try await writer.write(part) }
+                            }
                         }
+                        try await connection.query("COMMIT", logger: logger)
+                    } catch {
+                        // The connection goes back to the pool: not inside a failed transaction.
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw error
                     }
-                    try await connection.query("COMMIT", logger: logger)
                     first += chunk.count
                 }
-                let elapsed = ContinuousClock.now - start
+                let elapsed = (clock.now - start).secondsDouble
                 runs.append(
                     InsertRun(
                         method: method,
                         rows: stored.count,
                         transactionRows: transactionRows,
-                        rowsPerSecond: Double(stored.count) / elapsed.secondsDouble
+                        rowsPerSecond: Double(stored.count) / elapsed,
+                        makingSeconds: making.secondsDouble,
+                        seconds: elapsed
                     )
                 )
             }
@@ -171,11 +189,24 @@ public enum EventLogCopyBaseline {
             "CREATE TABLE \(unescaped: table) (LIKE \(unescaped: schema).events INCLUDING ALL) PARTITION BY RANGE (committed_at)",
             logger: logger
         )
-        let result = try await client.withConnection { connection in
-            // copyFrom quotes the table name as one identifier: name it via search_path.
-            try await connection.query("SET search_path TO \(unescaped: schema)", logger: logger)
-            try await connection.query("SELECT create_day_partition('bench_copy', (now() AT TIME ZONE 'UTC')::date)", logger: logger)
-            return try await body(connection)
+        let result: T
+        do {
+            result = try await client.withConnection { connection in
+                // copyFrom quotes the table name as one identifier: name it via search_path.
+                try await connection.query("SET search_path TO \(unescaped: schema)", logger: logger)
+                // Today's partition and tomorrow's: a run may cross midnight (UTC).
+                try await connection.query(
+                    """
+                    SELECT create_day_partition('bench_copy', (now() AT TIME ZONE 'UTC')::date),
+                           create_day_partition('bench_copy', (now() AT TIME ZONE 'UTC')::date + 1)
+                    """,
+                    logger: logger
+                )
+                return try await body(connection)
+            }
+        } catch {
+            _ = try? await client.query("DROP TABLE IF EXISTS \(unescaped: table)", logger: logger)
+            throw error
         }
         if !keep { try await client.query("DROP TABLE \(unescaped: table)", logger: logger) }
         return result
@@ -255,8 +286,13 @@ public enum EventLogCopyBaseline {
 
     /// A text value for COPY: backslash, tab, newline and carriage return escaped.
     static func escaped(_ text: String) -> String {
+        // Most ids hold none of the four.
+        guard
+            text.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }
+            )
+        else { return text }
         var out = ""
-        out.reserveCapacity(text.utf8.count)
+        out.reserveCapacity(text.utf8.count + 8)
         for character in text.unicodeScalars {
             switch character {
             case "\\": out += "\\\\"
@@ -269,11 +305,18 @@ public enum EventLogCopyBaseline {
         return out
     }
 
-    private static func writeHex(_ bytes: some Sequence<UInt8>, to buffer: inout ByteBuffer) {
-        let digits = Array("0123456789abcdef".utf8)
-        for byte in bytes {
-            buffer.writeInteger(digits[Int(byte >> 4)])
-            buffer.writeInteger(digits[Int(byte & 0x0f)])
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// `bytes` as lowercase hex, written in one go.
+    private static func writeHex(_ bytes: some Collection<UInt8>, to buffer: inout ByteBuffer) {
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 2 * bytes.count) { out in
+            var index = 0
+            for byte in bytes {
+                out[index] = Self.hexDigits[Int(byte >> 4)]
+                out[index + 1] = Self.hexDigits[Int(byte & 0x0f)]
+                index += 2
+            }
+            return index
         }
     }
 }

@@ -19,9 +19,9 @@ struct EventLogCopyBaselineTests {
         let harness = try await IngestHarness()
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
-            // Ids COPY's text format must escape (a backslash; a backslash-N that is not NULL)
-            // or pass as they are (non-ASCII text); tabs and line ends are refused in ids, so
-            // they reach the log only inside frames (hex in COPY) and are checked below.
+            // Ids COPY's text format must escape (a backslash, as in a backslash-N or -x) or
+            // pass as they are (non-ASCII text). Ids cannot hold tabs or line ends, and frames
+            // travel as hex: COPY's escaping of those, and of a whole `\N`, is checked below.
             let awkward = ["a\\b", "\\N", "ünï 😀", "\\x41", "\\\\t"]
             let events = awkward.enumerated().map { index, text in
                 ["msgId": "m\(index)-\(text)", "swarmId": "s\(text)", "agentId": "a\(text)", "kind": "log", "message": text + "\t\n\r"]
@@ -63,7 +63,7 @@ struct EventLogCopyBaselineTests {
                         keepTable: true,
                         logger: Logger(label: "test")
                     )
-                    #expect(runs.map(\.method) == [method] && runs.first?.rows == awkward.count)
+                    #expect(runs.map(\.method) == [method])
                     let copied = try await rows("bench_copy", tenant: "bench-0")
                     #expect(copied.count == stored.count, "\(method)")
                     #expect(copied == stored.reversed(), "\(method)")
