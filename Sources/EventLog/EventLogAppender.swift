@@ -186,7 +186,7 @@ public struct EventLogAppender: Sendable {
         Int64(date.timeIntervalSince1970 * 1000)
     }
 
-    /// ``append(_:)`` for events none of which is an ACP envelope: `append_events`
+    /// ``append(_:committedAt:)`` for events none of which is an ACP envelope: `append_events`
     /// (migration 7) does it in one statement, `statement`.
     private func appendInOneStatement(
         _ statement: PostgresQuery,

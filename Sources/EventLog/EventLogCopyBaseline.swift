@@ -194,11 +194,12 @@ public enum EventLogCopyBaseline {
             result = try await client.withConnection { connection in
                 // copyFrom quotes the table name as one identifier: name it via search_path.
                 try await connection.query("SET search_path TO \(unescaped: schema)", logger: logger)
-                // Today's partition and tomorrow's: a run may cross midnight (UTC).
+                // Yesterday's, today's and tomorrow's partitions: the COPY's commit time was read
+                // before, and a run may cross midnight (UTC).
                 try await connection.query(
                     """
-                    SELECT create_day_partition('bench_copy', (now() AT TIME ZONE 'UTC')::date),
-                           create_day_partition('bench_copy', (now() AT TIME ZONE 'UTC')::date + 1)
+                    SELECT create_day_partition('bench_copy', (now() AT TIME ZONE 'UTC')::date + d)
+                    FROM generate_series(-1, 1) AS d
                     """,
                     logger: logger
                 )
@@ -309,11 +310,12 @@ public enum EventLogCopyBaseline {
 
     /// `bytes` as lowercase hex, written in one go.
     private static func writeHex(_ bytes: some Collection<UInt8>, to buffer: inout ByteBuffer) {
+        let digits = Self.hexDigits
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 2 * bytes.count) { out in
             var index = 0
             for byte in bytes {
-                out[index] = Self.hexDigits[Int(byte >> 4)]
-                out[index + 1] = Self.hexDigits[Int(byte & 0x0f)]
+                out[index] = digits[Int(byte >> 4)]
+                out[index + 1] = digits[Int(byte & 0x0f)]
                 index += 2
             }
             return index
