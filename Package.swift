@@ -156,8 +156,8 @@ let package = Package(
         // prctl for the agent connector (variadic in C, so not callable from Swift).
         .target(name: "CProcessControl"),
         .target(name: "CHeap"),
-        .target(name: "Contracts", dependencies: [swiftProtobuf], swiftSettings: swiftSettings),
-        .target(name: "OTLP", dependencies: [compressNIO, nioCore, swiftProtobuf], swiftSettings: swiftSettings),
+        .target(name: "Contracts", dependencies: [swiftProtobuf], exclude: ["Generated/README.md"], swiftSettings: swiftSettings),
+        .target(name: "OTLP", dependencies: [compressNIO, nioCore, swiftProtobuf], exclude: ["Generated/README.md"], swiftSettings: swiftSettings),
         // The connector's telemetry relay: a loopback OTLP/HTTP endpoint for the command under it,
         // forwarding to ingest with the connector's key, every item stamped with its agent.
         .target(
