@@ -103,6 +103,96 @@ func serviceTargets(_ target: String, dependencies: [Target.Dependency], exclude
     ]
 }
 
+/// A service's tests in two targets with the same dependencies: `<name>UnitTests`, its pure
+/// logic, which needs nothing started (`swift test --filter UnitTests`), and `<name>Tests`, its
+/// live tests against real NATS and Postgres (scripts/with-infra), loads, fuzzes and crashes.
+func testTargets(_ name: String, dependencies: [Target.Dependency], exclude: [String] = []) -> [Target] {
+    [
+        .testTarget(name: "\(name)UnitTests", dependencies: dependencies, swiftSettings: swiftSettings),
+        .testTarget(name: "\(name)Tests", dependencies: dependencies, exclude: exclude, swiftSettings: swiftSettings),
+    ]
+}
+
+let splitTestTargets: [Target] = [
+    testTargets(
+        "ControlAPI",
+        dependencies: [
+            "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TestSupport",
+            asyncHTTPClient, configuration, hummingbird,
+            hummingbirdTesting, jwtKit, logging, nioCore, openAPIRuntime, postgresNIO,
+        ]
+    ),
+    testTargets(
+        "Fanout",
+        dependencies: [
+            "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport",
+            configuration, hummingbird, hummingbirdTesting, hummingbirdWSClient, hummingbirdWSCompression, logging, nioCore, nioPosix,
+            postgresNIO,
+        ]
+    ),
+    testTargets(
+        "Ingest",
+        dependencies: [
+            "Contracts", "EventLog", "Ingest", "OTLP", "ServiceKit", "TestSupport", asyncHTTPClient, configuration, crypto, hummingbird,
+            hummingbirdTesting, nioCore, postgresNIO,
+        ]
+    ),
+    testTargets(
+        "Approvals",
+        dependencies: [
+            "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport",
+            "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
+        ]
+    ),
+    testTargets(
+        "HealthMonitor",
+        dependencies: [
+            "Approvals", "Contracts", "ControlAPI", "EventLog", "HealthMonitor", "HealthMonitorContract", "Ingest", "ServiceKit", "StreamFanout",
+            "StreamTestSupport", "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
+        ],
+        // The OpenTelemetry SDK client the live tests run with Python.
+        exclude: ["claude-code-otel.py"]
+    ),
+    testTargets(
+        "Agent",
+        dependencies: [
+            "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "OTLP", "ServiceKit", "StreamTestSupport",
+            "TelemetryRelay", "TerminalBroker", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
+            swiftProtobuf, "StreamFanout", "SwarmdeckTools",
+        ]
+    ),
+    testTargets(
+        "Notifier",
+        dependencies: [
+            "APNs", "APNsLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "Notifier", "ServiceKit", "TestSupport",
+            crypto, hummingbird, hummingbirdTesting, logging, postgresNIO,
+        ]
+    ),
+    testTargets(
+        "TerminalBroker",
+        dependencies: [
+            "AnthropicLocal", "Contracts", "ControlAPI", "Ingest", "PlainWebSocket", "ServiceKit", "StreamTestSupport", "SwarmdeckTools",
+            "TerminalBroker", "TestSupport", crypto, hummingbird, hummingbirdTesting, logging, nioCore, nioPosix, nioSSH, postgresNIO,
+        ]
+    ),
+    testTargets(
+        "PipelineRunner",
+        dependencies: [
+            "Anthropic", "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "Ingest", "PipelineRunner", "ServiceKit", "StreamFanout",
+            "StreamTestSupport", "SwarmdeckTools", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore,
+            nioHTTP1, postgresNIO,
+        ]
+    ),
+    testTargets(
+        "ServiceKit",
+        dependencies: [
+            "CNATS", "Contracts", "ServiceKit", "TestSupport", compressNIO, configuration, httpTypes, hummingbird, hummingbirdTesting, jwtKit,
+            logging,
+            nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO,
+        ]
+    ),
+].flatMap { $0 }
+
 let package = Package(
     name: "swarmdeck",
     platforms: [.macOS(.v15)],
@@ -296,94 +386,11 @@ let package = Package(
             path: "Tests/StreamTestSupport",
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "ContractsUnitTests", dependencies: ["Contracts"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "ControlAPITests",
-            dependencies: [
-                "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TestSupport",
-                asyncHTTPClient, configuration, hummingbird,
-                hummingbirdTesting, jwtKit, logging, nioCore, openAPIRuntime, postgresNIO,
-            ],
+            name: "APNsUnitTests",
+            dependencies: ["APNs", "APNsLocal", asyncHTTPClient, crypto, logging, nioSSL],
             swiftSettings: swiftSettings
         ),
-        .testTarget(
-            name: "FanoutTests",
-            dependencies: [
-                "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport",
-                configuration, hummingbird, hummingbirdTesting, hummingbirdWSClient, hummingbirdWSCompression, logging, nioCore, nioPosix,
-                postgresNIO,
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "IngestTests",
-            dependencies: [
-                "Contracts", "EventLog", "Ingest", "OTLP", "ServiceKit", "TestSupport", asyncHTTPClient, configuration, crypto, hummingbird,
-                hummingbirdTesting, nioCore, postgresNIO,
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "ApprovalsTests",
-            dependencies: [
-                "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport",
-                "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "HealthMonitorTests",
-            dependencies: [
-                "Approvals", "Contracts", "ControlAPI", "EventLog", "HealthMonitor", "HealthMonitorContract", "Ingest", "ServiceKit", "StreamFanout",
-                "StreamTestSupport", "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-            ],
-            // The OpenTelemetry SDK client the live tests run with Python.
-            exclude: ["claude-code-otel.py"],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "AgentTests",
-            dependencies: [
-                "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "OTLP", "ServiceKit", "StreamTestSupport",
-                "TelemetryRelay", "TerminalBroker", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-                swiftProtobuf, "StreamFanout", "SwarmdeckTools",
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(name: "ContractsTests", dependencies: ["Contracts"], swiftSettings: swiftSettings),
-        .testTarget(
-            name: "NotifierTests",
-            dependencies: [
-                "APNs", "APNsLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "Notifier", "ServiceKit", "TestSupport",
-                crypto, hummingbird, hummingbirdTesting, logging, postgresNIO,
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "TerminalBrokerTests",
-            dependencies: [
-                "AnthropicLocal", "Contracts", "ControlAPI", "Ingest", "PlainWebSocket", "ServiceKit", "StreamTestSupport", "SwarmdeckTools",
-                "TerminalBroker", "TestSupport", crypto, hummingbird, hummingbirdTesting, logging, nioCore, nioPosix, nioSSH, postgresNIO,
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "PipelineRunnerTests",
-            dependencies: [
-                "Anthropic", "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "Ingest", "PipelineRunner", "ServiceKit", "StreamFanout",
-                "StreamTestSupport", "SwarmdeckTools", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore,
-                nioHTTP1, postgresNIO,
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsLocal", asyncHTTPClient, crypto, logging, nioSSL], swiftSettings: swiftSettings),
-        .testTarget(
-            name: "ServiceKitTests",
-            dependencies: [
-                "CNATS", "Contracts", "ServiceKit", "TestSupport", compressNIO, configuration, httpTypes, hummingbird, hummingbirdTesting, jwtKit,
-                logging,
-                nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO,
-            ],
-            swiftSettings: swiftSettings
-        ),
-    ]
+    ] + splitTestTargets
 )
