@@ -241,7 +241,9 @@ public enum EventLogCopyBaseline {
     }
 
     private static func frameOpening(seq: Int64) -> [UInt8] {
-        Array(#"{"seq":\#(seq),"eventId":"\#(seq)""#.utf8)
+        var opening: [UInt8] = []
+        PreparedEvent.writeFrameOpening(seq: seq, to: &opening)
+        return opening
     }
 
     /// A stored row to copy.

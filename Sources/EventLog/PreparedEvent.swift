@@ -56,12 +56,7 @@ public struct PreparedEvent: Sendable {
 
     /// ``frame(seq:threadSeq:)`` appended to `bytes`.
     func writeFrame(seq: Int64, threadSeq: Int64 = 0, to bytes: inout some RangeReplaceableCollection<UInt8>) {
-        let digits = String(seq).utf8
-        bytes.append(contentsOf: Self.frameOpening)
-        bytes.append(contentsOf: digits)
-        bytes.append(contentsOf: Self.frameEventID)
-        bytes.append(contentsOf: digits)
-        bytes.append(UInt8(ascii: "\""))
+        Self.writeFrameOpening(seq: seq, to: &bytes)
         bytes.append(contentsOf: self.frameTail)
         if let acp = self.acp {
             bytes.append(contentsOf: String(threadSeq).utf8)
@@ -75,6 +70,16 @@ public struct PreparedEvent: Sendable {
         let opening = Self.frameOpening.count + 2 * seqDigits + Self.frameEventID.count + 1 + self.frameTail.count
         guard let acp = self.acp else { return opening }
         return opening + String(threadSeq).utf8.count + acp.frameRest.count
+    }
+
+    /// Every frame's opening, `{"seq":N,"eventId":"N"`, appended to `bytes` (see ``EventFrame``).
+    static func writeFrameOpening(seq: Int64, to bytes: inout some RangeReplaceableCollection<UInt8>) {
+        let digits = String(seq).utf8
+        bytes.append(contentsOf: Self.frameOpening)
+        bytes.append(contentsOf: digits)
+        bytes.append(contentsOf: Self.frameEventID)
+        bytes.append(contentsOf: digits)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     private static let frameOpening = Array(#"{"seq":"#.utf8)

@@ -52,8 +52,15 @@ actor OIDCProvider: Service {
     private let client: HTTPClient
     private let logger: Logger
     private var metadata: (value: Metadata, fetched: ContinuousClock.Instant)?
-    /// The provider's signing keys we can use, by key id.
-    private var keys: (byID: [String: JWK], fetched: ContinuousClock.Instant)?
+    /// The provider's signing keys we can use, by key id, each read once into a collection of
+    /// its own (the one its signatures are verified with).
+    private var keys: (byID: [String: SigningKey], fetched: ContinuousClock.Instant)?
+
+    /// A key of the provider's, and the collection holding it alone (as the default key).
+    struct SigningKey: Sendable {
+        var jwk: JWK
+        var collection: JWTKeyCollection
+    }
 
     /// How long the discovery document and keys are kept.
     static let cacheLifetime: Duration = .seconds(3600)
@@ -145,19 +152,17 @@ actor OIDCProvider: Service {
         if let kid = header.kid, keys[kid] == nil {
             keys = try await self.currentKeys(refreshingFor: kid)
         }
-        let candidates = (header.kid.map { keys[$0].map { [$0] } ?? [] } ?? Array(keys.values)).filter { Self.fits($0, algorithm) }
+        let candidates = (header.kid.map { keys[$0].map { [$0] } ?? [] } ?? Array(keys.values)).filter { Self.fits($0.jwk, algorithm) }
         guard !candidates.isEmpty else {
             throw Failure("the ID token names no key of the provider's that signs with \(algorithm)")
         }
-        for jwk in candidates {
-            let collection = JWTKeyCollection()
+        for key in candidates {
             do {
-                try await collection.add(jwk: jwk, isDefault: true)
-                return try await collection.verify(idToken, as: IDTokenClaims.self)
+                return try await key.collection.verify(idToken, as: IDTokenClaims.self)
             } catch {
                 self.logger.notice(
                     "ID token not verified with a key",
-                    metadata: ["kid": "\(jwk.keyIdentifier?.string ?? "")", "error": "\(String(reflecting: error))"]
+                    metadata: ["kid": "\(key.jwk.keyIdentifier?.string ?? "")", "error": "\(String(reflecting: error))"]
                 )
             }
         }
@@ -178,7 +183,7 @@ actor OIDCProvider: Service {
     /// The keys, fetched when none are kept, when they are older than the cache lifetime, or
     /// (at most once a minute) when a token names `kid` and they do not hold it. A key that is
     /// for encryption (`use` enc), has no id, or that jwt-kit cannot read is skipped, not fatal.
-    private func currentKeys(refreshingFor kid: String?) async throws(Failure) -> [String: JWK] {
+    private func currentKeys(refreshingFor kid: String?) async throws(Failure) -> [String: SigningKey] {
         if let keys {
             let age = keys.fetched.duration(to: .now)
             let fresh = age < Self.cacheLifetime && (kid == nil || age < Self.keyRefetchInterval)
@@ -189,14 +194,16 @@ actor OIDCProvider: Service {
         guard let set = try? JSONSerialization.jsonObject(with: body) as? [String: Any], let list = set["keys"] as? [Any] else {
             throw Failure("the provider's key set is not a JWKS")
         }
-        var byID: [String: JWK] = [:]
+        var byID: [String: SigningKey] = [:]
         let decoder = JSONDecoder()
         for raw in list.prefix(100) {
             guard let fields = raw as? [String: Any], fields["use"] as? String != "enc",
                 let data = try? JSONSerialization.data(withJSONObject: fields), let jwk = try? decoder.decode(JWK.self, from: data),
-                let id = jwk.keyIdentifier?.string, (try? await JWTKeyCollection().add(jwk: jwk)) != nil
+                let id = jwk.keyIdentifier?.string
             else { continue }
-            byID[id] = jwk
+            let collection = JWTKeyCollection()
+            guard (try? await collection.add(jwk: jwk, isDefault: true)) != nil else { continue }
+            byID[id] = SigningKey(jwk: jwk, collection: collection)
         }
         guard !byID.isEmpty else { throw Failure("the provider publishes no key this service can use") }
         self.keys = (byID, .now)
