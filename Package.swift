@@ -158,7 +158,7 @@ let splitTestTargets: [Target] = [
         dependencies: [
             "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "OTLP", "ServiceKit", "StreamTestSupport",
             "TelemetryRelay", "TerminalBroker", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-            swiftProtobuf, "StreamFanout", "SwarmdeckTools",
+            swiftProtobuf, "StreamFanout", "SwarmdeckTools", "Notifier", "PipelineRunner",
         ]
     ),
     testTargets(

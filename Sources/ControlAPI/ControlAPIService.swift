@@ -25,7 +25,7 @@ public enum ControlAPIService: SwarmdeckService {
         do {
             pem = try String(contentsOfFile: settings.privateKeyFile, encoding: .utf8)
         } catch {
-            throw ServiceKitError(.configuration, "cannot read \(SettingKey.jwtPrivateKeyFile) \(settings.privateKeyFile): \(error)")
+            throw ServiceKitError(.configuration, "cannot read \(settings.$privateKeyFile) \(settings.privateKeyFile): \(error)")
         }
         let signer = try await AccessTokenSigner(
             privateKeyPEM: pem,

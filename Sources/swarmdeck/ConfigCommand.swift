@@ -1,6 +1,7 @@
 import Approvals
 import ArgumentParser
 import ControlAPI
+import Foundation
 import HealthMonitor
 import Ingest
 import Notifier
@@ -9,12 +10,13 @@ import ServiceKit
 import StreamFanout
 import TerminalBroker
 
-/// `swarmdeck config keys [--service NAME]`: the configuration keys of the services.
+/// `swarmdeck config keys [--service NAME]` and `swarmdeck config docs [--check]`: the
+/// configuration keys of the services, as the code declares them.
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "Describe configuration.",
-        subcommands: [Keys.self]
+        subcommands: [Keys.self, Docs.self]
     )
 
     /// Every service the project builds, in the order of `deploy/local/services`.
@@ -38,22 +40,43 @@ struct ConfigCommand: ParsableCommand {
         }
 
         func run() {
-            Self.table("Every service", ServiceConfiguration.keys)
+            print("## Every service\n")
+            print(ConfigurationDocs.table(ServiceConfiguration.keys))
             for service in ConfigCommand.services where self.service == nil || self.service == service.name {
-                print()
-                Self.table("\(service.name) (default port \(service.defaultPort))", service.settingsKeys)
+                print("## \(service.name) (default port \(service.defaultPort))\n")
+                print(ConfigurationDocs.table(service.settingsKeys))
             }
         }
+    }
 
-        static func table(_ title: String, _ keys: [SettingKey]) {
-            print("## \(title)")
-            print()
-            print("| key | environment | flag | default | meaning |")
-            print("| --- | --- | --- | --- | --- |")
-            for key in keys {
-                let value = key.defaultValue.map { "`\($0)`" } ?? (key.isOptional ? "optional" : "required")
-                print("| `\(key.name)` | `\(key.environmentName)` | `\(key.flag)` | \(value) | \(key.summary) |")
+    struct Docs: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write the configuration tables of README.md and docs/<service>.md from the declarations (between their markers)."
+        )
+
+        @Option(help: "The repository's root.")
+        var root = "."
+
+        @Flag(help: "Change nothing; fail if a table is out of date.")
+        var check = false
+
+        func run() throws {
+            var stale: [String] = []
+            let pages = ConfigurationDocs.pages(services: ConfigCommand.services.map { ($0.name, $0.settingsKeys) })
+            for page in pages {
+                let url = URL(fileURLWithPath: self.root).appendingPathComponent(page.path)
+                let text = try String(contentsOf: url, encoding: .utf8)
+                guard let written = ConfigurationDocs.rewritten(text, keys: page.keys) else {
+                    throw ValidationError("\(page.path) lacks the lines \(ConfigurationDocs.begin) and \(ConfigurationDocs.end)")
+                }
+                guard written != text else { continue }
+                stale.append(page.path)
+                if !self.check { try written.write(to: url, atomically: true, encoding: .utf8) }
             }
+            if self.check && !stale.isEmpty {
+                throw ValidationError("out of date: \(stale.joined(separator: ", ")); run swarmdeck config docs")
+            }
+            print(stale.isEmpty ? "every table is up to date" : "wrote \(stale.joined(separator: ", "))")
         }
     }
 }

@@ -1,10 +1,121 @@
-import Configuration
 import Contracts
 import Foundation
-import ServiceKit
+public import ServiceKit
 
-/// Sign-in through an OpenID Connect provider (`control.oidc.*`): off while
-/// `control.oidc.issuer` is empty.
+/// The keys of sign-in through an OpenID Connect provider (`control.oidc.*`, a
+/// ``SettingGroup``); ``resolved(webBaseURL:)`` makes them the ``OIDCSettings`` control-api uses.
+public struct OIDCSignInSettings: SettingsGroup {
+    @Setting(
+        "issuer",
+        "the OpenID Connect provider people sign in through (its issuer URL; https, or http on this machine); empty: off",
+        default: "",
+        Self.providerURLOrEmpty
+    )
+    var issuer: String
+    @Setting("client-id", "control-api's client id at the provider", default: "swarmdeck")
+    var clientID: String
+    @Setting(
+        "client-secret-file",
+        "a file holding the client's secret at the provider (a confidential client); empty: a public client, PKCE alone",
+        secret: true,
+        .optional(.fileContents, emptyIsAbsent: true)
+    )
+    var clientSecret: String?
+    @Setting(
+        "redirect-uri",
+        "the redirect URI registered at the provider; empty: control.web-base-url + /v1/auth/oidc/callback",
+        default: "",
+        Self.providerURLOrEmpty
+    )
+    var redirectURI: String
+    @Setting(
+        "return-uris",
+        "comma-separated URIs a sign-in may return to with its code (exact match; the console, a phone's own scheme); empty: control.web-base-url + /signin/oidc",
+        default: [],
+        SettingFormat(
+            expected: "comma-separated absolute URIs or empty",
+            parse: { text in
+                let list = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                return list.allSatisfy(OIDCSettings.isReturnURI) ? list : nil
+            },
+            render: { $0.joined(separator: ",") }
+        )
+    )
+    var returnURIs: [String]
+    @Setting(
+        "tenant",
+        "the tenant people of this provider sign in to (required with an issuer)",
+        .optional(SettingFormat.text.checked("a tenant id") { EntityID.problem($0, field: "tenant") == nil })
+    )
+    var tenant: String?
+    @Setting(
+        "request-scopes",
+        "the scopes asked of the provider (must include openid; add the one that brings groups, if the provider needs one)",
+        default: "openid email profile",
+        SettingFormat.text.checked("scopes that include openid") { $0.split(separator: " ").contains("openid") }
+    )
+    var requestScopes: String
+    @Setting("groups-claim", "the ID token claim that holds a person's groups (a string or an array of strings)", default: "groups")
+    var groupsClaim: String
+    @Setting(
+        "scope-map",
+        "the scopes each group grants: group=scope scope;group=scope (the last = divides, so a group may hold =; a person with no scope cannot sign in)",
+        default: "",
+        .anyText
+    )
+    var scopeMap: String
+    @Setting(
+        "default-scopes",
+        "scopes everyone who signs in through the provider holds (space-separated); empty: only what groups grant",
+        default: "",
+        .anyText
+    )
+    var defaultScopes: String
+    @Setting("display-name", "what sign-in buttons call the provider", default: "Single sign-on")
+    var displayName: String
+    @Setting(
+        "max-pending-logins",
+        "sign-ins started and not finished (each kept ten minutes); 429 past it",
+        default: 10_000,
+        in: 1...1_000_000
+    )
+    var maxPendingLogins: Int
+
+    public init() {}
+
+    /// A provider's URL (``OIDCSettings/isProviderURL(_:)``), or empty.
+    static let providerURLOrEmpty = SettingFormat.anyText.checked("an https URL (http on this machine only) or empty") {
+        $0.isEmpty || OIDCSettings.isProviderURL($0)
+    }
+
+    /// What control-api uses; nil when sign-in through a provider is off (no issuer).
+    func resolved(webBaseURL: String) throws(ServiceKitError) -> OIDCSettings? {
+        if self.issuer.isEmpty { return nil }
+        guard let tenant = self.tenant else {
+            throw ServiceKitError(.configuration, "missing configuration key \(self.$tenant): \(self.$tenant.summary)")
+        }
+        let map: OIDCScopeMap
+        switch OIDCScopeMap.parse(claim: self.groupsClaim, defaults: self.defaultScopes, map: self.scopeMap) {
+        case .success(let parsed): map = parsed
+        case .failure(let error): throw ServiceKitError(.configuration, "malformed \(self.$scopeMap): \(error.reason)")
+        }
+        return OIDCSettings(
+            issuer: self.issuer,
+            clientID: self.clientID,
+            clientSecret: self.clientSecret?.trimmingCharacters(in: .whitespacesAndNewlines),
+            redirectURI: self.redirectURI.isEmpty ? webBaseURL + "/v1/auth/oidc/callback" : self.redirectURI,
+            returnURIs: Set(self.returnURIs.isEmpty ? [webBaseURL + "/signin/oidc"] : self.returnURIs),
+            tenant: tenant,
+            requestScopes: self.requestScopes,
+            scopeMap: map,
+            displayName: self.displayName,
+            maxPendingLogins: self.maxPendingLogins
+        )
+    }
+}
+
+/// Sign-in through an OpenID Connect provider, as control-api uses it: made from the
+/// `control.oidc.*` keys (``OIDCSignInSettings``) when `control.oidc.issuer` is set.
 struct OIDCSettings: Sendable {
     /// The provider's issuer URL, exactly as its discovery document and ID tokens name it.
     var issuer: String
@@ -25,58 +136,6 @@ struct OIDCSettings: Sendable {
     /// Logins started and not finished that may wait (about; 429 past it).
     var maxPendingLogins: Int
 
-    static let keys: [SettingKey] = [
-        .oidcIssuer, .oidcClientID, .oidcClientSecretFile, .oidcRedirectURI, .oidcReturnURIs, .oidcTenant, .oidcRequestScopes,
-        .oidcGroupsClaim, .oidcScopeMap, .oidcDefaultScopes, .oidcDisplayName, .oidcMaxPendingLogins,
-    ]
-
-    /// nil when sign-in through a provider is off.
-    static func read(_ reader: ConfigReader, webBaseURL: String) throws(ServiceKitError) -> OIDCSettings? {
-        let issuer = try reader.setting(.oidcIssuer, expected: "an http(s) URL or empty") { text in
-            text.isEmpty || OIDCSettings.isProviderURL(text) ? text : nil
-        }
-        if issuer.isEmpty { return nil }
-        let secretFile = try reader.setting(.oidcClientSecretFile, expected: "a path or empty") { $0 }
-        var secret: String?
-        if !secretFile.isEmpty {
-            guard let text = try? String(contentsOfFile: secretFile, encoding: .utf8) else {
-                throw ServiceKitError(.configuration, "cannot read \(SettingKey.oidcClientSecretFile) \(secretFile)")
-            }
-            secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        let redirect = try reader.setting(.oidcRedirectURI, expected: "an https URL (http on this machine only) or empty") { text in
-            text.isEmpty || OIDCSettings.isProviderURL(text) ? text : nil
-        }
-        let returns = try reader.setting(.oidcReturnURIs, expected: "comma-separated absolute URIs or empty") { text -> [String]? in
-            let list = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            return list.allSatisfy(OIDCSettings.isReturnURI) ? list : nil
-        }
-        let tenant = try reader.setting(.oidcTenant, expected: "a tenant id") { EntityID.problem($0, field: "tenant") == nil ? $0 : nil }
-        let map: OIDCScopeMap
-        switch OIDCScopeMap.parse(
-            claim: try reader.setting(.oidcGroupsClaim),
-            defaults: try reader.setting(.oidcDefaultScopes, expected: "scopes or empty") { $0 },
-            map: try reader.setting(.oidcScopeMap, expected: "group=scope…;… or empty") { $0 }
-        ) {
-        case .success(let parsed): map = parsed
-        case .failure(let error): throw ServiceKitError(.configuration, "malformed \(SettingKey.oidcScopeMap): \(error.reason)")
-        }
-        return OIDCSettings(
-            issuer: issuer,
-            clientID: try reader.setting(.oidcClientID),
-            clientSecret: secret,
-            redirectURI: redirect.isEmpty ? webBaseURL + "/v1/auth/oidc/callback" : redirect,
-            returnURIs: Set(returns.isEmpty ? [webBaseURL + "/signin/oidc"] : returns),
-            tenant: tenant,
-            requestScopes: try reader.setting(.oidcRequestScopes, expected: "scopes that include openid") { text in
-                text.split(separator: " ").contains("openid") ? text : nil
-            },
-            scopeMap: map,
-            displayName: try reader.setting(.oidcDisplayName),
-            maxPendingLogins: try reader.setting(.oidcMaxPendingLogins, in: 1...1_000_000)
-        )
-    }
-
     /// https, or http to this machine only (a provider for tests or development): tokens and
     /// codes never cross a network in the clear.
     static func isProviderURL(_ text: String) -> Bool {
@@ -93,48 +152,4 @@ struct OIDCSettings: Sendable {
         guard text.utf8.count <= 2048, let url = URL(string: text), let scheme = url.scheme, !scheme.isEmpty else { return false }
         return url.fragment == nil && !text.contains("#") && scheme != "javascript" && scheme != "data"
     }
-}
-
-extension SettingKey {
-    static let oidcIssuer = SettingKey(
-        "control.oidc.issuer",
-        "the OpenID Connect provider people sign in through (its issuer URL; https, or http on this machine); empty: off",
-        default: ""
-    )
-    static let oidcClientID = SettingKey("control.oidc.client-id", "control-api's client id at the provider", default: "swarmdeck")
-    static let oidcClientSecretFile = SettingKey(
-        "control.oidc.client-secret-file",
-        "a file holding the client's secret at the provider (a confidential client); empty: a public client, PKCE alone",
-        default: "",
-        secret: true
-    )
-    static let oidcRedirectURI = SettingKey(
-        "control.oidc.redirect-uri",
-        "the redirect URI registered at the provider; empty: control.web-base-url + /v1/auth/oidc/callback",
-        default: ""
-    )
-    static let oidcReturnURIs = SettingKey(
-        "control.oidc.return-uris",
-        "comma-separated URIs a sign-in may return to with its code (the console, a phone's scheme); empty: control.web-base-url + /signin/oidc",
-        default: ""
-    )
-    static let oidcTenant = SettingKey("control.oidc.tenant", "the tenant people of this provider sign in to (required with an issuer)")
-    static let oidcRequestScopes = SettingKey("control.oidc.request-scopes", "the scopes asked of the provider", default: "openid email profile")
-    static let oidcGroupsClaim = SettingKey("control.oidc.groups-claim", "the ID token claim that holds a person's groups", default: "groups")
-    static let oidcScopeMap = SettingKey(
-        "control.oidc.scope-map",
-        "the scopes each group grants: group=scope scope;group=scope (a person with no scope cannot sign in)",
-        default: ""
-    )
-    static let oidcDefaultScopes = SettingKey(
-        "control.oidc.default-scopes",
-        "scopes everyone who signs in through the provider holds (space-separated); empty: only what groups grant",
-        default: ""
-    )
-    static let oidcDisplayName = SettingKey("control.oidc.display-name", "what sign-in buttons call the provider", default: "Single sign-on")
-    static let oidcMaxPendingLogins = SettingKey(
-        "control.oidc.max-pending-logins",
-        "sign-ins started and not finished (each kept ten minutes); 429 past it",
-        default: "10000"
-    )
 }

@@ -1,74 +1,115 @@
-public import Configuration
 import Foundation
 public import ServiceKit
 
 /// Health-monitor's own configuration keys and their values.
 public struct HealthSettings: ServiceSettings {
     /// The Postgres schema health-monitor owns: incidents, thresholds, rollups, the outbox.
+    @Setting("health.schema", "the Postgres schema health-monitor owns", default: "health", .identifier)
     public var schema: String
     /// Ingest's schema, read for the windows' rebuild.
+    @Setting(.eventLogSchema("health.ingest-schema", "to rebuild the windows"))
     var ingestSchema: String
     /// How many replicas split the tenants, and which one this is.
+    @Setting(
+        "health.replicas",
+        "how many health-monitor replicas split the tenants (each follows the tenants whose id hashes to its index)",
+        default: 1,
+        in: 1...64
+    )
     var replicas: Int
+    @Setting("health.replica-index", "this replica's index, 0 … health.replicas − 1", default: 0, in: 0...63)
     var replicaIndex: Int
     /// How far back a starting replica reads the log, and at most how many events per tenant.
+    @Setting("health.rebuild-hours", "hours of the log a starting replica reads to rebuild its windows", default: 24, in: 0...168)
     var rebuildHours: Int
+    @Setting(
+        "health.rebuild-max-events",
+        "the most recent events per tenant a starting replica reads (older ones within health.rebuild-hours are skipped)",
+        default: 200_000,
+        in: 0...10_000_000
+    )
     var rebuildMaxEvents: Int
-    /// The context windows of models.
-    var models: ModelWindows
+    /// The context windows of models, as text (``models`` is the table).
+    @Setting(
+        "health.context-windows",
+        "context windows by model: pattern=tokens,… (the first pattern the model name contains wins)",
+        default: ModelWindows.defaultTable,
+        SettingFormat.text.checked("pattern=tokens,…") { ModelWindows(table: $0, defaultWindow: 1) != nil }
+    )
+    var contextWindows: String
+    @Setting("health.default-context-window", "the context window of a model no pattern matches", default: 200_000, in: 1_000...100_000_000)
+    var defaultContextWindow: Int
     /// The spike detector's sampling interval.
+    @Setting("health.sample-seconds", "the spike detector's sampling interval (one error-rate sample per skill)", default: 60, in: 1...3600)
     var sampleSeconds: Int
-    /// Bounds per tenant.
-    var limits: TenantHealth.Limits
+    /// Bounds per tenant (``limits``).
+    @Setting(
+        "health.max-sessions-per-tenant",
+        "sessions tracked per tenant (past it the least recently active is dropped)",
+        default: 2000,
+        in: 1...1_000_000
+    )
+    var maxSessions: Int
+    @Setting("health.max-skills-per-tenant", "tools tracked per tenant (past it the least recently called is dropped)", default: 500, in: 1...100_000)
+    var maxSkills: Int
+    @Setting(
+        "health.max-agents-per-tenant",
+        "agents tracked per tenant (past it the least recently active is dropped)",
+        default: 2000,
+        in: 1...1_000_000
+    )
+    var maxAgents: Int
+    @Setting(
+        "health.max-swarms-per-tenant",
+        "swarms tracked per tenant (past it the least recently active is dropped)",
+        default: 200,
+        in: 1...100_000
+    )
+    var maxSwarms: Int
     /// Tenants one replica follows at most.
+    @Setting(
+        "health.max-tenants",
+        "tenants one replica follows (events of further tenants are counted and ignored)",
+        default: 10_000,
+        in: 1...1_000_000
+    )
     var maxTenants: Int
     /// How often a swarm's metric frames are sent (when they changed).
+    @Setting("health.metric-seconds", "how often a swarm's metric frames are sent, when they changed", default: 10, in: 1...3600)
     var metricSeconds: Int
     /// How often changed rollups are written.
+    @Setting("health.rollup-seconds", "how often changed rollups are written to the schema", default: 2, in: 1...3600)
     var rollupSeconds: Int
     /// How often every rule is evaluated (besides at once on an event).
+    @Setting(
+        "health.evaluate-milliseconds",
+        "how often every rule is evaluated (rules an event touches are evaluated at once)",
+        default: 1000,
+        in: 50...60_000
+    )
     var evaluateMilliseconds: Int
     /// Threshold changes one tenant may make per minute.
+    @Setting("health.threshold-writes-per-minute", "threshold changes one tenant may make per minute (429 past it)", default: 60, in: 1...10_000)
     var thresholdWritesPerMinute: Int
+    @Setting(.webBaseURL("health", "of incidents and sessions"))
     var webBaseURL: String
+    @Setting(.trustedProxies("health"))
     var trustedProxies: Set<String>
 
-    public static let keys: [SettingKey] = [
-        .healthSchema, .healthIngestSchema, .healthReplicas, .healthReplicaIndex, .rebuildHours, .rebuildMaxEvents, .contextWindows,
-        .defaultContextWindow, .sampleSeconds, .maxSessions, .maxSkills, .maxAgents, .maxSwarms, .maxTenants, .metricSeconds, .rollupSeconds,
-        .evaluateMilliseconds, .thresholdWritesPerMinute, .healthWebBaseURL, .healthTrustedProxies,
-    ]
+    public init() {}
 
-    public init(reader: ConfigReader) throws(ServiceKitError) {
-        self.schema = try reader.identifierSetting(.healthSchema)
-        self.ingestSchema = try reader.identifierSetting(.healthIngestSchema)
-        self.replicas = try reader.setting(.healthReplicas, in: 1...64)
-        self.replicaIndex = try reader.setting(.healthReplicaIndex, in: 0...63)
-        guard self.replicaIndex < self.replicas else {
-            throw ServiceKitError(.configuration, "health.replica-index must be below health.replicas (\(self.replicas))")
-        }
-        self.rebuildHours = try reader.setting(.rebuildHours, in: 0...168)
-        self.rebuildMaxEvents = try reader.setting(.rebuildMaxEvents, in: 0...10_000_000)
-        let window: Int = try reader.setting(.defaultContextWindow, in: 1_000...100_000_000)
-        let table: String = try reader.setting(.contextWindows)
-        guard let models = ModelWindows(table: table, defaultWindow: Int64(window)) else {
-            throw ServiceKitError(.configuration, "health.context-windows must be pattern=tokens,… (got '\(table)')")
-        }
-        self.models = models
-        self.sampleSeconds = try reader.setting(.sampleSeconds, in: 1...3600)
-        self.limits = TenantHealth.Limits(
-            sessions: try reader.setting(.maxSessions, in: 1...1_000_000),
-            skills: try reader.setting(.maxSkills, in: 1...100_000),
-            agents: try reader.setting(.maxAgents, in: 1...1_000_000),
-            swarms: try reader.setting(.maxSwarms, in: 1...100_000)
-        )
-        self.maxTenants = try reader.setting(.maxTenants, in: 1...1_000_000)
-        self.metricSeconds = try reader.setting(.metricSeconds, in: 1...3600)
-        self.rollupSeconds = try reader.setting(.rollupSeconds, in: 1...3600)
-        self.evaluateMilliseconds = try reader.setting(.evaluateMilliseconds, in: 50...60_000)
-        self.thresholdWritesPerMinute = try reader.setting(.thresholdWritesPerMinute, in: 1...10_000)
-        self.webBaseURL = try reader.baseURLSetting(.healthWebBaseURL)
-        self.trustedProxies = Set(try reader.setting(.healthTrustedProxies).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+    public mutating func validate() throws(ServiceKitError) {
+        try self.$replicaIndex.check(self.replicaIndex, in: 0...(self.replicas - 1))
+    }
+
+    /// The context windows of models (the format checked the table).
+    var models: ModelWindows {
+        ModelWindows(table: self.contextWindows, defaultWindow: Int64(self.defaultContextWindow))!
+    }
+
+    /// Bounds per tenant.
+    var limits: TenantHealth.Limits {
+        TenantHealth.Limits(sessions: self.maxSessions, skills: self.maxSkills, agents: self.maxAgents, swarms: self.maxSwarms)
     }
 
     /// Whether this replica follows `tenant` (replicas split the tenants by a hash of the id).
@@ -88,87 +129,4 @@ public struct HealthSettings: ServiceSettings {
         h ^= h >> 33
         return h
     }
-}
-
-extension SettingKey {
-    static let healthSchema = SettingKey("health.schema", "the Postgres schema health-monitor owns", default: "health")
-    static let healthIngestSchema = SettingKey(
-        "health.ingest-schema",
-        "ingest's schema, read (never written) to rebuild the windows",
-        default: "ingest"
-    )
-    static let healthReplicas = SettingKey(
-        "health.replicas",
-        "how many health-monitor replicas split the tenants (each follows the tenants whose id hashes to its index)",
-        default: "1"
-    )
-    static let healthReplicaIndex = SettingKey("health.replica-index", "this replica's index, 0 … health.replicas − 1", default: "0")
-    static let rebuildHours = SettingKey("health.rebuild-hours", "hours of the log a starting replica reads to rebuild its windows", default: "24")
-    static let rebuildMaxEvents = SettingKey(
-        "health.rebuild-max-events",
-        "the most recent events per tenant a starting replica reads (older ones within health.rebuild-hours are skipped)",
-        default: "200000"
-    )
-    static let contextWindows = SettingKey(
-        "health.context-windows",
-        "context windows by model: pattern=tokens,… (the first pattern the model name contains wins)",
-        default: ModelWindows.defaultTable
-    )
-    static let defaultContextWindow = SettingKey(
-        "health.default-context-window",
-        "the context window of a model no pattern matches",
-        default: "200000"
-    )
-    static let sampleSeconds = SettingKey(
-        "health.sample-seconds",
-        "the spike detector's sampling interval (one error-rate sample per skill)",
-        default: "60"
-    )
-    static let maxSessions = SettingKey(
-        "health.max-sessions-per-tenant",
-        "sessions tracked per tenant (past it the least recently active is dropped)",
-        default: "2000"
-    )
-    static let maxSkills = SettingKey(
-        "health.max-skills-per-tenant",
-        "tools tracked per tenant (past it the least recently called is dropped)",
-        default: "500"
-    )
-    static let maxAgents = SettingKey(
-        "health.max-agents-per-tenant",
-        "agents tracked per tenant (past it the least recently active is dropped)",
-        default: "2000"
-    )
-    static let maxSwarms = SettingKey(
-        "health.max-swarms-per-tenant",
-        "swarms tracked per tenant (past it the least recently active is dropped)",
-        default: "200"
-    )
-    static let maxTenants = SettingKey(
-        "health.max-tenants",
-        "tenants one replica follows (events of further tenants are counted and ignored)",
-        default: "10000"
-    )
-    static let metricSeconds = SettingKey("health.metric-seconds", "how often a swarm's metric frames are sent, when they changed", default: "10")
-    static let rollupSeconds = SettingKey("health.rollup-seconds", "how often changed rollups are written to the schema", default: "2")
-    static let evaluateMilliseconds = SettingKey(
-        "health.evaluate-milliseconds",
-        "how often every rule is evaluated (rules an event touches are evaluated at once)",
-        default: "1000"
-    )
-    static let thresholdWritesPerMinute = SettingKey(
-        "health.threshold-writes-per-minute",
-        "threshold changes one tenant may make per minute (429 past it)",
-        default: "60"
-    )
-    static let healthWebBaseURL = SettingKey(
-        "health.web-base-url",
-        "base of the webUrl deep links of incidents and sessions",
-        default: "http://127.0.0.1:8080"
-    )
-    static let healthTrustedProxies = SettingKey(
-        "health.trusted-proxies",
-        "comma-separated peers whose X-Forwarded-For names the client (the edge); * trusts every peer",
-        default: "127.0.0.1,::1"
-    )
 }

@@ -37,9 +37,7 @@ extension ConfigReader {
     /// `http.host` and `http.port` as the server's address; `defaultPort` when unset.
     public func applicationConfiguration(serverName: String, defaultPort: Int) throws(ServiceKitError) -> ApplicationConfiguration {
         let host: String = try self.setting(.httpHost)
-        let port = try self.optionalSetting(.httpPort, expected: "a port number (1...65535)") {
-            Int($0).flatMap { (1...65535).contains($0) ? $0 : nil }
-        }
+        let port = try self.setting(.httpPort, .optional(.integer(in: 1...65535)))
         return ApplicationConfiguration(address: .hostname(host, port: port ?? defaultPort), serverName: serverName)
     }
 

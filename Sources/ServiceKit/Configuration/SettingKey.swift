@@ -15,13 +15,24 @@ public struct SettingKey: Sendable, Hashable, CustomStringConvertible {
     public let isSecret: Bool
     /// Whether the key may be absent even without a default (the reader decides what that means).
     public let isOptional: Bool
+    /// What a value must be ("an integer in 1...100"), when the key was declared with a
+    /// ``SettingFormat``.
+    public let expected: String?
 
-    public init(_ name: String, _ summary: String, default defaultValue: String? = nil, secret: Bool = false, optional: Bool = false) {
+    public init(
+        _ name: String,
+        _ summary: String,
+        default defaultValue: String? = nil,
+        secret: Bool = false,
+        optional: Bool = false,
+        expected: String? = nil
+    ) {
         self.name = name
         self.summary = summary
         self.defaultValue = defaultValue
         self.isSecret = secret
         self.isOptional = optional
+        self.expected = expected
     }
 
     /// `NATS_URL` for `nats.url`.
@@ -63,50 +74,24 @@ extension ConfigReader {
 
     /// The key's string value, or its default.
     public func setting(_ key: SettingKey) throws(ServiceKitError) -> String {
-        try self.setting(key, expected: "a non-empty string") { $0.isEmpty ? nil : $0 }
+        try self.setting(key, .text)
     }
 
     /// The key's integer value within `range`, or its default.
     public func setting(_ key: SettingKey, in range: ClosedRange<Int>) throws(ServiceKitError) -> Int {
-        try self.setting(key, expected: "an integer in \(range.lowerBound)...\(range.upperBound)") { text in
-            Int(text).flatMap { range.contains($0) ? $0 : nil }
-        }
+        try self.setting(key, .integer(in: range))
     }
+}
 
-    /// The key's decimal value within `range`, or its default.
-    public func setting(_ key: SettingKey, in range: ClosedRange<Double>) throws(ServiceKitError) -> Double {
-        try self.setting(key, expected: "a number in \(range.lowerBound)...\(range.upperBound)") { text in
-            Double(text).flatMap { $0.isFinite && range.contains($0) ? $0 : nil }
+extension SettingKey {
+    /// Throws unless `value` is in `range`: for a range another setting bounds, checked in
+    /// ``SettingsGroup/validate()``.
+    public func check(_ value: Int, in range: ClosedRange<Int>) throws(ServiceKitError) {
+        guard range.contains(value) else {
+            throw ServiceKitError(
+                .configuration,
+                "malformed configuration key \(self): '\(value)' is not an integer in \(range.lowerBound)...\(range.upperBound)"
+            )
         }
-    }
-
-    /// The key's boolean value (`true/false/1/0/yes/no`), or its default.
-    public func setting(_ key: SettingKey) throws(ServiceKitError) -> Bool {
-        try self.setting(key, expected: "a boolean (true or false)") { text in
-            switch text.lowercased() {
-            case "true", "1", "yes", "on": true
-            case "false", "0", "no", "off": false
-            default: nil
-            }
-        }
-    }
-
-    /// The key's http(s) base URL without a trailing slash (for `webUrl` deep links), or its default.
-    public func baseURLSetting(_ key: SettingKey) throws(ServiceKitError) -> String {
-        try self.setting(key, expected: "an http(s) URL") { text in
-            var base = text
-            while base.hasSuffix("/") { base.removeLast() }
-            return base.hasPrefix("https://") || base.hasPrefix("http://") ? base : nil
-        }
-    }
-
-    /// The key's value if configured; `nil` when absent. A present but malformed value throws.
-    public func optionalSetting<Value>(
-        _ key: SettingKey,
-        expected: String,
-        parse: (String) -> Value?
-    ) throws(ServiceKitError) -> Value? {
-        guard self.string(forKey: key.configKey, isSecret: key.isSecret) != nil || key.defaultValue != nil else { return nil }
-        return try self.setting(key, expected: expected, parse: parse)
     }
 }

@@ -1,0 +1,150 @@
+import Configuration
+import Foundation
+import ServiceKit
+import Testing
+
+/// A group several settings types share, with a check across its keys.
+private struct WindowSettings: SettingsGroup, Equatable {
+    @Setting("min-seconds", "the shortest window", default: 1, in: 1...60)
+    var minSeconds: Int
+    @Setting("max-seconds", "the longest window", default: 60, in: 1...3600)
+    var maxSeconds: Int
+
+    init() {}
+
+    mutating func validate() throws(ServiceKitError) {
+        try self.$maxSeconds.check(self.maxSeconds, in: self.minSeconds...3600)
+    }
+}
+
+/// A service's settings as services declare them: each key once, with its type, default and range.
+private struct ExampleSettings: ServiceSettings, Equatable {
+    @Setting("example.schema", "the schema", default: "example", .identifier)
+    var schema: String
+    @Setting("example.share", "a fraction", default: 0.5, in: 0.01...1.0)
+    var share: Double
+    @Setting("example.enabled", "on or off", default: true)
+    var enabled: Bool
+    @Setting("example.key-file", "a required secret file", secret: true, .fileContents)
+    var keyText: String
+    @Setting("example.url", "an optional https URL", .optional(.baseURL(schemes: ["https"])))
+    var url: String?
+    @Setting("example.export-dir", "empty: off", .optional(.text, emptyIsAbsent: true))
+    var exportDirectory: String?
+    @Setting(.trustedProxies("example"))
+    var trustedProxies: Set<String>
+    @SettingGroup("example.window")
+    var window: WindowSettings
+    /// Derived by validate().
+    var validated = false
+
+    init() {}
+
+    mutating func validate() throws(ServiceKitError) {
+        self.validated = true
+    }
+}
+
+@Suite("Settings: each declared once, read and checked together")
+struct SettingTests {
+    static let keyFile: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("setting-tests-\(getpid()).pem").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data("-----BEGIN KEY-----\n".utf8))
+        return path
+    }()
+
+    private func read(_ environment: [String: String]) async throws -> ExampleSettings {
+        let reader = try await ServiceConfiguration.reader(arguments: ["example"], environment: environment)
+        return try ExampleSettings(reader: reader)
+    }
+
+    @Test("the keys are listed in declaration order, a group's under its prefix, with typed defaults rendered")
+    func keys() {
+        let keys = ExampleSettings.keys
+        #expect(
+            keys.map(\.name) == [
+                "example.schema", "example.share", "example.enabled", "example.key-file", "example.url", "example.export-dir",
+                "example.trusted-proxies", "example.window.min-seconds", "example.window.max-seconds",
+            ]
+        )
+        #expect(keys.map(\.defaultValue) == ["example", "0.5", "true", nil, nil, nil, "127.0.0.1,::1", "1", "60"])
+        #expect(keys.map(\.isOptional) == [false, false, false, false, true, true, false, false, false])
+        #expect(keys[3].isSecret && !keys[0].isSecret)
+        #expect(keys[1].expected == "a number in 0.01...1.0")
+        #expect(keys[7].environmentName == "EXAMPLE_WINDOW_MIN_SECONDS")
+    }
+
+    @Test("unset keys take their defaults, set ones their values, and validate() runs after")
+    func values() async throws {
+        let defaults = try await self.read(["EXAMPLE_KEY_FILE": Self.keyFile])
+        #expect(defaults.schema == "example" && defaults.share == 0.5 && defaults.enabled)
+        #expect(defaults.keyText == "-----BEGIN KEY-----\n")
+        #expect(defaults.url == nil && defaults.exportDirectory == nil)
+        #expect(defaults.trustedProxies == ["127.0.0.1", "::1"])
+        #expect(defaults.window.minSeconds == 1 && defaults.window.maxSeconds == 60 && defaults.validated)
+
+        let set = try await self.read([
+            "EXAMPLE_KEY_FILE": Self.keyFile, "EXAMPLE_SHARE": "0.25", "EXAMPLE_ENABLED": "no", "EXAMPLE_URL": "https://apns.local:8443/",
+            "EXAMPLE_EXPORT_DIR": "", "EXAMPLE_TRUSTED_PROXIES": " 10.0.0.1 , *", "EXAMPLE_WINDOW_MIN_SECONDS": "30",
+        ])
+        #expect(set.share == 0.25 && !set.enabled)
+        #expect(set.url == "https://apns.local:8443")
+        #expect(set.exportDirectory == nil)
+        #expect(set.trustedProxies == ["10.0.0.1", "*"])
+        #expect(set.window.minSeconds == 30)
+        let exported = try await self.read(["EXAMPLE_KEY_FILE": Self.keyFile, "EXAMPLE_EXPORT_DIR": "/srv/out"])
+        #expect(exported.exportDirectory == "/srv/out")
+    }
+
+    @Test("every missing or malformed key is named at once, a secret's value never")
+    func problems() async throws {
+        let error = try await #require(throws: ServiceKitError.self) {
+            _ = try await self.read(["EXAMPLE_SHARE": "2", "EXAMPLE_ENABLED": "maybe", "EXAMPLE_URL": "http://apns.local", "EXAMPLE_SCHEMA": "A-B"])
+        }
+        #expect(error.code == .configuration)
+        for named in ["'example.schema'", "'example.share'", "'example.enabled'", "'example.key-file'", "'example.url'"] {
+            #expect(error.message.contains(named), "\(named) in \(error.message)")
+        }
+        #expect(error.message.contains("missing configuration key 'example.key-file'"))
+        #expect(error.message.contains("a number in 0.01...1.0"))
+        let secret = try await #require(throws: ServiceKitError.self) {
+            _ = try await self.read(["EXAMPLE_KEY_FILE": "/nonexistent/hunter2"])
+        }
+        #expect(secret.message.contains("<secret>") && !secret.message.contains("hunter2"))
+    }
+
+    @Test("a group's own check runs when its keys read, and names the key")
+    func groupCheck() async throws {
+        let error = try await #require(throws: ServiceKitError.self) {
+            _ = try await self.read(["EXAMPLE_KEY_FILE": Self.keyFile, "EXAMPLE_WINDOW_MIN_SECONDS": "50", "EXAMPLE_WINDOW_MAX_SECONDS": "40"])
+        }
+        #expect(error.message.contains("'example.window.max-seconds'") && error.message.contains("50...3600"))
+    }
+
+    @Test("a default is the declared value itself: rendered, it reads back to it")
+    func defaultsReadBack() async throws {
+        let reader = try await ServiceConfiguration.reader(arguments: ["example"], environment: ["EXAMPLE_KEY_FILE": Self.keyFile])
+        for key in ExampleSettings.keys {
+            guard let text = key.defaultValue else { continue }
+            let configured = try await ServiceConfiguration.reader(
+                arguments: ["example"],
+                environment: ["EXAMPLE_KEY_FILE": Self.keyFile, key.environmentName: text]
+            )
+            let fromDefault = try ExampleSettings(reader: reader)
+            let fromText = try ExampleSettings(reader: configured)
+            #expect(fromDefault == fromText, "\(key.name)")
+        }
+    }
+
+    @Test("the configuration tables are written between their markers and nowhere else")
+    func docsTable() throws {
+        let page = "# Page\n\nbefore\n\n\(ConfigurationDocs.begin)\n| stale |\n\(ConfigurationDocs.end)\n\nafter\n"
+        let written = try #require(ConfigurationDocs.rewritten(page, keys: ExampleSettings.keys))
+        #expect(written.hasPrefix("# Page\n\nbefore\n\n\(ConfigurationDocs.begin)\n| key | environment | default | accepts | meaning |\n"))
+        #expect(written.hasSuffix("\(ConfigurationDocs.end)\n\nafter\n"))
+        #expect(written.contains("| `example.key-file` | `EXAMPLE_KEY_FILE` | required | a readable file | a required secret file |"))
+        #expect(ConfigurationDocs.rewritten(written, keys: ExampleSettings.keys) == written)
+        #expect(ConfigurationDocs.rewritten("no markers", keys: []) == nil)
+        #expect(ConfigurationDocs.rewritten(page + ConfigurationDocs.end + "\n", keys: []) == nil)
+    }
+}
