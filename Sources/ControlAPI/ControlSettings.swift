@@ -85,7 +85,7 @@ public struct ControlSettings: ServiceSettings {
     /// Hours without a poll after which a session ends by itself.
     @Setting(
         "control.agent-session-idle-hours",
-        "hours without a poll after which an agent session ends by itself (its queue is deleted)",
+        "hours without a poll after which an agent session ends (checked when its tenant next opens one; its queue is deleted then)",
         default: 24,
         in: 1...720
     )
@@ -99,12 +99,12 @@ public struct ControlSettings: ServiceSettings {
     )
     var agentSessionCheckSeconds: Int
     /// Control requests one actor may make per minute (replays of a request id are free).
-    @Setting("control.controls-per-minute", "new control requests per actor per minute (429 past it)", default: 60, in: 1...100_000)
+    @Setting("control.controls-per-minute", "new control requests per actor per minute per replica (429 past it)", default: 60, in: 1...100_000)
     var controlsPerMinute: Int
     /// Control requests one tenant may make per minute, all its actors together.
     @Setting(
         "control.controls-per-tenant-per-minute",
-        "new control requests per tenant per minute, all its actors together (429 past it)",
+        "new control requests per tenant per minute per replica, all its actors together (429 past it)",
         default: 300,
         in: 1...1_000_000
     )
@@ -139,8 +139,9 @@ public struct ControlSettings: ServiceSettings {
     /// Peers whose `X-Forwarded-For` names the client (the edge); `*` trusts every peer.
     @Setting(.trustedProxies("control"))
     var trustedProxies: Set<String>
-    /// The keys of sign-in through an OpenID Connect provider.
-    @SettingGroup("control.oidc")
+    /// The keys of sign-in through an OpenID Connect provider, read and checked only when
+    /// `control.oidc.issuer` is set (sign-in off leaves the others unread).
+    @SettingGroup("control.oidc", enabledBy: "issuer")
     var oidcSignIn: OIDCSignInSettings
     /// Sign-in through an OpenID Connect provider (`control.oidc.*`); nil when off.
     var oidc: OIDCSettings?

@@ -169,7 +169,10 @@ struct AgentHarness {
         _ = try await Self.waitFor("the agent's second request") { scripted() >= 2 ? true : nil }
 
         try await Self.control(services.control, token: token, agent: agent, action: "pause")
-        let stopped = await eventually(timeout: .seconds(15)) {
+        // SIGSTOP takes effect when a process next leaves the kernel: one in uninterruptible sleep
+        // (state D, reading its script from a disk the staging smoke's image build keeps busy)
+        // stopped only after 15 s once, so the wait is 30 s.
+        let stopped = await eventually(timeout: .seconds(30)) {
             let tree = ProcessTree.descendants(of: process.processIdentifier)
             // Stopped, or already exited (a zombie its stopped parent has not reaped yet).
             return !tree.isEmpty && tree.values.allSatisfy { $0 == "T" || $0 == "Z" }

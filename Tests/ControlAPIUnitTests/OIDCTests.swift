@@ -135,4 +135,29 @@ struct OIDCTests {
         #expect(!OIDCSettings.isReturnURI("/signin/oidc") && !OIDCSettings.isReturnURI("https://c.example/#x"))
         #expect(!OIDCSettings.isReturnURI("javascript:alert(1)"))
     }
+
+    @Test("with control.oidc.issuer empty sign-in is off and no other control.oidc key is read; set, every one is checked")
+    func offUnlessAnIssuer() async throws {
+        let others = [
+            "AUTH_JWT_PRIVATE_KEY_FILE": "/run/secrets/signing.pem", "CONTROL_OIDC_CLIENT_SECRET_FILE": "/nonexistent/secret",
+            "CONTROL_OIDC_TENANT": "..", "CONTROL_OIDC_REQUEST_SCOPES": "email", "CONTROL_OIDC_MAX_PENDING_LOGINS": "0",
+        ]
+        for issuer in [nil, "", " "] {
+            var environment = others
+            environment["CONTROL_OIDC_ISSUER"] = issuer
+            let settings = try ControlSettings(reader: try await ServiceConfiguration.reader(arguments: ["control-api"], environment: environment))
+            #expect(settings.oidc == nil)
+        }
+        var on = others
+        on["CONTROL_OIDC_ISSUER"] = "http://127.0.0.1:9400"
+        let error = try await #require(throws: ServiceKitError.self) {
+            try ControlSettings(reader: try await ServiceConfiguration.reader(arguments: ["control-api"], environment: on))
+        }
+        for key in ["client-secret-file", "tenant", "request-scopes", "max-pending-logins"] {
+            #expect(error.message.contains("'control.oidc.\(key)'"), "\(key) in \(error.message)")
+        }
+        on = ["AUTH_JWT_PRIVATE_KEY_FILE": "/run/secrets/signing.pem", "CONTROL_OIDC_ISSUER": "http://127.0.0.1:9400", "CONTROL_OIDC_TENANT": "ops"]
+        let settings = try ControlSettings(reader: try await ServiceConfiguration.reader(arguments: ["control-api"], environment: on))
+        #expect(settings.oidc?.tenant == "ops" && settings.oidc?.redirectURI == "http://127.0.0.1:8080/v1/auth/oidc/callback")
+    }
 }

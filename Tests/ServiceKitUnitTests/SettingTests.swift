@@ -40,8 +40,45 @@ private struct ExampleSettings: ServiceSettings, Equatable {
 
     init() {}
 
+    /// Reads a required key: had it run when that key failed, its getter would trap.
     mutating func validate() throws(ServiceKitError) {
-        self.validated = true
+        self.validated = !self.keyText.isEmpty
+    }
+}
+
+/// Every kind of typed default, and a group read only when its gate is set.
+private struct DefaultsExample: SettingsGroup, Equatable {
+    @Setting("d.count", "an integer", default: 1 << 20, in: 0...(1 << 30))
+    var count: Int
+    @Setting("d.share", "a fraction", default: 0.125, in: 0.0...1.0)
+    var share: Double
+    @Setting("d.on", "a boolean", default: false)
+    var on: Bool
+    @Setting("d.url", "a base URL", default: "https://example.com/base", .baseURL)
+    var url: String
+    @Setting("d.list", "a list", default: ["b", "a", "c"], .list)
+    var list: Set<String>
+    @Setting("d.note", "optional text", .optional(.text))
+    var note: String?
+    @SettingGroup("d.sso", enabledBy: "issuer")
+    var sso: GatedSettings
+
+    init() {}
+}
+
+/// A feature's keys, checked only when it is on.
+private struct GatedSettings: SettingsGroup, Equatable {
+    @Setting("issuer", "empty: off", default: "", .anyText)
+    var issuer: String
+    @Setting("client-id", "required while on", .optional(.text))
+    var clientID: String?
+    @Setting("max-pending", "a bound", default: 10, in: 1...100)
+    var maxPending: Int
+
+    init() {}
+
+    mutating func validate() throws(ServiceKitError) {
+        guard self.clientID != nil else { throw ServiceKitError(.configuration, "\(self.$clientID) is required with an issuer") }
     }
 }
 
@@ -121,6 +158,39 @@ struct SettingTests {
         #expect(error.message.contains("'example.window.max-seconds'") && error.message.contains("50...3600"))
     }
 
+    @Test("a typed default, rendered for the docs and read back from that text, is the declared value")
+    func typedDefaults() async throws {
+        let reader = try await ServiceConfiguration.reader(arguments: ["example"], environment: [:])
+        let read = try DefaultsExample(reader: reader)
+        #expect(read == DefaultsExample())
+        #expect(read.count == 1 << 20 && read.share == 0.125 && !read.on && read.url == "https://example.com/base")
+        #expect(read.list == ["a", "b", "c"] && read.note == nil && read.sso.issuer.isEmpty)
+        #expect(DefaultsExample.keys.first { $0.name == "d.list" }?.defaultValue == "a,b,c")
+    }
+
+    @Test("a group gated by a key is neither read nor checked while that key is empty, and is both once it is set")
+    func gatedGroup() async throws {
+        let off = ["D_SSO_MAX_PENDING": "1000"]
+        for environment in [off, off.merging(["D_SSO_ISSUER": "  "]) { $1 }] {
+            let reader = try await ServiceConfiguration.reader(arguments: ["example"], environment: environment)
+            let settings = try DefaultsExample(reader: reader)
+            #expect(settings.sso.maxPending == 10 && settings.sso.clientID == nil)
+        }
+        #expect(DefaultsExample.keys.map(\.name).contains("d.sso.max-pending"))
+        let on = try await ServiceConfiguration.reader(arguments: ["example"], environment: off.merging(["D_SSO_ISSUER": "x"]) { $1 })
+        let malformed = try #require(throws: ServiceKitError.self) { try DefaultsExample(reader: on) }
+        #expect(malformed.message.contains("'d.sso.max-pending'"))
+        let incomplete = try await ServiceConfiguration.reader(arguments: ["example"], environment: ["D_SSO_ISSUER": "x"])
+        let missing = try #require(throws: ServiceKitError.self) { try DefaultsExample(reader: incomplete) }
+        #expect(missing.message.contains("'d.sso.client-id'") && missing.message.contains("required with an issuer"))
+        let complete = try await ServiceConfiguration.reader(
+            arguments: ["example"],
+            environment: ["D_SSO_ISSUER": "x", "D_SSO_CLIENT_ID": "c", "D_SSO_MAX_PENDING": "5"]
+        )
+        let settings = try DefaultsExample(reader: complete)
+        #expect(settings.sso.issuer == "x" && settings.sso.clientID == "c" && settings.sso.maxPending == 5)
+    }
+
     @Test("a default is the declared value itself: rendered, it reads back to it")
     func defaultsReadBack() async throws {
         let reader = try await ServiceConfiguration.reader(arguments: ["example"], environment: ["EXAMPLE_KEY_FILE": Self.keyFile])
@@ -142,7 +212,11 @@ struct SettingTests {
         let written = try #require(ConfigurationDocs.rewritten(page, keys: ExampleSettings.keys))
         #expect(written.hasPrefix("# Page\n\nbefore\n\n\(ConfigurationDocs.begin)\n| key | environment | default | accepts | meaning |\n"))
         #expect(written.hasSuffix("\(ConfigurationDocs.end)\n\nafter\n"))
-        #expect(written.contains("| `example.key-file` | `EXAMPLE_KEY_FILE` | required | a readable file | a required secret file |"))
+        #expect(
+            written.contains(
+                "| `example.key-file` | `EXAMPLE_KEY_FILE` | required (secret: never printed) | a readable file | a required secret file |"
+            )
+        )
         #expect(ConfigurationDocs.rewritten(written, keys: ExampleSettings.keys) == written)
         #expect(ConfigurationDocs.rewritten("no markers", keys: []) == nil)
         #expect(ConfigurationDocs.rewritten(page + ConfigurationDocs.end + "\n", keys: []) == nil)

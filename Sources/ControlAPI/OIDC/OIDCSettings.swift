@@ -3,7 +3,8 @@ import Foundation
 public import ServiceKit
 
 /// The keys of sign-in through an OpenID Connect provider (`control.oidc.*`, a
-/// ``SettingGroup``); ``resolved(webBaseURL:)`` makes them the ``OIDCSettings`` control-api uses.
+/// ``SettingGroup`` enabled by `issuer`: none is read while it is empty);
+/// ``resolved(webBaseURL:)`` makes them the ``OIDCSettings`` control-api uses.
 public struct OIDCSignInSettings: SettingsGroup {
     @Setting(
         "issuer",

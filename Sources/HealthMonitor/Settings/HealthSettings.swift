@@ -91,7 +91,7 @@ public struct HealthSettings: ServiceSettings {
     /// Threshold changes one tenant may make per minute.
     @Setting("health.threshold-writes-per-minute", "threshold changes one tenant may make per minute (429 past it)", default: 60, in: 1...10_000)
     var thresholdWritesPerMinute: Int
-    @Setting(.webBaseURL("health", "of incidents and sessions"))
+    @Setting(.webBaseURL("health", "of incidents (`/incidents/<id>`) and context sessions (`/sessions/<sessionId>`, the console's session page)"))
     var webBaseURL: String
     @Setting(.trustedProxies("health"))
     var trustedProxies: Set<String>

@@ -62,7 +62,12 @@ public struct NotifierSettings: ServiceSettings {
     /// The first retry's longest wait, and the cap of the exponential backoff.
     @Setting("notifier.backoff-base-ms", "the longest wait before the first retry; it doubles each attempt", default: 1000, in: 10...600_000)
     var backoffBaseMilliseconds: Int
-    @Setting("notifier.backoff-cap-ms", "the longest wait between two attempts", default: 300_000, in: 10...86_400_000)
+    @Setting(
+        "notifier.backoff-cap-ms",
+        "the longest wait between two attempts, at least notifier.backoff-base-ms",
+        default: 300_000,
+        in: 10...86_400_000
+    )
     var backoffCapMilliseconds: Int
     /// `apns-expiration`: how long APNs keeps trying to reach an offline device.
     @Setting("notifier.expiration-seconds", "apns-expiration: how long APNs keeps trying an offline device", default: 3600, in: 0...2_592_000)

@@ -30,8 +30,9 @@ public enum ConfigurationDocs {
                 case .some(let text): "`\(text)`"
                 case .none: key.isOptional ? "optional" : "required"
                 }
+            let shown = key.isSecret ? value + " (secret: never printed)" : value
             let cells = [
-                "`\(key.name)`", "`\(key.environmentName)`", value, key.expected ?? "", key.summary,
+                "`\(key.name)`", "`\(key.environmentName)`", shown, key.expected ?? "", key.summary,
             ].map { $0.replacingOccurrences(of: "|", with: "\\|") }
             lines.append("| " + cells.joined(separator: " | ") + " |")
         }

@@ -46,7 +46,8 @@ public struct Setting<Value: Sendable>: Sendable {
             optional: format.allowsAbsence,
             expected: format.expected
         )
-        self.value = scope?.read(self.key, format) ?? defaultValue
+        // Outside a reading scope (listing the keys): the default, or what absence means.
+        self.value = scope?.read(self.key, format) ?? defaultValue ?? format.absentValue
     }
 
     /// A shared declaration (``Setting/trustedProxies(_:)``), declared here.

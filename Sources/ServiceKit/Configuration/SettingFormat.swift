@@ -35,7 +35,12 @@ public struct SettingFormat<Value: Sendable>: Sendable {
     /// says what is wanted instead.
     public func checked(_ expected: String, _ check: @escaping @Sendable (Value) -> Bool) -> Self {
         let parse = self.parse
-        return Self(expected: expected, parse: { text in parse(text).flatMap { check($0) ? $0 : nil } }, render: self.render)
+        return Self(
+            expected: expected,
+            parse: { text in parse(text).flatMap { check($0) ? $0 : nil } },
+            render: self.render,
+            absentValue: self.absentValue
+        )
     }
 
     /// A format whose value is absent (`nil`) when the key is not configured, or configured

@@ -44,12 +44,24 @@ public struct SettingGroup<Group: SettingsGroup>: Sendable {
 
     /// The group with its keys under `prefix`.
     public init(_ prefix: String) {
-        guard let scope = SettingsScope.current else {
-            self.wrappedValue = Group()
-            return
+        self.init(prefix, reading: true)
+    }
+
+    /// The group with its keys under `prefix`, read only when its key `gate` is configured and
+    /// not empty (`control.oidc.issuer`): while it is not, the feature is off, and the group
+    /// keeps its defaults without reading or checking any of its keys.
+    public init(_ prefix: String, enabledBy gate: String) {
+        let configured = SettingsScope.current.flatMap { scope in
+            scope.reader?.string(forKey: ConfigKey(scope.qualified(prefix + "." + gate)))
         }
-        var group = scope.nested(prefix) { Group() }
-        if scope.reader != nil && scope.isValid {
+        self.init(prefix, reading: !(configured ?? "").trimmingWhitespace.isEmpty)
+    }
+
+    private init(_ prefix: String, reading: Bool) {
+        // Outside a scope (its type made with init()): its defaults, its keys still under prefix.
+        let scope = SettingsScope.current ?? SettingsScope(reader: nil, prefix: "", record: SettingsScope.Record())
+        var group = scope.nested(prefix, reading: reading) { Group() }
+        if reading && scope.reader != nil && scope.isValid {
             do {
                 try group.validate()
             } catch {

@@ -54,9 +54,11 @@ struct SettingsScope: Sendable {
         return (made, scope.record.state.withLock { $0 })
     }
 
-    /// `make()` with this scope's reader and record, its keys under `prefix`.
-    func nested<Made>(_ prefix: String, _ make: () -> Made) -> Made {
-        Self.$current.withValue(SettingsScope(reader: self.reader, prefix: self.qualified(prefix), record: self.record)) { make() }
+    /// `make()` with this scope's record, its keys under `prefix`, and this scope's reader
+    /// when `reading` (otherwise the keys are only listed).
+    func nested<Made>(_ prefix: String, reading: Bool, _ make: () -> Made) -> Made {
+        let scope = SettingsScope(reader: reading ? self.reader : nil, prefix: self.qualified(prefix), record: self.record)
+        return Self.$current.withValue(scope) { make() }
     }
 }
 

@@ -6,7 +6,12 @@ public struct FanoutSettings: ServiceSettings {
     @Setting(.eventLogSchema("fanout.event-log-schema", "for replay and back-fill"))
     var eventLogSchema: String
     /// Stream-fanout's own schema (ACP acknowledgements).
-    @Setting("fanout.schema", "the Postgres schema stream-fanout owns (ACP acknowledgements)", default: "fanout", .identifier)
+    @Setting(
+        "fanout.schema",
+        "the Postgres schema stream-fanout owns (acp_acks: ACP acknowledgements), migrated at start",
+        default: "fanout",
+        .identifier
+    )
     public var schema: String
     /// Live events queued for one connection; past it the connection catches up from the log.
     @Setting("fanout.queue-events", "live events queued per connection before it catches up from the log", default: 1024, in: 16...1_000_000)
@@ -38,7 +43,7 @@ public struct FanoutSettings: ServiceSettings {
     @Setting("fanout.max-messages-per-10s", "client messages per 10 s (more: close 1008)", default: 50, in: 1...100_000)
     var maxMessagesPer10Seconds: Int
     /// Seconds a connection may accept nothing before it is disconnected (1008).
-    @Setting("fanout.stalled-seconds", "seconds a connection may accept nothing before it is closed", default: 30, in: 1...3600)
+    @Setting("fanout.stalled-seconds", "seconds a connection may accept nothing before it is closed (1008)", default: 30, in: 1...3600)
     var stalledSeconds: Int
     /// Seconds a silent feed waits before it checks the log for events whose publish was lost.
     @Setting("fanout.tail-check-seconds", "seconds a silent feed waits before checking the log for lost publishes", default: 2, in: 1...3600)
@@ -79,7 +84,7 @@ public struct FanoutSettings: ServiceSettings {
     /// The largest ACP frame a person may send on `/v1/acp` (larger: refused, nothing stored).
     @Setting(
         "fanout.max-client-frame-bytes",
-        "the largest ACP frame a person sends on /v1/acp (larger: a JSON-RPC error, nothing stored); below fanout.max-message-bytes",
+        "the largest ACP frame a person sends on /v1/acp; larger gets a JSON-RPC error (-32006) and nothing is stored; below fanout.max-message-bytes",
         default: 32_768,
         in: 256...(1 << 20)
     )

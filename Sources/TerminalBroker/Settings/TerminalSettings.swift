@@ -93,7 +93,7 @@ public struct TerminalSettings: ServiceSettings {
     /// The most one tenant's recordings may take on this replica, in bytes.
     @Setting(
         "terminal.max-recording-bytes-per-tenant",
-        "the most one tenant's recordings may take on a replica's disk; a new recording first removes the tenant's oldest until it fits at terminal.max-recording-bytes",
+        "the most one tenant's recordings may take on a replica's disk, at least terminal.max-recording-bytes; a new recording first removes the tenant's oldest until it fits at terminal.max-recording-bytes",
         default: 1 << 30,
         in: 4096...(1 << 50)
     )
