@@ -5,7 +5,7 @@ import ServiceKit
 import TestSupport
 import Testing
 
-@Suite("Approvals fuzzed from its OpenAPI document (schemathesis, live NATS and Postgres)")
+@Suite("Approvals fuzzed from its OpenAPI document (schemathesis, live NATS and Postgres)", .tags(.heavy))
 struct ApprovalsFuzzTests {
     typealias H = ApprovalsHarness
 

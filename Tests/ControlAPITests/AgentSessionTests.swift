@@ -21,7 +21,8 @@ struct AgentSessionTests {
     }
 
     @Test(
-        "10,000 agent ids from one tenant's key: 50 sessions (control.max-agent-sessions), 429 past them, one queue each, no thread per waiting poll; another tenant still gets its commands"
+        "10,000 agent ids from one tenant's key: 50 sessions (control.max-agent-sessions), 429 past them, one queue each, no thread per waiting poll; another tenant still gets its commands",
+        .tags(.heavy)
     )
     func capped() async throws {
         let harness = try await ControlHarness(["CONTROL_MAX_AGENT_SESSIONS": "50", "CONTROL_AGENT_SESSIONS_PER_MINUTE": "100000"])

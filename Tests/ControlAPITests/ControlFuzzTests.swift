@@ -5,7 +5,7 @@ import ServiceKit
 import TestSupport
 import Testing
 
-@Suite("Control-api fuzzed from its OpenAPI document (schemathesis, live NATS and Postgres)")
+@Suite("Control-api fuzzed from its OpenAPI document (schemathesis, live NATS and Postgres)", .tags(.heavy))
 struct ControlFuzzTests {
     typealias H = ControlHarness
 

@@ -10,7 +10,7 @@ import Testing
 
 @testable import StreamFanout
 
-@Suite("Stream-fanout ACP pages cut by bytes and the ACP body cap (live NATS + Postgres, ingest in process)")
+@Suite("Stream-fanout ACP pages cut by bytes and the ACP body cap (live NATS + Postgres, ingest in process)", .tags(.heavy))
 struct ACPPagingTests {
     /// A JSON-RPC notification of exactly `bytes` bytes whose `params.n` is `n` and whose
     /// `params.text` is ``padding(_:bytes:)`` x's.

@@ -1,11 +1,12 @@
 import Foundation
 import HummingbirdTesting
 import StreamTestSupport
+import TestSupport
 import Testing
 
 /// Apart from the other suites: it moves 32 MB, and the test command runs it after them, beside
 /// the fuzz test, so it neither slows nor is slowed by the timing-sensitive ones.
-@Suite("Stream-fanout stalled sockets (live, beside the fuzzes)")
+@Suite("Stream-fanout stalled sockets (live, beside the fuzzes)", .tags(.heavy))
 struct FanoutStallTests {
     @Test("a socket that accepts nothing for fanout.stalled-seconds is closed under its waiting writer, not kept")
     func stalledSocket() async throws {

@@ -10,7 +10,10 @@ import Testing
 
 @testable import StreamFanout
 
-@Suite("Stream-fanout fanout.max-concurrent-replays: replay pages over the limit wait their turn (live NATS + Postgres, ingest in process)")
+@Suite(
+    "Stream-fanout fanout.max-concurrent-replays: replay pages over the limit wait their turn (live NATS + Postgres, ingest in process)",
+    .tags(.alone)
+)
 struct ReplayPermitsTests {
     /// What one client of the test got.
     struct Served: Sendable {

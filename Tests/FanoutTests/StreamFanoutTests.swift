@@ -86,7 +86,7 @@ struct StreamFanoutTests {
         }
     }
 
-    @Test("a replay of 7 MB of 60 KB events crosses the 4 MiB page cut by bytes: every seq once, in order, whole")
+    @Test("a replay of 7 MB of 60 KB events crosses the 4 MiB page cut by bytes: every seq once, in order, whole", .tags(.heavy))
     func replayPagesCutByBytes() async throws {
         let harness = try await FanoutHarness()
         let message = String(repeating: "x", count: 60_000)

@@ -5,7 +5,7 @@ import ServiceKit
 import TestSupport
 import Testing
 
-@Suite("Health-monitor fuzzed from its OpenAPI document (schemathesis, live NATS and Postgres)")
+@Suite("Health-monitor fuzzed from its OpenAPI document (schemathesis, live NATS and Postgres)", .tags(.heavy))
 struct HealthFuzzTests {
     @Test("no generated request gets a 5xx, or a status the document does not list, from any operation")
     func noServerErrors() async throws {

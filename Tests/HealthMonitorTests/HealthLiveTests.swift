@@ -111,7 +111,10 @@ struct HealthLiveTests {
         }
     }
 
-    @Test("a burst of failing tool calls: error rate and p95 move, a spike fires after warm-up (none during it), resolves when the tool recovers")
+    @Test(
+        "a burst of failing tool calls: error rate and p95 move, a spike fires after warm-up (none during it), resolves when the tool recovers",
+        .tags(.alone)
+    )
     func skillSpike() async throws {
         let harness = try await H()
         try await harness.run { ingest, _, health in

@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Logging
 import PostgresNIO
 import ServiceKit
+import TestSupport
 import Testing
 
 @testable import Ingest
@@ -81,7 +82,7 @@ import Testing
 
     /// Kills this test's ingest's appends (its sessions are named `ingest/<schema>`), running or
     /// at their COMMIT; other tests' appends go on. scripts/test runs it apart for its load.
-    @Test("Postgres's connections killed mid-pipeline under load: every acknowledged event is in the log, seqs contiguous")
+    @Test("Postgres's connections killed mid-pipeline under load: every acknowledged event is in the log, seqs contiguous", .tags(.alone))
     func connectionsKilledMidPipeline() async throws {
         let harness = try await IngestHarness()
         try await harness.application().test(.router) { client in

@@ -11,7 +11,7 @@ import Testing
 
 /// Seed 003: a thread's head advancing reaches the devices that do not follow it live as a
 /// silent push, at most one per thread and span, from ingest's ACP stream.
-@Suite("Notifier: ACP threads' silent pushes (live ingest, the ACP stream, presence)", .serialized)
+@Suite("Notifier: ACP threads' silent pushes (live ingest, the ACP stream, presence)", .serialized, .tags(.alone))
 struct NotifierACPTests {
     /// Spans of three seconds: short enough for a test, long enough to see a span coalesce.
     static let spanSeconds = 3

@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// The notifier executable killed with SIGKILL in the middle of a burst.
-@Suite("Notifier killed mid-burst (live, the real executable)")
+@Suite("Notifier killed mid-burst (live, the real executable)", .tags(.heavy))
 struct NotifierCrashTests {
     static var executable: URL {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notifier")

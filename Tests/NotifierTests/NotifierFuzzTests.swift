@@ -5,7 +5,7 @@ import ServiceKit
 import TestSupport
 import Testing
 
-@Suite("Notifier fuzzed from its OpenAPI document (schemathesis, live NATS, Postgres and local APNs)")
+@Suite("Notifier fuzzed from its OpenAPI document (schemathesis, live NATS, Postgres and local APNs)", .tags(.heavy))
 struct NotifierFuzzTests {
     @Test("no generated request gets a 5xx, or a status the document does not list, from any operation")
     func noServerErrors() async throws {

@@ -11,7 +11,7 @@ import Testing
 private typealias H = PipelineHarness
 
 /// The pipeline-runner executable killed with SIGKILL in the middle of a stage.
-@Suite("pipeline-runner killed mid-stage (live, the real executable)")
+@Suite("pipeline-runner killed mid-stage (live, the real executable)", .tags(.heavy))
 struct PipelineCrashTests {
     static var executable: URL {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pipeline-runner")

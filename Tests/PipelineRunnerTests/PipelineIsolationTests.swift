@@ -119,7 +119,7 @@ struct PipelineIsolationTests {
     }
 }
 
-@Suite("pipeline-runner fuzzed from its OpenAPI document (schemathesis, live Postgres and NATS, the local provider)")
+@Suite("pipeline-runner fuzzed from its OpenAPI document (schemathesis, live Postgres and NATS, the local provider)", .tags(.heavy))
 struct PipelineFuzzTests {
     @Test("no generated request gets a 5xx from any operation")
     func noServerErrors() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("terminal-broker fuzzed from its OpenAPI document (schemathesis, live Postgres and NATS, a real sshd and tmux)")
+@Suite("terminal-broker fuzzed from its OpenAPI document (schemathesis, live Postgres and NATS, a real sshd and tmux)", .tags(.heavy))
 struct TerminalFuzzTests {
     @Test("no generated request gets a 5xx, or a status the document does not list, from any operation")
     func noServerErrors() async throws {
