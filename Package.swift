@@ -48,14 +48,15 @@ let swiftProtobuf = Target.Dependency.product(name: "SwiftProtobuf", package: "s
 let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "swift-system")
 let x509 = Target.Dependency.product(name: "X509", package: "swift-certificates")
 
-/// The services, one line each: the executable product, its library target (the service, in
-/// `Sources/<target>`) and what the library depends on beyond Contracts and ServiceKit. Each
-/// gets a three-line executable target, `Sources/<target>Main`, declared by `service(...)`.
-let services: [(product: String, target: String, dependencies: [Target.Dependency], exclude: [String])] = [
-    ("ingest", "Ingest", ["EventLog", "OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
-    ("stream-fanout", "StreamFanout", ["EventLog", metrics, prometheus, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
+/// The services, one line each: its library target (the service, in `Sources/<target>`) and
+/// what the library depends on beyond Contracts and ServiceKit. One
+/// executable, `swarmdeckd`, runs any of them (`swarmdeckd ingest`), through
+/// `ServiceRegistry.all` (`Sources/SwarmdeckServices`).
+let services: [(target: String, dependencies: [Target.Dependency], exclude: [String])] = [
+    ("Ingest", ["EventLog", "OTLP", compressNIO, crypto, metrics, swiftProtobuf], []),
+    ("StreamFanout", ["EventLog", metrics, prometheus, nioCore, nioWebSocket, serviceLifecycle, swiftProtobuf], []),
     (
-        "control-api", "ControlAPI",
+        "ControlAPI",
         [
             "ControlAPIContract", "EventLog", asyncHTTPClient, crypto, jwtKit, openAPIHummingbird, openAPIRuntime, serviceLifecycle,
             swiftProtobuf,
@@ -63,17 +64,17 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
         []
     ),
     (
-        "approvals", "Approvals", ["ApprovalsContract", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
+        "Approvals", ["ApprovalsContract", crypto, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []
     ),
     (
-        "health-monitor", "HealthMonitor",
+        "HealthMonitor",
         ["EventLog", "HealthMonitorContract", metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle, swiftProtobuf],
         []
     ),
-    ("notifier", "Notifier", ["APNs", "NotifierContract", crypto, metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle], []),
+    ("Notifier", ["APNs", "NotifierContract", crypto, metrics, openAPIHummingbird, openAPIRuntime, serviceLifecycle], []),
     (
-        "terminal-broker", "TerminalBroker",
+        "TerminalBroker",
         [
             "TerminalBrokerContract", crypto, metrics, nioCore, nioPosix, nioSSH, nioWebSocket, openAPIHummingbird,
             openAPIRuntime, serviceLifecycle,
@@ -81,7 +82,7 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
         []
     ),
     (
-        "pipeline-runner", "PipelineRunner",
+        "PipelineRunner",
         [
             "Anthropic", "PipelineRunnerContract", asyncHTTPClient, metrics, nioCore, nioFoundationCompat, openAPIHummingbird, openAPIRuntime,
             serviceLifecycle, swiftProtobuf,
@@ -90,17 +91,14 @@ let services: [(product: String, target: String, dependencies: [Target.Dependenc
     ),
 ]
 
-/// A service's library target and its executable target.
-func serviceTargets(_ target: String, dependencies: [Target.Dependency], exclude: [String]) -> [Target] {
-    [
-        .target(
-            name: target,
-            dependencies: ["Contracts", "ServiceKit", configuration, hummingbird, logging, postgresNIO] + dependencies,
-            exclude: exclude,
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(name: target + "Main", dependencies: [.target(name: target), "ServiceKit"], swiftSettings: swiftSettings),
-    ]
+/// A service's library target.
+func serviceTarget(_ target: String, dependencies: [Target.Dependency], exclude: [String]) -> Target {
+    .target(
+        name: target,
+        dependencies: ["Contracts", "ServiceKit", configuration, hummingbird, logging, postgresNIO] + dependencies,
+        exclude: exclude,
+        swiftSettings: swiftSettings
+    )
 }
 
 /// A service's tests in two targets with the same dependencies: `<name>UnitTests`, its pure
@@ -158,7 +156,7 @@ let splitTestTargets: [Target] = [
         dependencies: [
             "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "OTLP", "ServiceKit", "StreamTestSupport",
             "TelemetryRelay", "TerminalBroker", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-            swiftProtobuf, "StreamFanout", "SwarmdeckTools", "Notifier", "PipelineRunner",
+            swiftProtobuf, "StreamFanout", "SwarmdeckServices", "SwarmdeckTools",
         ]
     ),
     testTargets(
@@ -203,7 +201,8 @@ let package = Package(
         .executable(name: "anthropic-local", targets: ["AnthropicLocalMain"]),
         .library(name: "Contracts", targets: ["Contracts"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
-    ] + services.map { .executable(name: $0.product, targets: [$0.target + "Main"]) },
+        .executable(name: "swarmdeckd", targets: ["swarmdeckd"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -237,7 +236,10 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.1.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.25.0"),
     ],
-    targets: services.flatMap { serviceTargets($0.target, dependencies: $0.dependencies, exclude: $0.exclude) } + [
+    targets: services.map { serviceTarget($0.target, dependencies: $0.dependencies, exclude: $0.exclude) } + [
+        // The registry of services, and the one executable that runs any of them.
+        .target(name: "SwarmdeckServices", dependencies: ["ServiceKit"] + services.map { .target(name: $0.target) }, swiftSettings: swiftSettings),
+        .executableTarget(name: "swarmdeckd", dependencies: ["ServiceKit", "SwarmdeckServices"], swiftSettings: swiftSettings),
         .systemLibrary(
             name: "CNATS",
             pkgConfig: "libnats",
@@ -363,7 +365,8 @@ let package = Package(
             dependencies: [
                 "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor", "Ingest",
                 "Notifier", "OTLP", "PipelineRunner", "ServiceKit", "TelemetryRelay", "TerminalBroker",
-                "StreamFanout", "SwarmdeckTools", argumentParser, asyncHTTPClient, hummingbirdWSClient, mcp, nioCore, nioPosix, nioSSL,
+                "StreamFanout", "SwarmdeckServices", "SwarmdeckTools", argumentParser, asyncHTTPClient, hummingbirdWSClient, mcp, nioCore, nioPosix,
+                nioSSL,
                 openAPIAsyncHTTPClient,
                 openAPIRuntime,
             ],

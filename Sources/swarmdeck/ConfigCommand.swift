@@ -1,14 +1,7 @@
-import Approvals
 import ArgumentParser
-import ControlAPI
 import Foundation
-import HealthMonitor
-import Ingest
-import Notifier
-import PipelineRunner
 import ServiceKit
-import StreamFanout
-import TerminalBroker
+import SwarmdeckServices
 
 /// `swarmdeck config keys [--service NAME]` and `swarmdeck config docs [--check]`: the
 /// configuration keys of the services, as the code declares them.
@@ -19,11 +12,8 @@ struct ConfigCommand: ParsableCommand {
         subcommands: [Keys.self, Docs.self]
     )
 
-    /// Every service the project builds, in the order of `deploy/local/services`.
-    static let services: [any SwarmdeckService.Type] = [
-        IngestService.self, StreamFanoutService.self, ControlAPIService.self, ApprovalsService.self, HealthMonitorService.self, NotifierService.self,
-        TerminalBrokerService.self, PipelineRunnerService.self,
-    ]
+    /// Every service the project builds.
+    static let services = ServiceRegistry.all
 
     struct Keys: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -1,27 +1,15 @@
-import Approvals
-import ControlAPI
 import Foundation
-import HealthMonitor
-import Ingest
-import Notifier
-import PipelineRunner
 import ServiceKit
-import StreamFanout
-import TerminalBroker
+import SwarmdeckServices
 import Testing
 
 @Suite("The docs' configuration tables are the declarations")
 struct ConfigurationDocsTests {
-    static let services: [any SwarmdeckService.Type] = [
-        IngestService.self, StreamFanoutService.self, ControlAPIService.self, ApprovalsService.self, HealthMonitorService.self, NotifierService.self,
-        TerminalBrokerService.self, PipelineRunnerService.self,
-    ]
-
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     @Test(
         "README.md and each service's page show the keys the code declares (swarmdeck config docs writes them)",
-        arguments: ConfigurationDocs.pages(services: Self.services.map { ($0.name, $0.settingsKeys) }).map { ($0.path, $0.keys) }
+        arguments: ConfigurationDocs.pages(services: ServiceRegistry.all.map { ($0.name, $0.settingsKeys) }).map { ($0.path, $0.keys) }
     )
     func page(path: String, keys: [SettingKey]) throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent(path), encoding: .utf8)

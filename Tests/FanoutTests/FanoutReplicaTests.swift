@@ -9,11 +9,6 @@ import Testing
 
 @Suite("Stream-fanout replicas (live, the real executable)")
 struct FanoutReplicaTests {
-    /// The `stream-fanout` executable built beside the test bundle.
-    static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("stream-fanout")
-    }
-
     /// How long a client waits for the last of the writes: a guard against a hang, not a
     /// speed test (on two loaded cores, ingest in the test process has taken 35 s for them).
     static let writesTimeout = Duration.seconds(120)
@@ -21,8 +16,7 @@ struct FanoutReplicaTests {
     /// A stream-fanout process on a free port.
     static func start(_ harness: FanoutHarness) throws -> (Process, Int) {
         let port = try freeLoopbackPort()
-        let process = Process()
-        process.executableURL = Self.executable
+        let process = Swarmdeckd.process("stream-fanout")
         var environment = try harness.environment()
         environment["HTTP_PORT"] = String(port)
         environment["HTTP_HOST"] = "127.0.0.1"

@@ -82,8 +82,7 @@ struct IngestAbuseTests {
     func memoryBombs() async throws {
         let harness = try await IngestHarness()
         let port = try freeLoopbackPort()
-        let process = Process()
-        process.executableURL = IngestCrashTests.executable
+        let process = Swarmdeckd.process("ingest", executable: IngestCrashTests.otherExecutable)
         var environment = try harness.environment
         environment["HTTP_PORT"] = String(port)
         process.environment = environment

@@ -10,21 +10,17 @@ import FoundationNetworking
 
 @Suite("Ingest killed mid-load (live, the real executable)")
 struct IngestCrashTests {
-    /// The `ingest` executable built beside the test bundle, or `$SWARMDECK_TEST_INGEST_EXECUTABLE`
-    /// (another build's, to measure it with the same test).
-    static var executable: URL {
-        if let other = ProcessInfo.processInfo.environment["SWARMDECK_TEST_INGEST_EXECUTABLE"], !other.isEmpty {
-            return URL(fileURLWithPath: other)
-        }
-        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("ingest")
+    /// Another build's executable to test instead (`$SWARMDECK_TEST_INGEST_EXECUTABLE`: its
+    /// `swarmdeckd`, or its `ingest` from before swarmdeckd), or nil for this build's.
+    static var otherExecutable: URL? {
+        ProcessInfo.processInfo.environment["SWARMDECK_TEST_INGEST_EXECUTABLE"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
     }
 
     @Test("kill -9 during a load run: every acknowledged event is in the log")
     func killNine() async throws {
         let harness = try await IngestHarness()
         let port = try freeLoopbackPort()
-        let process = Process()
-        process.executableURL = Self.executable
+        let process = Swarmdeckd.process("ingest", executable: Self.otherExecutable)
         var environment = try harness.environment
         environment["HTTP_PORT"] = String(port)
         process.environment = environment

@@ -8,13 +8,8 @@ import Testing
 /// The notifier executable killed with SIGKILL in the middle of a burst.
 @Suite("Notifier killed mid-burst (live, the real executable)", .tags(.heavy))
 struct NotifierCrashTests {
-    static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("notifier")
-    }
-
     static func start(_ environment: [String: String]) throws -> Process {
-        let process = Process()
-        process.executableURL = Self.executable
+        let process = Swarmdeckd.process("notifier")
         var environment = environment
         environment["HTTP_PORT"] = String(try freeLoopbackPort())
         process.environment = environment

@@ -13,10 +13,6 @@ private typealias H = PipelineHarness
 /// The pipeline-runner executable killed with SIGKILL in the middle of a stage.
 @Suite("pipeline-runner killed mid-stage (live, the real executable)", .tags(.heavy))
 struct PipelineCrashTests {
-    static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pipeline-runner")
-    }
-
     @Test("kill -9 during a stage's call: after its lease runs out another runner runs the stage again, and no stage has two artifacts")
     func killNine() async throws {
         let harness = try await PipelineHarness()
@@ -25,8 +21,7 @@ struct PipelineCrashTests {
             let port = try freeLoopbackPort()
             var environment = try harness.live.environment()
             environment["HTTP_PORT"] = String(port)
-            let process = Process()
-            process.executableURL = Self.executable
+            let process = Swarmdeckd.process("pipeline-runner")
             process.environment = environment
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice

@@ -15,23 +15,38 @@ import ServiceLifecycle
 /// start-up work before the server accepts requests, and shuts down gracefully on SIGTERM or
 /// SIGINT (the server stops taking requests, then the services drain, NATS last).
 public enum ServiceMain {
-    /// Runs `service` until it is told to stop.
-    public static func run<Service: SwarmdeckService>(_ service: Service.Type) async throws {
-        let reader = try await ServiceConfiguration.reader(environment: ProcessInfo.processInfo.environment)
+    /// Runs `service` until it is told to stop, configured from `arguments` (flags), the
+    /// environment and the files they name.
+    public static func run<Service: SwarmdeckService>(
+        _ service: Service.Type,
+        arguments: [String] = CommandLine.arguments
+    ) async throws {
+        let reader = try await ServiceConfiguration.reader(arguments: arguments, environment: ProcessInfo.processInfo.environment)
         JSONLogHandler.bootstrap(level: try reader.logLevel())
         try await service.application(reader: reader).runService()
     }
-}
 
-/// The entry point of a service's executable: `@main struct Main: ServiceEntryPoint { typealias
-/// Service = IngestService }`.
-public protocol ServiceEntryPoint {
-    associatedtype Service: SwarmdeckService
-}
-
-extension ServiceEntryPoint {
-    public static func main() async throws {
-        try await ServiceMain.run(Service.self)
+    /// `swarmdeckd`'s entry point: `swarmdeckd NAME [--key value…]` runs the service of
+    /// `services` named `NAME` (its flags are its configuration, as `--nats-url`);
+    /// `swarmdeckd list` prints each service's name and default port. Exits with status 64 and
+    /// the usage on anything else.
+    public static func main(services: [any SwarmdeckService.Type], arguments: [String] = CommandLine.arguments) async throws {
+        let program = arguments.first ?? "swarmdeckd"
+        let names = services.map { $0.name }
+        switch arguments.dropFirst().first {
+        case "list":
+            for service in services { print("\(service.name) \(service.defaultPort)") }
+        case let name? where names.contains(name):
+            let service = services.first { $0.name == name }!
+            // The service's flags follow its name; the configuration reads them as a command line of their own.
+            try await Self.run(service, arguments: [program] + arguments.dropFirst(2))
+        case let other:
+            let problem = other.map { "unknown service '\($0)'" } ?? "no service named"
+            FileHandle.standardError.write(
+                Data("\(program): \(problem)\nusage: \(program) (\(names.joined(separator: " | "))) [--key value…]\n       \(program) list\n".utf8)
+            )
+            exit(64)
+        }
     }
 }
 

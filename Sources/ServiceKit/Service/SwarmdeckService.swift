@@ -2,14 +2,8 @@
 /// service (see `docs/adding-a-service.md`).
 ///
 /// In the spirit of Hummingbird's `ApplicationProtocol`: a few requirements, most with
-/// defaults. A service is a library target holding a type that conforms, plus a three-line
-/// executable:
-///
-/// ```swift
-/// import Ingest
-/// import ServiceKit
-/// @main struct Main: ServiceEntryPoint { typealias Service = IngestService }
-/// ```
+/// defaults. A service is a library target holding a type that conforms, and one line in
+/// `ServiceRegistry.all` (`Sources/SwarmdeckServices`): `swarmdeckd <name>` runs it.
 public protocol SwarmdeckService: Sendable {
     /// The service's own configuration keys and values.
     associatedtype Settings: ServiceSettings

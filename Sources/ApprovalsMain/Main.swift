@@ -1,4 +1,0 @@
-import Approvals
-import ServiceKit
-
-@main struct Main: ServiceEntryPoint { typealias Service = ApprovalsService }

@@ -1,4 +1,0 @@
-import ControlAPI
-import ServiceKit
-
-@main struct Main: ServiceEntryPoint { typealias Service = ControlAPIService }

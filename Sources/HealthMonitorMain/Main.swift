@@ -1,4 +1,0 @@
-import HealthMonitor
-import ServiceKit
-
-@main struct Main: ServiceEntryPoint { typealias Service = HealthMonitorService }

@@ -1,4 +1,0 @@
-import Ingest
-import ServiceKit
-
-@main struct Main: ServiceEntryPoint { typealias Service = IngestService }

@@ -1,4 +1,0 @@
-import Notifier
-import ServiceKit
-
-@main struct Main: ServiceEntryPoint { typealias Service = NotifierService }

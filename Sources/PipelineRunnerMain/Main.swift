@@ -1,4 +1,0 @@
-import PipelineRunner
-import ServiceKit
-
-@main struct Main: ServiceEntryPoint { typealias Service = PipelineRunnerService }

@@ -1,4 +1,0 @@
-import ServiceKit
-import StreamFanout
-
-@main struct Main: ServiceEntryPoint { typealias Service = StreamFanoutService }

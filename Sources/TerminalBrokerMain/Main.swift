@@ -1,4 +1,0 @@
-import ServiceKit
-import TerminalBroker
-
-@main struct Main: ServiceEntryPoint { typealias Service = TerminalBrokerService }
