@@ -211,15 +211,9 @@ struct HealthBench: AsyncParsableCommand {
         while try await Self.counter(http, base, name) < value, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
     }
 
-    /// The health-monitor process of this machine (its executable's name).
+    /// The health-monitor process of this machine (`swarmdeckd health-monitor`).
     static func healthMonitorPID() -> Int32? {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return nil }
-        for entry in entries {
-            guard let pid = Int32(entry), let command = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
-            let argv0 = String(decoding: command.prefix { $0 != 0 }, as: UTF8.self)
-            if argv0.hasSuffix("/health-monitor") || argv0 == "health-monitor" { return pid }
-        }
-        return nil
+        ProcessCPU.servicePIDs("health-monitor").first
     }
 
     static func residentBytes(_ pid: Int32) throws -> Int {

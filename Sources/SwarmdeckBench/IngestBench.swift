@@ -71,12 +71,12 @@ struct IngestBench: AsyncParsableCommand {
         let ingestPID = self.ingestPid ?? FanoutBench.pidFile("ingest")
         print(Self.tenantRate(ofProcess: ingestPID))
         let processes: [(String, [Int32])] = [
-            ("ingest", ingestPID > 0 ? [ingestPID] : ProcessCPU.pids(named: "ingest")),
+            ("ingest", ingestPID > 0 ? [ingestPID] : ProcessCPU.servicePIDs("ingest")),
             ("postgres", ProcessCPU.pids(named: "postgres")),
             ("nats-server", ProcessCPU.pids(named: "nats-server")),
-            ("stream-fanout", ProcessCPU.pids(named: "stream-fanout")),
-            ("health-monitor", ProcessCPU.pids(named: "health-monitor")),
-            ("control-api", ProcessCPU.pids(named: "control-api")),
+            ("stream-fanout", ProcessCPU.servicePIDs("stream-fanout")),
+            ("health-monitor", ProcessCPU.servicePIDs("health-monitor")),
+            ("control-api", ProcessCPU.servicePIDs("control-api")),
             ("nginx", ProcessCPU.pids(named: "nginx")),
             ("this bench", [getpid()]),
         ]

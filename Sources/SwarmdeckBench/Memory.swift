@@ -37,6 +37,19 @@ enum ProcessCPU {
         }
     }
 
+    /// The processes that run the service `name`: `swarmdeckd <name>`, or an older build's own
+    /// executable `<name>`.
+    static func servicePIDs(_ name: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry in
+            guard let pid = Int32(entry), let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
+            let argv = command.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+            let program = argv.first.map { ($0 as NSString).lastPathComponent } ?? ""
+            let runs = program == name || (program == "swarmdeckd" && argv.count > 1 && argv[1] == name)
+            return runs ? pid : nil
+        }
+    }
+
     /// A set of named process groups, read together.
     struct Sample {
         var seconds: [String: Double]

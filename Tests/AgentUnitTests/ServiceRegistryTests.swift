@@ -70,10 +70,18 @@ struct SwarmdeckdTests {
         #expect(error.contains("usage: ") && ServiceRegistry.all.allSatisfy { error.contains($0.name) }, "\(error)")
     }
 
-    @Test("a service's flags follow its name and are its configuration: a malformed one stops it, naming the key")
+    @Test("a service's flags follow its name and are its configuration: a malformed one stops it with status 78, naming the key")
     func flags() throws {
         let (status, _, error) = try Self.run(["ingest", "--log-level", "loud"])
-        #expect(status != 0)
-        #expect(error.contains("'log.level'"), "\(error)")
+        #expect(status == 78)
+        #expect(error.hasPrefix("swarmdeckd ingest: malformed configuration key 'log.level'"), "\(error)")
+        let (missing, _, why) = try Self.run(["notifier", "--log-level", "info"])
+        #expect(missing == 78 && why.contains("missing configuration key 'notifier.apns.key-file'"), "\(why)")
+    }
+
+    @Test("--help prints the usage and succeeds")
+    func help() throws {
+        let (status, output, _) = try Self.run(["--help"])
+        #expect(status == 0 && output.hasPrefix("usage: swarmdeckd (ingest | "))
     }
 }

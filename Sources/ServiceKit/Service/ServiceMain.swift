@@ -27,24 +27,31 @@ public enum ServiceMain {
     }
 
     /// `swarmdeckd`'s entry point: `swarmdeckd NAME [--key value…]` runs the service of
-    /// `services` named `NAME` (its flags are its configuration, as `--nats-url`);
-    /// `swarmdeckd list` prints each service's name and default port. Exits with status 64 and
-    /// the usage on anything else.
+    /// `services` named `NAME` (its flags are its configuration, as `--nats-url`; a missing or
+    /// malformed key exits with status 78 and a message naming it); `swarmdeckd list` prints
+    /// each service's name and default port; `--help` the usage. Anything else exits with
+    /// status 64 and the usage.
     public static func main(services: [any SwarmdeckService.Type], arguments: [String] = CommandLine.arguments) async throws {
-        let program = arguments.first ?? "swarmdeckd"
+        let program = arguments.first.map { ($0 as NSString).lastPathComponent } ?? "swarmdeckd"
         let names = services.map { $0.name }
+        let usage = "usage: \(program) (\(names.joined(separator: " | "))) [--key value…]\n       \(program) list\n"
         switch arguments.dropFirst().first {
         case "list":
             for service in services { print("\(service.name) \(service.defaultPort)") }
+        case "--help", "-h", "help":
+            print(usage, terminator: "")
         case let name? where names.contains(name):
             let service = services.first { $0.name == name }!
-            // The service's flags follow its name; the configuration reads them as a command line of their own.
-            try await Self.run(service, arguments: [program] + arguments.dropFirst(2))
+            do {
+                // The service's flags follow its name; the configuration reads them as a command line of their own.
+                try await Self.run(service, arguments: [arguments.first ?? program] + arguments.dropFirst(2))
+            } catch let error as ServiceKitError where error.code == .configuration {
+                FileHandle.standardError.write(Data("\(program) \(name): \(error.message)\n".utf8))
+                exit(78)
+            }
         case let other:
             let problem = other.map { "unknown service '\($0)'" } ?? "no service named"
-            FileHandle.standardError.write(
-                Data("\(program): \(problem)\nusage: \(program) (\(names.joined(separator: " | "))) [--key value…]\n       \(program) list\n".utf8)
-            )
+            FileHandle.standardError.write(Data("\(program): \(problem)\n\(usage)".utf8))
             exit(64)
         }
     }

@@ -8,8 +8,8 @@ public protocol SwarmdeckService: Sendable {
     /// The service's own configuration keys and values.
     associatedtype Settings: ServiceSettings
 
-    /// The executable's name, used for logs, the NATS connection and the HTTP server name,
-    /// e.g. `ingest`.
+    /// The service's name: what `swarmdeckd` runs it by, and the name of its logs, its NATS
+    /// connection and its HTTP server, e.g. `ingest`.
     static var name: String { get }
 
     /// The HTTP port when `http.port` is not set.
