@@ -83,5 +83,9 @@ struct SwarmdeckdTests {
     func help() throws {
         let (status, output, _) = try Self.run(["--help"])
         #expect(status == 0 && output.hasPrefix("usage: swarmdeckd (ingest | "))
+        let (serviceStatus, serviceOutput, _) = try Self.run(["notifier", "--log-level", "info", "--help"])
+        #expect(serviceStatus == 0 && serviceOutput.contains("swarmdeck config keys --service notifier"), "\(serviceOutput)")
+        let (unknown, _, _) = try Self.run(["bogus", "--help"])
+        #expect(unknown == 64)
     }
 }

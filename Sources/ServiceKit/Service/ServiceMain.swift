@@ -29,8 +29,9 @@ public enum ServiceMain {
     /// `swarmdeckd`'s entry point: `swarmdeckd NAME [--key value…]` runs the service of
     /// `services` named `NAME` (its flags are its configuration, as `--nats-url`; a missing or
     /// malformed key exits with status 78 and a message naming it); `swarmdeckd list` prints
-    /// each service's name and default port; `--help` the usage. Anything else exits with
-    /// status 64 and the usage.
+    /// each service's name and default port; `--help` the usage (after a service's name too,
+    /// where it also says where its keys are listed). Anything else exits with status 64 and the
+    /// usage.
     public static func main(services: [any SwarmdeckService.Type], arguments: [String] = CommandLine.arguments) async throws {
         let program = arguments.first.map { ($0 as NSString).lastPathComponent } ?? "swarmdeckd"
         let names = services.map { $0.name }
@@ -40,6 +41,8 @@ public enum ServiceMain {
             for service in services { print("\(service.name) \(service.defaultPort)") }
         case "--help", "-h", "help":
             print(usage, terminator: "")
+        case let name? where names.contains(name) && arguments.dropFirst(2).contains(where: { $0 == "--help" || $0 == "-h" }):
+            print("\(usage)the keys of \(name), with their flags: swarmdeck config keys --service \(name)")
         case let name? where names.contains(name):
             let service = services.first { $0.name == name }!
             do {
