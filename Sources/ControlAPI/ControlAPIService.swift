@@ -21,14 +21,8 @@ public enum ControlAPIService: SwarmdeckService {
         let settings = assembly.settings
         let logger = assembly.logger
         let postgres = assembly.postgres
-        let pem: String
-        do {
-            pem = try String(contentsOfFile: settings.privateKeyFile, encoding: .utf8)
-        } catch {
-            throw ServiceKitError(.configuration, "cannot read \(settings.$privateKeyFile) \(settings.privateKeyFile): \(error)")
-        }
         let signer = try await AccessTokenSigner(
-            privateKeyPEM: pem,
+            privateKeyPEM: settings.privateKeyPEM,
             keyID: try assembly.reader.setting(.jwtKeyID),
             issuer: try assembly.reader.setting(.jwtIssuer),
             audience: try assembly.reader.setting(.jwtAudience)
@@ -41,7 +35,7 @@ public enum ControlAPIService: SwarmdeckService {
         let bus = CommandBus(
             jetStream: JetStream(connection: assembly.nats),
             subjects: assembly.subjects,
-            handles: AckHandle(secret: Array(pem.utf8)),
+            handles: AckHandle(secret: Array(settings.privateKeyPEM.utf8)),
             maxPollsPerTenant: settings.maxAgentSessions,
             maxBytes: settings.commandStreamMaxBytes,
             maxPerAgent: settings.commandStreamMaxPerAgent,

@@ -9,9 +9,14 @@ public struct ControlSettings: ServiceSettings {
     /// authenticate agents). Never written.
     @Setting(.eventLogSchema("control.ingest-schema", "for the fleet and to check agents' ingest keys"))
     var ingestSchema: String
-    /// PEM file with the ES256 private key access tokens are signed with.
-    @Setting("auth.jwt.private-key-file", "PEM file with the ES256 private key control-api signs access tokens with")
-    var privateKeyFile: String
+    /// The ES256 private key access tokens are signed with (PEM), read from its file at start.
+    @Setting(
+        "auth.jwt.private-key-file",
+        "PEM file with the ES256 private key control-api signs access tokens with",
+        secret: true,
+        .fileContents
+    )
+    var privateKeyPEM: String
     /// Seconds an access token is valid.
     @Setting("control.access-token-seconds", "lifetime of an access token", default: 900, in: 60...86_400)
     var accessTokenSeconds: Int

@@ -27,27 +27,26 @@ enum ProcessCPU {
 
     /// The processes whose command name is `name`.
     static func pids(named name: String) -> [Int32] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { entry in
-            guard let pid = Int32(entry),
-                let command = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8),
-                command.trimmingCharacters(in: .whitespacesAndNewlines) == name
-            else { return nil }
-            return pid
+        Self.pids { pid in
+            (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == name
         }
     }
 
     /// The processes that run the service `name`: `swarmdeckd <name>`, or an older build's own
     /// executable `<name>`.
     static func servicePIDs(_ name: String) -> [Int32] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { entry in
-            guard let pid = Int32(entry), let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
+        Self.pids { pid in
+            guard let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
             let argv = command.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             let program = argv.first.map { ($0 as NSString).lastPathComponent } ?? ""
-            let runs = program == name || (program == "swarmdeckd" && argv.count > 1 && argv[1] == name)
-            return runs ? pid : nil
+            return program == name || (program == "swarmdeckd" && argv.count > 1 && argv[1] == name)
         }
+    }
+
+    /// The processes of this machine for which `matches` holds.
+    private static func pids(where matches: (Int32) -> Bool) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry in Int32(entry).flatMap { matches($0) ? $0 : nil } }
     }
 
     /// A set of named process groups, read together.

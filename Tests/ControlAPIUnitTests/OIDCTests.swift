@@ -136,10 +136,17 @@ struct OIDCTests {
         #expect(!OIDCSettings.isReturnURI("javascript:alert(1)"))
     }
 
+    /// A file for auth.jwt.private-key-file, which the settings read (its content is not parsed there).
+    static let signingKeyFile: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("oidc-tests-\(getpid()).pem").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data("-----BEGIN PRIVATE KEY-----\n".utf8))
+        return path
+    }()
+
     @Test("with control.oidc.issuer empty sign-in is off and no other control.oidc key is read; set, every one is checked")
     func offUnlessAnIssuer() async throws {
         let others = [
-            "AUTH_JWT_PRIVATE_KEY_FILE": "/run/secrets/signing.pem", "CONTROL_OIDC_CLIENT_SECRET_FILE": "/nonexistent/secret",
+            "AUTH_JWT_PRIVATE_KEY_FILE": Self.signingKeyFile, "CONTROL_OIDC_CLIENT_SECRET_FILE": "/nonexistent/secret",
             "CONTROL_OIDC_TENANT": "..", "CONTROL_OIDC_REQUEST_SCOPES": "email", "CONTROL_OIDC_MAX_PENDING_LOGINS": "0",
         ]
         for issuer in [nil, "", " "] {
@@ -156,7 +163,7 @@ struct OIDCTests {
         for key in ["client-secret-file", "tenant", "request-scopes", "max-pending-logins"] {
             #expect(error.message.contains("'control.oidc.\(key)'"), "\(key) in \(error.message)")
         }
-        on = ["AUTH_JWT_PRIVATE_KEY_FILE": "/run/secrets/signing.pem", "CONTROL_OIDC_ISSUER": "http://127.0.0.1:9400", "CONTROL_OIDC_TENANT": "ops"]
+        on = ["AUTH_JWT_PRIVATE_KEY_FILE": Self.signingKeyFile, "CONTROL_OIDC_ISSUER": "http://127.0.0.1:9400", "CONTROL_OIDC_TENANT": "ops"]
         let settings = try ControlSettings(reader: try await ServiceConfiguration.reader(arguments: ["control-api"], environment: on))
         #expect(settings.oidc?.tenant == "ops" && settings.oidc?.redirectURI == "http://127.0.0.1:8080/v1/auth/oidc/callback")
     }

@@ -24,6 +24,11 @@ struct ModelWindows: Sendable, Equatable {
         self.defaultWindow = defaultWindow
     }
 
+    /// The entries as `pattern=tokens,…`, as ``init(table:defaultWindow:)`` reads them.
+    var table: String {
+        self.entries.map { "\($0.pattern)=\($0.tokens)" }.joined(separator: ",")
+    }
+
     func window(for model: String?) -> Int64 {
         guard let model = model?.lowercased(), !model.isEmpty else { return self.defaultWindow }
         return self.entries.first { model.contains($0.pattern) }?.tokens ?? self.defaultWindow

@@ -29,14 +29,14 @@ public struct HealthSettings: ServiceSettings {
         in: 0...10_000_000
     )
     var rebuildMaxEvents: Int
-    /// The context windows of models, as text (``models`` is the table).
+    /// The context windows of models by pattern (``models`` adds the default window).
     @Setting(
         "health.context-windows",
         "context windows by model: pattern=tokens,… (the first pattern the model name contains wins)",
-        default: ModelWindows.defaultTable,
-        SettingFormat.text.checked("pattern=tokens,…") { ModelWindows(table: $0, defaultWindow: 1) != nil }
+        default: ModelWindows(table: ModelWindows.defaultTable, defaultWindow: 0),
+        SettingFormat(expected: "pattern=tokens,…", parse: { ModelWindows(table: $0, defaultWindow: 0) }, render: { $0.table })
     )
-    var contextWindows: String
+    var contextWindows: ModelWindows
     @Setting("health.default-context-window", "the context window of a model no pattern matches", default: 200_000, in: 1_000...100_000_000)
     var defaultContextWindow: Int
     /// The spike detector's sampling interval.
@@ -102,9 +102,11 @@ public struct HealthSettings: ServiceSettings {
         try self.$replicaIndex.check(self.replicaIndex, in: 0...(self.replicas - 1))
     }
 
-    /// The context windows of models (the format checked the table).
+    /// The context windows of models, with `health.default-context-window` for the rest.
     var models: ModelWindows {
-        ModelWindows(table: self.contextWindows, defaultWindow: Int64(self.defaultContextWindow))!
+        var models = self.contextWindows
+        models.defaultWindow = Int64(self.defaultContextWindow)
+        return models
     }
 
     /// Bounds per tenant.

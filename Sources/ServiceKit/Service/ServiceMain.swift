@@ -44,7 +44,7 @@ public enum ServiceMain {
         case let name? where names.contains(name) && arguments.dropFirst(2).contains(where: { $0 == "--help" || $0 == "-h" }):
             print("\(usage)the keys of \(name), with their flags: swarmdeck config keys --service \(name)")
         case let name? where names.contains(name):
-            let service = services.first { $0.name == name }!
+            let service = services[names.firstIndex(of: name)!]
             do {
                 // The service's flags follow its name; the configuration reads them as a command line of their own.
                 try await Self.run(service, arguments: [arguments.first ?? program] + arguments.dropFirst(2))
