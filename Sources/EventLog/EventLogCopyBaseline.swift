@@ -97,25 +97,22 @@ public enum EventLogCopyBaseline {
                 var first = 0
                 while first < stored.count {
                     let chunk = stored[first..<min(first + transactionRows, stored.count)]
-                    try await connection.query("BEGIN", logger: logger)
-                    do {
+                    // Rolled back on failure: the connection goes back to the pool outside a failed transaction.
+                    making += try await connection.withTransaction(logger: logger) { connection in
                         switch method {
                         case .unnest:
                             var insert: PostgresQuery? = nil
-                            making += clock.measure { insert = Self.unnestInsert(chunk, firstSeq: Int64(first + 1)) }
+                            let making = clock.measure { insert = Self.unnestInsert(chunk, firstSeq: Int64(first + 1)) }
                             try await connection.query(insert!, logger: logger)
+                            return making
                         case .textCopy:
                             var text: [ByteBuffer] = []
-                            making += clock.measure { text = Self.copyText(chunk, tenants: 1, committedAt: now, firstSeq: Int64(first + 1)) }
+                            let making = clock.measure { text = Self.copyText(chunk, tenants: 1, committedAt: now, firstSeq: Int64(first + 1)) }
                             try await connection.copyFrom(table: "bench_copy", logger: logger) { writer in
                                 for part in text { try await writer.write(part) }
                             }
+                            return making
                         }
-                        try await connection.query("COMMIT", logger: logger)
-                    } catch {
-                        // The connection goes back to the pool: not inside a failed transaction.
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
-                        throw error
                     }
                     first += chunk.count
                 }

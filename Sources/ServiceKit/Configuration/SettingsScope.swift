@@ -35,7 +35,7 @@ struct SettingsScope: Sendable {
         do {
             return try reader.setting(key, format)
         } catch {
-            self.record.state.withLock { $0.problems.append(error) }
+            self.recordProblem(error)
             return nil
         }
     }
