@@ -237,8 +237,13 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.25.0"),
     ],
     targets: services.map { serviceTarget($0.target, dependencies: $0.dependencies, exclude: $0.exclude) } + [
-        // The registry of services, and the one executable that runs any of them.
-        .target(name: "SwarmdeckServices", dependencies: ["ServiceKit"] + services.map { .target(name: $0.target) }, swiftSettings: swiftSettings),
+        // The registry of services (and swarmdeckd's config and deploy commands over it), and the one
+        // executable that runs any of them.
+        .target(
+            name: "SwarmdeckServices",
+            dependencies: ["Contracts", "ServiceKit", argumentParser] + services.map { .target(name: $0.target) },
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(name: "swarmdeckd", dependencies: ["ServiceKit", "SwarmdeckServices"], swiftSettings: swiftSettings),
         .systemLibrary(
             name: "CNATS",
@@ -363,9 +368,9 @@ let package = Package(
         .executableTarget(
             name: "swarmdeck",
             dependencies: [
-                "ApprovalsContract", "Approvals", "CProcessControl", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor", "Ingest",
-                "Notifier", "OTLP", "PipelineRunner", "ServiceKit", "TelemetryRelay", "TerminalBroker",
-                "StreamFanout", "SwarmdeckServices", "SwarmdeckTools", argumentParser, asyncHTTPClient, hummingbirdWSClient, mcp, nioCore, nioPosix,
+                // The operator's tools and the connector: no service's library (swarmdeckd runs those).
+                "ApprovalsContract", "CProcessControl", "Contracts", "ControlAPIContract", "OTLP", "ServiceKit", "TelemetryRelay",
+                "SwarmdeckTools", argumentParser, asyncHTTPClient, hummingbirdWSClient, mcp, nioCore, nioPosix,
                 nioSSL,
                 openAPIAsyncHTTPClient,
                 openAPIRuntime,

@@ -1,4 +1,5 @@
 import ApprovalsContract
+public import Contracts
 import Foundation
 import Hummingbird
 import OpenAPIHummingbird
@@ -12,6 +13,21 @@ public enum ApprovalsService: SwarmdeckService {
     public static let name = "approvals"
     public static let defaultPort = 8084
     public static var migrations: [Migration] { ApprovalsMigrations.all }
+
+    public static let edgeRoutes = ["/v1/approval-gates", "/v1/agent/gates"]
+
+    /// It publishes gate outcomes into the control stream and gate openings (owning the gates
+    /// stream), sends its events to ingest, pulls its one consumer of the control stream (the
+    /// terminations), hears ACP messages and answers services' gate requests.
+    public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
+        NATSPermissions(
+            publish: [subjects.allControlCommands, subjects.allGateOpenings, subjects.serviceEvents]
+                + NATSPermissions.owning(stream: subjects.gateStreamName)
+                + NATSPermissions.pulling(stream: subjects.controlStreamName, consumer: TerminationWatcher.consumerName),
+            subscribe: [subjects.allACPEvents, subjects.serviceGateRequests],
+            allowResponses: true
+        )
+    }
     /// A decision is what an agent waits for: each publish is flushed at once.
     public static let natsSendAsap = true
 

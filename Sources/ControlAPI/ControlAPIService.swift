@@ -1,3 +1,4 @@
+public import Contracts
 import ControlAPIContract
 import EventLog
 import Foundation
@@ -12,6 +13,25 @@ public enum ControlAPIService: SwarmdeckService {
     public static let name = "control-api"
     public static let defaultPort = 8083
     public static var migrations: [Migration] { ControlMigrations.all }
+
+    public static let edgeRoutes = [
+        "/v1/auth", "/v1/admin/enrolment-codes", "/v1/admin/devices", "/v1/traces/", "/v1/overview", "/v1/swarms", "/v1/agents", "/v1/workers",
+        "/api/runtime/codex/workers", "/v1/controls", "/v1/audit", "/v1/agent", "/.well-known/jwks.json", "/openapi.yaml",
+    ]
+
+    /// It publishes commands and revocations, asks health-monitor for summaries, manages
+    /// JetStream at large (the control stream and the agents' consumers), hears the live feed
+    /// and answers a service-agent's command outcomes.
+    public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
+        NATSPermissions(
+            publish: [
+                subjects.allControlCommands, subjects.allRevocations, subjects.healthSummary, JetStreamOperation.all(),
+                JetStreamOperation.allAcknowledgements,
+            ],
+            subscribe: [subjects.allEvents, subjects.serviceControlAcks],
+            allowResponses: true
+        )
+    }
     /// Commands are latency-sensitive: each publish is flushed at once (notes on nats.c).
     public static let natsSendAsap = true
 

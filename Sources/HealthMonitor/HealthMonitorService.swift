@@ -1,3 +1,4 @@
+public import Contracts
 import EventLog
 import Foundation
 import HealthMonitorContract
@@ -14,6 +15,20 @@ public enum HealthMonitorService: SwarmdeckService {
     public static let name = "health-monitor"
     public static let defaultPort = 8085
     public static var migrations: [Migration] { HealthMigrations.all }
+
+    public static let edgeRoutes = ["/v1/context-health", "/v1/skill-health", "/v1/swarm-health", "/v1/incidents", "/v1/alert-thresholds"]
+
+    /// It hears the live feed, publishes incident changes (owning the incidents stream), sends
+    /// its events to ingest, answers health summaries and tells its replicas of threshold
+    /// changes.
+    public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
+        NATSPermissions(
+            publish: [subjects.allIncidentChanges, subjects.serviceEvents, subjects.allHealthThresholdChanges]
+                + NATSPermissions.owning(stream: subjects.incidentStreamName),
+            subscribe: [subjects.allEvents, subjects.healthSummary, subjects.allHealthThresholdChanges],
+            allowResponses: true
+        )
+    }
     /// An incident is news: each publish is flushed at once.
     public static let natsSendAsap = true
 

@@ -1,4 +1,4 @@
-import Contracts
+public import Contracts
 import EventLog
 public import ServiceKit
 
@@ -10,6 +10,18 @@ public enum IngestService: SwarmdeckService {
     public static let name = "ingest"
     public static let defaultPort = 8081
     public static var migrations: [Migration] { EventLogMigrations.all }
+
+    public static let edgeRoutes = ["/v1/ingest", "/v1/admin/ingest-keys", "/v1/traces", "/v1/logs", "/v1/metrics"]
+
+    /// It publishes the live feed and the ACP threads' advances (owning the ACP stream), and
+    /// answers the services' events and people's ACP frames after commit.
+    public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
+        NATSPermissions(
+            publish: [subjects.allEvents, subjects.allACPAdvances] + NATSPermissions.owning(stream: subjects.acpStreamName),
+            subscribe: [subjects.serviceEvents, subjects.clientACPFrames],
+            allowResponses: true
+        )
+    }
 
     /// Statements, lock waits and idle transactions end with the commit deadline, so a stuck
     /// group commit answers 503 rather than hanging.

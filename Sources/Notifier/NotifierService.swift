@@ -1,4 +1,5 @@
 import APNs
+public import Contracts
 import Foundation
 import Hummingbird
 import NotifierContract
@@ -13,6 +14,19 @@ public enum NotifierService: SwarmdeckService {
     public static let name = "notifier"
     public static let defaultPort = 8086
     public static var migrations: [Migration] { NotifierMigrations.all }
+
+    public static let edgeRoutes = ["/v1/devices/me/push", "/v1/devices/me/notification-preferences"]
+
+    /// It pulls its three consumers (incident changes, gate openings, ACP advances) and hears
+    /// which ACP threads devices watch live.
+    public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
+        NATSPermissions(
+            publish: NATSPermissions.pulling(stream: subjects.incidentStreamName, consumer: NoticeConsumer.Source.incidents.consumerName)
+                + NATSPermissions.pulling(stream: subjects.gateStreamName, consumer: NoticeConsumer.Source.gates.consumerName)
+                + NATSPermissions.pulling(stream: subjects.acpStreamName, consumer: ACPAdvanceConsumer.consumerName),
+            subscribe: [subjects.allACPPresence]
+        )
+    }
 
     /// The stores, the APNs client and the sender, the two notice consumers, the ACP stream's
     /// consumer and the ACP presence it checks, the revocation sweep, and the operations of

@@ -1,5 +1,6 @@
 import Anthropic
 import AsyncHTTPClient
+public import Contracts
 import Foundation
 import Hummingbird
 import NIOPosix
@@ -19,6 +20,18 @@ public enum PipelineRunnerService: SwarmdeckService {
     public static let name = "pipeline-runner"
     public static let defaultPort = 8088
     public static var migrations: [Migration] { PipelineMigrations.all }
+
+    public static let edgeRoutes = ["/v1/pipelines"]
+
+    /// It sends its pipelines' events, gate requests and command outcomes, pulls its one
+    /// consumer of the control stream and tells its replicas of changes.
+    public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
+        NATSPermissions(
+            publish: [subjects.serviceEvents, subjects.serviceGateRequests, subjects.serviceControlAcks, subjects.pipelineChanged]
+                + NATSPermissions.pulling(stream: subjects.controlStreamName, consumer: PipelineCommands.consumerName),
+            subscribe: [subjects.pipelineChanged]
+        )
+    }
 
     public static func assemble(_ assembly: ServiceAssembly<PipelineSettings>) async throws -> ServiceParts {
         let settings = assembly.settings

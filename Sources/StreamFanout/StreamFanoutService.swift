@@ -1,3 +1,4 @@
+public import Contracts
 import EventLog
 import Hummingbird
 public import ServiceKit
@@ -10,6 +11,14 @@ public enum StreamFanoutService: SwarmdeckService {
     public static let name = "stream-fanout"
     public static let defaultPort = 8082
     public static var migrations: [Migration] { FanoutMigrations.all }
+
+    public static let edgeRoutes = ["/v1/stream", "/v1/acp"]
+
+    /// It hears the live feed, announces which ACP threads devices watch and sends people's
+    /// ACP frames to ingest (the one subject ingest stores as a client's).
+    public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
+        NATSPermissions(publish: [subjects.allACPPresence, subjects.clientACPFrames], subscribe: [subjects.allEvents])
+    }
 
     /// Reads of ingest's log name their schema; replays may scan, so statements get 10 s.
     public static func postgresSession(_ settings: FanoutSettings) -> PostgresSession {

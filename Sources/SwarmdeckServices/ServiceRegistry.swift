@@ -8,7 +8,7 @@ public import ServiceKit
 import StreamFanout
 import TerminalBroker
 
-/// Every service the project builds, in one list: `swarmdeckd` runs them, `swarmdeck config`
+/// Every service the project builds, in one list: `swarmdeckd` runs them, `swarmdeckd config`
 /// describes their keys, and the docs' tests check their pages. A new service is its library
 /// and one line here (see docs/adding-a-service.md).
 public enum ServiceRegistry {

@@ -1,3 +1,4 @@
+public import Contracts
 import Crypto
 import Foundation
 import Hummingbird
@@ -16,6 +17,14 @@ public enum TerminalBrokerService: SwarmdeckService {
     public static let name = "terminal-broker"
     public static let defaultPort = 8087
     public static var migrations: [Migration] { TerminalMigrations.all }
+
+    public static let edgeRoutes = ["/v1/terminal"]
+
+    /// Nothing beyond what every service may: it hears revocations (and closes a revoked
+    /// device's attaches).
+    public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
+        NATSPermissions()
+    }
 
     public static func assemble(_ assembly: ServiceAssembly<TerminalSettings>) async throws -> ServiceParts {
         let settings = assembly.settings

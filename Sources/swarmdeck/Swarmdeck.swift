@@ -10,7 +10,7 @@ struct Swarmdeck: AsyncParsableCommand {
         abstract: "Swarmdeck: watch and steer swarms of AI coding agents.",
         subcommands: [
             TokenCommand.self, TenantCommand.self, DeviceCommand.self, AgentCommand.self, ApproveCommand.self, GatesCommand.self, GateCommand.self,
-            ConfigCommand.self, LoadgenCommand.self, DemoCommand.self, PushesCommand.self,
+            LoadgenCommand.self, DemoCommand.self, PushesCommand.self,
         ]
     )
 

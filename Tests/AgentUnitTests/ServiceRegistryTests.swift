@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import ServiceKit
 import SwarmdeckServices
@@ -12,13 +13,39 @@ struct ServiceRegistryTests {
         try String(contentsOf: Self.root.appendingPathComponent(path), encoding: .utf8)
     }
 
-    @Test("deploy/local/services (the local stack, the compose edge) lists the registry's services, in its order, each once")
+    @Test(
+        "what deployment reads from the registry is committed as it writes it (swarmdeckd deploy write)",
+        arguments: try DeploymentFiles.all().map { ($0.path, $0.text) }
+    )
+    func deploymentFile(path: String, text: String) throws {
+        #expect(try Self.text(path) == text, "\(path) is out of date: run swift run swarmdeckd deploy write")
+    }
+
+    @Test("deploy/local/services lists the registry's services in its order, each on its own port, with its edge routes")
     func localServices() throws {
-        let names = try Self.text("deploy/local/services").split(separator: "\n").compactMap { line -> String? in
-            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            return content.split(whereSeparator: \.isWhitespace).first.map(String.init)
+        let lines = DeploymentFiles.localServices(ServiceRegistry.all).split(separator: "\n").filter { !$0.hasPrefix("#") }
+        let rows = lines.map { $0.split(separator: " ").map(String.init) }
+        #expect(rows.map { $0[0] } == ServiceRegistry.all.map { $0.name })
+        #expect(rows.map { Int($0[1]) } == ServiceRegistry.all.indices.map { DeploymentFiles.firstLocalPort + $0 })
+        #expect(rows.map { Array($0.dropFirst(2)) } == ServiceRegistry.all.map { $0.edgeRoutes })
+    }
+
+    @Test("every service's NATS user hears revocations and its own inboxes only, and takes its variable in nats-permissions.conf")
+    func natsPermissions() throws {
+        let subjects = try Subjects()
+        let text = try DeploymentFiles.natsPermissions(ServiceRegistry.all, prefix: Subjects.defaultPrefix)
+        for service in ServiceRegistry.all {
+            let permissions = service.allNATSPermissions(subjects)
+            #expect(permissions.subscribe.contains(subjects.allRevocations))
+            let inboxes = permissions.subscribe.filter { $0.hasPrefix("_INBOX") }
+            #expect(inboxes == ["_INBOX.\(service.name).>"], "\(service.name): \(inboxes)")
+            #expect(text.contains("\n\(DeploymentFiles.natsPermissionsVariable(service.name)) = {\n"))
         }
-        #expect(names == ServiceRegistry.all.map { $0.name })
+        // Only control-api publishes revocations or reaches the JetStream API at large.
+        for service in ServiceRegistry.all where service.name != "control-api" {
+            let publish = service.allNATSPermissions(subjects).publish
+            #expect(!publish.contains(subjects.allRevocations) && !publish.contains(JetStreamOperation.all()), "\(service.name)")
+        }
     }
 
     @Test("docker-compose.yml runs each service as swarmdeckd <name>, and nothing else through swarmdeckd")
@@ -84,8 +111,42 @@ struct SwarmdeckdTests {
         let (status, output, _) = try Self.run(["--help"])
         #expect(status == 0 && output.hasPrefix("usage: swarmdeckd (ingest | "))
         let (serviceStatus, serviceOutput, _) = try Self.run(["notifier", "--log-level", "info", "--help"])
-        #expect(serviceStatus == 0 && serviceOutput.contains("swarmdeck config keys --service notifier"), "\(serviceOutput)")
+        #expect(serviceStatus == 0 && serviceOutput.contains("swarmdeckd config keys --service notifier"), "\(serviceOutput)")
         let (unknown, _, _) = try Self.run(["bogus", "--help"])
         #expect(unknown == 64)
+    }
+
+    @Test("config and deploy describe the services from the registry; a bad argument fails with the command's usage")
+    func tools() throws {
+        let (keysStatus, keys, _) = try Self.run(["config", "keys", "--service", "approvals"])
+        #expect(keysStatus == 0 && keys.contains("## approvals (default port 8084)") && !keys.contains("## notifier"), "\(keys)")
+        let (printStatus, services, _) = try Self.run(["deploy", "print", "services"])
+        #expect(printStatus == 0 && services == DeploymentFiles.localServices(ServiceRegistry.all))
+        let (prefixStatus, permissions, _) = try Self.run(["deploy", "print", "nats-permissions", "--prefix", "t.a1"])
+        let expected = try DeploymentFiles.natsPermissions(ServiceRegistry.all, prefix: "t.a1")
+        #expect(prefixStatus == 0 && permissions == expected)
+        let (badPrefix, _, why) = try Self.run(["deploy", "print", "nats-permissions", "--prefix", "sd.>"])
+        #expect(badPrefix != 0 && why.contains("subject prefix"), "\(why)")
+        let (badService, _, _) = try Self.run(["config", "keys", "--service", "bogus"])
+        #expect(badService != 0)
+    }
+
+    @Test("deploy write --check changes nothing and fails naming each file out of date; deploy write writes them")
+    func deployWrite() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeckd-\(UInt64.random(in: 0...UInt64.max))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        for folder in ["deploy/local", "deploy/staging"] {
+            try FileManager.default.createDirectory(at: root.appendingPathComponent(folder), withIntermediateDirectories: true)
+        }
+        let (checkStatus, _, stale) = try Self.run(["deploy", "write", "--check", "--root", root.path])
+        #expect(checkStatus != 0 && stale.contains("deploy/local/services") && stale.contains("deploy/staging/nats-permissions.conf"), "\(stale)")
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("deploy/local/services").path))
+        let (writeStatus, _, _) = try Self.run(["deploy", "write", "--root", root.path])
+        #expect(writeStatus == 0)
+        for file in try DeploymentFiles.all() {
+            #expect(try String(contentsOf: root.appendingPathComponent(file.path), encoding: .utf8) == file.text)
+        }
+        let (againStatus, again, _) = try Self.run(["deploy", "write", "--check", "--root", root.path])
+        #expect(againStatus == 0 && again.contains("up to date"))
     }
 }

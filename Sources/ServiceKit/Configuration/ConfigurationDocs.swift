@@ -1,9 +1,9 @@
 /// The configuration tables of the README and the services' pages, written from the
-/// declarations (`swarmdeck config docs`) and checked against them by a unit test, so that no
+/// declarations (`swarmdeckd config docs`) and checked against them by a unit test, so that no
 /// page describes a key the code does not read.
 public enum ConfigurationDocs {
     /// The line before a page's table.
-    public static let begin = "<!-- BEGIN config keys: written by `swarmdeck config docs` from the declarations; do not edit -->"
+    public static let begin = "<!-- BEGIN config keys: written by `swarmdeckd config docs` from the declarations; do not edit -->"
     /// The line after it.
     public static let end = "<!-- END config keys -->"
 

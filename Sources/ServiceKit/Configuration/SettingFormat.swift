@@ -1,7 +1,7 @@
 import Foundation
 
 /// How a setting's text becomes its value, and a value its text again (a default in
-/// `swarmdeck config keys` and the docs).
+/// `swarmdeckd config keys` and the docs).
 ///
 /// The text is trimmed of white space before it is parsed.
 public struct SettingFormat<Value: Sendable>: Sendable {

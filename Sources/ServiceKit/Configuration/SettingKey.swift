@@ -7,7 +7,7 @@ public import Configuration
 public struct SettingKey: Sendable, Hashable, CustomStringConvertible {
     /// The dotted name, e.g. `nats.url`.
     public let name: String
-    /// What it sets, for `swarmdeck config keys` and the docs.
+    /// What it sets, for `swarmdeckd config keys` and the docs.
     public let summary: String
     /// The value used when none is configured; `nil` makes the key required.
     public let defaultValue: String?

@@ -17,7 +17,7 @@ public protocol SettingsGroup: Sendable {
 extension SettingsGroup {
     public mutating func validate() throws(ServiceKitError) {}
 
-    /// Every key the group declares, in order, for `swarmdeck config keys` and the docs.
+    /// Every key the group declares, in order, for `swarmdeckd config keys` and the docs.
     public static var keys: [SettingKey] {
         SettingsScope.making(reader: nil) { Self() }.1.keys
     }

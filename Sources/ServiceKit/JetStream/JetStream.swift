@@ -13,7 +13,7 @@ public struct JetStream: Sendable {
     /// How long an API call may take.
     public let timeout: Duration
 
-    public init(connection: NATSConnection, apiPrefix: String = "$JS.API", timeout: Duration = .seconds(5)) {
+    public init(connection: NATSConnection, apiPrefix: String = JetStreamOperation.defaultAPIPrefix, timeout: Duration = .seconds(5)) {
         self.connection = connection
         self.apiPrefix = apiPrefix
         self.timeout = timeout
@@ -25,21 +25,21 @@ public struct JetStream: Sendable {
     @discardableResult
     public func createOrUpdateStream(_ configuration: StreamConfiguration) async throws -> StreamInfo {
         do {
-            return try await self.call("STREAM.CREATE.\(configuration.name)", configuration)
+            return try await self.call(.streamCreate(stream: configuration.name), configuration)
         } catch let error as ServiceKitError where error.jetStreamErrorCode == 10058 {
             // 10058: the stream exists with another configuration.
-            return try await self.call("STREAM.UPDATE.\(configuration.name)", configuration)
+            return try await self.call(.streamUpdate(stream: configuration.name), configuration)
         }
     }
 
     /// The stream's configuration and state.
     public func streamInfo(_ name: String) async throws -> StreamInfo {
-        try await self.call("STREAM.INFO.\(name)", Optional<String>.none)
+        try await self.call(.streamInfo(stream: name), Optional<String>.none)
     }
 
     /// Deletes a stream and its messages.
     public func deleteStream(_ name: String) async throws {
-        let _: DeleteResponse = try await self.call("STREAM.DELETE.\(name)", Optional<String>.none)
+        let _: DeleteResponse = try await self.call(.streamDelete(stream: name), Optional<String>.none)
     }
 
     // MARK: Consumers
@@ -56,14 +56,14 @@ public struct JetStream: Sendable {
             }
         }
         let _: ConsumerCreated = try await self.call(
-            "CONSUMER.DURABLE.CREATE.\(stream).\(configuration.durableName)",
+            .durableConsumerCreate(stream: stream, consumer: configuration.durableName),
             Request(streamName: stream, config: configuration)
         )
     }
 
     /// Deletes a consumer.
     public func deleteConsumer(stream: String, name: String) async throws {
-        let _: DeleteResponse = try await self.call("CONSUMER.DELETE.\(stream).\(name)", Optional<String>.none)
+        let _: DeleteResponse = try await self.call(.consumerDelete(stream: stream, consumer: name), Optional<String>.none)
     }
 
     /// A handle to pull from a durable consumer.
@@ -106,7 +106,7 @@ public struct JetStream: Sendable {
             var message: Message
         }
         do {
-            let response: Response = try await self.call("STREAM.MSG.GET.\(stream)", Request(seq: sequence))
+            let response: Response = try await self.call(.streamMessageGet(stream: stream), Request(seq: sequence))
             return response.message.data.flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? []
         } catch let error as ServiceKitError where error.jetStreamErrorCode == 10037 {
             return nil  // no message found
@@ -116,9 +116,10 @@ public struct JetStream: Sendable {
     private struct DeleteResponse: Decodable { var success: Bool }
     private struct ConsumerCreated: Decodable { var name: String }
 
-    func call<Request: Encodable, Response: Decodable>(_ operation: String, _ request: Request?) async throws -> Response {
+    func call<Request: Encodable, Response: Decodable>(_ call: JetStreamOperation, _ request: Request?) async throws -> Response {
         let body = try request.map { try JSONEncoder().encode($0) } ?? Data()
-        let subject = "\(self.apiPrefix).\(operation)"
+        let subject = call.subject(apiPrefix: self.apiPrefix)
+        let operation = call.operation
         let reply: NATSMessage
         do {
             reply = try await self.connection.request(Array(body), to: subject, timeout: self.timeout)

@@ -153,7 +153,7 @@ final class PullMux: MessageSink {
                         do {
                             try connection.publish(
                                 Array(request.utf8),
-                                to: "\(apiPrefix).CONSUMER.MSG.NEXT.\(stream).\(consumer)",
+                                to: JetStreamOperation.consumerNext(stream: stream, consumer: consumer).subject(apiPrefix: apiPrefix),
                                 reply: self.prefix + "." + token
                             )
                         } catch {

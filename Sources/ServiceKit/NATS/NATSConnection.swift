@@ -290,7 +290,12 @@ public final class NATSConnection: Sendable {
     /// `_INBOX.<connection name>`, so that a NATS user can be allowed to subscribe to its own
     /// replies only (`_INBOX.ingest.>`), not to every other client's.
     public var inboxRoot: String {
-        "_INBOX." + SubjectToken.encode(self.configuration.name)
+        Self.inboxRoot(name: self.configuration.name)
+    }
+
+    /// The first tokens of every inbox of a connection named `name` (``inboxRoot``).
+    public static func inboxRoot(name: String) -> String {
+        "_INBOX." + SubjectToken.encode(name)
     }
 
     /// A new unique inbox subject (the request and pull muxes each take one as the prefix of

@@ -28,21 +28,29 @@ public enum ServiceMain {
 
     /// `swarmdeckd`'s entry point: `swarmdeckd NAME [--key value…]` runs the service of
     /// `services` named `NAME` (its flags are its configuration, as `--nats-url`; a missing or
-    /// malformed key exits with status 78 and a message naming it); `swarmdeckd list` prints
-    /// each service's name and default port; `--help` the usage (after a service's name too,
-    /// where it also says where its keys are listed). Anything else exits with status 64 and the
-    /// usage.
-    public static func main(services: [any SwarmdeckService.Type], arguments: [String] = CommandLine.arguments) async throws {
+    /// malformed key exits with status 78 and a message naming it); `swarmdeckd TOOL …` runs the
+    /// tool of `tools` named `TOOL` with the arguments after it; `swarmdeckd list` prints each
+    /// service's name and default port; `--help` the usage (after a service's name too, where it
+    /// also says where its keys are listed). Anything else exits with status 64 and the usage.
+    public static func main(
+        services: [any SwarmdeckService.Type],
+        tools: [ServiceTool] = [],
+        arguments: [String] = CommandLine.arguments
+    ) async throws {
         let program = arguments.first.map { ($0 as NSString).lastPathComponent } ?? "swarmdeckd"
         let names = services.map { $0.name }
-        let usage = "usage: \(program) (\(names.joined(separator: " | "))) [--key value…]\n       \(program) list\n"
+        let usage =
+            "usage: \(program) (\(names.joined(separator: " | "))) [--key value…]\n       \(program) list\n"
+            + tools.map { "       \(program) \($0.name) …    \($0.summary)\n" }.joined()
         switch arguments.dropFirst().first {
         case "list":
             for service in services { print("\(service.name) \(service.defaultPort)") }
         case "--help", "-h", "help":
             print(usage, terminator: "")
+        case let name? where tools.contains(where: { $0.name == name }):
+            try await tools.first { $0.name == name }!.run(Array(arguments.dropFirst(2)))
         case let name? where names.contains(name) && arguments.dropFirst(2).contains(where: { $0 == "--help" || $0 == "-h" }):
-            print("\(usage)the keys of \(name), with their flags: swarmdeck config keys --service \(name)")
+            print("\(usage)the keys of \(name), with their flags: \(program) config keys --service \(name)")
         case let name? where names.contains(name):
             let service = services[names.firstIndex(of: name)!]
             do {

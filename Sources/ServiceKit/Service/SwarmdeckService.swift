@@ -1,3 +1,5 @@
+public import Contracts
+
 /// What a Swarmdeck service declares; ``ServiceMain`` does the rest the same way for every
 /// service (see `docs/adding-a-service.md`).
 ///
@@ -27,6 +29,16 @@ public protocol SwarmdeckService: Sendable {
     /// the notes on nats.c). Default: `false`.
     static var natsSendAsap: Bool { get }
 
+    /// The path prefixes the edge sends to the service (nginx prefix locations: the longest
+    /// match wins, so `/v1/traces/` may go elsewhere than `/v1/traces`). Every path of the
+    /// service's OpenAPI document must fall under one (`scripts/sync-services` checks).
+    static var edgeRoutes: [String] { get }
+
+    /// What the service's NATS user may publish and subscribe to beyond what every service may
+    /// (``NATSPermissions/everyService(named:subjects:)``): its part of the bus contract, no
+    /// wider. The deployments' NATS users are written from it (`swarmdeckd deploy`).
+    static func natsPermissions(_ subjects: Subjects) -> NATSPermissions
+
     /// Builds the service from its dependencies: adds its routes to `assembly.router` (and its
     /// WebSocket routes to a router of its own, returned as ``ServiceParts/server``) and returns
     /// its background services, readiness checks and start-up work.
@@ -40,6 +52,12 @@ extension SwarmdeckService {
 
     public static func postgresSession(_ settings: Settings) -> PostgresSession {
         .owning(settings.schema)
+    }
+
+    /// Everything the service's NATS user may do: its own ``natsPermissions(_:)`` and what
+    /// every service may.
+    public static func allNATSPermissions(_ subjects: Subjects) -> NATSPermissions {
+        Self.natsPermissions(subjects).merging(NATSPermissions.everyService(named: Self.name, subjects: subjects))
     }
 
     /// The keys of the service's own settings (beyond ``ServiceConfiguration/keys``).

@@ -1,13 +1,11 @@
 import ArgumentParser
-import Foundation
 import ServiceKit
-import SwarmdeckServices
 
-/// `swarmdeck config keys [--service NAME]` and `swarmdeck config docs [--check]`: the
+/// `swarmdeckd config keys [--service NAME]` and `swarmdeckd config docs [--check]`: the
 /// configuration keys of the services, as the code declares them.
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "config",
+        commandName: "swarmdeckd config",
         abstract: "Describe configuration.",
         subcommands: [Keys.self, Docs.self]
     )
@@ -44,29 +42,25 @@ struct ConfigCommand: ParsableCommand {
             abstract: "Write the configuration tables of README.md and docs/<service>.md from the declarations (between their markers)."
         )
 
-        @Option(help: "The repository's root.")
-        var root = "."
-
-        @Flag(help: "Change nothing; fail if a table is out of date.")
-        var check = false
+        @OptionGroup var files: GeneratedFiles
 
         func run() throws {
-            var stale: [String] = []
             let pages = ConfigurationDocs.pages(services: ConfigCommand.services.map { ($0.name, $0.settingsKeys) })
-            for page in pages {
-                let url = URL(fileURLWithPath: self.root).appendingPathComponent(page.path)
-                let text = try String(contentsOf: url, encoding: .utf8)
-                guard let written = ConfigurationDocs.rewritten(text, keys: page.keys) else {
-                    throw ValidationError("\(page.path) lacks the lines \(ConfigurationDocs.begin) and \(ConfigurationDocs.end)")
-                }
-                guard written != text else { continue }
-                stale.append(page.path)
-                if !self.check { try written.write(to: url, atomically: true, encoding: .utf8) }
-            }
-            if self.check && !stale.isEmpty {
-                throw ValidationError("out of date: \(stale.joined(separator: ", ")); run swarmdeck config docs")
-            }
-            print(stale.isEmpty ? "every table is up to date" : "wrote \(stale.joined(separator: ", "))")
+            try self.files.apply(
+                pages.map { page in
+                    (
+                        page.path,
+                        { text in
+                            guard let text else { throw ValidationError("\(page.path) is missing") }
+                            guard let written = ConfigurationDocs.rewritten(text, keys: page.keys) else {
+                                throw ValidationError("\(page.path) lacks the lines \(ConfigurationDocs.begin) and \(ConfigurationDocs.end)")
+                            }
+                            return written
+                        }
+                    )
+                },
+                command: "swarmdeckd config docs"
+            )
         }
     }
 }
