@@ -14,6 +14,7 @@ public enum ControlAPIService: SwarmdeckService {
     public static let defaultPort = 8083
     public static var migrations: [Migration] { ControlMigrations.all }
 
+    public static let readsEventLog = true
     public static let edgeRoutes = [
         "/v1/auth", "/v1/admin/enrolment-codes", "/v1/admin/devices", "/v1/traces/", "/v1/overview", "/v1/swarms", "/v1/agents", "/v1/workers",
         "/api/runtime/codex/workers", "/v1/controls", "/v1/audit", "/v1/agent", "/.well-known/jwks.json", "/openapi.yaml",

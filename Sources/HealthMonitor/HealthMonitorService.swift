@@ -16,6 +16,7 @@ public enum HealthMonitorService: SwarmdeckService {
     public static let defaultPort = 8085
     public static var migrations: [Migration] { HealthMigrations.all }
 
+    public static let readsEventLog = true
     public static let edgeRoutes = ["/v1/context-health", "/v1/skill-health", "/v1/swarm-health", "/v1/incidents", "/v1/alert-thresholds"]
 
     /// It hears the live feed, publishes incident changes (owning the incidents stream), sends

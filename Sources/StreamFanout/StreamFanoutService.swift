@@ -12,6 +12,7 @@ public enum StreamFanoutService: SwarmdeckService {
     public static let defaultPort = 8082
     public static var migrations: [Migration] { FanoutMigrations.all }
 
+    public static let readsEventLog = true
     public static let edgeRoutes = ["/v1/stream", "/v1/acp"]
 
     /// It hears the live feed, announces which ACP threads devices watch and sends people's

@@ -1,4 +1,5 @@
 public import Contracts
+import Ingest
 public import ServiceKit
 
 /// The files deployment reads that are written from the registry (`swarmdeckd deploy write`),
@@ -25,6 +26,7 @@ public enum DeploymentFiles {
         [
             File(path: "deploy/local/services", text: Self.localServices(services)),
             File(path: "deploy/staging/nats-permissions.conf", text: try Self.natsPermissions(services, prefix: prefix)),
+            File(path: "deploy/staging/postgres-roles.sql", text: try Self.postgresRoles(services)),
         ]
     }
 
@@ -71,6 +73,90 @@ public enum DeploymentFiles {
             lines.append("\(Self.natsPermissionsVariable(service.name)) = \(block.first ?? "{")")
             lines += block.dropFirst().map(String.init)
         }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `deploy/staging/postgres-roles.sql`: the database; each service's role
+    /// (``SwarmdeckService/postgresRole``) with its password from `SECRETS_DIR`, owning its
+    /// schema (``SwarmdeckService/defaultSchema``) and nothing else, what it holds there handed to
+    /// it (a schema an older local stack made under another owner); and `ingest_reader`, read-only
+    /// on the event log, granted to the services that read it. Staging's Postgres entrypoint
+    /// runs it on every start and the local stack on every up, as a superuser; idempotent.
+    public static func postgresRoles(_ services: [any SwarmdeckService.Type]) throws -> String {
+        let owners = try services.map { service in
+            guard let schema = service.defaultSchema else {
+                throw DeploymentError("\(service.name) declares no schema key (one key '<namespace>.schema')")
+            }
+            return (service: service, role: service.postgresRole, schema: schema)
+        }
+        guard let log = owners.first(where: { ObjectIdentifier($0.service) == ObjectIdentifier(IngestService.self) }) else {
+            throw DeploymentError("the registry lacks ingest, whose schema the event log's readers read")
+        }
+        let roles = owners.map(\.role)
+        let readers = owners.filter { $0.service.readsEventLog }.map(\.role)
+        var lines = [
+            "-- Written by `swarmdeckd deploy write` from the registry of services; do not edit. The database,",
+            "-- the roles the services log in as, each owning its schema and nothing else, and ingest_reader. Run",
+            "-- as a superuser by psql with SECRETS_DIR naming the folder of the pg-*-password files: by",
+            "-- staging's Postgres entrypoint on every start and by the local stack on every up. Idempotent.",
+            "SELECT 'CREATE DATABASE swarmdeck' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'swarmdeck') \\gexec",
+            "REVOKE ALL ON DATABASE swarmdeck FROM PUBLIC;",
+            "\\connect swarmdeck",
+            "REVOKE ALL ON SCHEMA public FROM PUBLIC;",
+            "\\set postgres_pw `cat \"$SECRETS_DIR/pg-postgres-password\"`",
+        ]
+        lines += owners.map { "\\set \($0.role)_pw `cat \"$SECRETS_DIR/pg-\($0.service.name)-password\"`" }
+        lines.append(
+            "SELECT format('CREATE ROLE %I NOLOGIN', r) FROM unnest(ARRAY[\((roles + ["ingest_reader"]).map { "'\($0)'" }.joined(separator: ", "))]) AS r"
+        )
+        lines.append(" WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) \\gexec")
+        lines.append("ALTER ROLE postgres PASSWORD :'postgres_pw';")
+        lines += roles.map { "ALTER ROLE \($0) LOGIN PASSWORD :'\($0)_pw';" }
+        lines.append("GRANT CONNECT ON DATABASE swarmdeck TO \(roles.joined(separator: ", "));")
+        lines += owners.map { "CREATE SCHEMA IF NOT EXISTS \($0.schema) AUTHORIZATION \($0.role);" }
+        lines += [
+            "-- The event log's readers: USAGE on its schema and SELECT on every table its owner makes there.",
+            "GRANT USAGE ON SCHEMA \(log.schema) TO ingest_reader;",
+            "ALTER DEFAULT PRIVILEGES FOR ROLE \(log.role) IN SCHEMA \(log.schema) GRANT SELECT ON TABLES TO ingest_reader;",
+            "GRANT SELECT ON ALL TABLES IN SCHEMA \(log.schema) TO ingest_reader;",
+        ]
+        if !readers.isEmpty { lines.append("GRANT ingest_reader TO \(readers.joined(separator: ", "));") }
+        let ownersJSON = owners.map { "\"\($0.schema)\": \"\($0.role)\"" }.joined(separator: ", ")
+        lines += [
+            "-- Each schema and what is in it belong to its service's role (a schema an older local stack made",
+            "-- under another owner is handed over; nothing changes where the owners are right already).",
+            "DO $$",
+            "DECLARE",
+            "    owners CONSTANT jsonb := '{\(ownersJSON)}';",
+            "    schema text;",
+            "    owner text;",
+            "    item record;",
+            "BEGIN",
+            "    FOR schema, owner IN SELECT key, value FROM jsonb_each_text(owners) LOOP",
+            "        EXECUTE format('ALTER SCHEMA %I OWNER TO %I', schema, owner);",
+            "        -- Tables first: their indexes and the sequences of their columns follow them.",
+            "        FOR item IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace",
+            "            WHERE n.nspname = schema AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relowner <> owner::regrole",
+            "        LOOP",
+            "            EXECUTE format('ALTER TABLE %I.%I OWNER TO %I', schema, item.relname, owner);",
+            "        END LOOP;",
+            "        FOR item IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace",
+            "            WHERE n.nspname = schema AND c.relkind = 'S' AND c.relowner <> owner::regrole",
+            "                -- A column's sequence (serial, identity) goes with its table.",
+            "                AND NOT EXISTS (SELECT 1 FROM pg_depend d",
+            "                    WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i'))",
+            "        LOOP",
+            "            EXECUTE format('ALTER SEQUENCE %I.%I OWNER TO %I', schema, item.relname, owner);",
+            "        END LOOP;",
+            "        FOR item IN SELECT p.oid::regprocedure AS routine FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace",
+            "            WHERE n.nspname = schema AND p.proowner <> owner::regrole",
+            "        LOOP",
+            "            EXECUTE format('ALTER ROUTINE %s OWNER TO %I', item.routine, owner);",
+            "        END LOOP;",
+            "    END LOOP;",
+            "END",
+            "$$;",
+        ]
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -30,6 +30,20 @@ struct ServiceRegistryTests {
         #expect(rows.map { Array($0.dropFirst(2)) } == ServiceRegistry.all.map { $0.edgeRoutes })
     }
 
+    @Test("every service's Postgres role owns a schema of its own, and only the event log's readers are ingest_reader's members")
+    func postgresRoles() throws {
+        let schemas = ServiceRegistry.all.map { $0.defaultSchema }
+        #expect(!schemas.contains(nil) && Set(schemas).count == schemas.count, "\(schemas)")
+        let sql = try DeploymentFiles.postgresRoles(ServiceRegistry.all)
+        for service in ServiceRegistry.all {
+            #expect(sql.contains("CREATE SCHEMA IF NOT EXISTS \(service.defaultSchema ?? "") AUTHORIZATION \(service.postgresRole);\n"))
+            #expect(sql.contains("ALTER ROLE \(service.postgresRole) LOGIN PASSWORD :'\(service.postgresRole)_pw';\n"))
+        }
+        let readers = ServiceRegistry.all.filter { $0.readsEventLog }.map { $0.postgresRole }
+        #expect(readers == ["stream_fanout", "control_api", "health_monitor"])
+        #expect(sql.contains("GRANT ingest_reader TO \(readers.joined(separator: ", "));\n"))
+    }
+
     @Test("every service's NATS user hears revocations and its own inboxes only, and takes its variable in nats-permissions.conf")
     func natsPermissions() throws {
         let subjects = try Subjects()

@@ -39,6 +39,10 @@ public protocol SwarmdeckService: Sendable {
     /// wider. The deployments' NATS users are written from it (`swarmdeckd deploy`).
     static func natsPermissions(_ subjects: Subjects) -> NATSPermissions
 
+    /// Whether the service reads ingest's event log: its deployments' Postgres role is then a
+    /// member of `ingest_reader` (read-only on the log's tables). Default: `false`.
+    static var readsEventLog: Bool { get }
+
     /// Builds the service from its dependencies: adds its routes to `assembly.router` (and its
     /// WebSocket routes to a router of its own, returned as ``ServiceParts/server``) and returns
     /// its background services, readiness checks and start-up work.
@@ -49,6 +53,21 @@ extension SwarmdeckService {
     public static var migrations: [Migration] { [] }
 
     public static var natsSendAsap: Bool { false }
+
+    public static var readsEventLog: Bool { false }
+
+    /// The Postgres role the service logs in as in a deployment: its name with underscores
+    /// (`stream_fanout`).
+    public static var postgresRole: String {
+        String(Self.name.map { $0 == "-" ? "_" : $0 })
+    }
+
+    /// The schema the service owns in a deployment: the default of its settings' schema key
+    /// (the one key whose name ends in `.schema`, as `approvals.schema`); nil when it declares none.
+    public static var defaultSchema: String? {
+        let keys = Settings.keys.filter { $0.name.hasSuffix(".schema") }
+        return keys.count == 1 ? keys[0].defaultValue : nil
+    }
 
     public static func postgresSession(_ settings: Settings) -> PostgresSession {
         .owning(settings.schema)
