@@ -42,13 +42,14 @@ struct DeployCommand: ParsableCommand {
 
     struct Write: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write deploy/local/services and deploy/staging/nats-permissions.conf from the registry (then run scripts/sync-services)."
+            abstract:
+                "Write deploy/local/services, deploy/staging/nats-permissions.conf, deploy/staging/postgres-roles.sql and docker-compose.yml's credentials from the registry (then run scripts/sync-services)."
         )
 
         @OptionGroup var files: GeneratedFiles
 
         func run() throws {
-            try self.files.apply(try DeploymentFiles.all().map { file in (file.path, { _ in file.text }) }, command: "swarmdeckd deploy write")
+            try self.files.apply(try DeploymentFiles.all().map { ($0.path, $0.render) }, command: "swarmdeckd deploy write")
         }
     }
 }

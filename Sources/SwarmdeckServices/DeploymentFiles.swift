@@ -7,10 +7,31 @@ public import ServiceKit
 /// edge and both stacks' NATS users without a hand edit. They are committed, so that the shell
 /// scripts that read them need no build; `DeploymentFilesTests` fails when one is out of date.
 public enum DeploymentFiles {
-    /// A generated file: its path from the repository's root and its text.
-    public struct File: Sendable, Equatable {
+    /// A generated file, or the generated sections of a hand-written one: its path from the
+    /// repository's root and its text made from its current one (nil when it does not exist).
+    public struct File: Sendable {
         public var path: String
-        public var text: String
+        public var render: @Sendable (String?) throws -> String
+
+        /// A file written whole.
+        init(path: String, text: String) {
+            self.path = path
+            self.render = { _ in text }
+        }
+
+        /// A hand-written file whose sections between markers are written.
+        init(path: String, sections: [(begin: String, end: String, body: String)]) {
+            self.path = path
+            self.render = { current in
+                guard let current else { throw DeploymentError("\(path) is missing") }
+                return try sections.reduce(current) { text, section in
+                    guard let written = text.replacingSection(between: section.begin, and: section.end, with: section.body) else {
+                        throw DeploymentError("\(path) lacks the lines '\(section.begin)' and '\(section.end)'")
+                    }
+                    return written
+                }
+            }
+        }
     }
 
     /// The local stack's first port: the n-th service of the registry listens on
@@ -27,6 +48,7 @@ public enum DeploymentFiles {
             File(path: "deploy/local/services", text: Self.localServices(services)),
             File(path: "deploy/staging/nats-permissions.conf", text: try Self.natsPermissions(services, prefix: prefix)),
             File(path: "deploy/staging/postgres-roles.sql", text: try Self.postgresRoles(services)),
+            File(path: "docker-compose.yml", sections: Self.composeSections(services)),
         ]
     }
 
@@ -158,5 +180,37 @@ public enum DeploymentFiles {
             "$$;",
         ]
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The sections of `docker-compose.yml` written from the registry: the Postgres
+    /// container's password files (one per service's role, and the superuser's) and the
+    /// definitions of every service's credentials (its `postgres-url`, `nats-url` and Postgres
+    /// password, from `deploy/staging/secrets`' folder). Each service's own block stays written
+    /// by hand (its environment, its other secrets, what it waits for).
+    public static func composeSections(_ services: [any SwarmdeckService.Type]) -> [(begin: String, end: String, body: String)] {
+        let passwords = ["postgres"] + services.map { $0.name }
+        let folder = "${SWARMDECK_SECRETS:-./deploy/staging/secrets.d}"
+        var definitions: [String] = []
+        for service in services {
+            definitions += [
+                "  \(service.postgresRole)_postgres_url:", "    file: \(folder)/\(service.name).postgres-url",
+                "  \(service.postgresRole)_nats_url:", "    file: \(folder)/\(service.name).nats-url",
+            ]
+        }
+        for name in passwords {
+            definitions += ["  pg-\(name)-password:", "    file: \(folder)/pg-\(name)-password"]
+        }
+        return [
+            (
+                "      # BEGIN postgres passwords: written by `swarmdeckd deploy write` from the registry; do not edit",
+                "      # END postgres passwords",
+                passwords.map { "      - pg-\($0)-password\n" }.joined()
+            ),
+            (
+                "  # BEGIN services' credentials: written by `swarmdeckd deploy write` from the registry; do not edit",
+                "  # END services' credentials",
+                definitions.map { $0 + "\n" }.joined()
+            ),
+        ]
     }
 }

@@ -42,12 +42,6 @@ public enum ConfigurationDocs {
     /// `text` with what lies between its markers replaced by `keys`' table; nil when it lacks
     /// the markers (each once, in order).
     public static func rewritten(_ text: String, keys: [SettingKey]) -> String? {
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        guard let first = lines.firstIndex(of: Substring(Self.begin)), let last = lines.firstIndex(of: Substring(Self.end)), first < last,
-            lines.filter({ $0 == Self.begin || $0 == Self.end }).count == 2
-        else { return nil }
-        let before = lines[...first].joined(separator: "\n")
-        let after = lines[last...].joined(separator: "\n")
-        return before + "\n" + Self.table(keys) + after
+        text.replacingSection(between: Self.begin, and: Self.end, with: Self.table(keys))
     }
 }
