@@ -154,9 +154,10 @@ let splitTestTargets: [Target] = [
     testTargets(
         "Agent",
         dependencies: [
-            "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "OTLP", "ServiceKit", "StreamTestSupport",
-            "TelemetryRelay", "TerminalBroker", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-            swiftProtobuf, "StreamFanout", "SwarmdeckServices", "SwarmdeckTools",
+            "AnthropicLocal", "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor",
+            "HealthMonitorContract", "Ingest", "NotifierContract", "OTLP", "PipelineRunnerContract", "ServiceKit", "StreamTestSupport",
+            "TelemetryRelay", "TerminalBroker", "TerminalBrokerContract", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting,
+            logging, nioCore, postgresNIO, swiftProtobuf, "StreamFanout", "SwarmdeckServices", "SwarmdeckTools",
         ]
     ),
     testTargets(

@@ -84,7 +84,7 @@ public enum ApprovalsService: SwarmdeckService {
         try assembly.router.addOpenAPIOperations(
             document: openAPIDocument,
             trustedProxies: settings.trustedProxies,
-            authentication: OperationAuthenticationMiddleware(credentials: ApprovalsHandler.credentials, verifier: assembly.verifier)
+            authentication: OperationAuthenticationMiddleware(security: operationSecurity, verifier: assembly.verifier)
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
         return ServiceParts(

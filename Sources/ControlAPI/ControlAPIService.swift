@@ -104,7 +104,7 @@ public enum ControlAPIService: SwarmdeckService {
             document: openAPIDocument,
             trustedProxies: settings.trustedProxies,
             authentication: OperationAuthenticationMiddleware(
-                credentials: ControlAPIHandler.credentials,
+                security: operationSecurity,
                 verifier: assembly.verifier,
                 agentKeys: handler.ingestKeys
             )

@@ -79,7 +79,7 @@ public enum HealthMonitorService: SwarmdeckService {
         try assembly.router.addOpenAPIOperations(
             document: openAPIDocument,
             trustedProxies: settings.trustedProxies,
-            authentication: OperationAuthenticationMiddleware(credentials: HealthHandler.credentials, verifier: assembly.verifier)
+            authentication: OperationAuthenticationMiddleware(security: operationSecurity, verifier: assembly.verifier)
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
         return ServiceParts(

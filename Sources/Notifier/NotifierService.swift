@@ -80,7 +80,7 @@ public enum NotifierService: SwarmdeckService {
         try assembly.router.addOpenAPIOperations(
             document: openAPIDocument,
             trustedProxies: settings.trustedProxies,
-            authentication: OperationAuthenticationMiddleware(credentials: NotifierHandler.credentials, verifier: assembly.verifier)
+            authentication: OperationAuthenticationMiddleware(security: operationSecurity, verifier: assembly.verifier)
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
         return ServiceParts(services: [presence, sender, sweep, acp] + consumers)

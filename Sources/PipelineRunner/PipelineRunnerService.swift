@@ -106,7 +106,7 @@ public enum PipelineRunnerService: SwarmdeckService {
         try assembly.router.addOpenAPIOperations(
             document: openAPIDocument,
             trustedProxies: settings.trustedProxies,
-            authentication: OperationAuthenticationMiddleware(credentials: PipelineHandler.credentials, verifier: assembly.verifier)
+            authentication: OperationAuthenticationMiddleware(security: operationSecurity, verifier: assembly.verifier)
         ) {
             // Stage timings to the millisecond (the default date format drops fractions).
             try handler.registerHandlers(on: assembly.router, configuration: .init(dateTranscoder: .iso8601WithFractionalSeconds), middlewares: $0)

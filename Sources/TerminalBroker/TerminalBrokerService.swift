@@ -60,7 +60,7 @@ public enum TerminalBrokerService: SwarmdeckService {
         try assembly.router.addOpenAPIOperations(
             document: openAPIDocument,
             trustedProxies: settings.trustedProxies,
-            authentication: OperationAuthenticationMiddleware(credentials: TerminalHandler.credentials, verifier: assembly.verifier)
+            authentication: OperationAuthenticationMiddleware(security: operationSecurity, verifier: assembly.verifier)
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
         let controller = TerminalController(
             store: store,

@@ -16,14 +16,6 @@ struct ApprovalsHandler: Sendable {
     let reasks: KeyedTokenBuckets
     /// Decisions per person per minute.
     let decisions: KeyedTokenBuckets
-
-    /// What each operation asks of its caller (checked by ``OperationAuthenticationMiddleware``).
-    static let credentials: [String: OperationCredential] = [
-        Operations.ListApprovalGates.id: .accessToken(anyOf: [.approvalsDecide, .streamRead]),
-        Operations.GetApprovalGate.id: .accessToken(anyOf: [.approvalsDecide, .streamRead]),
-        Operations.DecideApprovalGate.id: .accessToken(anyOf: [.approvalsDecide]),
-        Operations.OpenGate.id: .agentSession,
-    ]
 }
 
 extension ApprovalsHandler: APIProtocol {}

@@ -33,6 +33,9 @@ paths:
       operationId: listApprovalGates
       tags: [gates]
       summary: The tenant's gates, newest first (scope `approvals:decide` or `stream:read`).
+      security:
+        - accessToken: ['approvals:decide']
+        - accessToken: ['stream:read']
       parameters:
         - name: status
           in: query
@@ -63,6 +66,9 @@ paths:
       operationId: getApprovalGate
       tags: [gates]
       summary: One gate with its context and audit trail (scope `approvals:decide` or `stream:read`).
+      security:
+        - accessToken: ['approvals:decide']
+        - accessToken: ['stream:read']
       parameters:
         - $ref: '#/components/parameters/GateID'
       responses:
@@ -77,6 +83,8 @@ paths:
       operationId: decideApprovalGate
       tags: [gates]
       summary: Approve or reject a pending gate (scope `approvals:decide`).
+      security:
+        - accessToken: ['approvals:decide']
       description: |
         Exactly one decision wins. The winner gets the receipt; the same decision sent again
         with the same `decisionId` gets the same receipt, byte for byte; any other decision
@@ -109,14 +117,14 @@ paths:
       operationId: openGate
       tags: [agent]
       summary: Open an approval gate for the calling agent (agent session token).
+      security:
+        - agentSession: []
       description: |
         Opening again with the same `idempotencyKey` answers the same gate (200), in whatever
         state it is now, so an agent that restarts finds its answer. The outcome is delivered on
         the agent's command channel (`GET /v1/agent/commands` of control-api) as a command of
         action `gate`. An agent has at most `approvals.max-pending-per-agent` pending gates and a
         tenant `approvals.max-pending-per-tenant` (429 past either).
-      security:
-        - agentSession: []
       requestBody:
         required: true
         content:
@@ -140,6 +148,10 @@ components:
       type: http
       scheme: bearer
       bearerFormat: JWT
+      description: |
+        A device's access token. Each operation lists its alternatives (any one suffices), each
+        naming the scope the token must hold (a role name, as OpenAPI 3.1 allows for any
+        scheme); the service's credential table is built from these lists.
     agentSession:
       type: http
       scheme: bearer

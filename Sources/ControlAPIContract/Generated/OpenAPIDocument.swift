@@ -47,6 +47,8 @@ paths:
       operationId: createEnrolmentCodes
       tags: [auth]
       summary: One-time enrolment codes for the caller's tenant (scope `admin`).
+      security:
+        - accessToken: ['admin']
       description: Creates the tenant on first use. Codes are shown once; only their digest is kept.
       requestBody:
         required: true
@@ -65,6 +67,8 @@ paths:
       operationId: revokeEnrolmentCodes
       tags: [auth]
       summary: Revoke unused enrolment codes of the caller's tenant (scope `admin`).
+      security:
+        - accessToken: ['admin']
       description: A revoked code can no longer register a device. Codes already used, unknown or of another tenant are not counted.
       requestBody:
         required: true
@@ -83,6 +87,8 @@ paths:
       operationId: listDevices
       tags: [auth]
       summary: The devices of the caller's tenant, newest first (scope `admin`).
+      security:
+        - accessToken: ['admin']
       parameters:
         - name: limit
           in: query
@@ -100,6 +106,8 @@ paths:
       operationId: revokeDevice
       tags: [auth]
       summary: Revoke a device (scope `admin`).
+      security:
+        - accessToken: ['admin']
       description: |
         Its refresh tokens stop working at once, its access tokens are refused by every
         service within seconds, and its open WebSockets are closed (1008). Revoking again
@@ -170,6 +178,7 @@ paths:
       operationId: startOIDCSignIn
       tags: [auth]
       summary: Begin a sign-in through the OpenID Connect provider (authorization code with PKCE).
+      security: []
       description: |
         Answers the provider's authorization URL to open in a browser (an in-app browser
         session on a phone). control-api keeps the login's state, nonce and PKCE verifier for
@@ -179,7 +188,6 @@ paths:
         the verifier of the `codeChallenge` it sent here, at `/v1/auth/oidc/token`: no token
         ever travels in a URL, and a code is useless to anyone but the client that started
         the sign-in. `returnUri` must be one `control.oidc.return-uris` names.
-      security: []
       requestBody:
         required: true
         content:
@@ -197,13 +205,13 @@ paths:
       operationId: finishOIDCSignIn
       tags: [auth]
       summary: The provider's redirect (`control.oidc.redirect-uri`); sends the browser on to the client.
+      security: []
       description: |
         Exchanges the provider's code (with the PKCE verifier), checks the ID token (signature
         from the provider's JWKS, issuer, audience, expiry, nonce), maps its claims to scopes
         and answers 302 to the login's `returnUri` with `code` and `state` (the client's), or
         with `error` (`access_denied`, `no_scopes`, `provider_error`) and `error_description`.
         An unknown, used or expired `state` answers 400 (there is nowhere safe to send it).
-      security: []
       parameters:
         - { name: state, in: query, required: false, schema: { type: string, maxLength: 256 } }
         - { name: code, in: query, required: false, schema: { type: string, maxLength: 2048 } }
@@ -222,11 +230,11 @@ paths:
       operationId: exchangeOIDCCode
       tags: [auth]
       summary: Trade a one-time sign-in code and its PKCE verifier for a token pair.
+      security: []
       description: |
         Creates a device for this sign-in (named as `/v1/auth/oidc/start` was told, with the
         person it signed in) holding the scopes the person's claims map to. Refresh, expiry and
         revocation are those of any device.
-      security: []
       requestBody:
         required: true
         content:
@@ -244,6 +252,8 @@ paths:
       operationId: getOverview
       tags: [fleet]
       summary: Summary cards and the active swarms (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       responses:
         '200':
           description: The overview.
@@ -256,6 +266,8 @@ paths:
       operationId: listSwarms
       tags: [fleet]
       summary: The tenant's swarms (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - name: status
           in: query
@@ -273,6 +285,8 @@ paths:
       operationId: getSwarm
       tags: [fleet]
       summary: One swarm with its agents (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - $ref: '#/components/parameters/SwarmID'
       responses:
@@ -287,6 +301,8 @@ paths:
       operationId: controlSwarm
       tags: [controls]
       summary: Pause, resume or terminate every agent of a swarm (scope `agents:control`).
+      security:
+        - accessToken: ['agents:control']
       parameters:
         - $ref: '#/components/parameters/SwarmID'
       requestBody:
@@ -306,6 +322,8 @@ paths:
       operationId: getAgent
       tags: [fleet]
       summary: One agent (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - $ref: '#/components/parameters/AgentID'
       responses:
@@ -320,6 +338,8 @@ paths:
       operationId: listAgentEvents
       tags: [fleet]
       summary: The agent's newest events, newest last (seed 000 §12.3's last 50; scope `stream:read`), each the frame /v1/stream sends for it. Read through the event log's index by agent, whatever the log's size; `before` pages further back.
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - $ref: '#/components/parameters/AgentID'
         - name: limit
@@ -343,6 +363,8 @@ paths:
       operationId: getTrace
       tags: [fleet]
       summary: A trace's spans (its `trace` events, oldest first; scope `stream:read`), with the console page that shows it (seed 000's `trace.webUrl`).
+      security:
+        - accessToken: ['stream:read']
       description: |
         The trace events of the caller's tenant whose frame holds this `traceId` (32 lowercase hex
         digits, as W3C Trace Context and OpenTelemetry write them), read through the event log's
@@ -369,6 +391,8 @@ paths:
       operationId: controlAgent
       tags: [controls]
       summary: Pause, resume or terminate one agent (scope `agents:control`).
+      security:
+        - accessToken: ['agents:control']
       parameters:
         - $ref: '#/components/parameters/AgentID'
       requestBody:
@@ -388,6 +412,8 @@ paths:
       operationId: listWorkers
       tags: [workers]
       summary: The tenant's workers, agents that take requests (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       description: |
         An agent is a worker when its connector runs with `--worker` (seed 004's Codex workers).
         A worker registered to another principal is left out unless the caller holds `admin`;
@@ -404,6 +430,8 @@ paths:
       operationId: getWorker
       tags: [workers]
       summary: A worker and its latest requests (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - $ref: '#/components/parameters/WorkerID'
       responses:
@@ -418,6 +446,8 @@ paths:
       operationId: requestWorker
       tags: [workers]
       summary: Send a worker a request (scope `agents:control`).
+      security:
+        - accessToken: ['agents:control']
       description: |
         The input reaches the worker's process as one line on its standard input. A worker that
         has terminated answers 409 `Conflict`. Idempotent on `requestId` like the controls.
@@ -440,6 +470,8 @@ paths:
       operationId: stopWorker
       tags: [workers]
       summary: Stop a worker (terminate its process; scope `agents:control`).
+      security:
+        - accessToken: ['agents:control']
       parameters:
         - $ref: '#/components/parameters/WorkerID'
       requestBody:
@@ -459,6 +491,8 @@ paths:
       operationId: listRuntimeWorkers
       tags: [runtime]
       summary: Seed 004's worker list, scoped to the caller (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       description: |
         The workers the caller may act on, most recently seen first: those it registered, and
         those nobody registered (the tenant's); a worker another principal registered is left
@@ -483,6 +517,8 @@ paths:
       operationId: registerRuntimeWorker
       tags: [runtime]
       summary: Register a worker to the caller, or update its registration (scope `agents:control`).
+      security:
+        - accessToken: ['agents:control']
       description: |
         The first principal to register a worker id owns it: from then on, on the worker paths
         (this one and `/v1/workers`), only it and holders of `admin` list the worker, read it, send
@@ -515,6 +551,8 @@ paths:
       operationId: getRuntimeWorker
       tags: [runtime]
       summary: Seed 004's worker snapshot (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       description: Another principal's worker answers 403 `PermissionDenied`; an unknown one (or another tenant's) 404.
       parameters:
         - $ref: '#/components/parameters/WorkerID'
@@ -529,6 +567,9 @@ paths:
       operationId: releaseRuntimeWorker
       tags: [runtime]
       summary: Release the caller's registration of a worker (scope `agents:control` or `admin`).
+      security:
+        - accessToken: ['agents:control']
+        - accessToken: ['admin']
       description: The worker is the tenant's again. Only its owner or a holder of `admin` may release it (403 otherwise); an unregistered id answers 404.
       parameters:
         - $ref: '#/components/parameters/WorkerID'
@@ -541,6 +582,8 @@ paths:
       operationId: requestRuntimeWorker
       tags: [runtime]
       summary: Send a worker a JSON-RPC request (scope `agents:control`).
+      security:
+        - accessToken: ['agents:control']
       description: |
         The request reaches the worker's process as one line on its standard input, the
         JSON-RPC message `{"id": request_id, "method": method, "params": params}` (codex
@@ -569,6 +612,8 @@ paths:
       operationId: stopRuntimeWorker
       tags: [runtime]
       summary: Stop a worker (scope `agents:control`); the body is optional.
+      security:
+        - accessToken: ['agents:control']
       description: |
         Terminates the worker's process. The request's `x-request-id`, when sent, is the
         idempotency key (a repeat answers the first receipt, `idempotent_replay` true). A worker
@@ -597,6 +642,8 @@ paths:
       operationId: getControl
       tags: [controls]
       summary: A control request and what its agents answered (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - name: requestId
           in: path
@@ -614,6 +661,9 @@ paths:
       operationId: listAudit
       tags: [controls]
       summary: The tenant's audit trail, newest first (scope `agents:control` or `admin`).
+      security:
+        - accessToken: ['agents:control']
+        - accessToken: ['admin']
       parameters:
         - name: limit
           in: query
@@ -636,6 +686,8 @@ paths:
       operationId: openAgentSession
       tags: [agent]
       summary: Open an agent's command channel (ingest key); answers the token its polls and acknowledgements use.
+      security:
+        - ingestKey: []
       description: |
         Registers one agent of one swarm and answers a session token (a JWT for the agent
         channel only: no other operation accepts it) bound to that agent. The agent's command
@@ -644,8 +696,6 @@ paths:
         `control.max-agent-sessions` open sessions (429 past it); a session nobody polled for
         `control.agent-session-idle-hours` ends by itself. The token expires after
         `control.agent-session-hours`; the connector then opens a new session.
-      security:
-        - ingestKey: []
       requestBody:
         required: true
         content:
@@ -663,11 +713,11 @@ paths:
       operationId: endAgentSession
       tags: [agent]
       summary: End the calling session (agent session token) because its process has ended.
+      security:
+        - agentSession: []
       description: |
         What only the connector can say: its process is gone. The agent is then no longer a
         target of swarm controls, its command queue is deleted, and its token is refused.
-      security:
-        - agentSession: []
       parameters:
         - name: exitStatus
           in: query
@@ -682,13 +732,13 @@ paths:
       operationId: pollCommands
       tags: [agent]
       summary: Long-poll the calling agent's commands (agent session token).
+      security:
+        - agentSession: []
       description: |
         Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
         (at most the service's `control.max-poll-seconds`, 30 by default). One poll per session
         at a time: a new poll ends the session's earlier one with an empty list.
         A command not acknowledged within 30 seconds is delivered again.
-      security:
-        - agentSession: []
       parameters:
         - name: waitSeconds
           in: query
@@ -706,11 +756,11 @@ paths:
       operationId: ackCommand
       tags: [agent]
       summary: Acknowledge a command with what the agent did (agent session token).
+      security:
+        - agentSession: []
       description: |
         The agent also reports the new state as a `state` event through ingest (msgId
         `ack-<commandId>`), which is what the phone sees on its stream.
-      security:
-        - agentSession: []
       requestBody:
         required: true
         content:
@@ -726,6 +776,10 @@ components:
       type: http
       scheme: bearer
       bearerFormat: JWT
+      description: |
+        A device's access token. Each operation lists its alternatives (any one suffices), each
+        naming the scope the token must hold (a role name, as OpenAPI 3.1 allows for any
+        scheme); the service's credential table is built from these lists.
     ingestKey:
       type: http
       scheme: bearer

@@ -16,20 +16,6 @@ struct HealthHandler: Sendable {
     /// Threshold changes per tenant per minute.
     let thresholdWrites: KeyedTokenBuckets
 
-    /// What each operation asks of its caller (checked by ``OperationAuthenticationMiddleware``).
-    static let credentials: [String: OperationCredential] = [
-        Operations.ListContextHealth.id: .accessToken(anyOf: [.streamRead]),
-        Operations.GetContextHealth.id: .accessToken(anyOf: [.streamRead]),
-        Operations.ListSkillHealth.id: .accessToken(anyOf: [.streamRead]),
-        Operations.GetSkillHealth.id: .accessToken(anyOf: [.streamRead]),
-        Operations.ListSwarmHealth.id: .accessToken(anyOf: [.streamRead]),
-        Operations.ListIncidents.id: .accessToken(anyOf: [.streamRead]),
-        Operations.GetIncident.id: .accessToken(anyOf: [.streamRead]),
-        Operations.AcknowledgeIncident.id: .accessToken(anyOf: [.agentsControl, .admin]),
-        Operations.GetAlertThresholds.id: .accessToken(anyOf: [.streamRead]),
-        Operations.PutAlertThresholds.id: .accessToken(anyOf: [.agentsControl, .admin]),
-    ]
-
     static func decode<Value: Decodable>(_ type: Value.Type, _ doc: Data) throws -> Value {
         try HealthRollup.decoder.decode(type, from: doc)
     }

@@ -34,6 +34,8 @@ paths:
       operationId: listContextHealth
       tags: [context]
       summary: The tenant's sessions' context, most recently active first (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - name: swarmId
           in: query
@@ -62,6 +64,8 @@ paths:
       operationId: getContextHealth
       tags: [context]
       summary: One session's context with its series (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - name: sessionId
           in: path
@@ -79,6 +83,8 @@ paths:
       operationId: listSkillHealth
       tags: [skills]
       summary: The tenant's tools and skills per swarm, worst error rate first (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - name: swarmId
           in: query
@@ -105,6 +111,8 @@ paths:
       operationId: getSkillHealth
       tags: [skills]
       summary: One skill with its series and related incidents (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - name: skillId
           in: path
@@ -123,6 +131,8 @@ paths:
       operationId: listSwarmHealth
       tags: [swarms]
       summary: The tenant's swarms over the last five minutes (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       responses:
         '200':
           description: The swarms.
@@ -141,6 +151,8 @@ paths:
       operationId: listIncidents
       tags: [incidents]
       summary: The tenant's incidents, newest first (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - name: status
           in: query
@@ -168,6 +180,8 @@ paths:
       operationId: getIncident
       tags: [incidents]
       summary: One incident with its timeline (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       parameters:
         - $ref: '#/components/parameters/IncidentID'
       responses:
@@ -182,6 +196,9 @@ paths:
       operationId: acknowledgeIncident
       tags: [incidents]
       summary: Acknowledges an incident with a reason (scope `agents:control` or `admin`).
+      security:
+        - accessToken: ['agents:control']
+        - accessToken: ['admin']
       description: |
         The first acknowledgement stands; sending one again answers the incident as it is. An
         acknowledged incident still resolves by itself.
@@ -208,6 +225,8 @@ paths:
       operationId: getAlertThresholds
       tags: [thresholds]
       summary: The tenant's thresholds, its swarms' and skills' overrides, and the defaults (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       responses:
         '200':
           description: The thresholds.
@@ -219,6 +238,9 @@ paths:
       operationId: putAlertThresholds
       tags: [thresholds]
       summary: Sets the tenant's thresholds, or a swarm's or a skill's override (scope `agents:control` or `admin`).
+      security:
+        - accessToken: ['agents:control']
+        - accessToken: ['admin']
       description: |
         The values given replace the stored ones of that scope (a value left out falls back to
         the wider scope); an override with no value is removed. With `expectedVersion`, a
@@ -241,6 +263,10 @@ components:
       type: http
       scheme: bearer
       bearerFormat: JWT
+      description: |
+        A device's access token. Each operation lists its alternatives (any one suffices), each
+        naming the scope the token must hold (a role name, as OpenAPI 3.1 allows for any
+        scheme); the service's credential table is built from these lists.
   parameters:
     IncidentID:
       name: incidentId

@@ -13,15 +13,6 @@ struct NotifierHandler: Sendable {
     /// Registration and preference writes per device per minute.
     let writes: KeyedTokenBuckets
 
-    /// What each operation asks of its caller (checked by ``OperationAuthenticationMiddleware``).
-    static let credentials: [String: OperationCredential] = [
-        Operations.GetPushRegistration.id: .accessToken(anyOf: [.streamRead]),
-        Operations.RegisterForPush.id: .accessToken(anyOf: [.streamRead]),
-        Operations.UnregisterForPush.id: .accessToken(anyOf: [.streamRead]),
-        Operations.GetNotificationPreferences.id: .accessToken(anyOf: [.streamRead]),
-        Operations.SetNotificationPreferences.id: .accessToken(anyOf: [.streamRead]),
-    ]
-
     private func limitWrites(_ person: AccessIdentity) throws(APIError) {
         if let wait = self.writes.take(person.tenant + "\u{0}" + person.subject) {
             throw APIError(

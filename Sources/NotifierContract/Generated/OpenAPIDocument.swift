@@ -32,6 +32,8 @@ paths:
       operationId: getPushRegistration
       tags: [devices]
       summary: This device's APNs registration (scope `stream:read`); 404 when it has none.
+      security:
+        - accessToken: ['stream:read']
       responses:
         '200':
           description: The registration.
@@ -43,6 +45,8 @@ paths:
       operationId: registerForPush
       tags: [devices]
       summary: Registers or replaces this device's APNs token (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       requestBody:
         required: true
         content:
@@ -59,6 +63,8 @@ paths:
       operationId: unregisterForPush
       tags: [devices]
       summary: Removes this device's APNs token (scope `stream:read`); its pending pushes are dropped.
+      security:
+        - accessToken: ['stream:read']
       responses:
         '204':
           description: Removed (or there was none).
@@ -68,6 +74,8 @@ paths:
       operationId: getNotificationPreferences
       tags: [devices]
       summary: This device's preferences (scope `stream:read`); the defaults until it sets some.
+      security:
+        - accessToken: ['stream:read']
       responses:
         '200':
           description: The preferences.
@@ -79,6 +87,8 @@ paths:
       operationId: setNotificationPreferences
       tags: [devices]
       summary: Replaces this device's preferences (scope `stream:read`).
+      security:
+        - accessToken: ['stream:read']
       requestBody:
         required: true
         content:
@@ -97,6 +107,10 @@ components:
       type: http
       scheme: bearer
       bearerFormat: JWT
+      description: |
+        A device's access token. Each operation lists its alternatives (any one suffices), each
+        naming the scope the token must hold (a role name, as OpenAPI 3.1 allows for any
+        scheme); the service's credential table is built from these lists.
   responses:
     Error:
       description: The error envelope (docs/errors.md).

@@ -18,16 +18,6 @@ struct PipelineHandler: Sendable {
     /// Called once a pipeline is stored: the scheduler looks for work at once.
     let started: @Sendable () -> Void
 
-    /// What each operation asks of its caller (checked by ``OperationAuthenticationMiddleware``).
-    /// Creating one spends the tenant's provider budget: like steering agents.
-    static let credentials: [String: OperationCredential] = [
-        Operations.CreatePipeline.id: .accessToken(anyOf: [.agentsControl, .admin]),
-        Operations.ListPipelines.id: .accessToken(anyOf: [.streamRead, .admin]),
-        Operations.GetPipeline.id: .accessToken(anyOf: [.streamRead, .admin]),
-        Operations.ListPipelineArtifacts.id: .accessToken(anyOf: [.streamRead, .admin]),
-        Operations.GetPipelineArtifact.id: .accessToken(anyOf: [.streamRead, .admin]),
-    ]
-
     static let noPipeline = APIError(.notFound, "no such pipeline")
 }
 

@@ -35,6 +35,9 @@ paths:
       operationId: createPipeline
       tags: [pipelines]
       summary: Plans a pipeline for a goal and starts it (scope `agents:control` or `admin`). The planner's provider call happens in the request; its failures are seed 001's errors.
+      security:
+        - accessToken: ['agents:control']
+        - accessToken: ['admin']
       requestBody:
         required: true
         content:
@@ -56,6 +59,9 @@ paths:
       operationId: listPipelines
       tags: [pipelines]
       summary: The tenant's pipelines, newest first (scope `stream:read` or `admin`).
+      security:
+        - accessToken: ['stream:read']
+        - accessToken: ['admin']
       parameters:
         - name: limit
           in: query
@@ -77,6 +83,9 @@ paths:
       operationId: getPipeline
       tags: [pipelines]
       summary: A pipeline with its stages (status, tokens, cost, timings) (scope `stream:read` or `admin`).
+      security:
+        - accessToken: ['stream:read']
+        - accessToken: ['admin']
       parameters:
         - $ref: '#/components/parameters/PipelineID'
       responses:
@@ -91,6 +100,9 @@ paths:
       operationId: listPipelineArtifacts
       tags: [artifacts]
       summary: The pipeline's artifacts, one per finished stage attempt, in stage order (scope `stream:read` or `admin`).
+      security:
+        - accessToken: ['stream:read']
+        - accessToken: ['admin']
       parameters:
         - $ref: '#/components/parameters/PipelineID'
       responses:
@@ -105,6 +117,9 @@ paths:
       operationId: getPipelineArtifact
       tags: [artifacts]
       summary: One artifact as Markdown (scope `stream:read` or `admin`).
+      security:
+        - accessToken: ['stream:read']
+        - accessToken: ['admin']
       parameters:
         - $ref: '#/components/parameters/PipelineID'
         - name: artifactId
@@ -124,6 +139,10 @@ components:
       type: http
       scheme: bearer
       bearerFormat: JWT
+      description: |
+        A device's access token. Each operation lists its alternatives (any one suffices), each
+        naming the scope the token must hold (a role name, as OpenAPI 3.1 allows for any
+        scheme); the service's credential table is built from these lists.
   parameters:
     PipelineID:
       name: pipelineId

@@ -71,6 +71,18 @@ public struct OperationAuthenticationMiddleware: ServerMiddleware {
         self.agentKeys = agentKeys
     }
 
+    /// The authenticator of a document's operations, their credentials read from the security
+    /// requirements it declares (``OperationCredential/table(_:)``).
+    /// - Throws: ``ServiceKitError/Code/configuration`` when an operation's requirements are not
+    ///   a shape it reads (the service does not start).
+    public init(
+        security: [String: [[String: [String]]]],
+        verifier: AccessTokenVerifier,
+        agentKeys: (any AgentKeyAuthenticator)? = nil
+    ) throws(ServiceKitError) {
+        self.init(credentials: try OperationCredential.table(security), verifier: verifier, agentKeys: agentKeys)
+    }
+
     public func intercept(
         _ request: HTTPRequest,
         body: HTTPBody?,

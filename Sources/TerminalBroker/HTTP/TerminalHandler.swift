@@ -13,22 +13,6 @@ struct TerminalHandler: Sendable {
     let recordings: TerminalRecordings
     let settings: TerminalSettings
     let keys: TenantSSHKeys
-
-    /// What each operation asks of its caller (checked by ``OperationAuthenticationMiddleware``).
-    /// Recordings hold what was typed: writers and administrators only.
-    static let credentials: [String: OperationCredential] = [
-        Operations.GetTerminalSSHKey.id: .accessToken(anyOf: [.admin]),
-        Operations.RegisterTerminalHost.id: .accessToken(anyOf: [.admin]),
-        Operations.ListTerminalHosts.id: .accessToken(anyOf: [.terminalAttach, .admin]),
-        Operations.RemoveTerminalHost.id: .accessToken(anyOf: [.admin]),
-        Operations.GetTerminalHostKey.id: .accessToken(anyOf: [.admin]),
-        Operations.ResetTerminalHostTrust.id: .accessToken(anyOf: [.admin]),
-        Operations.ListTerminalAudit.id: .accessToken(anyOf: [.admin]),
-        Operations.ListTerminalSessions.id: .accessToken(anyOf: [.terminalAttach, .admin]),
-        Operations.GetTerminalSession.id: .accessToken(anyOf: [.terminalAttach, .admin]),
-        Operations.ListTerminalRecordings.id: .accessToken(anyOf: [.terminalWrite, .admin]),
-        Operations.GetTerminalRecording.id: .accessToken(anyOf: [.terminalWrite, .admin]),
-    ]
 }
 
 extension TerminalHandler: APIProtocol {

@@ -35,6 +35,8 @@ paths:
       operationId: getTerminalSSHKey
       tags: [hosts]
       summary: The public half of this tenant's own SSH key (scope `admin`), for the `authorized_keys` of the user a host is registered with. Each tenant has its own key; a host that lists it lets in this tenant's broker and no other tenant's.
+      security:
+        - accessToken: ['admin']
       responses:
         '200':
           description: The tenant's public key.
@@ -47,6 +49,8 @@ paths:
       operationId: registerTerminalHost
       tags: [hosts]
       summary: Registers a host the broker may reach over SSH (scope `admin`; audited). 400 for a numeric address the broker may not reach (loopback, private, link-local and other internal addresses, unless in `terminal.allowed-networks`); 409 past `terminal.max-hosts-per-tenant` or for a name already taken.
+      security:
+        - accessToken: ['admin']
       requestBody:
         required: true
         content:
@@ -63,6 +67,9 @@ paths:
       operationId: listTerminalHosts
       tags: [hosts]
       summary: The tenant's hosts (scope `terminal:attach` or `admin`). With `listing=true` each is asked over SSH now for its tmux sessions, and carries how that went (`listing`), the reason a host's sessions are missing from GET /v1/terminal/sessions.
+      security:
+        - accessToken: ['terminal:attach']
+        - accessToken: ['admin']
       parameters:
         - name: listing
           in: query
@@ -80,6 +87,8 @@ paths:
       operationId: removeTerminalHost
       tags: [hosts]
       summary: Removes a host and its pinned key (scope `admin`; audited); its SSH connection is closed.
+      security:
+        - accessToken: ['admin']
       parameters:
         - $ref: '#/components/parameters/HostID'
       responses:
@@ -91,6 +100,8 @@ paths:
       operationId: getTerminalHostKey
       tags: [hosts]
       summary: The host key pinned for the host's address and port (scope `admin`), null before the first connection.
+      security:
+        - accessToken: ['admin']
       parameters:
         - $ref: '#/components/parameters/HostID'
       responses:
@@ -105,6 +116,8 @@ paths:
       operationId: resetTerminalHostTrust
       tags: [hosts]
       summary: Forgets the pinned key (scope `admin`; audited); the next connection pins the key it is shown.
+      security:
+        - accessToken: ['admin']
       parameters:
         - $ref: '#/components/parameters/HostID'
       responses:
@@ -116,6 +129,8 @@ paths:
       operationId: listTerminalAudit
       tags: [hosts]
       summary: The tenant's audit trail, newest first (scope `admin`) — registrations, removals, trust resets, key mismatches and input-enabled attaches.
+      security:
+        - accessToken: ['admin']
       parameters:
         - name: limit
           in: query
@@ -132,6 +147,9 @@ paths:
       operationId: listTerminalSessions
       tags: [sessions]
       summary: The tmux sessions of every host of the tenant, asked over SSH now (scope `terminal:attach` or `admin`), as seed 002 §13.2's list. A host that cannot be listed adds none, and the others are listed all the same; GET /v1/terminal/hosts?listing=true says which host failed and why.
+      security:
+        - accessToken: ['terminal:attach']
+        - accessToken: ['admin']
       responses:
         '200':
           description: The sessions, host by host in the order of their names.
@@ -146,6 +164,9 @@ paths:
       operationId: getTerminalSession
       tags: [sessions]
       summary: One session (scope `terminal:attach` or `admin`), with how a direct client authenticates; `TmuxSessionNotFound` when the host has no such session.
+      security:
+        - accessToken: ['terminal:attach']
+        - accessToken: ['admin']
       parameters:
         - $ref: '#/components/parameters/SessionID'
       responses:
@@ -160,6 +181,9 @@ paths:
       operationId: listTerminalRecordings
       tags: [recordings]
       summary: The session's recordings on this replica, newest first (scope `terminal:write` or `admin`).
+      security:
+        - accessToken: ['terminal:write']
+        - accessToken: ['admin']
       parameters:
         - $ref: '#/components/parameters/SessionID'
       responses:
@@ -174,6 +198,9 @@ paths:
       operationId: getTerminalRecording
       tags: [recordings]
       summary: One recording as asciicast v2 (scope `terminal:write` or `admin`).
+      security:
+        - accessToken: ['terminal:write']
+        - accessToken: ['admin']
       parameters:
         - $ref: '#/components/parameters/SessionID'
         - name: recordingId
@@ -193,6 +220,10 @@ components:
       type: http
       scheme: bearer
       bearerFormat: JWT
+      description: |
+        A device's access token. Each operation lists its alternatives (any one suffices), each
+        naming the scope the token must hold (a role name, as OpenAPI 3.1 allows for any
+        scheme); the service's credential table is built from these lists.
   parameters:
     HostID:
       name: hostId
