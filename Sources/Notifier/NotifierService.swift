@@ -21,8 +21,9 @@ public enum NotifierService: SwarmdeckService {
     /// which ACP threads devices watch live.
     public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
         NATSPermissions(
-            publish: NATSPermissions.pulling(stream: subjects.incidentStreamName, consumer: NoticeConsumer.Source.incidents.consumerName)
-                + NATSPermissions.pulling(stream: subjects.gateStreamName, consumer: NoticeConsumer.Source.gates.consumerName)
+            publish: [NoticeConsumer.Source.incidents, .gates].flatMap {
+                NATSPermissions.pulling(stream: $0.streamName(subjects), consumer: $0.consumerName)
+            }
                 + NATSPermissions.pulling(stream: subjects.acpStreamName, consumer: ACPAdvanceConsumer.consumerName),
             subscribe: [subjects.allACPPresence]
         )

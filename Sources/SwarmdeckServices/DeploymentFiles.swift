@@ -5,7 +5,7 @@ public import ServiceKit
 /// The files deployment reads that are written from the registry (`swarmdeckd deploy write`),
 /// so that a new service's line in ``ServiceRegistry/all`` reaches the local stack, the compose
 /// edge and both stacks' NATS users without a hand edit. They are committed, so that the shell
-/// scripts that read them need no build; `DeploymentFilesTests` fails when one is out of date.
+/// scripts that read them need no build; `ServiceRegistryTests` fails when one is out of date.
 public enum DeploymentFiles {
     /// A generated file, or the generated sections of a hand-written one: its path from the
     /// repository's root and its text made from its current one (nil when it does not exist).
@@ -34,9 +34,15 @@ public enum DeploymentFiles {
         }
     }
 
-    /// The local stack's first port: the n-th service of the registry listens on
-    /// `firstLocalPort + n` (so a new service, added at the end, takes the next one).
-    public static let firstLocalPort = 9101
+    /// How far the local stack's ports are from the services' default ports: a service listens
+    /// on its ``SwarmdeckService/defaultPort`` plus this (ingest's 8081 → 9101), so its port
+    /// depends on its own declaration, not on its place in the registry.
+    public static let localPortOffset = 1020
+
+    /// The port the local stack gives `service`.
+    public static func localPort(_ service: any SwarmdeckService.Type) -> Int {
+        service.defaultPort + Self.localPortOffset
+    }
 
     /// Every generated file, for `services` in the registry's order and the subject prefix
     /// `prefix` (the deployments leave it at its default).
@@ -62,13 +68,13 @@ public enum DeploymentFiles {
             "#   name  port  path-prefix...",
             "#",
             "# name         the service's name; the stack runs .build/debug/swarmdeckd <name>",
-            "# port         its HTTP_PORT, on 127.0.0.1 (the registry's order from \(Self.firstLocalPort))",
+            "# port         its HTTP_PORT, on 127.0.0.1 (its default port + \(Self.localPortOffset))",
             "# path-prefix  each becomes an nginx location on the edge (127.0.0.1:8080), and on the",
             "#              compose edge (scripts/sync-services), proxying to it, WebSocket upgrades included",
             "#",
         ]
-        for (index, service) in services.enumerated() {
-            lines.append("\(service.name)  \(Self.firstLocalPort + index)  \(service.edgeRoutes.joined(separator: " "))")
+        for service in services {
+            lines.append("\(service.name)  \(Self.localPort(service))  \(service.edgeRoutes.joined(separator: " "))")
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -143,6 +149,15 @@ public enum DeploymentFiles {
             "GRANT SELECT ON ALL TABLES IN SCHEMA \(log.schema) TO ingest_reader;",
         ]
         if !readers.isEmpty { lines.append("GRANT ingest_reader TO \(readers.joined(separator: ", "));") }
+        // A service that no longer reads the log loses the grant an earlier script gave it.
+        let others = roles.filter { !readers.contains($0) }
+        if !others.isEmpty {
+            lines += [
+                "SELECT format('REVOKE ingest_reader FROM %I', u.rolname) FROM pg_auth_members m",
+                " JOIN pg_roles g ON g.oid = m.roleid JOIN pg_roles u ON u.oid = m.member",
+                " WHERE g.rolname = 'ingest_reader' AND u.rolname IN (\(others.map { "'\($0)'" }.joined(separator: ", "))) \\gexec",
+            ]
+        }
         let ownersJSON = owners.map { "\"\($0.schema)\": \"\($0.role)\"" }.joined(separator: ", ")
         lines += [
             "-- Each schema and what is in it belong to its service's role (a schema an older local stack made",

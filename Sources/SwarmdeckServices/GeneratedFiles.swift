@@ -14,18 +14,20 @@ struct GeneratedFiles: ParsableArguments {
     /// Writes (or checks) each file of `files`: its path from the root, and its new text from
     /// its current one (nil when it does not exist). `command` is what brings them up to date.
     func apply(_ files: [(path: String, text: (String?) throws -> String)], command: String) throws {
-        var stale: [String] = []
+        // Every file rendered before any is written: a file that cannot be leaves the others as they were.
+        var stale: [(path: String, url: URL, text: String)] = []
         for file in files {
             let url = URL(fileURLWithPath: self.root).appendingPathComponent(file.path)
             let current = try? String(contentsOf: url, encoding: .utf8)
             let written = try file.text(current)
-            guard written != current else { continue }
-            stale.append(file.path)
-            if !self.check { try written.write(to: url, atomically: true, encoding: .utf8) }
+            if written != current { stale.append((file.path, url, written)) }
+        }
+        if !self.check {
+            for file in stale { try file.text.write(to: file.url, atomically: true, encoding: .utf8) }
         }
         if self.check && !stale.isEmpty {
-            throw ValidationError("out of date: \(stale.joined(separator: ", ")); run \(command)")
+            throw ValidationError("out of date: \(stale.map(\.path).joined(separator: ", ")); run \(command)")
         }
-        print(stale.isEmpty ? "every file is up to date" : "wrote \(stale.joined(separator: ", "))")
+        print(stale.isEmpty ? "every file is up to date" : "wrote \(stale.map(\.path).joined(separator: ", "))")
     }
 }

@@ -9,10 +9,12 @@ import StreamFanout
 import TerminalBroker
 
 /// Every service the project builds, in one list: `swarmdeckd` runs them, `swarmdeckd config`
-/// describes their keys, and the docs' tests check their pages. A new service is its library
-/// and one line here (see docs/adding-a-service.md).
+/// describes their keys, `swarmdeckd deploy write` writes what deployment reads from them
+/// (``DeploymentFiles``), and the docs' tests check their pages. A new service is its library
+/// (its `SwarmdeckService` declares its routes at the edge and its NATS permissions), one line
+/// here, its block in docker-compose.yml and its page (see docs/adding-a-service.md).
 public enum ServiceRegistry {
-    /// The services, in the order of `deploy/local/services`.
+    /// The services, in the order `deploy/local/services` lists them.
     public static let all: [any SwarmdeckService.Type] = [
         IngestService.self,
         StreamFanoutService.self,

@@ -20,12 +20,26 @@ struct OperationCredentialsTests {
         var text: String
         var security: [String: [[String: [String]]]]
         var operations: Int
+        /// Whether every operation takes an access token (none is public or an agent's).
+        var onlyAccessTokens = true
         var testDescription: String { self.service }
     }
 
     static let documents = [
-        Document(service: "control-api", text: ControlAPIContract.openAPIDocument, security: ControlAPIContract.operationSecurity, operations: 35),
-        Document(service: "approvals", text: ApprovalsContract.openAPIDocument, security: ApprovalsContract.operationSecurity, operations: 4),
+        Document(
+            service: "control-api",
+            text: ControlAPIContract.openAPIDocument,
+            security: ControlAPIContract.operationSecurity,
+            operations: 35,
+            onlyAccessTokens: false
+        ),
+        Document(
+            service: "approvals",
+            text: ApprovalsContract.openAPIDocument,
+            security: ApprovalsContract.operationSecurity,
+            operations: 4,
+            onlyAccessTokens: false
+        ),
         Document(
             service: "health-monitor",
             text: HealthMonitorContract.openAPIDocument,
@@ -63,6 +77,7 @@ struct OperationCredentialsTests {
                 case nil: nil
                 }
             #expect(kind == scheme, "\(operation): the document says \(scheme), the table \(kind ?? "nothing")")
+            #expect(!document.onlyAccessTokens || kind == "accessToken", "\(operation) of \(document.service) takes no access token")
         }
     }
 

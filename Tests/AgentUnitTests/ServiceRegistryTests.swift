@@ -23,12 +23,12 @@ struct ServiceRegistryTests {
         #expect(try file.render(text) == text, "\(path) is out of date: run swift run swarmdeckd deploy write")
     }
 
-    @Test("deploy/local/services lists the registry's services in its order, each on its own port, with its edge routes")
+    @Test("deploy/local/services lists the registry's services in its order, each on its default port + 1020, with its edge routes")
     func localServices() throws {
         let lines = DeploymentFiles.localServices(ServiceRegistry.all).split(separator: "\n").filter { !$0.hasPrefix("#") }
         let rows = lines.map { $0.split(separator: " ").map(String.init) }
         #expect(rows.map { $0[0] } == ServiceRegistry.all.map { $0.name })
-        #expect(rows.map { Int($0[1]) } == ServiceRegistry.all.indices.map { DeploymentFiles.firstLocalPort + $0 })
+        #expect(rows.map { Int($0[1]) } == ServiceRegistry.all.map { $0.defaultPort + 1020 })
         #expect(rows.map { Array($0.dropFirst(2)) } == ServiceRegistry.all.map { $0.edgeRoutes })
     }
 
@@ -57,10 +57,22 @@ struct ServiceRegistryTests {
             #expect(inboxes == ["_INBOX.\(service.name).>"], "\(service.name): \(inboxes)")
             #expect(text.contains("\n\(DeploymentFiles.natsPermissionsVariable(service.name)) = {\n"))
         }
-        // Only control-api publishes revocations or reaches the JetStream API at large.
-        for service in ServiceRegistry.all where service.name != "control-api" {
-            let publish = service.allNATSPermissions(subjects).publish
-            #expect(!publish.contains(subjects.allRevocations) && !publish.contains(JetStreamOperation.all()), "\(service.name)")
+        // What docs/staging.md promises, checked with NATS's wildcards: only control-api announces
+        // revocations or reaches the JetStream API at large (deleting a stream it owns none of);
+        // only control-api and approvals publish commands; only ingest publishes the live feed.
+        let promises: [(subject: String, allowed: Set<String>)] = [
+            (subjects.revocation(tenant: "t"), ["control-api"]),
+            (JetStreamOperation.streamDelete(stream: subjects.controlStreamName).subject(), ["control-api"]),
+            (JetStreamOperation.streamCreate(stream: subjects.controlStreamName).subject(), ["control-api"]),
+            (subjects.controlCommand(tenant: "t", swarm: "s", agent: "a"), ["control-api", "approvals"]),
+            (subjects.eventBatch(tenant: "t"), ["ingest"]),
+            (subjects.event(tenant: "t", swarm: "s", agent: "a", kind: .acp), ["ingest"]),
+        ]
+        for (subject, allowed) in promises {
+            let publishers = ServiceRegistry.all.filter { service in
+                service.allNATSPermissions(subjects).publish.contains { Self.covers($0, subject) }
+            }
+            #expect(Set(publishers.map { $0.name }) == allowed, "\(subject): \(publishers.map { $0.name })")
         }
     }
 
@@ -73,8 +85,27 @@ struct ServiceRegistryTests {
         #expect(commands == ServiceRegistry.all.map { $0.name })
     }
 
-    @Test("the names are unique, and so are the default ports")
+    /// Whether the NATS subject pattern `pattern` (`*` one token, `>` the rest) covers `subject`.
+    static func covers(_ pattern: String, _ subject: String) -> Bool {
+        let patterns = pattern.split(separator: ".", omittingEmptySubsequences: false)
+        let tokens = subject.split(separator: ".", omittingEmptySubsequences: false)
+        for (index, token) in patterns.enumerated() {
+            if token == ">" { return tokens.count > index }
+            guard index < tokens.count, token == "*" || token == tokens[index] else { return false }
+        }
+        return patterns.count == tokens.count
+    }
+
+    @Test("the wildcard matcher the permissions' test uses reads NATS's wildcards")
+    func wildcards() {
+        #expect(Self.covers("sd.>", "sd.revoked.t") && Self.covers("sd.revoked.*", "sd.revoked.t") && Self.covers(">", "a"))
+        #expect(!Self.covers("sd.revoked.*", "sd.revoked.t.x") && !Self.covers("sd.>", "sd") && !Self.covers("sd.ev", "sd.ev.t"))
+    }
+
+    @Test("the names are unique, no service is named as a command of swarmdeckd, and the default ports are unique")
     func unique() {
+        let commands = Set(["list", "help", "--help", "-h"] + SwarmdeckdTools.all.map(\.name))
+        #expect(commands.isDisjoint(with: ServiceRegistry.all.map { $0.name }))
         #expect(Set(ServiceRegistry.all.map { $0.name }).count == ServiceRegistry.all.count)
         #expect(Set(ServiceRegistry.all.map { $0.defaultPort }).count == ServiceRegistry.all.count)
     }

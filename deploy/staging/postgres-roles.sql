@@ -40,6 +40,9 @@ GRANT USAGE ON SCHEMA ingest TO ingest_reader;
 ALTER DEFAULT PRIVILEGES FOR ROLE ingest IN SCHEMA ingest GRANT SELECT ON TABLES TO ingest_reader;
 GRANT SELECT ON ALL TABLES IN SCHEMA ingest TO ingest_reader;
 GRANT ingest_reader TO stream_fanout, control_api, health_monitor;
+SELECT format('REVOKE ingest_reader FROM %I', u.rolname) FROM pg_auth_members m
+ JOIN pg_roles g ON g.oid = m.roleid JOIN pg_roles u ON u.oid = m.member
+ WHERE g.rolname = 'ingest_reader' AND u.rolname IN ('ingest', 'approvals', 'notifier', 'terminal_broker', 'pipeline_runner') \gexec
 -- Each schema and what is in it belong to its service's role (a schema an older local stack made
 -- under another owner is handed over; nothing changes where the owners are right already).
 DO $$

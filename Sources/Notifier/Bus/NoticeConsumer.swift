@@ -16,6 +16,14 @@ struct NoticeConsumer: Service {
         case gates
 
         var consumerName: String { "notifier_" + self.rawValue }
+
+        /// The stream its notices are taken from.
+        func streamName(_ subjects: Subjects) -> String {
+            switch self {
+            case .incidents: subjects.incidentStreamName
+            case .gates: subjects.gateStreamName
+            }
+        }
     }
 
     let source: Source
@@ -27,10 +35,7 @@ struct NoticeConsumer: Service {
     let logger: Logger
 
     private var streamName: String {
-        switch self.source {
-        case .incidents: self.subjects.incidentStreamName
-        case .gates: self.subjects.gateStreamName
-        }
+        self.source.streamName(self.subjects)
     }
 
     func run() async throws {
