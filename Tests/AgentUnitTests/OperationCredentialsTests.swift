@@ -1,6 +1,7 @@
 import ApprovalsContract
 import Contracts
 import ControlAPIContract
+import Foundation
 import HealthMonitorContract
 import NotifierContract
 import PipelineRunnerContract
@@ -60,6 +61,18 @@ struct OperationCredentialsTests {
             operations: 5
         ),
     ]
+
+    @Test("the list above is every document scripts/generate-openapi generates a contract from")
+    func everyDocument() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let script = try String(contentsOf: root.appendingPathComponent("scripts/generate-openapi"), encoding: .utf8)
+        // Its targets: lines `  [control-api]=ControlAPIContract`.
+        let generated = script.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("  ["), let end = line.firstIndex(of: "]"), line.contains("]=") else { return nil }
+            return String(line[line.index(line.startIndex, offsetBy: 3)..<end])
+        }
+        #expect(!generated.isEmpty && Set(generated) == Set(Self.documents.map(\.service)), "\(generated)")
+    }
 
     @Test("every operation has exactly one credential, of the kind the document's security declares", arguments: Self.documents)
     func kinds(document: Document) throws {

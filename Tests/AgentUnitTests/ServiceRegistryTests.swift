@@ -181,6 +181,8 @@ struct SwarmdeckdTests {
         #expect(badPrefix != 0 && why.contains("subject prefix"), "\(why)")
         let (badService, _, _) = try Self.run(["config", "keys", "--service", "bogus"])
         #expect(badService != 0)
+        let (helpStatus, help, _) = try Self.run(["help", "deploy"])
+        #expect(helpStatus == 0 && help.contains("swarmdeckd deploy") && help.contains("write"), "\(help)")
     }
 
     @Test("deploy write --check changes nothing and fails naming each file out of date; deploy write writes them")

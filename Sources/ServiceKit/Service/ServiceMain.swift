@@ -45,6 +45,9 @@ public enum ServiceMain {
         switch arguments.dropFirst().first {
         case "list":
             for service in services { print("\(service.name) \(service.defaultPort)") }
+        case "help" where arguments.count > 2 && tools.contains(where: { $0.name == arguments[2] }):
+            // `swarmdeckd help deploy`: the tool's own help.
+            try await tools.first { $0.name == arguments[2] }!.run(["--help"])
         case "--help", "-h", "help":
             print(usage, terminator: "")
         case let name? where tools.contains(where: { $0.name == name }):
