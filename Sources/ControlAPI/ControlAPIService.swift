@@ -44,9 +44,9 @@ public enum ControlAPIService: SwarmdeckService {
         let postgres = assembly.postgres
         let signer = try await AccessTokenSigner(
             privateKeyPEM: settings.privateKeyPEM,
-            keyID: try assembly.reader.setting(.jwtKeyID),
-            issuer: try assembly.reader.setting(.jwtIssuer),
-            audience: try assembly.reader.setting(.jwtAudience)
+            keyID: assembly.common.jwtKeyID,
+            issuer: assembly.common.jwtIssuer,
+            audience: assembly.common.jwtAudience
         )
 
         let fleet = FleetIndex(maxAgentsPerTenant: settings.maxAgentsPerTenant, offlineAfter: .seconds(settings.offlineSeconds))

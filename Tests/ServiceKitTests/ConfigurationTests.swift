@@ -9,14 +9,18 @@ struct ConfigurationTests {
         try await ServiceConfiguration.reader(arguments: arguments, environment: environment)
     }
 
-    @Test("a missing required key fails with a message naming the key, its variable and its flag")
+    /// A readable file for `auth.jwt.public-key-file` (its content is not checked until the verifier is made).
+    private static let keyFile = #filePath
+
+    @Test("a missing required key fails with a message naming the key, its variable and its flag, and every other missing one")
     func missingKey() async throws {
         let reader = try await self.reader([:])
-        let error = try #require(throws: ServiceKitError.self) { try reader.natsConfiguration(name: "t") }
+        let error = try #require(throws: ServiceKitError.self) { try ServiceKitSettings(reader: reader) }
         #expect(error.code == .configuration)
         #expect(error.message.contains("'nats.url'"))
         #expect(error.message.contains("NATS_URL"))
         #expect(error.message.contains("--nats-url"))
+        #expect(error.message.contains("'postgres.url'") && error.message.contains("'auth.jwt.public-key-file'"), "\(error.message)")
     }
 
     @Test(
@@ -32,16 +36,12 @@ struct ConfigurationTests {
         ]
     )
     func malformedKey(variable: String, value: String, named: String) async throws {
-        var environment = ["NATS_URL": "nats://127.0.0.1:4222", "POSTGRES_URL": "postgres://u:p@127.0.0.1/db"]
+        var environment = [
+            "NATS_URL": "nats://127.0.0.1:4222", "POSTGRES_URL": "postgres://u:p@127.0.0.1/db", "AUTH_JWT_PUBLIC_KEY_FILE": Self.keyFile,
+        ]
         environment[variable] = value
         let reader = try await self.reader(environment)
-        let error = try #require(throws: ServiceKitError.self) {
-            _ = try reader.natsConfiguration(name: "t")
-            _ = try reader.postgresConfiguration()
-            _ = try reader.applicationConfiguration(serverName: "t", defaultPort: 8080)
-            _ = try reader.logLevel()
-            _ = try reader.subjects()
-        }
+        let error = try #require(throws: ServiceKitError.self) { try ServiceKitSettings(reader: reader) }
         #expect(error.code == .configuration)
         #expect(error.message.contains(named), "\(error.message)")
         #expect(error.message.contains("malformed"))
@@ -50,19 +50,24 @@ struct ConfigurationTests {
     @Test("a secret value is never echoed in an error")
     func secretNotEchoed() async throws {
         let reader = try await self.reader(["POSTGRES_URL": "postgres://user:hunter2@/db"])
-        let error = try #require(throws: ServiceKitError.self) { try reader.postgresConfiguration() }
-        #expect(!error.message.contains("hunter2"))
+        let error = try #require(throws: ServiceKitError.self) { try ServiceKitSettings(reader: reader) }
+        #expect(error.message.contains("'postgres.url'") && !error.message.contains("hunter2"), "\(error.message)")
     }
 
     @Test("the command line wins over the environment; defaults fill the rest")
     func precedence() async throws {
         let reader = try await self.reader(
-            ["NATS_URL": "nats://env:4222", "HTTP_PORT": "9000"],
+            [
+                "NATS_URL": "nats://env:4222", "HTTP_PORT": "9000", "POSTGRES_URL": "postgres://u:p@127.0.0.1/db",
+                "AUTH_JWT_PUBLIC_KEY_FILE": Self.keyFile,
+            ],
             arguments: ["service", "--nats-url", "nats://flag:4222"]
         )
-        #expect(try reader.natsConfiguration(name: "t").servers == ["nats://flag:4222"])
-        #expect(try reader.logLevel() == .info)
-        #expect(try reader.subjects().prefix == "sd")
+        let settings = try ServiceKitSettings(reader: reader)
+        #expect(settings.natsConfiguration(name: "t").servers == ["nats://flag:4222"])
+        #expect(settings.logLevel == .info)
+        #expect(settings.subjects.prefix == "sd")
+        #expect(settings.httpPort == 9000 && settings.httpHost == "127.0.0.1")
     }
 
     @Test("a secrets directory gives one key per file, below the environment, and a missing one fails")
@@ -77,11 +82,14 @@ struct ConfigurationTests {
         )
         try "nats://ingest:pw@nats:4222".write(to: directory.appendingPathComponent("nats-url"), atomically: true, encoding: .utf8)
 
-        let reader = try await self.reader(["CONFIG_SECRETS_DIR": directory.path, "NATS_URL": "nats://env:4222"])
-        let postgres = try reader.postgresConfiguration()
+        let reader = try await self.reader([
+            "CONFIG_SECRETS_DIR": directory.path, "NATS_URL": "nats://env:4222", "AUTH_JWT_PUBLIC_KEY_FILE": Self.keyFile,
+        ])
+        let settings = try ServiceKitSettings(reader: reader)
+        let postgres = try settings.postgresConfiguration()
         #expect(postgres.username == "ingest")
         #expect(postgres.password == "s3cret")
-        #expect(try reader.natsConfiguration(name: "t").servers == ["nats://env:4222"])
+        #expect(settings.natsConfiguration(name: "t").servers == ["nats://env:4222"])
 
         let missing = await #expect(throws: ServiceKitError.self) {
             _ = try await self.reader(["CONFIG_SECRETS_DIR": directory.appendingPathComponent("absent").path])

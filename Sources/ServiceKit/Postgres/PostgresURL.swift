@@ -11,12 +11,12 @@ extension PostgresClient.Configuration {
         else {
             throw ServiceKitError(
                 .configuration,
-                "malformed configuration key \(SettingKey.postgresURL): expected postgres://user:password@host:port/database"
+                "malformed Postgres URL: expected postgres://user:password@host:port/database"
             )
         }
         let database = String(components.path.drop { $0 == "/" })
         guard let user = components.user, !user.isEmpty, !database.isEmpty else {
-            throw ServiceKitError(.configuration, "malformed configuration key \(SettingKey.postgresURL): user and database are required")
+            throw ServiceKitError(.configuration, "malformed Postgres URL: user and database are required")
         }
         let sslMode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
         let tls: PostgresClient.Configuration.TLS
@@ -24,7 +24,7 @@ extension PostgresClient.Configuration {
         case "disable": tls = .disable
         case "require": tls = .require(.clientDefault)
         default:
-            throw ServiceKitError(.configuration, "malformed configuration key \(SettingKey.postgresURL): sslmode must be disable or require")
+            throw ServiceKitError(.configuration, "malformed Postgres URL: sslmode must be disable or require")
         }
         self.init(
             host: host,

@@ -11,6 +11,9 @@ public struct ServiceAssembly<Settings: ServiceSettings> {
     public let reader: ConfigReader
     /// The service's own settings, already validated.
     public let settings: Settings
+    /// The settings every service reads (``ServiceKitSettings``): the access-token key's
+    /// issuer, audience and id among them.
+    public let common: ServiceKitSettings
     /// Labelled with the service's name.
     public let logger: Logger
     /// The service's Postgres pool, with its session limits; run by the service group.

@@ -22,7 +22,7 @@ public enum ServiceMain {
         arguments: [String] = CommandLine.arguments
     ) async throws {
         let reader = try await ServiceConfiguration.reader(arguments: arguments, environment: ProcessInfo.processInfo.environment)
-        JSONLogHandler.bootstrap(level: try reader.logLevel())
+        JSONLogHandler.bootstrap(level: try service.settings(reader: reader).common.logLevel)
         try await service.application(reader: reader).runService()
     }
 
@@ -72,26 +72,41 @@ public enum ServiceMain {
 }
 
 extension SwarmdeckService {
+    /// ServiceKit's settings and the service's own, read together: every missing or malformed
+    /// key of both is reported at once.
+    public static func settings(reader: ConfigReader) throws(ServiceKitError) -> (common: ServiceKitSettings, own: Settings) {
+        let common = Result { () throws(ServiceKitError) in try ServiceKitSettings(reader: reader) }
+        let own = Result { () throws(ServiceKitError) in try Settings(reader: reader) }
+        switch (common, own) {
+        case (.success(let common), .success(let own)):
+            return (common, own)
+        case (.failure(let first), .failure(let second)):
+            throw ServiceKitError(.configuration, first.message + "; " + second.message)
+        case (.failure(let error), _), (_, .failure(let error)):
+            throw error
+        }
+    }
+
     /// The service as a Hummingbird application, built from `reader`: what ``ServiceMain``
     /// runs, and what tests run in process.
     public static func application(reader: ConfigReader) async throws -> some ApplicationProtocol {
+        let (common, settings) = try Self.settings(reader: reader)
         var logger = Logger(label: Self.name)
-        logger.logLevel = try reader.logLevel()
-        let settings = try Settings(reader: reader)
+        logger.logLevel = common.logLevel
         let migrator = try Migrator(schema: settings.schema, migrations: Self.migrations)
 
         // Named in pg_stat_activity after the service and the schema it owns.
         var session = Self.postgresSession(settings)
         session.applicationName = session.applicationName ?? "\(Self.name)/\(settings.schema)"
-        var postgresConfiguration = try reader.postgresConfiguration()
+        var postgresConfiguration = try common.postgresConfiguration()
         session.apply(to: &postgresConfiguration)
         let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
-        var credentialConfiguration = try reader.credentialPostgresConfiguration()
+        var credentialConfiguration = try common.credentialPostgresConfiguration()
         session.apply(to: &credentialConfiguration)
         let credentialPostgres = PostgresClient(configuration: credentialConfiguration, backgroundLogger: logger)
-        let nats = try await NATSConnection.connect(try reader.natsConfiguration(name: Self.name, sendAsap: Self.natsSendAsap))
+        let nats = try await NATSConnection.connect(common.natsConfiguration(name: Self.name, sendAsap: Self.natsSendAsap))
 
-        let subjects = try reader.subjects()
+        let subjects = common.subjects
         let revocations = RevocationList()
         let revocationFeed = RevocationFeed(connection: nats, subjects: subjects, list: revocations, logger: logger)
         let readiness = ReadinessChecks([.nats(nats), .postgres(postgres), ReadinessCheck(name: "revocations") { revocations.isLoaded }])
@@ -101,12 +116,13 @@ extension SwarmdeckService {
             ServiceAssembly(
                 reader: reader,
                 settings: settings,
+                common: common,
                 logger: logger,
                 postgres: postgres,
                 credentialPostgres: credentialPostgres,
                 nats: nats,
                 subjects: subjects,
-                verifier: try await reader.accessTokenVerifier(revocations: revocations),
+                verifier: try await common.accessTokenVerifier(revocations: revocations),
                 revocations: revocations,
                 router: router
             )
@@ -116,7 +132,7 @@ extension SwarmdeckService {
         var application = Application(
             router: router,
             server: parts.server,
-            configuration: try reader.applicationConfiguration(serverName: Self.name, defaultPort: Self.defaultPort),
+            configuration: common.applicationConfiguration(serverName: Self.name, defaultPort: Self.defaultPort),
             services: [postgres, credentialPostgres, NATSService(connection: nats), revocationFeed] + parts.services,
             logger: logger
         )
