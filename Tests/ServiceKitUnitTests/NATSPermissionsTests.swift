@@ -1,6 +1,7 @@
 import Contracts
-import ServiceKit
 import Testing
+
+@testable import ServiceKit
 
 @Suite("NATS permissions: declared in code, written as NATS configuration")
 struct NATSPermissionsTests {
@@ -45,5 +46,14 @@ struct NATSPermissionsTests {
                 }
                 """
         )
+    }
+}
+
+@Suite("NATS URLs in messages")
+struct NATSDisplayedServersTests {
+    @Test("a server URL's user and password never reach a message")
+    func credentialsLeftOut() {
+        let configuration = NATSConfiguration(servers: ["nats://ingest:s3cret@nats:4222", "tls://h:4222"], name: "t")
+        #expect(configuration.displayedServers == "nats://nats:4222,tls://h:4222")
     }
 }

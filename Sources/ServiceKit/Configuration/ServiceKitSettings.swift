@@ -18,7 +18,7 @@ public struct ServiceKitSettings: SettingsGroup {
     @Setting("log.level", "how much the service logs", default: .info, .logLevel)
     public var logLevel: Logger.Level
     /// The NATS servers.
-    @Setting("nats.url", "NATS server URLs, comma-separated, e.g. nats://127.0.0.1:4222", .natsURLs)
+    @Setting("nats.url", "NATS server URLs, comma-separated, e.g. nats://127.0.0.1:4222 (a user's password may be in them)", secret: true, .natsURLs)
     public var natsServers: [String]
     /// The Postgres connection URL.
     @Setting(
@@ -138,7 +138,7 @@ extension SettingFormat where Value == Subjects {
     /// A subject prefix: one or more subject tokens without wildcards.
     static var subjects: Self {
         Self(
-            expected: "NATS subject tokens separated by dots, without wildcards",
+            expected: "dot-separated tokens of [A-Za-z0-9_-]",
             parse: { try? Subjects(prefix: $0) },
             render: { $0.prefix }
         )

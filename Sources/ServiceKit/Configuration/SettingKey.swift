@@ -71,16 +71,6 @@ extension ConfigReader {
         }
         return value
     }
-
-    /// The key's string value, or its default.
-    public func setting(_ key: SettingKey) throws(ServiceKitError) -> String {
-        try self.setting(key, .text)
-    }
-
-    /// The key's integer value within `range`, or its default.
-    public func setting(_ key: SettingKey, in range: ClosedRange<Int>) throws(ServiceKitError) -> Int {
-        try self.setting(key, .integer(in: range))
-    }
 }
 
 extension SettingKey {

@@ -60,7 +60,7 @@ public final class NATSConnection: Sendable {
             Unmanaged<ConnectionEvents>.fromOpaque(eventsPointer).release()
             throw ServiceKitError(
                 .natsConnection,
-                "cannot connect to NATS at \(configuration.servers.joined(separator: ",")): \(String(cString: natsStatus_GetText(status)))"
+                "cannot connect to NATS at \(configuration.displayedServers): \(String(cString: natsStatus_GetText(status)))"
             )
         }
         return NATSConnection(handle: handle, events: events, configuration: configuration)
@@ -77,7 +77,7 @@ public final class NATSConnection: Sendable {
             try buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { (constBuffer) throws(ServiceKitError) in
                 try natsCheck(
                     natsOptions_SetServers(options, constBuffer.baseAddress, Int32(constBuffer.count)),
-                    "setting NATS servers \(configuration.servers)"
+                    "setting NATS servers \(configuration.displayedServers)"
                 )
             }
         }

@@ -7,8 +7,9 @@ import ServiceLifecycle
 
 /// Runs a ``SwarmdeckService``: the start-up every service shares, written once.
 ///
-/// In order: the configuration (command line, environment, `CONFIG_FILE`); JSON logging; the
-/// service's settings; the Postgres client with the service's session limits; NATS; the
+/// In order: the configuration (command line, environment, `CONFIG_SECRETS_DIR`,
+/// `CONFIG_FILE`); ServiceKit's settings and the service's, read together (the key files among
+/// them); JSON logging; the Postgres client with the service's session limits; NATS; the
 /// access-token verifier; a router with the shared middleware and `/healthz`, `/readyz` and
 /// `/metrics`; the service's assemble step; then one `ServiceGroup` (Postgres, NATS, the
 /// service's own services, the HTTP server) that applies the migrations and the service's
@@ -22,14 +23,16 @@ public enum ServiceMain {
         arguments: [String] = CommandLine.arguments
     ) async throws {
         let reader = try await ServiceConfiguration.reader(arguments: arguments, environment: ProcessInfo.processInfo.environment)
-        JSONLogHandler.bootstrap(level: try service.settings(reader: reader).common.logLevel)
-        try await service.application(reader: reader).runService()
+        let settings = try service.settings(reader: reader)
+        JSONLogHandler.bootstrap(level: settings.common.logLevel)
+        try await service.application(reader: reader, settings: settings).runService()
     }
 
     /// `swarmdeckd`'s entry point: `swarmdeckd NAME [--key value…]` runs the service of
     /// `services` named `NAME` (its flags are its configuration, as `--nats-url`; a missing or
     /// malformed key exits with status 78 and a message naming it); `swarmdeckd TOOL …` runs the
-    /// tool of `tools` named `TOOL` with the arguments after it; `swarmdeckd list` prints each
+    /// tool of `tools` named `TOOL` with the arguments after it (`swarmdeckd help TOOL …`: its
+    /// help); `swarmdeckd list` prints each
     /// service's name and default port; `--help` the usage (after a service's name too, where it
     /// also says where its keys are listed). Anything else exits with status 64 and the usage.
     public static func main(
@@ -46,8 +49,8 @@ public enum ServiceMain {
         case "list":
             for service in services { print("\(service.name) \(service.defaultPort)") }
         case "help" where arguments.count > 2 && tools.contains(where: { $0.name == arguments[2] }):
-            // `swarmdeckd help deploy`: the tool's own help.
-            try await tools.first { $0.name == arguments[2] }!.run(["--help"])
+            // `swarmdeckd help deploy write`: the tool's own help (of its subcommand).
+            try await tools.first { $0.name == arguments[2] }!.run(Array(arguments.dropFirst(3)) + ["--help"])
         case "--help", "-h", "help":
             print(usage, terminator: "")
         case let name? where tools.contains(where: { $0.name == name }):
@@ -90,7 +93,16 @@ extension SwarmdeckService {
     /// The service as a Hummingbird application, built from `reader`: what ``ServiceMain``
     /// runs, and what tests run in process.
     public static func application(reader: ConfigReader) async throws -> some ApplicationProtocol {
-        let (common, settings) = try Self.settings(reader: reader)
+        try await Self.application(reader: reader, settings: try Self.settings(reader: reader))
+    }
+
+    /// The service as a Hummingbird application, from `reader` and the settings already read
+    /// from it (``settings(reader:)``).
+    static func application(
+        reader: ConfigReader,
+        settings read: (common: ServiceKitSettings, own: Settings)
+    ) async throws -> some ApplicationProtocol {
+        let (common, settings) = read
         var logger = Logger(label: Self.name)
         logger.logLevel = common.logLevel
         let migrator = try Migrator(schema: settings.schema, migrations: Self.migrations)
