@@ -221,4 +221,35 @@ struct SettingTests {
         #expect(ConfigurationDocs.rewritten("no markers", keys: []) == nil)
         #expect(ConfigurationDocs.rewritten(page + ConfigurationDocs.end + "\n", keys: []) == nil)
     }
+
+    @Test("a refusal says what is wrong when the format knows, never the secret; a secret setting prints without its value")
+    func reasonsAndRedaction() async throws {
+        let unreadable = try await ServiceConfiguration.reader(arguments: ["example"], environment: ["EXAMPLE_KEY_FILE": "/nonexistent/key.pem"])
+        let missingFile = try #require(throws: ServiceKitError.self) { try ExampleSettings(reader: unreadable) }
+        #expect(
+            missingFile.message.contains("'example.key-file'") && missingFile.message.contains("is not a readable file ("),
+            "\(missingFile.message)"
+        )
+
+        let noUser = try await ServiceConfiguration.reader(
+            arguments: ["example"],
+            environment: [
+                "POSTGRES_URL": "postgres://:hunter2@db:5432/swarmdeck", "NATS_URL": "nats://127.0.0.1:4222",
+                "AUTH_JWT_PUBLIC_KEY_FILE": Self.keyFile,
+            ]
+        )
+        let badURL = try #require(throws: ServiceKitError.self) { try ServiceKitSettings(reader: noUser) }
+        #expect(badURL.message.contains("user and database are required") && !badURL.message.contains("hunter2"), "\(badURL.message)")
+
+        let reader = try await ServiceConfiguration.reader(arguments: ["example"], environment: ["EXAMPLE_KEY_FILE": Self.keyFile])
+        let settings = try ExampleSettings(reader: reader)
+        var dumped = ""
+        dump(settings, to: &dumped)
+        let printed = [String(describing: settings), String(reflecting: settings), dumped]
+        let secret = try String(contentsOfFile: Self.keyFile, encoding: .utf8)
+        for text in printed {
+            #expect(!text.contains(secret) && text.contains("<secret>"), "\(text)")
+            #expect(text.contains("example.share"))
+        }
+    }
 }

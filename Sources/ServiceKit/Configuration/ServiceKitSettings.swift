@@ -123,6 +123,15 @@ extension SettingFormat where Value == String {
             parse: { (try? PostgresClient.Configuration(url: $0)) == nil ? nil : $0 },
             render: { $0 }
         )
+        // What is wrong, never the URL (it holds the password).
+        .explained { text in
+            do throws(ServiceKitError) {
+                _ = try PostgresClient.Configuration(url: text)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
     }
 
 }

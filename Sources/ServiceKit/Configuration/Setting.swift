@@ -18,7 +18,7 @@
 public struct Setting<Value: Sendable>: Sendable {
     /// The key, its group's prefix included.
     public let key: SettingKey
-    private var value: Value?
+    var value: Value?
 
     /// The value read (or the default, outside ``SettingsGroup/init(reader:)``).
     public var wrappedValue: Value {

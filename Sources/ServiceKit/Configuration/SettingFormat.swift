@@ -12,17 +12,33 @@ public struct SettingFormat<Value: Sendable>: Sendable {
     /// The value of a key that is absent and has no default, when absence is allowed; `nil`
     /// makes such a key missing (an error).
     let absentValue: Value?
+    /// Why a text it refuses is wrong, beyond ``expected``, for the message (never the text
+    /// itself: a secret's value must not reach it); nil when there is nothing more to say.
+    let reason: @Sendable (String) -> String?
 
     /// A format that parses with `parse` (nil: malformed) and renders with `render`.
     public init(expected: String, parse: @escaping @Sendable (String) -> Value?, render: @escaping @Sendable (Value) -> String) {
         self.init(expected: expected, parse: parse, render: render, absentValue: nil)
     }
 
-    init(expected: String, parse: @escaping @Sendable (String) -> Value?, render: @escaping @Sendable (Value) -> String, absentValue: Value?) {
+    init(
+        expected: String,
+        parse: @escaping @Sendable (String) -> Value?,
+        render: @escaping @Sendable (Value) -> String,
+        absentValue: Value?,
+        reason: @escaping @Sendable (String) -> String? = { _ in nil }
+    ) {
         self.expected = expected
         self.parse = parse
         self.render = render
         self.absentValue = absentValue
+        self.reason = reason
+    }
+
+    /// This format, its refusals explained by `reason` (what is wrong with the text; never the
+    /// text itself).
+    public func explained(by reason: @escaping @Sendable (String) -> String?) -> Self {
+        Self(expected: self.expected, parse: self.parse, render: self.render, absentValue: self.absentValue, reason: reason)
     }
 
     /// Whether a key of this format may be absent without a default.
@@ -39,7 +55,8 @@ public struct SettingFormat<Value: Sendable>: Sendable {
             expected: expected,
             parse: { text in parse(text).flatMap { check($0) ? $0 : nil } },
             render: self.render,
-            absentValue: self.absentValue
+            absentValue: self.absentValue,
+            reason: self.reason
         )
     }
 
@@ -54,7 +71,8 @@ public struct SettingFormat<Value: Sendable>: Sendable {
                 return wrapped.parse(text).map { .some($0) }
             },
             render: { value in value.map(wrapped.render) ?? "" },
-            absentValue: .some(nil)
+            absentValue: .some(nil),
+            reason: wrapped.reason
         )
     }
 }
@@ -133,6 +151,14 @@ extension SettingFormat where Value == String {
     /// The path of a readable text file; the value is the file's content (read at start).
     public static var fileContents: Self {
         Self(expected: "a readable file", parse: { try? String(contentsOfFile: $0, encoding: .utf8) }, render: { $0 })
+            .explained { path in
+                do {
+                    _ = try String(contentsOfFile: path, encoding: .utf8)
+                    return nil
+                } catch {
+                    return error.localizedDescription
+                }
+            }
     }
 }
 

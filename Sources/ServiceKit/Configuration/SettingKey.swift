@@ -55,11 +55,13 @@ public struct SettingKey: Sendable, Hashable, CustomStringConvertible {
 extension ConfigReader {
     /// The key's value parsed by `parse`, or its default.
     /// - Throws: ``ServiceKitError/Code/configuration`` naming the key when it is missing and
-    ///   has no default, or when `parse` rejects the value (with `expected` in the message).
+    ///   has no default, or when `parse` rejects the value (with `expected` in the message,
+    ///   and what `reason` says is wrong with it).
     public func setting<Value>(
         _ key: SettingKey,
         expected: String,
-        parse: (String) -> Value?
+        parse: (String) -> Value?,
+        reason: (String) -> String? = { _ in nil }
     ) throws(ServiceKitError) -> Value {
         let configured = self.string(forKey: key.configKey, isSecret: key.isSecret)
         guard let text = configured ?? key.defaultValue else {
@@ -67,7 +69,8 @@ extension ConfigReader {
         }
         guard let value = parse(text.trimmingWhitespace) else {
             let shown = key.isSecret ? "<secret>" : "'\(text)'"
-            throw ServiceKitError(.configuration, "malformed configuration key \(key): \(shown) is not \(expected)")
+            let why = reason(text.trimmingWhitespace).map { " (\($0))" } ?? ""
+            throw ServiceKitError(.configuration, "malformed configuration key \(key): \(shown) is not \(expected)\(why)")
         }
         return value
     }

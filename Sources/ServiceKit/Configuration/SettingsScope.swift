@@ -70,6 +70,6 @@ extension ConfigReader {
         if let absent = format.absentValue, key.defaultValue == nil, self.string(forKey: key.configKey, isSecret: key.isSecret) == nil {
             return absent
         }
-        return try self.setting(key, expected: format.expected, parse: format.parse)
+        return try self.setting(key, expected: format.expected, parse: format.parse, reason: format.reason)
     }
 }
