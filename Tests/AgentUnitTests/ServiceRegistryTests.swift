@@ -102,6 +102,25 @@ struct ServiceRegistryTests {
         #expect(!Self.covers("sd.revoked.*", "sd.revoked.t.x") && !Self.covers("sd.>", "sd") && !Self.covers("sd.ev", "sd.ev.t"))
     }
 
+    @Test("each service's block in docker-compose.yml mounts its own Postgres and NATS credentials and no other service's")
+    func composeCredentials() throws {
+        let lines = try Self.text("docker-compose.yml").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for service in ServiceRegistry.all {
+            // The block: from `  <name>:` to the next line indented two spaces or less.
+            let start = try #require(lines.firstIndex(of: "  \(service.name):"), "\(service.name) has no block")
+            let block = lines[(start + 1)...].prefix { $0.isEmpty || $0.hasPrefix("   ") }
+            let credentials = block.compactMap { line -> String? in
+                guard let range = line.range(of: "- source: ") else { return nil }
+                let source = String(line[range.upperBound...])
+                return source.hasSuffix("_postgres_url") || source.hasSuffix("_nats_url") ? source : nil
+            }
+            #expect(
+                credentials.sorted() == ["\(service.postgresRole)_nats_url", "\(service.postgresRole)_postgres_url"],
+                "\(service.name): \(credentials)"
+            )
+        }
+    }
+
     @Test("the names are unique, no service is named as a command of swarmdeckd, and the default ports are unique")
     func unique() {
         let commands = Set(["list", "help", "--help", "-h"] + SwarmdeckdTools.all.map(\.name))
