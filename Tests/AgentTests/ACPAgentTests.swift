@@ -45,7 +45,7 @@ struct ACPAgentTests {
         guard let python = ProcessInfo.processInfo.environment["SWARMDECK_PYTHON"] else {
             throw HarnessError(message: "SWARMDECK_PYTHON is not set: run the tests with ./scripts/test (it installs agent-client-protocol)")
         }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let script = TestEnvironment.repositoryRoot
             .appendingPathComponent("deploy/local/acp-agent").path
         return try RealAgent.launch(
             services,

@@ -1,11 +1,12 @@
 import Foundation
 import ServiceKit
 import SwarmdeckServices
+import TestSupport
 import Testing
 
 @Suite("The docs' configuration tables are the declarations")
 struct ConfigurationDocsTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = TestEnvironment.repositoryRoot
 
     @Test(
         "README.md and each service's page show the keys the code declares (swarmdeckd config docs writes them)",

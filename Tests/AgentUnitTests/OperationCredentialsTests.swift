@@ -64,7 +64,7 @@ struct OperationCredentialsTests {
 
     @Test("the list above is every document scripts/generate-openapi generates a contract from")
     func everyDocument() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = TestEnvironment.repositoryRoot
         let script = try String(contentsOf: root.appendingPathComponent("scripts/generate-openapi"), encoding: .utf8)
         // Its targets: lines `  [control-api]=ControlAPIContract`.
         let generated = script.split(separator: "\n").compactMap { line -> String? in

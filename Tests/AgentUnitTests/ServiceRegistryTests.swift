@@ -7,7 +7,7 @@ import Testing
 
 @Suite("The registry of services is what deployment runs")
 struct ServiceRegistryTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = TestEnvironment.repositoryRoot
 
     static func text(_ path: String) throws -> String {
         try String(contentsOf: Self.root.appendingPathComponent(path), encoding: .utf8)

@@ -86,7 +86,7 @@ struct ConfigurationTests {
             "CONFIG_SECRETS_DIR": directory.path, "NATS_URL": "nats://env:4222", "AUTH_JWT_PUBLIC_KEY_FILE": Self.keyFile,
         ])
         let settings = try ServiceKitSettings(reader: reader)
-        let postgres = try settings.postgresConfiguration()
+        let postgres = settings.postgresConfiguration()
         #expect(postgres.username == "ingest")
         #expect(postgres.password == "s3cret")
         #expect(settings.natsConfiguration(name: "t").servers == ["nats://env:4222"])

@@ -1,9 +1,14 @@
-import Foundation
+public import Foundation
 public import ServiceKit
 
 /// The real infrastructure the live tests run against, started by `scripts/test`
 /// (`scripts/with-infra`). A live test without it fails with a message saying so.
 public enum TestEnvironment {
+    /// The repository's root (this file is `Tests/TestSupport/TestEnvironment.swift`): for
+    /// tests that read its committed files.
+    public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
     public static var natsURL: String {
         get throws { try self.value("SWARMDECK_TEST_NATS_URL") }
     }

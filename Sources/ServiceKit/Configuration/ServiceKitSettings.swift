@@ -20,14 +20,14 @@ public struct ServiceKitSettings: SettingsGroup {
     /// The NATS servers.
     @Setting("nats.url", "NATS server URLs, comma-separated, e.g. nats://127.0.0.1:4222 (a user's password may be in them)", secret: true, .natsURLs)
     public var natsServers: [String]
-    /// The Postgres connection URL.
+    /// The Postgres connection, from its URL (parsed once, here).
     @Setting(
         "postgres.url",
         "the Postgres connection URL, e.g. postgres://user:password@127.0.0.1:5432/swarmdeck",
         secret: true,
         .postgresURL
     )
-    public var postgresURL: String
+    public var postgres: PostgresClient.Configuration
     /// The size of the connection pool.
     @Setting("postgres.max-connections", "the size of the connection pool", default: 10, in: 1...500)
     public var postgresMaxConnections: Int
@@ -64,13 +64,19 @@ public struct ServiceKitSettings: SettingsGroup {
     }
 
     /// `postgres.url` and `postgres.max-connections` as a client configuration.
-    public func postgresConfiguration() throws(ServiceKitError) -> PostgresClient.Configuration {
-        try PostgresClient.Configuration(url: self.postgresURL, maxConnections: self.postgresMaxConnections)
+    public func postgresConfiguration() -> PostgresClient.Configuration {
+        self.postgres(connections: self.postgresMaxConnections)
     }
 
     /// `postgres.url` and `postgres.credential-connections`: the pool credential checks use.
-    public func credentialPostgresConfiguration() throws(ServiceKitError) -> PostgresClient.Configuration {
-        try PostgresClient.Configuration(url: self.postgresURL, maxConnections: self.postgresCredentialConnections)
+    public func credentialPostgresConfiguration() -> PostgresClient.Configuration {
+        self.postgres(connections: self.postgresCredentialConnections)
+    }
+
+    private func postgres(connections: Int) -> PostgresClient.Configuration {
+        var configuration = self.postgres
+        configuration.options.maximumConnections = connections
+        return configuration
     }
 
     /// `http.host` and `http.port` as the server's address; `defaultPort` when the port is unset.
@@ -115,25 +121,20 @@ extension SettingFormat where Value == [String] {
     }
 }
 
-extension SettingFormat where Value == String {
-    /// A Postgres URL that ``PostgresNIO/PostgresClient/Configuration/init(url:maxConnections:)`` takes.
+extension SettingFormat where Value == PostgresClient.Configuration {
+    /// A Postgres URL, as ``PostgresNIO/PostgresClient/Configuration/init(url:maxConnections:)``
+    /// reads it.
     static var postgresURL: Self {
         Self(
             expected: "a postgres://user:password@host:port/database URL (sslmode disable or require)",
-            parse: { (try? PostgresClient.Configuration(url: $0)) == nil ? nil : $0 },
-            render: { $0 }
+            // What is wrong, never the URL (it holds the password).
+            interpret: { text in
+                Result { () throws(ServiceKitError) in try PostgresClient.Configuration(url: text) }.mapError { SettingRefusal($0.message) }
+            },
+            // Without its password (the key has no default to render; this is for descriptions).
+            render: { "postgres://\($0.username)@\($0.host ?? $0.unixSocketPath ?? "")/\($0.database ?? "")" }
         )
-        // What is wrong, never the URL (it holds the password).
-        .explained { text in
-            do throws(ServiceKitError) {
-                _ = try PostgresClient.Configuration(url: text)
-                return nil
-            } catch {
-                return error.message
-            }
-        }
     }
-
 }
 
 extension SettingFormat {

@@ -7,38 +7,39 @@ import Foundation
 public struct SettingFormat<Value: Sendable>: Sendable {
     /// What a value must be, for error messages and the docs: "an integer in 1...100".
     public let expected: String
-    let parse: @Sendable (String) -> Value?
+    /// The text's value, or why it is refused (never the text itself: a secret's value must
+    /// not reach the message).
+    let interpret: @Sendable (String) -> Result<Value, SettingRefusal>
     let render: @Sendable (Value) -> String
     /// The value of a key that is absent and has no default, when absence is allowed; `nil`
     /// makes such a key missing (an error).
     let absentValue: Value?
-    /// Why a text it refuses is wrong, beyond ``expected``, for the message (never the text
-    /// itself: a secret's value must not reach it); nil when there is nothing more to say.
-    let reason: @Sendable (String) -> String?
 
     /// A format that parses with `parse` (nil: malformed) and renders with `render`.
     public init(expected: String, parse: @escaping @Sendable (String) -> Value?, render: @escaping @Sendable (Value) -> String) {
-        self.init(expected: expected, parse: parse, render: render, absentValue: nil)
+        self.init(expected: expected, interpret: { parse($0).map { .success($0) } ?? .failure(SettingRefusal()) }, render: render)
+    }
+
+    /// A format that interprets a text as its value or says why it refuses it (what is wrong,
+    /// beyond ``expected``; never the text), and renders with `render`.
+    public init(
+        expected: String,
+        interpret: @escaping @Sendable (String) -> Result<Value, SettingRefusal>,
+        render: @escaping @Sendable (Value) -> String
+    ) {
+        self.init(expected: expected, interpret: interpret, render: render, absentValue: nil)
     }
 
     init(
         expected: String,
-        parse: @escaping @Sendable (String) -> Value?,
+        interpret: @escaping @Sendable (String) -> Result<Value, SettingRefusal>,
         render: @escaping @Sendable (Value) -> String,
-        absentValue: Value?,
-        reason: @escaping @Sendable (String) -> String? = { _ in nil }
+        absentValue: Value?
     ) {
         self.expected = expected
-        self.parse = parse
+        self.interpret = interpret
         self.render = render
         self.absentValue = absentValue
-        self.reason = reason
-    }
-
-    /// This format, its refusals explained by `reason` (what is wrong with the text; never the
-    /// text itself).
-    public func explained(by reason: @escaping @Sendable (String) -> String?) -> Self {
-        Self(expected: self.expected, parse: self.parse, render: self.render, absentValue: self.absentValue, reason: reason)
     }
 
     /// Whether a key of this format may be absent without a default.
@@ -50,13 +51,14 @@ public struct SettingFormat<Value: Sendable>: Sendable {
     /// This format's values passed through `check`: nil refuses the value, and `expected`
     /// says what is wanted instead.
     public func checked(_ expected: String, _ check: @escaping @Sendable (Value) -> Bool) -> Self {
-        let parse = self.parse
+        let interpret = self.interpret
         return Self(
             expected: expected,
-            parse: { text in parse(text).flatMap { check($0) ? $0 : nil } },
+            interpret: { text in
+                interpret(text).flatMap { check($0) ? .success($0) : .failure(SettingRefusal()) }
+            },
             render: self.render,
-            absentValue: self.absentValue,
-            reason: self.reason
+            absentValue: self.absentValue
         )
     }
 
@@ -66,14 +68,23 @@ public struct SettingFormat<Value: Sendable>: Sendable {
     where Value == Wrapped? {
         Self(
             expected: emptyIsAbsent ? "\(wrapped.expected), or empty" : wrapped.expected,
-            parse: { text in
-                if emptyIsAbsent && text.isEmpty { return .some(nil) }
-                return wrapped.parse(text).map { .some($0) }
+            interpret: { text in
+                if emptyIsAbsent && text.isEmpty { return .success(nil) }
+                return wrapped.interpret(text).map { .some($0) }
             },
             render: { value in value.map(wrapped.render) ?? "" },
-            absentValue: .some(nil),
-            reason: wrapped.reason
+            absentValue: .some(nil)
         )
+    }
+}
+
+/// Why a setting's text was refused: `reason` says what is wrong beyond the format's
+/// `expected` (never the text), or nil when there is nothing more to say.
+public struct SettingRefusal: Error {
+    public var reason: String?
+
+    public init(_ reason: String? = nil) {
+        self.reason = reason
     }
 }
 
@@ -150,15 +161,14 @@ extension SettingFormat where Value == String {
 
     /// The path of a readable text file; the value is the file's content (read at start).
     public static var fileContents: Self {
-        Self(expected: "a readable file", parse: { try? String(contentsOfFile: $0, encoding: .utf8) }, render: { $0 })
-            .explained { path in
-                do {
-                    _ = try String(contentsOfFile: path, encoding: .utf8)
-                    return nil
-                } catch {
-                    return error.localizedDescription
-                }
-            }
+        Self(
+            expected: "a readable file",
+            interpret: { path in
+                // The OS's reason when it cannot be read (the path is not a secret; the content may be).
+                Result { try String(contentsOfFile: path, encoding: .utf8) }.mapError { SettingRefusal($0.localizedDescription) }
+            },
+            render: { $0 }
+        )
     }
 }
 

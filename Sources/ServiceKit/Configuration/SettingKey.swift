@@ -1,4 +1,4 @@
-public import Configuration
+import Configuration
 
 /// One documented configuration key.
 ///
@@ -50,30 +50,6 @@ public struct SettingKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     var configKey: ConfigKey { ConfigKey(self.name) }
-}
-
-extension ConfigReader {
-    /// The key's value parsed by `parse`, or its default.
-    /// - Throws: ``ServiceKitError/Code/configuration`` naming the key when it is missing and
-    ///   has no default, or when `parse` rejects the value (with `expected` in the message,
-    ///   and what `reason` says is wrong with it).
-    public func setting<Value>(
-        _ key: SettingKey,
-        expected: String,
-        parse: (String) -> Value?,
-        reason: (String) -> String? = { _ in nil }
-    ) throws(ServiceKitError) -> Value {
-        let configured = self.string(forKey: key.configKey, isSecret: key.isSecret)
-        guard let text = configured ?? key.defaultValue else {
-            throw ServiceKitError(.configuration, "missing configuration key \(key): \(key.summary)")
-        }
-        guard let value = parse(text.trimmingWhitespace) else {
-            let shown = key.isSecret ? "<secret>" : "'\(text)'"
-            let why = reason(text.trimmingWhitespace).map { " (\($0))" } ?? ""
-            throw ServiceKitError(.configuration, "malformed configuration key \(key): \(shown) is not \(expected)\(why)")
-        }
-        return value
-    }
 }
 
 extension SettingKey {

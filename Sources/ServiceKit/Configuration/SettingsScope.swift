@@ -65,11 +65,23 @@ struct SettingsScope: Sendable {
 extension ConfigReader {
     /// The key's value in `format`, or its default (or `format`'s absence when it allows one).
     /// - Throws: ``ServiceKitError/Code/configuration`` naming the key when it is missing or
-    ///   malformed.
+    ///   malformed (with what the format expects and why it refused the text; a secret's
+    ///   value never).
     public func setting<Value>(_ key: SettingKey, _ format: SettingFormat<Value>) throws(ServiceKitError) -> Value {
         if let absent = format.absentValue, key.defaultValue == nil, self.string(forKey: key.configKey, isSecret: key.isSecret) == nil {
             return absent
         }
-        return try self.setting(key, expected: format.expected, parse: format.parse, reason: format.reason)
+        let configured = self.string(forKey: key.configKey, isSecret: key.isSecret)
+        guard let text = configured ?? key.defaultValue else {
+            throw ServiceKitError(.configuration, "missing configuration key \(key): \(key.summary)")
+        }
+        switch format.interpret(text.trimmingWhitespace) {
+        case .success(let value):
+            return value
+        case .failure(let refusal):
+            let shown = key.isSecret ? "<secret>" : "'\(text)'"
+            let why = refusal.reason.map { " (\($0))" } ?? ""
+            throw ServiceKitError(.configuration, "malformed configuration key \(key): \(shown) is not \(format.expected)\(why)")
+        }
     }
 }

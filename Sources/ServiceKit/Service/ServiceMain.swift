@@ -45,20 +45,22 @@ public enum ServiceMain {
         let usage =
             "usage: \(program) (\(names.joined(separator: " | "))) [--key value…]\n       \(program) list\n"
             + tools.map { "       \(program) \($0.name) …    \($0.summary)\n" }.joined()
-        switch arguments.dropFirst().first {
-        case "list":
+        let first = arguments.dropFirst().first
+        // A tool, named first or after `help` (`swarmdeckd help deploy write`: its help).
+        let helping = first == "help"
+        if let tool = tools.first(where: { $0.name == (helping ? arguments.dropFirst(2).first : first) }) {
+            let rest = Array(arguments.dropFirst(helping ? 3 : 2))
+            try await tool.run(helping ? rest + ["--help"] : rest)
+            return
+        }
+        switch (first, services.first { $0.name == first }) {
+        case ("list", _):
             for service in services { print("\(service.name) \(service.defaultPort)") }
-        case "help" where arguments.count > 2 && tools.contains(where: { $0.name == arguments[2] }):
-            // `swarmdeckd help deploy write`: the tool's own help (of its subcommand).
-            try await tools.first { $0.name == arguments[2] }!.run(Array(arguments.dropFirst(3)) + ["--help"])
-        case "--help", "-h", "help":
+        case ("--help", _), ("-h", _), ("help", _):
             print(usage, terminator: "")
-        case let name? where tools.contains(where: { $0.name == name }):
-            try await tools.first { $0.name == name }!.run(Array(arguments.dropFirst(2)))
-        case let name? where names.contains(name) && arguments.dropFirst(2).contains(where: { $0 == "--help" || $0 == "-h" }):
+        case (let name?, _?) where arguments.dropFirst(2).contains(where: { $0 == "--help" || $0 == "-h" }):
             print("\(usage)the keys of \(name), with their flags: \(program) config keys --service \(name)")
-        case let name? where names.contains(name):
-            let service = services[names.firstIndex(of: name)!]
+        case (let name?, let service?):
             do {
                 // The service's flags follow its name; the configuration reads them as a command line of their own.
                 try await Self.run(service, arguments: [arguments.first ?? program] + arguments.dropFirst(2))
@@ -66,7 +68,7 @@ public enum ServiceMain {
                 FileHandle.standardError.write(Data("\(program) \(name): \(error.message)\n".utf8))
                 exit(78)
             }
-        case let other:
+        case (let other, _):
             let problem = other.map { "unknown service '\($0)'" } ?? "no service named"
             FileHandle.standardError.write(Data("\(program): \(problem)\n\(usage)".utf8))
             exit(64)
@@ -110,10 +112,10 @@ extension SwarmdeckService {
         // Named in pg_stat_activity after the service and the schema it owns.
         var session = Self.postgresSession(settings)
         session.applicationName = session.applicationName ?? "\(Self.name)/\(settings.schema)"
-        var postgresConfiguration = try common.postgresConfiguration()
+        var postgresConfiguration = common.postgresConfiguration()
         session.apply(to: &postgresConfiguration)
         let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
-        var credentialConfiguration = try common.credentialPostgresConfiguration()
+        var credentialConfiguration = common.credentialPostgresConfiguration()
         session.apply(to: &credentialConfiguration)
         let credentialPostgres = PostgresClient(configuration: credentialConfiguration, backgroundLogger: logger)
         let nats = try await NATSConnection.connect(common.natsConfiguration(name: Self.name, sendAsap: Self.natsSendAsap))
