@@ -58,7 +58,8 @@ let services: [(target: String, dependencies: [Target.Dependency], exclude: [Str
     (
         "ControlAPI",
         [
-            "ControlAPIContract", "EventLog", asyncHTTPClient, crypto, jwtKit, openAPIHummingbird, openAPIRuntime, serviceLifecycle,
+            "AgentChannelContract", "ControlAPIContract", "EventLog", asyncHTTPClient, crypto, jwtKit, openAPIHummingbird, openAPIRuntime,
+            serviceLifecycle,
             swiftProtobuf,
         ],
         []
@@ -154,7 +155,8 @@ let splitTestTargets: [Target] = [
     testTargets(
         "Agent",
         dependencies: [
-            "AnthropicLocal", "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "ControlAPIContract", "HealthMonitor",
+            "AgentChannelContract", "AnthropicLocal", "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "ControlAPIContract",
+            "HealthMonitor",
             "HealthMonitorContract", "Ingest", "NotifierContract", "OTLP", "PipelineRunnerContract", "ServiceKit", "StreamTestSupport",
             "TelemetryRelay", "TerminalBroker", "TerminalBrokerContract", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting,
             logging, nioCore, postgresNIO, swiftProtobuf, "StreamFanout", "SwarmdeckServices", "SwarmdeckTools",
@@ -309,6 +311,14 @@ let package = Package(
         // control-api's contract: the types, server protocol and client generated from
         // openapi/control-api.yaml (scripts/generate-openapi), for the service and its clients.
         .target(name: "ControlAPIContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
+        // The agents' channel (control-api serves it; the connector calls it), generated from
+        // openapi/agent-channel.yaml the same way.
+        .target(
+            name: "AgentChannelContract",
+            dependencies: [openAPIRuntime],
+            exclude: ["Generated/README.md"],
+            swiftSettings: generatedSwiftSettings
+        ),
         // approvals' contract, generated from openapi/approvals.yaml the same way.
         .target(name: "ApprovalsContract", dependencies: [openAPIRuntime], exclude: ["Generated/README.md"], swiftSettings: generatedSwiftSettings),
         // health-monitor's contract, generated from openapi/health-monitor.yaml the same way.
@@ -331,7 +341,8 @@ let package = Package(
         .target(
             name: "SwarmdeckTools",
             dependencies: [
-                "ApprovalsContract", "ControlAPIContract", "OTLP", "ServiceKit", argumentParser, asyncHTTPClient, httpTypes, hummingbirdWSClient,
+                "AgentChannelContract", "ApprovalsContract", "ControlAPIContract", "OTLP", "ServiceKit", argumentParser, asyncHTTPClient,
+                httpTypes, hummingbirdWSClient,
                 nioCore, nioHTTP1, nioSSL, openAPIAsyncHTTPClient,
                 openAPIRuntime, swiftProtobuf,
             ],
@@ -370,7 +381,8 @@ let package = Package(
             name: "swarmdeck",
             dependencies: [
                 // The operator's tools and the connector: no service's library (swarmdeckd runs those).
-                "ApprovalsContract", "CProcessControl", "Contracts", "ControlAPIContract", "OTLP", "ServiceKit", "TelemetryRelay",
+                "AgentChannelContract", "ApprovalsContract", "CProcessControl", "Contracts", "ControlAPIContract", "OTLP", "ServiceKit",
+                "TelemetryRelay",
                 "SwarmdeckTools", argumentParser, asyncHTTPClient, hummingbirdWSClient, mcp, nioCore, nioPosix,
                 nioSSL,
                 openAPIAsyncHTTPClient,

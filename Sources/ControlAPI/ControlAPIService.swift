@@ -1,3 +1,4 @@
+import AgentChannelContract
 public import Contracts
 import ControlAPIContract
 import EventLog
@@ -33,11 +34,16 @@ public enum ControlAPIService: SwarmdeckService {
             allowResponses: true
         )
     }
+    /// Where the agents' channel's document (openapi/agent-channel.yaml) is served, under its
+    /// operations' prefix so the edge routes it here.
+    public static let agentChannelDocumentPath = "v1/agent/openapi.yaml"
+
     /// Commands are latency-sensitive: each publish is flushed at once (notes on nats.c).
     public static let natsSendAsap = true
 
     /// The token signer, the fleet index and its feed, the command bus (its stream prepared
-    /// before the server starts) and dispatcher, the services' acknowledgements, and the operations of openapi/control-api.yaml.
+    /// before the server starts) and dispatcher, the services' acknowledgements, and the operations of its two documents:
+    /// the operators' (openapi/control-api.yaml) and the agents' channel (openapi/agent-channel.yaml).
     public static func assemble(_ assembly: ServiceAssembly<ControlSettings>) async throws -> ServiceParts {
         let settings = assembly.settings
         let logger = assembly.logger
@@ -67,48 +73,72 @@ public enum ControlAPIService: SwarmdeckService {
             OIDCSignIn(settings: oidc, provider: OIDCProvider(settings: oidc, logger: logger), logins: OIDCLogins(client: postgres, logger: logger))
         }
         let revocations = RevocationBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, retention: .seconds(86_400))
-        let handler = ControlAPIHandler(
-            settings: settings,
-            signer: signer,
-            ingestKeys: IngestKeyVerifier(
-                client: assembly.credentialPostgres,
-                schema: settings.ingestSchema,
-                logger: logger,
-                cacheLifetime: .seconds(min(30, settings.agentSessionCheckSeconds)),
-                lookupTimeout: .seconds(5)
-            ),
-            devices: DeviceAuthority(
-                client: postgres,
+        let views = FleetViews(offlineAfter: TimeInterval(settings.offlineSeconds), webBaseURL: settings.webBaseURL)
+        let operators = ControlAPIHandler(
+            auth: AuthHandler(
                 signer: signer,
-                accessLifetime: .seconds(settings.accessTokenSeconds),
-                refreshLifetime: .seconds(settings.refreshTokenDays * 86_400),
-                familyLifetime: .seconds(settings.signInDays * 86_400),
+                devices: DeviceAuthority(
+                    client: postgres,
+                    signer: signer,
+                    accessLifetime: .seconds(settings.accessTokenSeconds),
+                    refreshLifetime: .seconds(settings.refreshTokenDays * 86_400),
+                    familyLifetime: .seconds(settings.signInDays * 86_400),
+                    logger: logger
+                ),
+                oidc: oidc,
+                revocations: revocations,
+                authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute),
                 logger: logger
             ),
-            oidc: oidc,
+            fleet: FleetHandler(
+                fleet: fleet,
+                eventLog: eventLog,
+                store: store,
+                health: HealthSummaries(connection: assembly.nats, subjects: assembly.subjects, logger: logger),
+                views: views
+            ),
+            controls: ControlsHandler(
+                settings: settings,
+                fleet: fleet,
+                store: store,
+                bus: bus,
+                views: views,
+                limiter: KeyedTokenBuckets(perMinute: settings.controlsPerMinute),
+                tenantLimiter: KeyedTokenBuckets(perMinute: settings.controlsPerTenantPerMinute)
+            )
+        )
+        let ingestKeys = IngestKeyVerifier(
+            client: assembly.credentialPostgres,
+            schema: settings.ingestSchema,
+            logger: logger,
+            cacheLifetime: .seconds(min(30, settings.agentSessionCheckSeconds)),
+            lookupTimeout: .seconds(5)
+        )
+        let agents = AgentChannelHandler(
+            settings: settings,
+            signer: signer,
+            ingestKeys: ingestKeys,
             revocations: revocations,
-            fleet: fleet,
-            eventLog: eventLog,
             store: store,
             bus: bus,
-            health: HealthSummaries(connection: assembly.nats, subjects: assembly.subjects, logger: logger),
-            limiter: KeyedTokenBuckets(perMinute: settings.controlsPerMinute),
-            tenantLimiter: KeyedTokenBuckets(perMinute: settings.controlsPerTenantPerMinute),
-            authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute),
             sessionsSeen: SessionTouches(interval: .seconds(settings.agentSessionCheckSeconds)),
             sessionOpens: KeyedTokenBuckets(perMinute: settings.agentSessionsPerMinute),
             logger: logger
         )
 
+        // Two documents, one credential table: their operation ids are distinct (a repeat traps here).
+        let security = Dictionary(
+            uniqueKeysWithValues: Array(ControlAPIContract.operationSecurity) + Array(AgentChannelContract.operationSecurity)
+        )
         try assembly.router.addOpenAPIOperations(
-            document: openAPIDocument,
+            document: ControlAPIContract.openAPIDocument,
+            otherDocuments: [Self.agentChannelDocumentPath: AgentChannelContract.openAPIDocument],
             trustedProxies: settings.trustedProxies,
-            authentication: OperationAuthenticationMiddleware(
-                security: operationSecurity,
-                verifier: assembly.verifier,
-                agentKeys: handler.ingestKeys
-            )
-        ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
+            authentication: OperationAuthenticationMiddleware(security: security, verifier: assembly.verifier, agentKeys: ingestKeys)
+        ) { middlewares in
+            try operators.registerHandlers(on: assembly.router, middlewares: middlewares)
+            try agents.registerHandlers(on: assembly.router, middlewares: middlewares)
+        }
 
         return ServiceParts(
             services: [feed, dispatcher, ServiceAckIntake(store: store, connection: assembly.nats, subjects: assembly.subjects, logger: logger)]

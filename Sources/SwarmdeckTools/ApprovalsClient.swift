@@ -9,13 +9,13 @@ extension Client {
     /// edge, sending `Authorization: Bearer <credential>` (an access token, or an agent session
     /// token for `openGate`).
     public static func approvals(url: String, credential: String, httpClient: HTTPClient, timeout: Duration = .seconds(15)) throws -> Client {
-        let (serverURL, transport, middlewares) = try OpenAPIClientParts.make(
+        try OpenAPIClientParts.client(
+            { Client(serverURL: $0, transport: $1, middlewares: $2) },
             url: url,
             credential: credential,
             httpClient: httpClient,
             timeout: timeout
         )
-        return Client(serverURL: serverURL, transport: transport, middlewares: middlewares)
     }
 }
 

@@ -7,24 +7,36 @@ import OpenAPIAsyncHTTPClient
 import OpenAPIRuntime
 
 extension Client {
-    /// A control-api client (generated from openapi/control-api.yaml) at `url`, the service or
-    /// the edge, sending `Authorization: Bearer <credential>` (an access token or, for the agent
-    /// operations, an ingest key) on every request.
+    /// A client of control-api's operators' document (generated from openapi/control-api.yaml)
+    /// at `url`, the service or the edge, sending `Authorization: Bearer <credential>` (an
+    /// access token) on every request. The agents' channel has its own (``agentChannel(url:credential:httpClient:timeout:)``).
     /// - Parameter timeout: for a whole request; a long poll needs more than its wait.
     public static func controlAPI(url: String, credential: String, httpClient: HTTPClient, timeout: Duration = .seconds(40)) throws -> Client {
-        let (serverURL, transport, middlewares) = try OpenAPIClientParts.make(
+        try OpenAPIClientParts.client(
+            { Client(serverURL: $0, transport: $1, middlewares: $2) },
             url: url,
             credential: credential,
             httpClient: httpClient,
             timeout: timeout
         )
-        return Client(serverURL: serverURL, transport: transport, middlewares: middlewares)
     }
 }
 
 /// What every generated client of ours is built from: the server URL, the AsyncHTTPClient
 /// transport with a whole-request timeout, and the bearer credential.
 enum OpenAPIClientParts {
+    /// A generated `Client` (given as its initializer) from these parts.
+    static func client<C>(
+        _ make: (URL, any ClientTransport, [any ClientMiddleware]) -> C,
+        url: String,
+        credential: String,
+        httpClient: HTTPClient,
+        timeout: Duration
+    ) throws -> C {
+        let (serverURL, transport, middlewares) = try Self.make(url: url, credential: credential, httpClient: httpClient, timeout: timeout)
+        return make(serverURL, transport, middlewares)
+    }
+
     static func make(
         url: String,
         credential: String,

@@ -1,6 +1,6 @@
+import AgentChannelContract
 import AsyncHTTPClient
 import Contracts
-import ControlAPIContract
 import Foundation
 import NIOCore
 import SwarmdeckTools
@@ -66,7 +66,7 @@ actor AgentConnector {
 
     let options: Options
     let client: HTTPClient
-    /// control-api, with the ingest key: only to open sessions.
+    /// The agents' channel (control-api), with the ingest key: only to open sessions.
     let control: Client
     private var session: Session?
     /// The session being opened, for a caller that needs one meanwhile.
@@ -107,7 +107,7 @@ actor AgentConnector {
         self.options = options
         self.telemetryRelay = telemetryRelay
         self.client = client
-        self.control = try Client.controlAPI(url: options.controlURL, credential: options.key, httpClient: client)
+        self.control = try Client.agentChannel(url: options.controlURL, credential: options.key, httpClient: client)
         self.child = child
         self.command = command
         self.taskSummary = "pid \(child.pid)" + (options.publishCommand ? ": \(command)" : "")
@@ -405,8 +405,8 @@ actor AgentConnector {
         return Session(
             id: opened.sessionId,
             token: opened.token,
-            poll: try Client.controlAPI(url: self.options.controlURL, credential: opened.token, httpClient: self.client),
-            brief: try Client.controlAPI(url: self.options.controlURL, credential: opened.token, httpClient: self.client, timeout: .seconds(10))
+            poll: try Client.agentChannel(url: self.options.controlURL, credential: opened.token, httpClient: self.client),
+            brief: try Client.agentChannel(url: self.options.controlURL, credential: opened.token, httpClient: self.client, timeout: .seconds(10))
         )
     }
 

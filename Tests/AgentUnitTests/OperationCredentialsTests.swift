@@ -1,3 +1,4 @@
+import AgentChannelContract
 import ApprovalsContract
 import Contracts
 import ControlAPIContract
@@ -17,6 +18,7 @@ import Testing
 struct OperationCredentialsTests {
     /// A document, its generated security table, and how many operations it has.
     struct Document: Sendable, CustomTestStringConvertible {
+        /// Its name: `openapi/<service>.yaml`.
         var service: String
         var text: String
         var security: [String: [[String: [String]]]]
@@ -31,7 +33,14 @@ struct OperationCredentialsTests {
             service: "control-api",
             text: ControlAPIContract.openAPIDocument,
             security: ControlAPIContract.operationSecurity,
-            operations: 35,
+            operations: 31,
+            onlyAccessTokens: false
+        ),
+        Document(
+            service: "agent-channel",
+            text: AgentChannelContract.openAPIDocument,
+            security: AgentChannelContract.operationSecurity,
+            operations: 4,
             onlyAccessTokens: false
         ),
         Document(

@@ -1,4 +1,5 @@
 import Contracts
+import ControlAPI
 import Foundation
 import HummingbirdTesting
 import ServiceKit
@@ -38,22 +39,19 @@ struct ControlFuzzTests {
             let session = try await H.openSession(control, key: key, swarm: "s1", agent: "a1")
             // The three fuzzes run side by side (each schemathesis is one process on one core).
             // Operators' operations with an access token holding every scope.
-            async let operatorRun = Schemathesis.run(
-                port: port,
-                authorization: "Bearer \(token)",
-                pathRegex: "^/(v1/(?!agent/)|\\.well-known)",
-                seed: seed
-            )
-            // The agents' channel: sessions with an ingest key, the commands with a session token
-            // (short waits: waitSeconds is fuzzed too).
+            async let operatorRun = Schemathesis.run(port: port, authorization: "Bearer \(token)", pathRegex: "^/(v1/|\\.well-known)", seed: seed)
+            // The agents' channel, its own document: sessions with an ingest key, the commands
+            // with a session token (short waits: waitSeconds is fuzzed too).
             async let sessionRun = Schemathesis.run(
                 port: port,
+                document: ControlAPIService.agentChannelDocumentPath,
                 authorization: "Bearer \(key)",
                 pathRegex: "^/v1/agent/sessions$",
                 seed: seed
             )
             async let agentRun = Schemathesis.run(
                 port: port,
+                document: ControlAPIService.agentChannelDocumentPath,
                 authorization: "Bearer \(session)",
                 pathRegex: "^/v1/agent/commands",
                 seed: seed

@@ -1,9 +1,31 @@
+import AgentChannelContract
 import Contracts
-import ControlAPIContract
+import EventLog
 import Foundation
+import Logging
 import ServiceKit
 
-extension ControlAPIHandler {
+/// The agents' channel (openapi/agent-channel.yaml): a connector opens a session with an ingest
+/// key, long-polls its commands and acknowledges each with what it did.
+struct AgentChannelHandler: Sendable {
+    let settings: ControlSettings
+    /// Signs the session tokens.
+    let signer: AccessTokenSigner
+    /// Whether the key that opened a session is still active.
+    let ingestKeys: IngestKeyVerifier
+    /// Announces a session's end, so its token is refused everywhere.
+    let revocations: RevocationBus
+    let store: ControlStore
+    let bus: CommandBus
+    /// When each agent session's poll was last recorded.
+    let sessionsSeen: SessionTouches
+    /// Agent sessions opened per tenant per minute (each supersede or end is a revocation
+    /// every replica of every service keeps for a day).
+    let sessionOpens: KeyedTokenBuckets
+    let logger: Logger
+}
+
+extension AgentChannelHandler: APIProtocol {
     func openAgentSession(_ input: Operations.OpenAgentSession.Input) async throws -> Operations.OpenAgentSession.Output {
         let (tenant, keyID) = try Caller.agentKey()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
@@ -100,7 +122,7 @@ extension ControlAPIHandler {
     /// it has, stored at `sequence` when JetStream's sequence of it is recorded.
     func isIssued(_ command: BusControlCommand, sequence: UInt64?, tenant: String) async throws -> Bool {
         guard let issued = try await self.store.issuedCommand(tenant: tenant, commandID: command.commandID),
-            let action = Components.Schemas.CommandAction(command.action)
+            let action = CommandAction(command.action)
         else { return false }
         return issued.swarm == command.swarmID && issued.agent == command.agentID && issued.action == action.rawValue
             && (action != .request || issued.input == command.input)
@@ -152,7 +174,7 @@ extension ControlAPIHandler {
             let action: String
             if command.action == .gate {
                 action = "gate"
-            } else if let known = Components.Schemas.CommandAction(command.action) {
+            } else if let known = CommandAction(command.action) {
                 action = known.rawValue
             } else {
                 return nil
@@ -202,7 +224,10 @@ extension ControlAPIHandler {
         }
         // The handle is checked before anything is recorded.
         _ = try self.bus.deliverySubject(ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
-        _ = try await self.store.acknowledge(tenant: session.tenant, ack: ack)
+        _ = try await self.store.acknowledge(
+            tenant: session.tenant,
+            CommandAcknowledgement(commandID: ack.commandId, outcome: .init(ack.outcome), state: ack.state, message: ack.message)
+        )
         try self.bus.acknowledge(handle: ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
         return .noContent(.init())
     }
@@ -220,5 +245,18 @@ extension Components.Schemas.GateOutcome {
             reason: outcome.reason.isEmpty ? nil : outcome.reason,
             decidedBy: outcome.decidedBy.isEmpty ? nil : outcome.decidedBy
         )
+    }
+}
+
+extension CommandAcknowledgement.Outcome {
+    /// The outcome an agent's acknowledgement names.
+    init(_ outcome: Components.Schemas.CommandAck.OutcomePayload) {
+        switch outcome {
+        case .applied: self = .applied
+        case .noop: self = .noop
+        case .rejected: self = .rejected
+        case .failed: self = .failed
+        case .expired: self = .expired
+        }
     }
 }

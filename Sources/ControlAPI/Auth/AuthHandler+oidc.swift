@@ -5,7 +5,7 @@ import ServiceKit
 
 /// Sign-in through an OpenID Connect provider: authorization code with PKCE, control-api the
 /// relying party; the client that started it trades a one-time code for our token pair.
-extension ControlAPIHandler {
+extension AuthHandler {
     func getOIDCSignIn(_ input: Operations.GetOIDCSignIn.Input) async throws -> Operations.GetOIDCSignIn.Output {
         let oidc = try self.oidcSignIn()
         return .ok(.init(body: .json(.init(issuer: oidc.settings.issuer, name: oidc.settings.displayName))))

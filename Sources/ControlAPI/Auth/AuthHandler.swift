@@ -1,9 +1,24 @@
 import Contracts
 import ControlAPIContract
 import Foundation
+import Logging
 import ServiceKit
 
-extension ControlAPIHandler {
+/// Sign-in and devices: the signing key's JWKS, enrolment codes, device registration and token
+/// refresh, revocation, and sign-in through an OpenID Connect provider (`+oidc`).
+struct AuthHandler: Sendable {
+    let signer: AccessTokenSigner
+    let devices: DeviceAuthority
+    /// Sign-in through an OpenID Connect provider; nil when not configured.
+    let oidc: OIDCSignIn?
+    /// Announces a revoked device to every service.
+    let revocations: RevocationBus
+    /// Registrations and refreshes per source address.
+    let authLimiter: KeyedTokenBuckets
+    let logger: Logger
+}
+
+extension AuthHandler {
     func getJWKS(_ input: Operations.GetJWKS.Input) async throws -> Operations.GetJWKS.Output {
         let key = Components.Schemas.Jwk(
             kty: "EC",

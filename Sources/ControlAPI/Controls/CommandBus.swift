@@ -1,5 +1,4 @@
 import Contracts
-import ControlAPIContract
 import Crypto
 import Foundation
 import Logging
@@ -309,37 +308,4 @@ private final class ConsumerRegistry: Sendable {
     func contains(_ name: String) -> Bool { self.names.withLock { $0.contains(name) } }
     func insert(_ name: String) { self.names.withLock { _ = $0.insert(name) } }
     func remove(_ name: String) { self.names.withLock { _ = $0.remove(name) } }
-}
-
-extension Components.Schemas.CommandAction {
-    /// The bus contract's action.
-    var bus: BusControlAction {
-        switch self {
-        case .pause: .pause
-        case .resume: .resume
-        case .terminate: .terminate
-        case .request: .request
-        }
-    }
-
-    init?(_ bus: BusControlAction) {
-        switch bus {
-        case .pause: self = .pause
-        case .resume: self = .resume
-        case .terminate: self = .terminate
-        case .request: self = .request
-        default: return nil
-        }
-    }
-}
-
-extension Components.Schemas.ControlAction {
-    /// The command an operator's control action becomes.
-    var command: Components.Schemas.CommandAction {
-        switch self {
-        case .pause: .pause
-        case .resume: .resume
-        case .terminate: .terminate
-        }
-    }
 }

@@ -6,7 +6,7 @@ import ServiceKit
 /// Seed 004's Codex worker admin at the paths and in the snake-case shapes its client uses
 /// (`/api/runtime/codex/workers…`): the same workers and commands as `/v1/workers`, with
 /// ownership per principal (a worker registered to one is its, and an `admin`'s).
-extension ControlAPIHandler {
+extension ControlsHandler {
     func listRuntimeWorkers(_ input: Operations.ListRuntimeWorkers.Input) async throws -> Operations.ListRuntimeWorkers.Output {
         let identity = try Caller.person()
         let limit = input.query.limit ?? 100
@@ -147,7 +147,7 @@ extension ControlAPIHandler {
         try InputCheck.id(input.path.workerId, "workerId")
         // The request's correlation id is the stop's idempotency key: a retry of one request is
         // the same stop. One that is not a valid key (or none: the edge made one) is a new stop.
-        let requestID = self.requestID.flatMap { (try? InputCheck.key($0, "x-request-id")) == nil ? nil : $0 } ?? UUID().uuidString
+        let requestID = (RequestScope.current?.requestID).flatMap { (try? InputCheck.key($0, "x-request-id")) == nil ? nil : $0 } ?? UUID().uuidString
         let issued: (receipt: Components.Schemas.ControlReceipt, replayed: Bool)
         do {
             // The worker is looked up once the request id is known to be new (a retry gets its
@@ -213,7 +213,7 @@ extension ControlAPIHandler {
 
     /// The agent state of a seen worker, `registered` for one not seen yet.
     private func runtimeStatus(_ entry: WorkerOwnership.Entry, now: Date) -> String {
-        entry.record.map { self.state(of: $0, now: now).rawValue } ?? "registered"
+        entry.record.map { self.views.state(of: $0, now: now).rawValue } ?? "registered"
     }
 
     private func runtimeWorker(_ entry: WorkerOwnership.Entry, now: Date) -> Components.Schemas.RuntimeWorker {
@@ -228,12 +228,12 @@ extension ControlAPIHandler {
             codexHomeRef: entry.registration?.codexHomeRef,
             adapter: entry.registration?.adapter ?? "swarmdeck-connector",
             heartbeatState: record.map {
-                now.timeIntervalSince($0.lastSeenAt) > TimeInterval(self.settings.offlineSeconds) ? .stale : .fresh
+                now.timeIntervalSince($0.lastSeenAt) > self.views.offlineAfter ? .stale : .fresh
             },
             lastHeartbeatAt: record?.lastSeenAt,
             owner: entry.registration?.owner,
             metadata: .init(additionalProperties: metadata ?? OpenAPIObjectContainer()),
-            webUrl: record.map { self.webURL("workers", $0.agentID) }
+            webUrl: record.map { self.views.webURL("workers", $0.agentID) }
         )
     }
 }

@@ -5,7 +5,7 @@ import ServiceKit
 
 /// Workers (seed 004's Codex workers): agents whose connector runs with `--worker` and takes
 /// requests, one line on the process's standard input each.
-extension ControlAPIHandler {
+extension ControlsHandler {
     func listWorkers(_ input: Operations.ListWorkers.Input) async throws -> Operations.ListWorkers.Output {
         let identity = try Caller.person()
         let now = Date()
@@ -128,7 +128,7 @@ extension ControlAPIHandler {
     }
 
     func worker(_ record: FleetIndex.AgentRecord, owner: String?, now: Date) -> Components.Schemas.Worker {
-        let state = self.state(of: record, now: now)
+        let state = self.views.state(of: record, now: now)
         return Components.Schemas.Worker(
             id: record.agentID,
             swarmId: record.swarmID,
@@ -137,7 +137,7 @@ extension ControlAPIHandler {
             taskSummary: record.taskSummary,
             updatedAt: record.stateChangedAt,
             lastSeenAt: record.lastSeenAt,
-            webUrl: self.webURL("workers", record.agentID),
+            webUrl: self.views.webURL("workers", record.agentID),
             owner: owner
         )
     }

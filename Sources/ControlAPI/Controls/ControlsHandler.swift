@@ -3,7 +3,22 @@ import ControlAPIContract
 import Foundation
 import ServiceKit
 
-extension ControlAPIHandler {
+/// Steering: controls of agents and swarms, their status and the audit trail; the workers
+/// (`+workers`) and seed 004's runtime workers (`+runtime`), whose requests and stops are
+/// controls too.
+struct ControlsHandler: Sendable {
+    let settings: ControlSettings
+    let fleet: FleetIndex
+    let store: ControlStore
+    let bus: CommandBus
+    let views: FleetViews
+    /// Control requests per actor.
+    let limiter: KeyedTokenBuckets
+    /// Control requests per tenant, all its actors together.
+    let tenantLimiter: KeyedTokenBuckets
+}
+
+extension ControlsHandler {
     func controlAgent(_ input: Operations.ControlAgent.Input) async throws -> Operations.ControlAgent.Output {
         let identity = try Caller.person()
         try InputCheck.id(input.path.agentId, "agentId")
@@ -105,7 +120,7 @@ extension ControlAPIHandler {
     /// the commands. Shared by the controls and the worker operations.
     func issue(
         _ identity: AccessIdentity,
-        _ action: Components.Schemas.CommandAction,
+        _ action: CommandAction,
         target: Components.Schemas.ControlReceipt.TargetPayload,
         id: String,
         reason: String,

@@ -1,5 +1,4 @@
 import Contracts
-import ControlAPIContract
 import Foundation
 import Logging
 import ServiceKit
@@ -38,38 +37,21 @@ struct ServiceAckIntake: Service {
     private func record(_ payload: [UInt8]) async -> String {
         guard let ack = try? BusControlAck(serializedBytes: payload) else { return "not a ControlAck" }
         guard EntityID.problem(ack.tenantID, field: "tenant") == nil, EntityID.problem(ack.commandID, field: "commandId") == nil,
-            let outcome = Components.Schemas.CommandAck.OutcomePayload(ack.outcome), (1...64).contains(ack.state.utf8.count),
+            let outcome = CommandAcknowledgement.Outcome(ack.outcome), (1...64).contains(ack.state.utf8.count),
             ack.message.utf8.count <= 1000
         else { return "an invalid ControlAck" }
         do {
             guard let target = try await self.store.commandTarget(tenant: ack.tenantID, commandID: ack.commandID), target.agent == ack.agentID else {
                 return "no command \(ack.commandID) for agent \(ack.agentID)"
             }
-            let body = Components.Schemas.CommandAck(
-                commandId: ack.commandID,
-                ackToken: "",
-                outcome: outcome,
-                state: ack.state,
-                message: ack.message.isEmpty ? nil : ack.message
+            _ = try await self.store.acknowledge(
+                tenant: ack.tenantID,
+                CommandAcknowledgement(commandID: ack.commandID, outcome: outcome, state: ack.state, message: ack.message.isEmpty ? nil : ack.message)
             )
-            _ = try await self.store.acknowledge(tenant: ack.tenantID, ack: body)
             return ""
         } catch {
             self.logger.warning("service acknowledgement not recorded", metadata: ["error": "\(String(reflecting: error))"])
             return "not recorded; retry"
-        }
-    }
-}
-
-extension Components.Schemas.CommandAck.OutcomePayload {
-    init?(_ outcome: BusControlOutcome) {
-        switch outcome {
-        case .applied: self = .applied
-        case .noop: self = .noop
-        case .rejected: self = .rejected
-        case .failed: self = .failed
-        case .expired: self = .expired
-        default: return nil
         }
     }
 }

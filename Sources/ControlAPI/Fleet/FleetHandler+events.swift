@@ -3,7 +3,7 @@ import EventLog
 import Foundation
 import ServiceKit
 
-extension ControlAPIHandler {
+extension FleetHandler {
     /// The bytes of frames one answer carries at most (at least one frame, whatever its size).
     static let agentEventsMaxBytes = 4 << 20
 
@@ -31,7 +31,7 @@ extension ControlAPIHandler {
     }
 }
 
-extension ControlAPIHandler {
+extension FleetHandler {
     /// The most bytes of frames one trace answer holds.
     static let traceMaxBytes = 2 << 20
 
@@ -54,7 +54,7 @@ extension ControlAPIHandler {
                         traceId: traceID,
                         spans: spans,
                         truncated: events.count < read || read >= limit,
-                        webUrl: self.webURL("traces", traceID)
+                        webUrl: self.views.webURL("traces", traceID)
                     )
                 )
             )

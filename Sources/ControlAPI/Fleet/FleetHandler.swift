@@ -1,19 +1,33 @@
 import Contracts
 import ControlAPIContract
+import EventLog
 import Foundation
 import ServiceKit
 
-extension ControlAPIHandler {
+/// The fleet as operators read it: the overview, swarms, agents, an agent's newest events and
+/// a trace (`+events`), from the fleet index, ingest's event log and health-monitor.
+struct FleetHandler: Sendable {
+    let fleet: FleetIndex
+    /// Ingest's event log, read for an agent's newest events.
+    let eventLog: EventLogReader
+    /// An agent's last command.
+    let store: ControlStore
+    /// What health-monitor knows, for the overview and agent detail.
+    let health: HealthSummaries
+    let views: FleetViews
+}
+
+extension FleetHandler {
     func getOverview(_ input: Operations.GetOverview.Input) async throws -> Operations.GetOverview.Output {
         let identity = try Caller.person()
         let now = Date()
         let agents = self.fleet.agents(tenant: identity.tenant)
-        let swarms = self.swarms(of: agents, now: now)
+        let swarms = self.views.swarms(of: agents, now: now)
         let active = swarms.filter { $0.status == .active }
         var byStatus: [String: Int] = [:]
         var byState: [String: Int] = [:]
         for agent in agents {
-            let state = self.state(of: agent, now: now)
+            let state = self.views.state(of: agent, now: now)
             byState[state.rawValue, default: 0] += 1
             byStatus[state.status.rawValue, default: 0] += 1
         }
@@ -52,7 +66,7 @@ extension ControlAPIHandler {
 
     func listSwarms(_ input: Operations.ListSwarms.Input) async throws -> Operations.ListSwarms.Output {
         let identity = try Caller.person()
-        var swarms = self.swarms(of: self.fleet.agents(tenant: identity.tenant), now: Date())
+        var swarms = self.views.swarms(of: self.fleet.agents(tenant: identity.tenant), now: Date())
         if let status = input.query.status { swarms = swarms.filter { $0.status == status } }
         return .ok(.init(body: .json(.init(swarms: swarms))))
     }
@@ -62,10 +76,10 @@ extension ControlAPIHandler {
         try InputCheck.id(input.path.swarmId, "swarmId")
         let now = Date()
         let agents = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
-        guard let swarm = self.swarms(of: agents, now: now).first else {
+        guard let swarm = self.views.swarms(of: agents, now: now).first else {
             throw APIError(.notFound, "no swarm \(input.path.swarmId)")
         }
-        let members = agents.sorted { $0.agentID < $1.agentID }.map { self.agent($0, lastCommand: nil, now: now) }
+        let members = agents.sorted { $0.agentID < $1.agentID }.map { self.views.agent($0, lastCommand: nil, now: now) }
         return .ok(.init(body: .json(.init(swarm: swarm, agents: members))))
     }
 
@@ -77,65 +91,8 @@ extension ControlAPIHandler {
         }
         async let health = self.health.summary(tenant: identity.tenant, agent: record.agentID, swarm: record.swarmID)
         let last = try await self.store.lastCommand(tenant: identity.tenant, agentID: record.agentID)
-        var agent = self.agent(record, lastCommand: last, now: Date())
+        var agent = self.views.agent(record, lastCommand: last, now: Date())
         agent.health = await health?.agentHealth
         return .ok(.init(body: .json(agent)))
-    }
-
-    // MARK: Views
-
-    /// An agent's state: its reported state, unless it has gone silent.
-    func state(of agent: FleetIndex.AgentRecord, now: Date) -> Components.Schemas.AgentState {
-        .of(reported: agent.state, silentFor: now.timeIntervalSince(agent.lastSeenAt), offlineAfter: TimeInterval(self.settings.offlineSeconds))
-    }
-
-    func agent(_ record: FleetIndex.AgentRecord, lastCommand: Components.Schemas.CommandStatus?, now: Date) -> Components.Schemas.Agent {
-        let hour = record.minutes.lastHour(now: now)
-        let state = self.state(of: record, now: now)
-        return Components.Schemas.Agent(
-            id: record.agentID,
-            swarmId: record.swarmID,
-            status: state.status,
-            state: state,
-            taskSummary: record.taskSummary,
-            updatedAt: record.stateChangedAt,
-            lastSeenAt: record.lastSeenAt,
-            eventsLastHour: hour.events,
-            errorsLastHour: hour.errors,
-            errorRate: hour.events == 0 ? 0 : Double(hour.errors) / Double(hour.events),
-            lastCommand: lastCommand,
-            acceptsRequests: record.acceptsRequests,
-            terminal: record.tmuxSession.map { Components.Schemas.AgentTerminal(tmuxSession: $0, host: record.host) },
-            webUrl: self.webURL("agents", record.agentID)
-        )
-    }
-
-    /// The swarms of a tenant's agents, most recently active first.
-    func swarms(of agents: [FleetIndex.AgentRecord], now: Date) -> [Components.Schemas.Swarm] {
-        let bySwarm = Dictionary(grouping: agents, by: \.swarmID)
-        return bySwarm.map { id, members in
-            let states = members.map { self.state(of: $0, now: now) }
-            let active = states.filter { $0 != .terminated && $0 != .offline }.count
-            let (events, errors) = members.reduce(into: (Int64(0), Int64(0))) { total, agent in
-                let hour = agent.minutes.lastHour(now: now)
-                total.0 += hour.events
-                total.1 += hour.errors
-            }
-            return Components.Schemas.Swarm(
-                id: id,
-                name: id,
-                status: active > 0 ? .active : .idle,
-                activeAgents: active,
-                totalAgents: members.count,
-                errorRate: events == 0 ? 0 : Double(errors) / Double(events),
-                eventsLastHour: events,
-                updatedAt: members.map(\.lastSeenAt).max() ?? now,
-                webUrl: self.webURL("swarms", id)
-            )
-        }.sorted { ($0.updatedAt, $1.id) > ($1.updatedAt, $0.id) }
-    }
-
-    func webURL(_ collection: String, _ id: String) -> String {
-        WebLink.url(base: self.settings.webBaseURL, collection, id)
     }
 }

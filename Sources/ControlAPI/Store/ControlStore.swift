@@ -19,7 +19,7 @@ struct ControlStore: Sendable {
         var actor: String
         var target: Components.Schemas.ControlReceipt.TargetPayload
         var targetID: String
-        var action: Components.Schemas.CommandAction
+        var action: CommandAction
         var reason: String
         /// A worker request's input.
         var input: String? = nil
@@ -42,7 +42,7 @@ struct ControlStore: Sendable {
         var requestID: String
         var swarmID: String
         var agentID: String
-        var action: Components.Schemas.CommandAction
+        var action: CommandAction
         var reason: String
         var input: String? = nil
         var actor: String
@@ -113,7 +113,7 @@ struct ControlStore: Sendable {
             }
             let receipt = Components.Schemas.ControlReceipt(
                 requestId: submission.requestID,
-                action: submission.action,
+                action: .init(submission.action),
                 target: submission.target,
                 targetId: submission.targetID,
                 commands: commands.map { .init(commandId: $0.commandID, agentId: $0.agentID) },
@@ -267,7 +267,7 @@ struct ControlStore: Sendable {
                     requestID: row.2,
                     swarmID: row.3,
                     agentID: row.4,
-                    action: Components.Schemas.CommandAction(rawValue: row.5) ?? .pause,
+                    action: CommandAction(rawValue: row.5) ?? .pause,
                     reason: row.6,
                     input: row.7,
                     actor: row.8,
@@ -310,13 +310,13 @@ struct ControlStore: Sendable {
 
     /// Records an agent's answer once, with its audit entry, in one transaction; a repeated
     /// answer changes nothing. False if `tenant` has no such command.
-    func acknowledge(tenant: String, ack: Components.Schemas.CommandAck) async throws -> Bool {
+    func acknowledge(tenant: String, _ ack: CommandAcknowledgement) async throws -> Bool {
         try await self.client.withTransaction(logger: self.logger) { connection in
             var found: (String, String, String, String, String?, Bool)?
             for try await row in try await connection.query(
                 """
                 SELECT agent_id, action, request_id, reason, state, acknowledged_at IS NOT NULL FROM commands
-                WHERE tenant_id = \(tenant) AND command_id = \(ack.commandId) FOR UPDATE
+                WHERE tenant_id = \(tenant) AND command_id = \(ack.commandID) FOR UPDATE
                 """,
                 logger: self.logger
             ).decode((String, String, String, String, String?, Bool).self) {
@@ -327,7 +327,7 @@ struct ControlStore: Sendable {
             try await connection.query(
                 """
                 UPDATE commands SET state = \(ack.outcome.rawValue), agent_state = \(ack.state), message = \(ack.message), acknowledged_at = now()
-                WHERE command_id = \(ack.commandId)
+                WHERE command_id = \(ack.commandID)
                 """,
                 logger: self.logger
             )
@@ -335,7 +335,7 @@ struct ControlStore: Sendable {
             try await connection.query(
                 """
                 INSERT INTO audit (tenant_id, actor, action, target, target_id, reason, request_id, command_id, outcome)
-                VALUES (\(tenant), \("agent:" + agent), \("ack:" + action), 'agent', \(agent), \(reason), \(requestID), \(ack.commandId), \(outcome))
+                VALUES (\(tenant), \("agent:" + agent), \("ack:" + action), 'agent', \(agent), \(reason), \(requestID), \(ack.commandID), \(outcome))
                 """,
                 logger: self.logger
             )

@@ -4,11 +4,9 @@
 /// its alternatives (any one suffices), each a scheme and the scopes a credential of it must
 /// hold. An empty list: anyone.
 public let operationSecurity: [String: [[String: [String]]]] = [
-    "ackCommand": [["agentSession": []]],
     "controlAgent": [["accessToken": ["agents:control"]]],
     "controlSwarm": [["accessToken": ["agents:control"]]],
     "createEnrolmentCodes": [["accessToken": ["admin"]]],
-    "endAgentSession": [["agentSession": []]],
     "exchangeOIDCCode": [],
     "finishOIDCSignIn": [],
     "getAgent": [["accessToken": ["stream:read"]]],
@@ -26,8 +24,6 @@ public let operationSecurity: [String: [[String: [String]]]] = [
     "listRuntimeWorkers": [["accessToken": ["stream:read"]]],
     "listSwarms": [["accessToken": ["stream:read"]]],
     "listWorkers": [["accessToken": ["stream:read"]]],
-    "openAgentSession": [["ingestKey": []]],
-    "pollCommands": [["agentSession": []]],
     "refreshToken": [],
     "registerDevice": [],
     "registerRuntimeWorker": [["accessToken": ["agents:control"]]],

@@ -254,49 +254,6 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `GET /v1/audit`.
     /// - Remark: Generated from `#/paths//v1/audit/get(listAudit)`.
     func listAudit(_ input: Operations.ListAudit.Input) async throws -> Operations.ListAudit.Output
-    /// Open an agent's command channel (ingest key); answers the token its polls and acknowledgements use.
-    ///
-    /// Registers one agent of one swarm and answers a session token (a JWT for the agent
-    /// channel only: no other operation accepts it) bound to that agent. The agent's command
-    /// queue exists from here on; polls and acknowledgements name no agent, the token does.
-    /// Opening a session again for the same agent ends the earlier one. A tenant has at most
-    /// `control.max-agent-sessions` open sessions (429 past it); a session nobody polled for
-    /// `control.agent-session-idle-hours` ends by itself. The token expires after
-    /// `control.agent-session-hours`; the connector then opens a new session.
-    ///
-    ///
-    /// - Remark: HTTP `POST /v1/agent/sessions`.
-    /// - Remark: Generated from `#/paths//v1/agent/sessions/post(openAgentSession)`.
-    func openAgentSession(_ input: Operations.OpenAgentSession.Input) async throws -> Operations.OpenAgentSession.Output
-    /// End the calling session (agent session token) because its process has ended.
-    ///
-    /// What only the connector can say: its process is gone. The agent is then no longer a
-    /// target of swarm controls, its command queue is deleted, and its token is refused.
-    ///
-    ///
-    /// - Remark: HTTP `DELETE /v1/agent/sessions/current`.
-    /// - Remark: Generated from `#/paths//v1/agent/sessions/current/delete(endAgentSession)`.
-    func endAgentSession(_ input: Operations.EndAgentSession.Input) async throws -> Operations.EndAgentSession.Output
-    /// Long-poll the calling agent's commands (agent session token).
-    ///
-    /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
-    /// (at most the service's `control.max-poll-seconds`, 30 by default). One poll per session
-    /// at a time: a new poll ends the session's earlier one with an empty list.
-    /// A command not acknowledged within 30 seconds is delivered again.
-    ///
-    ///
-    /// - Remark: HTTP `GET /v1/agent/commands`.
-    /// - Remark: Generated from `#/paths//v1/agent/commands/get(pollCommands)`.
-    func pollCommands(_ input: Operations.PollCommands.Input) async throws -> Operations.PollCommands.Output
-    /// Acknowledge a command with what the agent did (agent session token).
-    ///
-    /// The agent also reports the new state as a `state` event through ingest (msgId
-    /// `ack-<commandId>`), which is what the phone sees on its stream.
-    ///
-    ///
-    /// - Remark: HTTP `POST /v1/agent/commands/ack`.
-    /// - Remark: Generated from `#/paths//v1/agent/commands/ack/post(ackCommand)`.
-    func ackCommand(_ input: Operations.AckCommand.Input) async throws -> Operations.AckCommand.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -776,81 +733,6 @@ extension APIProtocol {
         try await listAudit(Operations.ListAudit.Input(
             query: query,
             headers: headers
-        ))
-    }
-    /// Open an agent's command channel (ingest key); answers the token its polls and acknowledgements use.
-    ///
-    /// Registers one agent of one swarm and answers a session token (a JWT for the agent
-    /// channel only: no other operation accepts it) bound to that agent. The agent's command
-    /// queue exists from here on; polls and acknowledgements name no agent, the token does.
-    /// Opening a session again for the same agent ends the earlier one. A tenant has at most
-    /// `control.max-agent-sessions` open sessions (429 past it); a session nobody polled for
-    /// `control.agent-session-idle-hours` ends by itself. The token expires after
-    /// `control.agent-session-hours`; the connector then opens a new session.
-    ///
-    ///
-    /// - Remark: HTTP `POST /v1/agent/sessions`.
-    /// - Remark: Generated from `#/paths//v1/agent/sessions/post(openAgentSession)`.
-    public func openAgentSession(
-        headers: Operations.OpenAgentSession.Input.Headers = .init(),
-        body: Operations.OpenAgentSession.Input.Body
-    ) async throws -> Operations.OpenAgentSession.Output {
-        try await openAgentSession(Operations.OpenAgentSession.Input(
-            headers: headers,
-            body: body
-        ))
-    }
-    /// End the calling session (agent session token) because its process has ended.
-    ///
-    /// What only the connector can say: its process is gone. The agent is then no longer a
-    /// target of swarm controls, its command queue is deleted, and its token is refused.
-    ///
-    ///
-    /// - Remark: HTTP `DELETE /v1/agent/sessions/current`.
-    /// - Remark: Generated from `#/paths//v1/agent/sessions/current/delete(endAgentSession)`.
-    public func endAgentSession(
-        query: Operations.EndAgentSession.Input.Query = .init(),
-        headers: Operations.EndAgentSession.Input.Headers = .init()
-    ) async throws -> Operations.EndAgentSession.Output {
-        try await endAgentSession(Operations.EndAgentSession.Input(
-            query: query,
-            headers: headers
-        ))
-    }
-    /// Long-poll the calling agent's commands (agent session token).
-    ///
-    /// Answers as soon as a command is waiting, or with an empty list after `waitSeconds`
-    /// (at most the service's `control.max-poll-seconds`, 30 by default). One poll per session
-    /// at a time: a new poll ends the session's earlier one with an empty list.
-    /// A command not acknowledged within 30 seconds is delivered again.
-    ///
-    ///
-    /// - Remark: HTTP `GET /v1/agent/commands`.
-    /// - Remark: Generated from `#/paths//v1/agent/commands/get(pollCommands)`.
-    public func pollCommands(
-        query: Operations.PollCommands.Input.Query = .init(),
-        headers: Operations.PollCommands.Input.Headers = .init()
-    ) async throws -> Operations.PollCommands.Output {
-        try await pollCommands(Operations.PollCommands.Input(
-            query: query,
-            headers: headers
-        ))
-    }
-    /// Acknowledge a command with what the agent did (agent session token).
-    ///
-    /// The agent also reports the new state as a `state` event through ingest (msgId
-    /// `ack-<commandId>`), which is what the phone sees on its stream.
-    ///
-    ///
-    /// - Remark: HTTP `POST /v1/agent/commands/ack`.
-    /// - Remark: Generated from `#/paths//v1/agent/commands/ack/post(ackCommand)`.
-    public func ackCommand(
-        headers: Operations.AckCommand.Input.Headers = .init(),
-        body: Operations.AckCommand.Input.Body
-    ) async throws -> Operations.AckCommand.Output {
-        try await ackCommand(Operations.AckCommand.Input(
-            headers: headers,
-            body: body
         ))
     }
 }
