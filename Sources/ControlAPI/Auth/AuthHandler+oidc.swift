@@ -116,7 +116,7 @@ extension AuthHandler {
         guard PKCE.isVerifier(body.codeVerifier) else {
             throw APIError(.invalidRequest, "codeVerifier must be 43 to 128 of A-Z a-z 0-9 - . _ ~ (RFC 7636)")
         }
-        return .created(.init(body: .json(try await self.devices.redeem(oidcCode: body.code, verifier: body.codeVerifier))))
+        return .created(.init(body: .json(.init(try await self.devices.redeem(oidcCode: body.code, verifier: body.codeVerifier)))))
     }
 
     private func oidcSignIn() throws(APIError) -> OIDCSignIn {

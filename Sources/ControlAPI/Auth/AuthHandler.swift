@@ -77,14 +77,14 @@ extension AuthHandler {
         try InputCheck.text(body.deviceName, "deviceName", max: 200)
         if let platform = body.platform { try InputCheck.text(platform, "platform", max: 64, required: false) }
         let pair = try await self.devices.register(code: body.code, deviceName: body.deviceName, platform: body.platform)
-        return .created(.init(body: .json(pair)))
+        return .created(.init(body: .json(.init(pair))))
     }
 
     func refreshToken(_ input: Operations.RefreshToken.Input) async throws -> Operations.RefreshToken.Output {
         try self.limitBySource()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.text(body.refreshToken, "refreshToken", max: 512)
-        return .ok(.init(body: .json(try await self.devices.refresh(body.refreshToken))))
+        return .ok(.init(body: .json(.init(try await self.devices.refresh(body.refreshToken)))))
     }
 
     // MARK: Revocation
@@ -102,7 +102,7 @@ extension AuthHandler {
         let identity = try Caller.person()
         try InputCheck.range(input.query.limit, "limit", 1...500)
         let devices = try await self.devices.devices(tenant: identity.tenant, limit: input.query.limit ?? 100)
-        return .ok(.init(body: .json(.init(devices: devices))))
+        return .ok(.init(body: .json(.init(devices: devices.map(Components.Schemas.Device.init)))))
     }
 
     /// Revokes in Postgres (refresh dies at once), then announces it (access tokens and
@@ -115,7 +115,7 @@ extension AuthHandler {
             throw APIError(.notFound, "no such device")
         }
         do {
-            try await self.revocations.announce(tenant: identity.tenant, device: device.deviceId, revokedAt: revokedAt)
+            try await self.revocations.announce(tenant: identity.tenant, device: device.deviceID, revokedAt: revokedAt)
         } catch {
             RequestScope.current?.logger.warning("revocation not announced", metadata: ["error": "\(String(reflecting: error))"])
             throw APIError(
@@ -124,7 +124,7 @@ extension AuthHandler {
                 retryAfterSeconds: 1
             )
         }
-        RequestScope.current?.logger.notice("device revoked", metadata: ["device": "\(device.deviceId)", "by": "\(identity.subject)"])
-        return .ok(.init(body: .json(device)))
+        RequestScope.current?.logger.notice("device revoked", metadata: ["device": "\(device.deviceID)", "by": "\(identity.subject)"])
+        return .ok(.init(body: .json(.init(device))))
     }
 }

@@ -1,4 +1,3 @@
-import ControlAPIContract
 import Foundation
 import PostgresNIO
 import ServiceKit
@@ -7,7 +6,7 @@ extension DeviceAuthority {
     /// Trades a provider sign-in's one-time code for a new device and its first tokens, once
     /// `verifier` proves the caller is the client that started the sign-in. The code is used
     /// up whatever the outcome, so it cannot be guessed at.
-    func redeem(oidcCode code: String, verifier: String) async throws -> Components.Schemas.TokenPair {
+    func redeem(oidcCode code: String, verifier: String) async throws -> TokenPair {
         enum Outcome {
             case unknown
             case expired

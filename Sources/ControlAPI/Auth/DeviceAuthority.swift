@@ -1,5 +1,4 @@
 import Contracts
-import ControlAPIContract
 import Crypto
 import Foundation
 import Logging
@@ -103,7 +102,7 @@ struct DeviceAuthority: Sendable {
     }
 
     /// Trades an unused, unexpired code for a new device and its first tokens.
-    func register(code: String, deviceName: String, platform: String?) async throws -> Components.Schemas.TokenPair {
+    func register(code: String, deviceName: String, platform: String?) async throws -> TokenPair {
         let signIn = self.newSignIn()
         let granted: (tenant: String, scopes: [String])? = try await self.client.withTransaction(logger: self.logger) { connection in
             let rows = try await connection.query(
@@ -136,7 +135,7 @@ struct DeviceAuthority: Sendable {
 
     /// Rotates a refresh token: the old one stops working, a new one of the same family is
     /// returned with a new access token.
-    func refresh(_ token: String) async throws -> Components.Schemas.TokenPair {
+    func refresh(_ token: String) async throws -> TokenPair {
         let parts = token.split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "sdr", parts[1].utf8.count == 16, parts[2].utf8.count == 64 else {
             throw APIError(.authInvalid, "not a Swarmdeck refresh token (sdr_…)")
@@ -197,7 +196,7 @@ struct DeviceAuthority: Sendable {
     }
 
     /// The token pair of a new sign-in.
-    func pair(tenant: String, signIn: NewSignIn, scopes: [String]) async throws -> Components.Schemas.TokenPair {
+    func pair(tenant: String, signIn: NewSignIn, scopes: [String]) async throws -> TokenPair {
         try await self.pair(tenant: tenant, device: signIn.deviceID, scopes: scopes, refresh: signIn.refresh, refreshExpires: signIn.refreshExpires)
     }
 
@@ -207,18 +206,17 @@ struct DeviceAuthority: Sendable {
         scopes: [String],
         refresh: String,
         refreshExpires: Date
-    ) async throws -> Components.Schemas.TokenPair {
+    ) async throws -> TokenPair {
         let granted = Set(scopes.compactMap(Scope.init(rawValue:)))
         let access = try await self.signer.sign(tenant: tenant, subject: device, scopes: granted, lifetime: self.accessLifetime)
-        return Components.Schemas.TokenPair(
-            tokenType: .bearer,
+        return TokenPair(
             accessToken: access,
-            expiresIn: Int(self.accessLifetime.components.seconds),
+            accessLifetime: self.accessLifetime,
             refreshToken: refresh,
             refreshExpiresAt: refreshExpires,
-            deviceId: device,
-            tenantId: tenant,
-            scopes: granted.sorted().compactMap { Components.Schemas.Scope(rawValue: $0.rawValue) }
+            deviceID: device,
+            tenantID: tenant,
+            scopes: granted.sorted()
         )
     }
 
@@ -229,7 +227,7 @@ struct DeviceAuthority: Sendable {
     // MARK: Administration
 
     /// The devices of `tenant`, newest first.
-    func devices(tenant: String, limit: Int) async throws -> [Components.Schemas.Device] {
+    func devices(tenant: String, limit: Int) async throws -> [Device] {
         let rows = try await self.client.query(
             """
             SELECT device_id, name, platform, scopes, created_at, revoked_at, person FROM devices
@@ -237,7 +235,7 @@ struct DeviceAuthority: Sendable {
             """,
             logger: self.logger
         )
-        var devices: [Components.Schemas.Device] = []
+        var devices: [Device] = []
         for try await (id, name, platform, scopes, created, revoked, person) in rows.decode(
             (String, String, String?, [String], Date, Date?, String?).self
         ) {
@@ -248,7 +246,7 @@ struct DeviceAuthority: Sendable {
 
     /// Revokes a device of `tenant` and every sign-in of it (idempotent: a revoked device keeps
     /// its first revocation time); nil when the tenant has no such device.
-    func revoke(device: String, tenant: String) async throws -> Components.Schemas.Device? {
+    func revoke(device: String, tenant: String) async throws -> Device? {
         try await self.client.withTransaction(logger: self.logger) { connection in
             let rows = try await connection.query(
                 """
@@ -258,7 +256,7 @@ struct DeviceAuthority: Sendable {
                 """,
                 logger: self.logger
             )
-            var found: Components.Schemas.Device?
+            var found: Device?
             for try await (id, name, platform, scopes, created, revoked, person) in rows.decode(
                 (String, String, String?, [String], Date, Date?, String?).self
             ) {
@@ -300,13 +298,13 @@ struct DeviceAuthority: Sendable {
         _ created: Date,
         _ revoked: Date?,
         _ person: String?
-    ) -> Components.Schemas.Device {
-        Components.Schemas.Device(
-            deviceId: id,
+    ) -> Device {
+        Device(
+            deviceID: id,
             name: name,
             platform: platform,
             person: person,
-            scopes: scopes.compactMap(Components.Schemas.Scope.init(rawValue:)),
+            scopes: scopes.compactMap(Scope.init(rawValue:)),
             createdAt: created,
             revokedAt: revoked
         )

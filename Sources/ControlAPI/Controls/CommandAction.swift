@@ -1,10 +1,9 @@
 import Contracts
-import ControlAPIContract
 
 /// What a command tells an agent to do, as control-api stores and publishes it. Both documents
 /// spell it (the operators' as an enum, the agents' channel as a string); this is the one
 /// mapping to and from the bus contract.
-enum CommandAction: String, Sendable, CaseIterable {
+enum CommandAction: String, Sendable, Codable, CaseIterable {
     case pause
     case resume
     case terminate
@@ -29,29 +28,6 @@ enum CommandAction: String, Sendable, CaseIterable {
         case .terminate: self = .terminate
         case .request: self = .request
         default: return nil
-        }
-    }
-}
-
-extension Components.Schemas.CommandAction {
-    /// The operators' document's spelling of `action`.
-    init(_ action: CommandAction) {
-        switch action {
-        case .pause: self = .pause
-        case .resume: self = .resume
-        case .terminate: self = .terminate
-        case .request: self = .request
-        }
-    }
-}
-
-extension Components.Schemas.ControlAction {
-    /// The command an operator's control action becomes.
-    var command: CommandAction {
-        switch self {
-        case .pause: .pause
-        case .resume: .resume
-        case .terminate: .terminate
         }
     }
 }

@@ -119,12 +119,12 @@ extension ControlsHandler {
                     .init(
                         data: .init(
                             workerId: input.path.workerId,
-                            requestId: receipt.requestId,
+                            requestId: receipt.requestID,
                             ok: true,
                             method: request.method.rawValue,
                             status: .queued,
                             idempotentReplay: replayed,
-                            commandId: receipt.commands.first?.commandId
+                            commandId: receipt.commands.first?.commandID
                         )
                     )
                 )
@@ -148,7 +148,7 @@ extension ControlsHandler {
         // The request's correlation id is the stop's idempotency key: a retry of one request is
         // the same stop. One that is not a valid key (or none: the edge made one) is a new stop.
         let requestID = (RequestScope.current?.requestID).flatMap { (try? InputCheck.key($0, "x-request-id")) == nil ? nil : $0 } ?? UUID().uuidString
-        let issued: (receipt: Components.Schemas.ControlReceipt, replayed: Bool)
+        let issued: (receipt: ControlReceipt, replayed: Bool)
         do {
             // The worker is looked up once the request id is known to be new (a retry gets its
             // first answer); one that has stopped answers as done, with no new command.
@@ -175,7 +175,7 @@ extension ControlsHandler {
                             workerId: input.path.workerId,
                             status: .stopping,
                             idempotentReplay: issued.replayed,
-                            requestId: issued.receipt.requestId
+                            requestId: issued.receipt.requestID
                         )
                     )
                 )

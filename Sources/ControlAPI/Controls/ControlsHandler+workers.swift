@@ -25,7 +25,16 @@ extension ControlsHandler {
         let identity = try Caller.person()
         let (record, registration) = try await self.workerRecord(identity, input.path.workerId)
         let requests = try await self.store.requests(tenant: identity.tenant, agentID: record.agentID, limit: 20)
-        return .ok(.init(body: .json(.init(worker: self.worker(record, owner: registration?.owner, now: Date()), requests: requests))))
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        worker: self.worker(record, owner: registration?.owner, now: Date()),
+                        requests: requests.map(Components.Schemas.CommandStatus.init)
+                    )
+                )
+            )
+        )
     }
 
     func requestWorker(_ input: Operations.RequestWorker.Input) async throws -> Operations.RequestWorker.Output {
@@ -49,7 +58,7 @@ extension ControlsHandler {
         ) { now in
             try await self.liveWorker(identity, try await self.workerRecord(identity, input.path.workerId).record, everySession: false)
         }
-        return .accepted(.init(body: .json(receipt)))
+        return .accepted(.init(body: .json(.init(receipt))))
     }
 
     func stopWorker(_ input: Operations.StopWorker.Input) async throws -> Operations.StopWorker.Output {
@@ -66,7 +75,7 @@ extension ControlsHandler {
         ) { now in
             try await self.liveWorker(identity, try await self.workerRecord(identity, input.path.workerId).record, everySession: true)
         }
-        return .accepted(.init(body: .json(receipt)))
+        return .accepted(.init(body: .json(.init(receipt))))
     }
 
     // MARK: Helpers

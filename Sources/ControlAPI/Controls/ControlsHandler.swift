@@ -50,7 +50,7 @@ extension ControlsHandler {
             }
             return [(agent.swarmID, agent.agentID)]
         }
-        return .accepted(.init(body: .json(receipt)))
+        return .accepted(.init(body: .json(.init(receipt))))
     }
 
     func controlSwarm(_ input: Operations.ControlSwarm.Input) async throws -> Operations.ControlSwarm.Output {
@@ -83,7 +83,7 @@ extension ControlsHandler {
             }
             return targets.map { (input.path.swarmId, $0) }
         }
-        return .accepted(.init(body: .json(receipt)))
+        return .accepted(.init(body: .json(.init(receipt))))
     }
 
     func getControl(_ input: Operations.GetControl.Input) async throws -> Operations.GetControl.Output {
@@ -92,7 +92,7 @@ extension ControlsHandler {
         guard let status = try await self.store.status(tenant: identity.tenant, requestID: input.path.requestId) else {
             throw APIError(.notFound, "no control request \(input.path.requestId)")
         }
-        return .ok(.init(body: .json(status)))
+        return .ok(.init(body: .json(.init(receipt: .init(status.receipt), commands: status.commands.map(Components.Schemas.CommandStatus.init)))))
     }
 
     func listAudit(_ input: Operations.ListAudit.Input) async throws -> Operations.ListAudit.Output {
@@ -102,7 +102,7 @@ extension ControlsHandler {
             throw APIError(.invalidRequest, "before must be at least 1")
         }
         let page = try await self.store.audit(tenant: identity.tenant, limit: input.query.limit ?? 100, before: input.query.before)
-        return .ok(.init(body: .json(page)))
+        return .ok(.init(body: .json(.init(entries: page.entries.map(Components.Schemas.AuditEntry.init), nextBefore: page.nextBefore))))
     }
 
     /// The checks of a control request's body the generated types do not make.
@@ -121,13 +121,13 @@ extension ControlsHandler {
     func issue(
         _ identity: AccessIdentity,
         _ action: CommandAction,
-        target: Components.Schemas.ControlReceipt.TargetPayload,
+        target: ControlTarget,
         id: String,
         reason: String,
         input: String? = nil,
         requestID: String,
         targets: (Date) async throws -> [(swarm: String, agent: String)]
-    ) async throws -> (receipt: Components.Schemas.ControlReceipt, replayed: Bool) {
+    ) async throws -> (receipt: ControlReceipt, replayed: Bool) {
         try InputCheck.key(requestID, "requestId")
         try InputCheck.text(reason, "reason", max: 500)
         let now = Date()

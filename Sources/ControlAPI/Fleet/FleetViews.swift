@@ -16,7 +16,7 @@ struct FleetViews: Sendable {
         .of(reported: agent.state, silentFor: now.timeIntervalSince(agent.lastSeenAt), offlineAfter: self.offlineAfter)
     }
 
-    func agent(_ record: FleetIndex.AgentRecord, lastCommand: Components.Schemas.CommandStatus?, now: Date) -> Components.Schemas.Agent {
+    func agent(_ record: FleetIndex.AgentRecord, lastCommand: CommandStatus?, now: Date) -> Components.Schemas.Agent {
         let hour = record.minutes.lastHour(now: now)
         let state = self.state(of: record, now: now)
         return Components.Schemas.Agent(
@@ -30,7 +30,7 @@ struct FleetViews: Sendable {
             eventsLastHour: hour.events,
             errorsLastHour: hour.errors,
             errorRate: hour.events == 0 ? 0 : Double(hour.errors) / Double(hour.events),
-            lastCommand: lastCommand,
+            lastCommand: lastCommand.map(Components.Schemas.CommandStatus.init),
             acceptsRequests: record.acceptsRequests,
             terminal: record.tmuxSession.map { Components.Schemas.AgentTerminal(tmuxSession: $0, host: record.host) },
             webUrl: self.webURL("agents", record.agentID)

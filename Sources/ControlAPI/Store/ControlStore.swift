@@ -1,5 +1,4 @@
 import Contracts
-import ControlAPIContract
 import Crypto
 import Foundation
 import Logging
@@ -17,7 +16,7 @@ struct ControlStore: Sendable {
     struct Submission: Sendable {
         var tenant: String
         var actor: String
-        var target: Components.Schemas.ControlReceipt.TargetPayload
+        var target: ControlTarget
         var targetID: String
         var action: CommandAction
         var reason: String
@@ -52,9 +51,9 @@ struct ControlStore: Sendable {
 
     enum Outcome: Sendable {
         /// The request is new: its receipt and the commands to publish.
-        case created(Components.Schemas.ControlReceipt, [IssuedCommand])
+        case created(ControlReceipt, [IssuedCommand])
         /// The request id was taken by this same request: its receipt.
-        case replayed(Components.Schemas.ControlReceipt)
+        case replayed(ControlReceipt)
     }
 
     /// Stores a new request, or answers a known one.
@@ -111,14 +110,14 @@ struct ControlStore: Sendable {
                     logger: self.logger
                 )
             }
-            let receipt = Components.Schemas.ControlReceipt(
-                requestId: submission.requestID,
-                action: .init(submission.action),
+            let receipt = ControlReceipt(
+                requestID: submission.requestID,
+                action: submission.action,
                 target: submission.target,
-                targetId: submission.targetID,
-                commands: commands.map { .init(commandId: $0.commandID, agentId: $0.agentID) },
+                targetID: submission.targetID,
+                commands: commands.map { ControlReceipt.Command(commandID: $0.commandID, agentID: $0.agentID) },
                 acceptedAt: now,
-                auditId: auditID
+                auditID: auditID
             )
             let json = String(decoding: try JSONEncoder().encode(receipt), as: UTF8.self)
             try await connection.query(
@@ -134,7 +133,7 @@ struct ControlStore: Sendable {
 
     /// The stored receipt of a known request id, or nil.
     /// - Throws: `Conflict` if the id was used for another request.
-    func replay(_ submission: Submission) async throws -> Components.Schemas.ControlReceipt? {
+    func replay(_ submission: Submission) async throws -> ControlReceipt? {
         try await self.client.withConnection { connection in
             try await self.known(submission, on: connection)
         }
@@ -142,7 +141,7 @@ struct ControlStore: Sendable {
 
     /// The receipt stored for the submission's request id, or nil; `Conflict` if the id was
     /// used for another request.
-    private func known(_ submission: Submission, on connection: PostgresConnection) async throws -> Components.Schemas.ControlReceipt? {
+    private func known(_ submission: Submission, on connection: PostgresConnection) async throws -> ControlReceipt? {
         guard let (fingerprint, receipt) = try await self.stored(tenant: submission.tenant, requestID: submission.requestID, on: connection) else {
             return nil
         }
@@ -156,35 +155,35 @@ struct ControlStore: Sendable {
         tenant: String,
         requestID: String,
         on connection: PostgresConnection
-    ) async throws -> (ByteBuffer, Components.Schemas.ControlReceipt)? {
+    ) async throws -> (ByteBuffer, ControlReceipt)? {
         for try await (fingerprint, receipt) in try await connection.query(
             "SELECT fingerprint, receipt::text FROM control_requests WHERE tenant_id = \(tenant) AND request_id = \(requestID)",
             logger: self.logger
         ).decode((ByteBuffer, String).self) {
-            return (fingerprint, try JSONDecoder().decode(Components.Schemas.ControlReceipt.self, from: Data(receipt.utf8)))
+            return (fingerprint, try JSONDecoder().decode(ControlReceipt.self, from: Data(receipt.utf8)))
         }
         return nil
     }
 
     /// A request of `tenant` with what its agents answered, or nil.
-    func status(tenant: String, requestID: String) async throws -> Components.Schemas.ControlStatus? {
-        let receipt: Components.Schemas.ControlReceipt? = try await self.client.withConnection { connection in
+    func status(tenant: String, requestID: String) async throws -> (receipt: ControlReceipt, commands: [CommandStatus])? {
+        let receipt: ControlReceipt? = try await self.client.withConnection { connection in
             try await self.stored(tenant: tenant, requestID: requestID, on: connection)?.1
         }
         guard let receipt else { return nil }
-        return Components.Schemas.ControlStatus(receipt: receipt, commands: try await self.commands(tenant: tenant, requestID: requestID))
+        return (receipt, try await self.commands(tenant: tenant, requestID: requestID))
     }
 
     private static let commandColumns = "command_id, agent_id, swarm_id, action, state, agent_state, message, issued_at, acknowledged_at"
     private typealias CommandRow = (String, String, String, String, String, String?, String?, Date, Date?)
 
-    private static func commandStatus(_ row: CommandRow) -> Components.Schemas.CommandStatus {
-        Components.Schemas.CommandStatus(
-            commandId: row.0,
-            agentId: row.1,
-            swarmId: row.2,
-            action: Components.Schemas.CommandAction(rawValue: row.3) ?? .pause,
-            state: Components.Schemas.CommandState(rawValue: row.4) ?? .pending,
+    private static func commandStatus(_ row: CommandRow) -> CommandStatus {
+        CommandStatus(
+            commandID: row.0,
+            agentID: row.1,
+            swarmID: row.2,
+            action: CommandAction(rawValue: row.3) ?? .pause,
+            state: CommandStatus.State(rawValue: row.4) ?? .pending,
             agentState: row.5,
             message: row.6,
             issuedAt: row.7,
@@ -192,8 +191,8 @@ struct ControlStore: Sendable {
         )
     }
 
-    func commands(tenant: String, requestID: String) async throws -> [Components.Schemas.CommandStatus] {
-        var commands: [Components.Schemas.CommandStatus] = []
+    func commands(tenant: String, requestID: String) async throws -> [CommandStatus] {
+        var commands: [CommandStatus] = []
         for try await row in try await self.client.query(
             "SELECT \(unescaped: Self.commandColumns) FROM commands WHERE tenant_id = \(tenant) AND request_id = \(requestID) ORDER BY agent_id",
             logger: self.logger
@@ -204,8 +203,8 @@ struct ControlStore: Sendable {
     }
 
     /// The latest requests sent to a worker, newest first.
-    func requests(tenant: String, agentID: String, limit: Int) async throws -> [Components.Schemas.CommandStatus] {
-        var commands: [Components.Schemas.CommandStatus] = []
+    func requests(tenant: String, agentID: String, limit: Int) async throws -> [CommandStatus] {
+        var commands: [CommandStatus] = []
         for try await row in try await self.client.query(
             """
             SELECT \(unescaped: Self.commandColumns) FROM commands WHERE tenant_id = \(tenant) AND agent_id = \(agentID) AND action = 'request'
@@ -219,7 +218,7 @@ struct ControlStore: Sendable {
     }
 
     /// The latest command sent to an agent, or nil.
-    func lastCommand(tenant: String, agentID: String) async throws -> Components.Schemas.CommandStatus? {
+    func lastCommand(tenant: String, agentID: String) async throws -> CommandStatus? {
         for try await row in try await self.client.query(
             """
             SELECT \(unescaped: Self.commandColumns) FROM commands WHERE tenant_id = \(tenant) AND agent_id = \(agentID)
@@ -343,9 +342,10 @@ struct ControlStore: Sendable {
         }
     }
 
-    /// A page of `tenant`'s audit trail, newest first.
-    func audit(tenant: String, limit: Int, before: Int64?) async throws -> Components.Schemas.AuditPage {
-        var entries: [Components.Schemas.AuditEntry] = []
+    /// A page of `tenant`'s audit trail, newest first, and the `before` of the next page (nil
+    /// on the last).
+    func audit(tenant: String, limit: Int, before: Int64?) async throws -> (entries: [AuditEntry], nextBefore: Int64?) {
+        var entries: [AuditEntry] = []
         for try await row in try await self.client.query(
             """
             SELECT audit_id, at, actor, action, target, target_id, reason, request_id, command_id, outcome FROM audit
@@ -354,20 +354,20 @@ struct ControlStore: Sendable {
             logger: self.logger
         ).decode((Int64, Date, String, String, String, String, String, String?, String?, String).self) {
             entries.append(
-                Components.Schemas.AuditEntry(
+                AuditEntry(
                     id: row.0,
                     at: row.1,
                     actor: row.2,
                     action: row.3,
-                    target: Components.Schemas.AuditEntry.TargetPayload(rawValue: row.4) ?? .agent,
-                    targetId: row.5,
+                    target: ControlTarget(rawValue: row.4) ?? .agent,
+                    targetID: row.5,
                     reason: row.6,
-                    requestId: row.7,
-                    commandId: row.8,
+                    requestID: row.7,
+                    commandID: row.8,
                     outcome: row.9
                 )
             )
         }
-        return Components.Schemas.AuditPage(entries: entries, nextBefore: entries.count == limit ? entries.last?.id : nil)
+        return (entries, entries.count == limit ? entries.last?.id : nil)
     }
 }
