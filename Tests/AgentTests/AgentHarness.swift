@@ -59,17 +59,19 @@ struct AgentHarness {
     func run(_ body: @escaping @Sendable (Services) async throws -> Void) async throws {
         let provider = try await AnthropicLocalServer.start(logger: Logger(label: "anthropic-local", factory: { _ in SwiftLogNoOpLogHandler() }))
         defer { Task { await provider.stop() } }
-        try await self.live.application(IngestService.self).test(.live) { ingest in
-            try await self.live.application(ControlAPIService.self).test(.live) { control in
-                try await self.live.application(ApprovalsService.self).test(.live) { approvals in
-                    try await self.live.application(HealthMonitorService.self).test(.live) { health in
-                        let key = try await self.live.createKey(ingest)
-                        try await body(
-                            Services(ingest: ingest, control: control, approvals: approvals, health: health, provider: provider, key: key)
-                        )
-                    }
-                }
-            }
+        try await self.live.withStack([IngestService.self, ControlAPIService.self, ApprovalsService.self, HealthMonitorService.self], .live) {
+            stack in
+            let key = try await self.live.createKey(stack[IngestService.self])
+            try await body(
+                Services(
+                    ingest: stack[IngestService.self],
+                    control: stack[ControlAPIService.self],
+                    approvals: stack[ApprovalsService.self],
+                    health: stack[HealthMonitorService.self],
+                    provider: provider,
+                    key: key
+                )
+            )
         }
     }
 

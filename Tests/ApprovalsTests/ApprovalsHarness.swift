@@ -28,12 +28,8 @@ struct ApprovalsHarness {
         _ mode: TestingSetup = .router,
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
-        try await self.live.application(IngestService.self).test(mode) { ingest in
-            try await self.live.application(ControlAPIService.self).test(mode) { control in
-                try await self.live.application(ApprovalsService.self).test(mode) { approvals in
-                    try await body(ingest, control, approvals)
-                }
-            }
+        try await self.live.withStack([IngestService.self, ControlAPIService.self, ApprovalsService.self], mode) { stack in
+            try await body(stack[IngestService.self], stack[ControlAPIService.self], stack[ApprovalsService.self])
         }
     }
 
@@ -42,10 +38,9 @@ struct ApprovalsHarness {
         _ body:
             @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
-        try await self.run(.live) { ingest, control, approvals in
-            try await self.live.application(StreamFanoutService.self).test(.live) { fanout in
-                try await body(ingest, control, approvals, fanout)
-            }
+        try await self.live.withStack([IngestService.self, ControlAPIService.self, ApprovalsService.self, StreamFanoutService.self], .live) {
+            stack in
+            try await body(stack[IngestService.self], stack[ControlAPIService.self], stack[ApprovalsService.self], stack[StreamFanoutService.self])
         }
     }
 

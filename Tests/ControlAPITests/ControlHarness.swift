@@ -48,10 +48,6 @@ struct ControlHarness {
         }
     }
 
-    func ingest() async throws -> some ApplicationProtocol {
-        try await self.live.application(IngestService.self)
-    }
-
     func control() async throws -> some ApplicationProtocol {
         try await self.live.application(ControlAPIService.self)
     }
@@ -61,10 +57,8 @@ struct ControlHarness {
         _ mode: TestingSetup = .router,
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
-        try await self.ingest().test(mode) { ingest in
-            try await self.control().test(mode) { control in
-                try await body(ingest, control)
-            }
+        try await self.live.withStack([IngestService.self, ControlAPIService.self], mode) { stack in
+            try await body(stack[IngestService.self], stack[ControlAPIService.self])
         }
     }
 
@@ -73,11 +67,8 @@ struct ControlHarness {
     func runWithStream(
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
-        try await self.run(.live) { ingest, control in
-            let fanout = try await self.live.application(StreamFanoutService.self)
-            try await fanout.test(.live) { fanout in
-                try await body(ingest, control, fanout)
-            }
+        try await self.live.withStack([IngestService.self, ControlAPIService.self, StreamFanoutService.self], .live) { stack in
+            try await body(stack[IngestService.self], stack[ControlAPIService.self], stack[StreamFanoutService.self])
         }
     }
 

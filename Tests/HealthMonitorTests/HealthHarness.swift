@@ -32,12 +32,8 @@ struct HealthHarness {
         _ mode: TestingSetup = .live,
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
-        try await self.live.application(IngestService.self).test(mode) { ingest in
-            try await self.live.application(ControlAPIService.self).test(mode) { control in
-                try await self.live.application(HealthMonitorService.self).test(mode) { health in
-                    try await body(ingest, control, health)
-                }
-            }
+        try await self.live.withStack([IngestService.self, ControlAPIService.self, HealthMonitorService.self], mode) { stack in
+            try await body(stack[IngestService.self], stack[ControlAPIService.self], stack[HealthMonitorService.self])
         }
     }
 

@@ -55,15 +55,9 @@ struct PipelineHarness {
         runner extra: [String: String] = [:],
         _ body: @escaping @Sendable (Client, Client, Client, Client) async throws -> Void
     ) async throws {
-        try await self.live.application(IngestService.self).test(mode) { ingest in
-            try await self.live.application(ControlAPIService.self).test(mode) { control in
-                try await self.live.application(ApprovalsService.self).test(mode) { approvals in
-                    // The tenant's log exists once it has an ingest key.
-                    _ = try await self.live.createKey(ingest)
-                    try await self.live.application(PipelineRunnerService.self, extra: extra).test(mode) { pipelines in
-                        try await body(ingest, control, approvals, pipelines)
-                    }
-                }
+        try await self.infrastructure(mode) { ingest, control, approvals in
+            try await self.live.withStack([PipelineRunnerService.self], mode, extra: [PipelineRunnerService.name: extra]) { stack in
+                try await body(ingest, control, approvals, stack[PipelineRunnerService.self])
             }
         }
     }
@@ -71,21 +65,22 @@ struct PipelineHarness {
     /// Ingest, control-api and approvals only (the tenant's ingest key made): for a runner
     /// started otherwise (an executable, or later in the test).
     func runInfrastructure(_ body: @escaping @Sendable (Client, Client, Client) async throws -> Void) async throws {
-        try await self.live.application(IngestService.self).test(.router) { ingest in
-            try await self.live.application(ControlAPIService.self).test(.router) { control in
-                try await self.live.application(ApprovalsService.self).test(.router) { approvals in
-                    _ = try await self.live.createKey(ingest)
-                    try await body(ingest, control, approvals)
-                }
-            }
+        try await self.infrastructure(.router, body)
+    }
+
+    private func infrastructure(_ mode: TestingSetup, _ body: @Sendable (Client, Client, Client) async throws -> Void) async throws {
+        try await self.live.withStack([IngestService.self, ControlAPIService.self, ApprovalsService.self], mode) { stack in
+            // The tenant's log exists once it has an ingest key.
+            _ = try await self.live.createKey(stack[IngestService.self])
+            try await body(stack[IngestService.self], stack[ControlAPIService.self], stack[ApprovalsService.self])
         }
     }
 
     /// The same with stream-fanout, every one live on a port of its own.
     func runWithStream(_ body: @escaping @Sendable (Client, Client, Client, Client, Client) async throws -> Void) async throws {
         try await self.run(.live) { ingest, control, approvals, pipelines in
-            try await self.live.application(StreamFanoutService.self).test(.live) { fanout in
-                try await body(ingest, control, approvals, pipelines, fanout)
+            try await self.live.withStack([StreamFanoutService.self], .live) { stack in
+                try await body(ingest, control, approvals, pipelines, stack[StreamFanoutService.self])
             }
         }
     }
