@@ -19,17 +19,23 @@ public enum DeploymentFiles {
             self.render = { _ in text }
         }
 
-        /// A hand-written file whose sections between markers are written.
-        init(path: String, sections: [(begin: String, end: String, body: String)]) {
+        /// A hand-written file whose sections between markers are written, then `completing`
+        /// applied (what else the file must have, added where it lacks it).
+        init(
+            path: String,
+            sections: [(begin: String, end: String, body: String)],
+            completing: @escaping @Sendable (String) throws -> String = { $0 }
+        ) {
             self.path = path
             self.render = { current in
                 guard let current else { throw DeploymentError("\(path) is missing") }
-                return try sections.reduce(current) { text, section in
+                let written = try sections.reduce(current) { text, section in
                     guard let written = text.replacingSection(between: section.begin, and: section.end, with: section.body) else {
                         throw DeploymentError("\(path) lacks the lines '\(section.begin)' and '\(section.end)'")
                     }
                     return written
                 }
+                return try completing(written)
             }
         }
     }
@@ -54,7 +60,7 @@ public enum DeploymentFiles {
             File(path: "deploy/local/services", text: Self.localServices(services)),
             File(path: "deploy/staging/nats-permissions.conf", text: try Self.natsPermissions(services, prefix: prefix)),
             File(path: "deploy/staging/postgres-roles.sql", text: try Self.postgresRoles(services)),
-            File(path: "docker-compose.yml", sections: Self.composeSections(services)),
+            File(path: "docker-compose.yml", sections: Self.composeSections(services)) { try Self.composeAddingBlocks($0, services) },
         ]
     }
 
@@ -197,11 +203,74 @@ public enum DeploymentFiles {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// The line of `docker-compose.yml` above which `deploy write` adds the block of a service
+    /// that has none.
+    public static let newBlocksMarker =
+        "  # New services' blocks are added above this line by `swarmdeckd deploy write`, from the registry (then they are yours to edit)."
+
+    /// `compose` with a block (``composeBlock(_:)``) for each of `services` that has none, above
+    /// ``newBlocksMarker``; the blocks it has are left as they are (each is hand-edited:
+    /// `ServiceRegistryTests` checks what the registry says of them).
+    public static func composeAddingBlocks(_ compose: String, _ services: [any SwarmdeckService.Type]) throws -> String {
+        var lines = compose.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard let marker = lines.firstIndex(of: Self.newBlocksMarker) else {
+            throw DeploymentError("docker-compose.yml lacks the line '\(Self.newBlocksMarker)'")
+        }
+        let missing = services.filter { !lines.contains("  \($0.name):") }
+        lines.insert(contentsOf: missing.flatMap { Self.composeBlock($0) + [""] }, at: marker)
+        return lines.joined(separator: "\n")
+    }
+
+    /// A service's first block in `docker-compose.yml`, from what the registry says of it: it
+    /// runs as `swarmdeckd <name>` on the shared settings, behind the edge (its trusted proxies
+    /// every peer, its deep links the edge's URL), with the public key, its own Postgres and NATS
+    /// credentials (and control-api's private key when it signs), after ingest when it reads
+    /// the event log. Its required settings that have no default are named in a comment: the
+    /// block is the team's to complete.
+    public static func composeBlock(_ service: any SwarmdeckService.Type) -> [String] {
+        let keys = service.settingsKeys
+        func key(_ suffix: String) -> SettingKey? { keys.first { $0.name.hasSuffix(suffix) } }
+        var environment = ["      <<: *environment"]
+        var secrets = ["      - source: jwt_public_key", "        target: jwt-es256.pem.pub"]
+        let signs = keys.contains { $0.name == "auth.jwt.private-key-file" }
+        if signs {
+            environment.append("      AUTH_JWT_PRIVATE_KEY_FILE: /run/secrets/jwt-es256.pem")
+            secrets += ["      - source: jwt_private_key", "        target: jwt-es256.pem"]
+        }
+        if let web = key(".web-base-url") {
+            environment.append("      \(web.environmentName): ${SWARMDECK_WEB_BASE_URL:-https://localhost:8443}")
+        }
+        if let proxies = key(".trusted-proxies") {
+            environment.append("      \(proxies.environmentName): \"*\"  # only the edge reaches it")
+        }
+        secrets += [
+            "      - source: \(service.postgresRole)_postgres_url", "        target: postgres-url",
+            "      - source: \(service.postgresRole)_nats_url", "        target: nats-url",
+        ]
+        let unset = keys.filter { $0.defaultValue == nil && !$0.isOptional && !($0.name == "auth.jwt.private-key-file" && signs) }
+        var block = ["  # \(service.name): written by `swarmdeckd deploy write` from the registry; yours to edit."]
+        if !unset.isEmpty {
+            block.append("  # It does not start until its environment sets \(unset.map(\.environmentName).joined(separator: ", ")).")
+        }
+        block += ["  \(service.name):", "    <<: *service", "    command: [\"swarmdeckd\", \"\(service.name)\"]", "    environment:"]
+        block += environment
+        block.append("    secrets:")
+        block += secrets
+        if service.readsEventLog {
+            block += [
+                "    depends_on:", "      <<: *infra", "      ingest:",
+                "        condition: service_healthy  # ingest migrates the event log \(service.name) reads",
+            ]
+        }
+        return block
+    }
+
     /// The sections of `docker-compose.yml` written from the registry: the Postgres
     /// container's password files (one per service's role, and the superuser's) and the
     /// definitions of every service's credentials (its `postgres-url`, `nats-url` and Postgres
-    /// password, from `deploy/staging/secrets`' folder). Each service's own block stays written
-    /// by hand (its environment, its other secrets, what it waits for).
+    /// password, from `deploy/staging/secrets`' folder). Each service's own block is written once
+    /// (``composeAddingBlocks(_:_:)``), then by hand (its environment, its other secrets, what it
+    /// waits for).
     public static func composeSections(_ services: [any SwarmdeckService.Type]) -> [(begin: String, end: String, body: String)] {
         let passwords = ["postgres"] + services.map { $0.name }
         let folder = "${SWARMDECK_SECRETS:-./deploy/staging/secrets.d}"

@@ -12,7 +12,8 @@ import TerminalBroker
 /// describes their keys, `swarmdeckd deploy write` writes what deployment reads from them
 /// (``DeploymentFiles``), and the docs' tests check their pages. A new service is its library
 /// (its `SwarmdeckService` declares its routes at the edge and its NATS permissions), one line
-/// here, its block in docker-compose.yml and its page (see docs/adding-a-service.md).
+/// here and its page; `swarmdeckd deploy write` then writes what deployment needs, its first
+/// block in docker-compose.yml included (see docs/adding-a-service.md).
 public enum ServiceRegistry {
     /// The services, in the order `deploy/local/services` lists them.
     public static let all: [any SwarmdeckService.Type] = [

@@ -102,13 +102,21 @@ struct ServiceRegistryTests {
         #expect(!Self.covers("sd.revoked.*", "sd.revoked.t.x") && !Self.covers("sd.>", "sd") && !Self.covers("sd.ev", "sd.ev.t"))
     }
 
-    @Test("each service's block in docker-compose.yml mounts its own Postgres and NATS credentials and no other service's")
-    func composeCredentials() throws {
-        let lines = try Self.text("docker-compose.yml").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    /// The lines of `service`'s block in a compose file: from `  <name>:` to the next line
+    /// indented two spaces or less.
+    static func block(_ service: any SwarmdeckService.Type, in lines: [String]) throws -> ArraySlice<String> {
+        let start = try #require(lines.firstIndex(of: "  \(service.name):"), "\(service.name) has no block")
+        return lines[(start + 1)...].prefix { $0.isEmpty || $0.hasPrefix("   ") }
+    }
+
+    /// What the registry says of a service's compose block: it runs as `swarmdeckd <name>`,
+    /// mounts its own Postgres and NATS credentials and no other service's, and waits for
+    /// ingest when it reads the event log.
+    static func checkBlocks(_ compose: String) throws {
+        let lines = compose.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         for service in ServiceRegistry.all {
-            // The block: from `  <name>:` to the next line indented two spaces or less.
-            let start = try #require(lines.firstIndex(of: "  \(service.name):"), "\(service.name) has no block")
-            let block = lines[(start + 1)...].prefix { $0.isEmpty || $0.hasPrefix("   ") }
+            let block = try Self.block(service, in: lines)
+            #expect(block.contains("    command: [\"swarmdeckd\", \"\(service.name)\"]"), "\(service.name)")
             let credentials = block.compactMap { line -> String? in
                 guard let range = line.range(of: "- source: ") else { return nil }
                 let source = String(line[range.upperBound...])
@@ -118,7 +126,43 @@ struct ServiceRegistryTests {
                 credentials.sorted() == ["\(service.postgresRole)_nats_url", "\(service.postgresRole)_postgres_url"],
                 "\(service.name): \(credentials)"
             )
+            if service.readsEventLog {
+                #expect(block.contains("      ingest:"), "\(service.name) reads the event log but does not wait for ingest")
+            }
         }
+    }
+
+    @Test("each service's block in docker-compose.yml runs it, mounts its own credentials and no other's, and waits for ingest when it reads the log")
+    func composeBlocks() throws {
+        try Self.checkBlocks(try Self.text("docker-compose.yml"))
+    }
+
+    @Test(
+        "a service without a block in docker-compose.yml gets one from the registry, once",
+        arguments: ["health-monitor", "control-api", "terminal-broker"]
+    )
+    func composeNewBlock(name: String) throws {
+        let service = try #require(ServiceRegistry.all.first { $0.name == name })
+        var lines = try Self.text("docker-compose.yml").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let start = try #require(lines.firstIndex(of: "  \(name):"))
+        let end = start + 1 + (try Self.block(service, in: lines)).count
+        lines.removeSubrange(start..<end)
+        let added = try DeploymentFiles.composeAddingBlocks(lines.joined(separator: "\n"), ServiceRegistry.all)
+        try Self.checkBlocks(added)
+        #expect(try DeploymentFiles.composeAddingBlocks(added, ServiceRegistry.all) == added)
+        let block = try Self.block(service, in: added.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+        let text = block.joined(separator: "\n")
+        #expect(text.contains("<<: *service") && text.contains("<<: *environment") && text.contains("source: jwt_public_key"))
+        for key in service.settingsKeys where key.name.hasSuffix(".trusted-proxies") || key.name.hasSuffix(".web-base-url") {
+            #expect(text.contains("      \(key.environmentName): "), "\(name): \(key.name)")
+        }
+        #expect(text.contains("source: jwt_private_key") == (name == "control-api"))
+        // A key it cannot start without and the block cannot know is named above the block.
+        let required = service.settingsKeys.filter { $0.defaultValue == nil && !$0.isOptional && $0.name != "auth.jwt.private-key-file" }
+        for key in required {
+            #expect(added.contains("its environment sets") && added.contains(key.environmentName), "\(name): \(key.name)")
+        }
+        #expect(name != "terminal-broker" || !required.isEmpty)
     }
 
     @Test("the names are unique, no service is named as a command of swarmdeckd, and the default ports are unique")
