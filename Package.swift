@@ -27,6 +27,7 @@ let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let mcp = Target.Dependency.product(name: "MCP", package: "swift-sdk")
 let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
 let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioConcurrencyHelpers = Target.Dependency.product(name: "NIOConcurrencyHelpers", package: "swift-nio")
 let nioHPACK = Target.Dependency.product(name: "NIOHPACK", package: "swift-nio-http2")
 let nioHTTP2 = Target.Dependency.product(name: "NIOHTTP2", package: "swift-nio-http2")
 let nioSSH = Target.Dependency.product(name: "NIOSSH", package: "swift-nio-ssh")
@@ -104,95 +105,114 @@ func serviceTarget(_ target: String, dependencies: [Target.Dependency], exclude:
 
 /// A service's tests in two targets with the same dependencies: `<name>UnitTests`, its pure
 /// logic, which needs nothing started (`swift test --filter UnitTests`), and `<name>Tests`, its
-/// live tests against real NATS and Postgres (scripts/with-infra), loads, fuzzes and crashes.
+/// live tests against real NATS and Postgres (scripts/with-infra) and its loads, starting
+/// services through `ServiceHarnesses`. Fuzzes and crashes have targets of their own.
 func testTargets(_ name: String, dependencies: [Target.Dependency], exclude: [String] = []) -> [Target] {
     [
         .testTarget(name: "\(name)UnitTests", dependencies: dependencies, swiftSettings: swiftSettings),
-        .testTarget(name: "\(name)Tests", dependencies: dependencies, exclude: exclude, swiftSettings: swiftSettings),
+        .testTarget(name: "\(name)Tests", dependencies: dependencies + ["ServiceHarnesses"], exclude: exclude, swiftSettings: swiftSettings),
     ]
 }
 
-let splitTestTargets: [Target] = [
-    testTargets(
-        "ControlAPI",
-        dependencies: [
-            "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TestSupport",
-            asyncHTTPClient, configuration, hummingbird,
-            hummingbirdTesting, jwtKit, logging, nioCore, openAPIRuntime, postgresNIO,
-        ]
-    ),
-    testTargets(
-        "Fanout",
-        dependencies: [
-            "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport",
-            configuration, hummingbird, hummingbirdTesting, hummingbirdWSClient, hummingbirdWSCompression, logging, nioCore, nioPosix,
-            postgresNIO,
-        ]
-    ),
-    testTargets(
-        "Ingest",
-        dependencies: [
-            "Contracts", "EventLog", "Ingest", "OTLP", "ServiceKit", "TestSupport", asyncHTTPClient, configuration, crypto, hummingbird,
-            hummingbirdTesting, nioCore, postgresNIO,
-        ]
-    ),
-    testTargets(
-        "Approvals",
-        dependencies: [
-            "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport",
-            "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-        ]
-    ),
-    testTargets(
-        "HealthMonitor",
-        dependencies: [
-            "Approvals", "Contracts", "ControlAPI", "EventLog", "HealthMonitor", "HealthMonitorContract", "Ingest", "ServiceKit", "StreamFanout",
-            "StreamTestSupport", "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
-        ],
-        // The OpenTelemetry SDK client the live tests run with Python.
-        exclude: ["claude-code-otel.py"]
-    ),
-    testTargets(
-        "Agent",
-        dependencies: [
-            "AgentChannelContract", "AnthropicLocal", "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "ControlAPIContract",
+let splitTestTargets: [Target] =
+    [
+        testTargets(
+            "ControlAPI",
+            dependencies: [
+                "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TestSupport",
+                asyncHTTPClient, configuration, hummingbird,
+                hummingbirdTesting, jwtKit, logging, nioCore, openAPIRuntime, postgresNIO,
+            ]
+        ),
+        testTargets(
+            "Fanout",
+            dependencies: [
+                "Contracts", "EventLog", "Ingest", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport",
+                configuration, hummingbird, hummingbirdTesting, hummingbirdWSClient, hummingbirdWSCompression, logging, nioCore, nioPosix,
+                postgresNIO,
+            ]
+        ),
+        testTargets(
+            "Ingest",
+            dependencies: [
+                "Contracts", "EventLog", "Ingest", "OTLP", "ServiceKit", "TestSupport", asyncHTTPClient, configuration, crypto, hummingbird,
+                hummingbirdTesting, nioCore, postgresNIO,
+            ]
+        ),
+        testTargets(
+            "Approvals",
+            dependencies: [
+                "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "EventLog", "Ingest", "ServiceKit", "StreamFanout", "StreamTestSupport",
+                "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
+            ]
+        ),
+        testTargets(
             "HealthMonitor",
-            "HealthMonitorContract", "Ingest", "NotifierContract", "OTLP", "PipelineRunnerContract", "ServiceKit", "StreamTestSupport",
-            "TelemetryRelay", "TerminalBroker", "TerminalBrokerContract", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting,
-            logging, nioCore, postgresNIO, swiftProtobuf, "StreamFanout", "SwarmdeckServices", "SwarmdeckTools",
-        ]
-    ),
-    testTargets(
-        "Notifier",
-        dependencies: [
-            "APNs", "APNsLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "Notifier", "ServiceKit", "TestSupport",
-            crypto, hummingbird, hummingbirdTesting, logging, postgresNIO,
-        ]
-    ),
-    testTargets(
-        "TerminalBroker",
-        dependencies: [
-            "AnthropicLocal", "Contracts", "ControlAPI", "Ingest", "PlainWebSocket", "ServiceKit", "StreamTestSupport", "SwarmdeckTools",
-            "TerminalBroker", "TestSupport", crypto, hummingbird, hummingbirdTesting, logging, nioCore, nioPosix, nioSSH, postgresNIO,
-        ]
-    ),
-    testTargets(
-        "PipelineRunner",
-        dependencies: [
-            "Anthropic", "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "Ingest", "PipelineRunner", "ServiceKit", "StreamFanout",
-            "StreamTestSupport", "SwarmdeckTools", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore,
-            nioHTTP1, postgresNIO,
-        ]
-    ),
-    testTargets(
-        "ServiceKit",
-        dependencies: [
-            "CNATS", "Contracts", "ServiceKit", "TestSupport", compressNIO, configuration, httpTypes, hummingbird, hummingbirdTesting, jwtKit,
-            logging,
-            nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO,
-        ]
-    ),
-].flatMap { $0 }
+            dependencies: [
+                "Approvals", "Contracts", "ControlAPI", "EventLog", "HealthMonitor", "HealthMonitorContract", "Ingest", "ServiceKit", "StreamFanout",
+                "StreamTestSupport", "TestSupport", hummingbird, hummingbirdTesting, logging, nioCore, postgresNIO,
+            ],
+            // The OpenTelemetry SDK client the live tests run with Python.
+            exclude: ["claude-code-otel.py"]
+        ),
+        testTargets(
+            "Agent",
+            dependencies: [
+                "AgentChannelContract", "AnthropicLocal", "Approvals", "ApprovalsContract", "Contracts", "ControlAPI", "ControlAPIContract",
+                "HealthMonitor",
+                "HealthMonitorContract", "Ingest", "NotifierContract", "OTLP", "PipelineRunnerContract", "ServiceKit", "StreamTestSupport",
+                "TelemetryRelay", "TerminalBroker", "TerminalBrokerContract", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting,
+                logging, nioCore, postgresNIO, swiftProtobuf, "StreamFanout", "SwarmdeckServices", "SwarmdeckTools",
+            ]
+        ),
+        testTargets(
+            "Notifier",
+            dependencies: [
+                "APNs", "APNsLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "Notifier", "ServiceKit", "TestSupport",
+                crypto, hummingbird, hummingbirdTesting, logging, postgresNIO,
+            ]
+        ),
+        testTargets(
+            "TerminalBroker",
+            dependencies: [
+                "AnthropicLocal", "Contracts", "ControlAPI", "Ingest", "PlainWebSocket", "ServiceKit", "StreamTestSupport", "SwarmdeckTools",
+                "TerminalBroker", "TestSupport", crypto, hummingbird, hummingbirdTesting, logging, nioCore, nioPosix, nioSSH, postgresNIO,
+            ]
+        ),
+        testTargets(
+            "PipelineRunner",
+            dependencies: [
+                "Anthropic", "AnthropicLocal", "Approvals", "Contracts", "ControlAPI", "Ingest", "PipelineRunner", "ServiceKit", "StreamFanout",
+                "StreamTestSupport", "SwarmdeckTools", "TestSupport", asyncHTTPClient, hummingbird, hummingbirdTesting, logging, nioCore,
+                nioHTTP1, postgresNIO,
+            ]
+        ),
+        testTargets(
+            "ServiceKit",
+            dependencies: [
+                "CNATS", "Contracts", "ServiceKit", "TestSupport", compressNIO, configuration, httpTypes, hummingbird, hummingbirdTesting, jwtKit,
+                logging,
+                nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO,
+            ]
+        ),
+    ].flatMap { $0 } + [
+        // The services killed mid-work, as the real executable (swarmdeckd): nothing acknowledged lost.
+        .testTarget(
+            name: "CrashTests",
+            dependencies: [
+                "APNsLocal", "PipelineRunner", "ServiceHarnesses", "ServiceKit", "TestSupport", asyncHTTPClient, hummingbirdTesting, nioCore,
+                nioHTTP1, postgresNIO,
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Every OpenAPI document fuzzed by schemathesis, one parameterized test over them all,
+        // each service started by its harness.
+        .testTarget(
+            name: "FuzzTests",
+            dependencies: ["Contracts", "ControlAPI", "ServiceHarnesses", "ServiceKit", "TestSupport", hummingbirdTesting],
+            swiftSettings: swiftSettings
+        ),
+    ]
 
 let package = Package(
     name: "swarmdeck",
@@ -394,6 +414,18 @@ let package = Package(
             name: "TestSupport",
             dependencies: ["Contracts", "ServiceKit", compressNIO, configuration, httpTypes, hummingbird, hummingbirdTesting, nioCore, postgresNIO],
             path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // The live tests' harnesses of the services (each starts its service with what it
+        // needs: the test NATS and Postgres, an sshd, a local provider), for any test target.
+        .target(
+            name: "ServiceHarnesses",
+            dependencies: [
+                "AnthropicLocal", "APNs", "APNsLocal", "Approvals", "Contracts", "ControlAPI", "HealthMonitor", "Ingest", "Notifier",
+                "PipelineRunner", "PlainWebSocket", "ServiceKit", "StreamFanout", "StreamTestSupport", "SwarmdeckTools", "TerminalBroker",
+                "TestSupport", configuration, crypto, hummingbird, hummingbirdTesting, logging, nioConcurrencyHelpers, nioCore, postgresNIO,
+            ],
+            path: "Tests/ServiceHarnesses",
             swiftSettings: swiftSettings
         ),
         .target(

@@ -73,13 +73,7 @@ struct OperationCredentialsTests {
 
     @Test("the list above is every document scripts/generate-openapi generates a contract from")
     func everyDocument() throws {
-        let root = TestEnvironment.repositoryRoot
-        let script = try String(contentsOf: root.appendingPathComponent("scripts/generate-openapi"), encoding: .utf8)
-        // Its targets: lines `  [control-api]=ControlAPIContract`.
-        let generated = script.split(separator: "\n").compactMap { line -> String? in
-            guard line.hasPrefix("  ["), let end = line.firstIndex(of: "]"), line.contains("]=") else { return nil }
-            return String(line[line.index(line.startIndex, offsetBy: 3)..<end])
-        }
+        let generated = try OpenAPIDeclarations.generatedDocuments()
         #expect(!generated.isEmpty && Set(generated) == Set(Self.documents.map(\.service)), "\(generated)")
     }
 

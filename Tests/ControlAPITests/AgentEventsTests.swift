@@ -2,6 +2,7 @@ import EventLog
 import Foundation
 import HummingbirdTesting
 import Logging
+import ServiceHarnesses
 import StreamTestSupport
 import TestSupport
 import Testing

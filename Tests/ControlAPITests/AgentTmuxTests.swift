@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HummingbirdTesting
+import ServiceHarnesses
 import ServiceKit
 import StreamTestSupport
 import SwarmdeckTools

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JWTKit
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

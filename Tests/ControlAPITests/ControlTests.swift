@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing
@@ -18,36 +19,6 @@ import Testing
 struct OIDCSignInTests {
     typealias H = ControlHarness
     typealias JSON = [String: Any]
-
-    static let console = "https://console.test/signin/oidc"
-    static let phone = "swarmdeck://signin"
-
-    /// A provider with alice (in `ops`), bob (in no group) and carol (in `admins`), and
-    /// control-api configured to sign them in to the harness's tenant.
-    static func setUp(_ overrides: [String: String] = [:]) async throws -> (OIDCProviderProcess, ControlHarness) {
-        let provider = try OIDCProviderProcess(users: [
-            ["sub": "alice", "email": "alice@example.com", "email_verified": true, "groups": ["ops"]],
-            ["sub": "bob", "email": "bob@example.com", "groups": [] as [String]],
-            ["sub": "carol", "groups": ["admins", "ops"]],
-        ])
-        var probe = try await ControlHarness()
-        // A confidential client, as a server is (oidc-provider-mock takes any secret, and no
-        // public client at its token endpoint); PKCE as well.
-        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("oidc-secret-\(UUID().uuidString)")
-        try "s3cret with spaces & signs\n".write(to: secret, atomically: true, encoding: .utf8)
-        let environment: [String: String] = [
-            "CONTROL_OIDC_CLIENT_SECRET_FILE": secret.path,
-            "CONTROL_OIDC_ISSUER": provider.issuer,
-            "CONTROL_OIDC_CLIENT_ID": "swarmdeck-test",
-            "CONTROL_OIDC_REDIRECT_URI": "http://127.0.0.1:9/v1/auth/oidc/callback",
-            "CONTROL_OIDC_RETURN_URIS": "\(Self.console), \(Self.phone)",
-            "CONTROL_OIDC_TENANT": probe.tenant,
-            "CONTROL_OIDC_SCOPE_MAP": "ops=stream:read agents:control;admins=admin",
-            "CONTROL_AUTH_PER_MINUTE": "10000",
-        ].merging(overrides) { $1 }
-        probe.live.overrides.merge(environment) { $1 }
-        return (provider, probe)
-    }
 
     /// The person's browser: posts the provider's sign-in form (as `subject`, or denying) and
     /// answers the query of where the provider sends it (control-api's callback).
@@ -82,7 +53,7 @@ struct OIDCSignInTests {
     static func start(
         _ control: any TestClientProtocol,
         verifier: String,
-        returnURI: String = Self.console,
+        returnURI: String = H.oidcConsole,
         state: String? = "client-state"
     ) async throws -> (HTTPResponse.Status, JSON) {
         var body: JSON = ["returnUri": returnURI, "codeChallenge": PKCE.challenge(of: verifier), "deviceName": "Ana's phone", "platform": "ios"]
@@ -107,7 +78,7 @@ struct OIDCSignInTests {
     static func signIn(
         _ control: any TestClientProtocol,
         as subject: String,
-        returnURI: String = Self.console
+        returnURI: String = H.oidcConsole
     ) async throws -> (code: String, verifier: String) {
         let verifier = PKCE.verifier()
         let (status, started) = try await Self.start(control, verifier: verifier, returnURI: returnURI)
@@ -121,7 +92,7 @@ struct OIDCSignInTests {
 
     @Test("a person signs in with PKCE: the provider's groups become scopes, the token pair works and refreshes, the device names the person")
     func signIn() async throws {
-        let (provider, harness) = try await Self.setUp()
+        let (provider, harness) = try await H.withOIDCProvider()
         defer { withExtendedLifetime(provider) {} }
         try await harness.run { _, control in
             let (info, about) = try await H.call(control, .get, "/v1/auth/oidc")
@@ -142,7 +113,7 @@ struct OIDCSignInTests {
             #expect(asked["state"]?.utf8.count == 64 && asked["state"] != "client-state" && asked["nonce"]?.isEmpty == false)
 
             let (found, back, location) = try await Self.callback(control, query: try await Self.authorize(url, as: "alice"))
-            #expect(found == .found && back?["_base"] == Self.console && back?["state"] == "client-state", "\(location)")
+            #expect(found == .found && back?["_base"] == H.oidcConsole && back?["state"] == "client-state", "\(location)")
             let code = try #require(back?["code"])
             #expect(code.hasPrefix("sdo_") && back?["error"] == nil)
 
@@ -171,7 +142,7 @@ struct OIDCSignInTests {
             #expect(gone == .unauthorized)
 
             // A person without an email is named by the subject; groups add up.
-            let (carolCode, carolVerifier) = try await Self.signIn(control, as: "carol", returnURI: Self.phone)
+            let (carolCode, carolVerifier) = try await Self.signIn(control, as: "carol", returnURI: H.oidcPhone)
             let (_, carol) = try await H.call(control, .post, "/v1/auth/oidc/token", json: ["code": carolCode, "codeVerifier": carolVerifier])
             #expect(Set(carol["scopes"] as? [String] ?? []) == ["admin", "stream:read", "agents:control"])
         }
@@ -179,7 +150,7 @@ struct OIDCSignInTests {
 
     @Test("refused: a wrong verifier (the code is used up), a person with no scope, a replayed state, another login's code, a provider's error")
     func refusals() async throws {
-        let (provider, harness) = try await Self.setUp()
+        let (provider, harness) = try await H.withOIDCProvider()
         defer { withExtendedLifetime(provider) {} }
         try await harness.run { _, control in
             // Another client's verifier cannot redeem the code, and the code is then gone.
@@ -230,12 +201,12 @@ struct OIDCSignInTests {
 
             // What start refuses.
             #expect(try await Self.start(control, verifier: PKCE.verifier(), returnURI: "https://evil.test/signin/oidc").0 == .badRequest)
-            #expect(try await Self.start(control, verifier: PKCE.verifier(), returnURI: Self.console + "?x=1").0 == .badRequest)
+            #expect(try await Self.start(control, verifier: PKCE.verifier(), returnURI: H.oidcConsole + "?x=1").0 == .badRequest)
             let (plain, _) = try await H.call(
                 control,
                 .post,
                 "/v1/auth/oidc/start",
-                json: ["returnUri": Self.console, "codeChallenge": String(repeating: "a", count: 42) + "=", "deviceName": "x"]
+                json: ["returnUri": H.oidcConsole, "codeChallenge": String(repeating: "a", count: 42) + "=", "deviceName": "x"]
             )
             #expect(plain == .badRequest)
             #expect(try await Self.callback(control, query: "code=x").0 == .badRequest)
@@ -247,7 +218,7 @@ struct OIDCSignInTests {
         "abuse: logins under way are bounded (429 past control.oidc.max-pending-logins), every sign-in operation is limited per source (429); without an issuer each is 404"
     )
     func bounds() async throws {
-        let (provider, harness) = try await Self.setUp(["CONTROL_OIDC_MAX_PENDING_LOGINS": "3"])
+        let (provider, harness) = try await H.withOIDCProvider(["CONTROL_OIDC_MAX_PENDING_LOGINS": "3"])
         defer { withExtendedLifetime(provider) {} }
         try await harness.run { _, control in
             for _ in 0..<3 { #expect(try await Self.start(control, verifier: PKCE.verifier()).0 == .ok) }
@@ -255,7 +226,7 @@ struct OIDCSignInTests {
             #expect(full == .tooManyRequests && envelope.errorCode == "RateLimited")
         }
         // One source holds at most OIDCLogins.maxPendingPerSource of them, whatever the global bound.
-        let (perSourceProvider, perSource) = try await Self.setUp()
+        let (perSourceProvider, perSource) = try await H.withOIDCProvider()
         defer { withExtendedLifetime(perSourceProvider) {} }
         try await perSource.run { _, control in
             for _ in 0..<20 { #expect(try await Self.start(control, verifier: PKCE.verifier()).0 == .ok) }
@@ -263,7 +234,7 @@ struct OIDCSignInTests {
             #expect(full == .tooManyRequests && envelope.errorCode == "RateLimited")
         }
         // Every sign-in operation counts against control.auth-per-minute per source address.
-        let (limitedProvider, limited) = try await Self.setUp(["CONTROL_AUTH_PER_MINUTE": "2"])
+        let (limitedProvider, limited) = try await H.withOIDCProvider(["CONTROL_AUTH_PER_MINUTE": "2"])
         defer { withExtendedLifetime(limitedProvider) {} }
         try await limited.run { _, control in
             #expect(try await Self.start(control, verifier: PKCE.verifier()).0 == .ok)

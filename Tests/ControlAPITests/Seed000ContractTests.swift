@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdTesting
 import NIOCore
+import ServiceHarnesses
 import TestSupport
 import Testing
 

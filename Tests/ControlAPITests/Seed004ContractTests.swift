@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
+import ServiceHarnesses
 import ServiceKit
 import StreamTestSupport
 import TestSupport

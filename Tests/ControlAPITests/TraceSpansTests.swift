@@ -3,6 +3,7 @@ import Foundation
 import HummingbirdTesting
 import Logging
 import PostgresNIO
+import ServiceHarnesses
 import TestSupport
 import Testing
 

@@ -4,6 +4,7 @@ import ControlAPI
 import Foundation
 import HummingbirdTesting
 import Ingest
+import ServiceHarnesses
 import ServiceKit
 import Synchronization
 import TestSupport

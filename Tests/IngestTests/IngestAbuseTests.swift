@@ -1,5 +1,6 @@
 import Foundation
 import OTLP
+import ServiceHarnesses
 import SwiftProtobuf
 import TestSupport
 import Testing
@@ -81,18 +82,8 @@ struct IngestAbuseTests {
     )
     func memoryBombs() async throws {
         let harness = try await IngestHarness()
-        let port = try freeLoopbackPort()
-        let process = Swarmdeckd.process("ingest", executable: IngestCrashTests.otherExecutable)
-        var environment = try harness.environment
-        environment["HTTP_PORT"] = String(port)
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, base, key) = try await harness.startExecutable()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        let base = "http://127.0.0.1:\(port)"
-        #expect(try await IngestCrashTests.waitReady(base))
-        let key = try await IngestCrashTests.createKey(base: base, token: try await harness.adminToken())
         let before = Self.memory(process.processIdentifier)
 
         let size = 8 << 20

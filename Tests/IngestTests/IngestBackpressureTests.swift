@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
+import ServiceHarnesses
 import TestSupport
 import Testing
 

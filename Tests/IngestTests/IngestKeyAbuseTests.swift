@@ -1,5 +1,6 @@
 import EventLog
 import Logging
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
+import ServiceHarnesses
 import ServiceKit
 import Testing
 

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import OTLP
 import PostgresNIO
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Ingest
 import NIOCore
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

@@ -3,6 +3,7 @@ import ControlAPI
 import Foundation
 import HummingbirdTesting
 import Ingest
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

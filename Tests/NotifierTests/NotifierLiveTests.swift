@@ -3,6 +3,7 @@ import Contracts
 import Foundation
 import HummingbirdTesting
 import PostgresNIO
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

@@ -2,6 +2,7 @@ import AnthropicLocal
 import Contracts
 import Foundation
 import HummingbirdTesting
+import ServiceHarnesses
 import StreamTestSupport
 import Synchronization
 import TestSupport
@@ -34,14 +35,14 @@ struct PipelineLiveTests {
 
             let done = try await harness.waitFor(pipelines, id) { $0["status"] as? String == "completed" }
             let planner = try #require(done["planner"] as? H.JSON)
-            var total = try #require(H.seedCost(planner))
+            var total = try #require(Seed001.cost(planner))
             for stage in H.stages(done) {
                 #expect(stage["status"] as? String == "approved")
                 #expect(stage["decidedBy"] as? String == "unattended")
                 #expect(stage["attempt"] as? Int == 1)
                 let usage = try #require(stage["usage"] as? H.JSON)
                 let cost = try #require((usage["costUsd"] as? NSNumber)?.doubleValue)
-                let expected = try #require(H.seedCost(usage))
+                let expected = try #require(Seed001.cost(usage))
                 #expect(
                     (cost * 100).rounded() == (expected * 100).rounded() && abs(cost - expected) < 1e-9,
                     "stage cost \(cost) vs seed formula \(expected)"

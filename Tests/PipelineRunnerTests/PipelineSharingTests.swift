@@ -2,6 +2,7 @@ import AnthropicLocal
 import Foundation
 import HummingbirdTesting
 import PipelineRunner
+import ServiceHarnesses
 import TestSupport
 import Testing
 

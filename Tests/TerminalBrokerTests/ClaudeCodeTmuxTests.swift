@@ -4,6 +4,7 @@ import Foundation
 import HummingbirdTesting
 import Ingest
 import Logging
+import ServiceHarnesses
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdTesting
+import ServiceHarnesses
 import TestSupport
 import Testing
 

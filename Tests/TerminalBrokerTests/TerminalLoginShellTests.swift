@@ -1,4 +1,5 @@
 import Foundation
+import ServiceHarnesses
 import SwarmdeckTools
 import TestSupport
 import Testing

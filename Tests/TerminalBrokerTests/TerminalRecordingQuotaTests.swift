@@ -1,4 +1,5 @@
 import Foundation
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

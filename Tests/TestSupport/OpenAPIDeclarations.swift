@@ -5,6 +5,17 @@ import Foundation
 /// security scheme and the scopes its summary names. A service's credential table is checked
 /// against it (every operation has exactly one entry, of the declared kind and scopes).
 public enum OpenAPIDeclarations {
+    /// The documents `scripts/generate-openapi` makes a contract library from (its lines
+    /// `  [control-api]=ControlAPIContract`): each `openapi/<name>.yaml`'s name. Every test
+    /// made for each document (credentials, fuzz) checks its list against this one.
+    public static func generatedDocuments() throws -> [String] {
+        let script = try String(contentsOf: TestEnvironment.repositoryRoot.appendingPathComponent("scripts/generate-openapi"), encoding: .utf8)
+        return script.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("  ["), let end = line.firstIndex(of: "]"), line.contains("]=") else { return nil }
+            return String(line[line.index(line.startIndex, offsetBy: 3)..<end])
+        }
+    }
+
     /// operationId → the security scheme the document names for it (`none` for `security: []`,
     /// the document's default `accessToken` when the operation says nothing).
     public static func security(_ document: String) -> [String: String] {

@@ -1,43 +1,43 @@
 import Configuration
-import Contracts
-import Foundation
-import Hummingbird
-import HummingbirdTesting
+public import Contracts
+public import Foundation
+public import Hummingbird
+public import HummingbirdTesting
 import Ingest
 import NIOCore
 import PostgresNIO
-import ServiceKit
+public import ServiceKit
 import StreamFanout
-import TestSupport
+public import TestSupport
 import Testing
 
 @testable import ControlAPI
 
 /// Ingest and control-api against the test NATS and Postgres, with schemas, a subject prefix,
 /// a tenant and a signing key of their own (``LiveHarness``).
-struct ControlHarness {
-    typealias JSON = [String: Any]
+public struct ControlHarness: Sendable {
+    public typealias JSON = [String: Any]
 
-    var live: LiveHarness
-    var ingestSchema: String { self.live.ingestSchema }
-    var controlSchema: String { self.live.serviceSchema + "_ctl" }
-    var prefix: String { self.live.prefix }
-    var tenant: String { self.live.tenant }
+    public var live: LiveHarness
+    public var ingestSchema: String { self.live.ingestSchema }
+    public var controlSchema: String { self.live.serviceSchema + "_ctl" }
+    public var prefix: String { self.live.prefix }
+    public var tenant: String { self.live.tenant }
     /// The private key's PEM file (the services verify with `<path>.pub`).
-    var keyFile: URL { self.live.keyFile }
-    var signer: AccessTokenSigner { self.live.signer }
+    public var keyFile: URL { self.live.keyFile }
+    public var signer: AccessTokenSigner { self.live.signer }
 
-    init(_ overrides: [String: String] = [:]) async throws {
+    public init(_ overrides: [String: String] = [:]) async throws {
         self.live = try await LiveHarness(overrides: overrides)
     }
 
-    func environment() throws -> [String: String] {
+    public func environment() throws -> [String: String] {
         try self.live.environment()
     }
 
     /// The swarms in which `agent` has an open agent session (where its connector takes
     /// commands), read from control-api's table.
-    func openSessionSwarms(agent: String) async throws -> [String] {
+    public func openSessionSwarms(agent: String) async throws -> [String] {
         try await self.live.withDatabase { database in
             var swarms: [String] = []
             let rows = try await database.query(
@@ -48,12 +48,12 @@ struct ControlHarness {
         }
     }
 
-    func control() async throws -> some ApplicationProtocol {
+    public func control() async throws -> some ApplicationProtocol {
         try await self.live.application(ControlAPIService.self)
     }
 
     /// Both, in this process: `body` gets their test clients.
-    func run(
+    public func run(
         _ mode: TestingSetup = .router,
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
@@ -64,7 +64,7 @@ struct ControlHarness {
 
     /// Ingest, control-api and stream-fanout live on ports of their own (for a connector
     /// process and a WebSocket client): `body` gets their test clients.
-    func runWithStream(
+    public func runWithStream(
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
         try await self.live.withStack([IngestService.self, ControlAPIService.self, StreamFanoutService.self], .live) { stack in
@@ -72,24 +72,24 @@ struct ControlHarness {
         }
     }
 
-    func token(tenant: String? = nil, subject: String = "operator", scopes: Set<Scope> = Set(Scope.allCases)) async throws -> String {
+    public func token(tenant: String? = nil, subject: String = "operator", scopes: Set<Scope> = Set(Scope.allCases)) async throws -> String {
         try await self.live.token(tenant: tenant, subject: subject, scopes: scopes)
     }
 
     /// An ingest key for `tenant`, through ingest's admin API.
-    func createKey(_ ingest: any TestClientProtocol, tenant: String? = nil) async throws -> String {
+    public func createKey(_ ingest: any TestClientProtocol, tenant: String? = nil) async throws -> String {
         try await self.live.createKey(ingest, tenant: tenant)
     }
 
     /// Posts native events; fails the test unless they are all accepted.
-    func post(_ ingest: any TestClientProtocol, key: String, _ events: [JSON]) async throws {
+    public func post(_ ingest: any TestClientProtocol, key: String, _ events: [JSON]) async throws {
         let (status, object) = try await Self.call(ingest, .post, "/v1/ingest/events", token: key, json: ["events": events])
         #expect(status == .ok)
         #expect(object["accepted"] as? Int == events.count)
     }
 
     /// Makes `agent` of `swarm` known (a state event), and waits until control-api sees it.
-    func announce(
+    public func announce(
         _ ingest: any TestClientProtocol,
         _ control: any TestClientProtocol,
         key: String,
@@ -106,19 +106,19 @@ struct ControlHarness {
     }
 
     /// Opens `agent`'s command channel with the ingest key; answers the session token.
-    static func openSession(_ control: any TestClientProtocol, key: String, swarm: String, agent: String) async throws -> String {
+    public static func openSession(_ control: any TestClientProtocol, key: String, swarm: String, agent: String) async throws -> String {
         let (status, session) = try await Self.call(control, .post, "/v1/agent/sessions", token: key, json: ["swarmId": swarm, "agentId": agent])
         #expect(status == .created, "opening a session for \(agent): \(status) \(session)")
         return try #require(session["token"] as? String)
     }
 
-    static func state(agent: String, swarm: String, state: String) -> JSON {
+    public static func state(agent: String, swarm: String, state: String) -> JSON {
         ["msgId": "state-\(UUID().uuidString)", "swarmId": swarm, "agentId": agent, "kind": "state", "state": state]
     }
 
     /// One JSON call: the status and the body as an object (``LiveCall/call(_:_:_:token:json:body:headers:)``).
     @discardableResult
-    static func call(
+    public static func call(
         _ client: any TestClientProtocol,
         _ method: HTTPRequest.Method,
         _ uri: String,
@@ -131,7 +131,7 @@ struct ControlHarness {
     }
 
     /// The raw body of a call (``LiveCall/raw(_:_:_:token:body:)``).
-    static func raw(
+    public static func raw(
         _ client: any TestClientProtocol,
         _ method: HTTPRequest.Method,
         _ uri: String,

@@ -1,33 +1,33 @@
 import APNs
-import APNsLocal
-import Contracts
+public import APNsLocal
+public import Contracts
 import Crypto
 import Foundation
 import Hummingbird
-import HummingbirdTesting
+public import HummingbirdTesting
 import Logging
 import Notifier
-import ServiceKit
-import TestSupport
+public import ServiceKit
+public import TestSupport
 import Testing
 
 /// The notifier against the test NATS and Postgres (``LiveHarness``) and a local APNs server
 /// in process, which trusts the notifier's provider key and which the notifier trusts.
-struct NotifierHarness {
-    typealias JSON = [String: Any]
+public struct NotifierHarness: Sendable {
+    public typealias JSON = [String: Any]
 
-    static let keyID = "KEY1234567"
-    static let teamID = "TEAM123456"
-    static let topic = "dev.swarmdeck.app"
+    public static let keyID = "KEY1234567"
+    public static let teamID = "TEAM123456"
+    public static let topic = "dev.swarmdeck.app"
 
-    var live: LiveHarness
-    let apns: APNsLocalServer
-    let apnsURL: String
-    let files: [String: String]
+    public var live: LiveHarness
+    public let apns: APNsLocalServer
+    public let apnsURL: String
+    public let files: [String: String]
 
-    var tenant: String { self.live.tenant }
+    public var tenant: String { self.live.tenant }
 
-    static func start(_ overrides: [String: String] = [:]) async throws -> NotifierHarness {
+    public static func start(_ overrides: [String: String] = [:]) async throws -> NotifierHarness {
         let key = P256.Signing.PrivateKey()
         let authority = try LocalCertificateAuthority()
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeck-apns-\(UUID().uuidString)")
@@ -61,26 +61,26 @@ struct NotifierHarness {
         return NotifierHarness(live: try await LiveHarness(overrides: environment), apns: apns, apnsURL: url, files: ["key": keyFile, "ca": caFile])
     }
 
-    func stop() async throws {
+    public func stop() async throws {
         try await self.apns.stop()
     }
 
     /// The notifier in process: `body` gets its test client.
-    func run(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+    public func run(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
         try await self.live.application(NotifierService.self).test(mode) { notifier in
             try await body(notifier)
         }
     }
 
-    func token(tenant: String? = nil, device: String) async throws -> String {
+    public func token(tenant: String? = nil, device: String) async throws -> String {
         try await self.live.token(tenant: tenant, subject: device, scopes: [.streamRead])
     }
 
-    static func apnsToken(_ n: Int) -> String { String(format: "%064x", n) }
+    public static func apnsToken(_ n: Int) -> String { String(format: "%064x", n) }
 
     /// Registers `device` with APNs token number `n`; answers the device's access token.
     @discardableResult
-    func register(
+    public func register(
         _ notifier: any TestClientProtocol,
         device: String,
         token n: Int,
@@ -102,7 +102,7 @@ struct NotifierHarness {
     }
 
     /// A NATS connection and JetStream for publishing notices as health-monitor and approvals do.
-    func publisher() async throws -> (NATSConnection, JetStream, Subjects) {
+    public func publisher() async throws -> (NATSConnection, JetStream, Subjects) {
         let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try TestEnvironment.natsURL], name: "notice-publisher"))
         let jetStream = JetStream(connection: nats)
         let subjects = try Subjects(prefix: self.live.prefix)
@@ -112,7 +112,7 @@ struct NotifierHarness {
     }
 
     /// Publishes an incident change as health-monitor does.
-    static func publishIncident(
+    public static func publishIncident(
         _ jetStream: JetStream,
         _ subjects: Subjects,
         tenant: String,
@@ -143,7 +143,7 @@ struct NotifierHarness {
     }
 
     /// Waits until the APNs server has `count` pushes matching `filter`, or `seconds` pass.
-    func waitForPushes(_ count: Int, seconds: Double = 20, _ filter: (APNsLocalPush) -> Bool = { _ in true }) async throws -> [APNsLocalPush] {
+    public func waitForPushes(_ count: Int, seconds: Double = 20, _ filter: (APNsLocalPush) -> Bool = { _ in true }) async throws -> [APNsLocalPush] {
         let deadline = Date().addingTimeInterval(seconds)
         var pushes = self.apns.received().filter(filter)
         while pushes.count < count, Date() < deadline {
@@ -153,7 +153,7 @@ struct NotifierHarness {
         return pushes
     }
 
-    static func payload(_ push: APNsLocalPush) -> JSON {
+    public static func payload(_ push: APNsLocalPush) -> JSON {
         (try? JSONSerialization.jsonObject(with: Data(push.payload.utf8))) as? JSON ?? [:]
     }
 }

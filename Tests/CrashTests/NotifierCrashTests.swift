@@ -1,6 +1,7 @@
 import APNsLocal
 import Foundation
 import PostgresNIO
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import NIOCore
 import NIOHTTP1
 import PipelineRunner
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing

@@ -1,34 +1,34 @@
-import Contracts
+public import Contracts
 import ControlAPI
 import Foundation
 import HealthMonitor
-import Hummingbird
-import HummingbirdTesting
+public import Hummingbird
+public import HummingbirdTesting
 import Ingest
 import ServiceKit
 import StreamFanout
-import TestSupport
+public import TestSupport
 import Testing
 
 /// Ingest, control-api and health-monitor (and stream-fanout when asked) against the test NATS
 /// and Postgres, with names of their own (``LiveHarness``). Health samples every second,
 /// evaluates every 200 ms and writes rollups every second, so a test sees changes quickly.
-struct HealthHarness {
-    typealias JSON = [String: Any]
+public struct HealthHarness: Sendable {
+    public typealias JSON = [String: Any]
 
-    var live: LiveHarness
-    var tenant: String { self.live.tenant }
+    public var live: LiveHarness
+    public var tenant: String { self.live.tenant }
 
-    static let fast = [
+    public static let fast = [
         "HEALTH_SAMPLE_SECONDS": "1", "HEALTH_ROLLUP_SECONDS": "1", "HEALTH_EVALUATE_MILLISECONDS": "200", "HEALTH_METRIC_SECONDS": "1",
     ]
 
-    init(_ overrides: [String: String] = [:]) async throws {
+    public init(_ overrides: [String: String] = [:]) async throws {
         self.live = try await LiveHarness(overrides: Self.fast.merging(overrides) { $1 })
     }
 
     /// The three services: `body` gets their test clients (ingest, control-api, health-monitor).
-    func run(
+    public func run(
         _ mode: TestingSetup = .live,
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
@@ -38,16 +38,16 @@ struct HealthHarness {
     }
 
     /// Health-monitor alone (another start of it, on the same schema).
-    func health(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+    public func health(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
         try await self.live.application(HealthMonitorService.self).test(.live, body)
     }
 
-    func token(tenant: String? = nil, scopes: Set<Scope> = [.streamRead, .agentsControl]) async throws -> String {
+    public func token(tenant: String? = nil, scopes: Set<Scope> = [.streamRead, .agentsControl]) async throws -> String {
         try await self.live.token(tenant: tenant, scopes: scopes)
     }
 
     /// Posts native events with `key` (each with a fresh msgId); expects them accepted.
-    func post(_ ingest: any TestClientProtocol, key: String, _ events: [JSON]) async throws {
+    public func post(_ ingest: any TestClientProtocol, key: String, _ events: [JSON]) async throws {
         let (status, body) = try await self.live.postEvents(
             ingest,
             key: key,
@@ -56,19 +56,19 @@ struct HealthHarness {
         #expect(status == .accepted || status == .ok, "posting events: \(status) \(String(buffer: body))")
     }
 
-    static func get(_ client: any TestClientProtocol, _ path: String, token: String) async throws -> (HTTPResponse.Status, JSON) {
+    public static func get(_ client: any TestClientProtocol, _ path: String, token: String) async throws -> (HTTPResponse.Status, JSON) {
         try await LiveCall.call(client, .get, path, token: token)
     }
 
     /// The tenant's incidents of `status` (firing by default).
-    static func incidents(_ health: any TestClientProtocol, token: String, status: String = "firing") async throws -> [JSON] {
+    public static func incidents(_ health: any TestClientProtocol, token: String, status: String = "firing") async throws -> [JSON] {
         let (status, page) = try await Self.get(health, "/v1/incidents?status=\(status)", token: token)
         #expect(status == .ok)
         return page["incidents"] as? [JSON] ?? []
     }
 
     /// Waits (up to `timeout`) for an incident of `rule` in `status`; nil if none came.
-    static func incident(
+    public static func incident(
         _ health: any TestClientProtocol,
         token: String,
         rule: String,
@@ -88,7 +88,7 @@ struct HealthHarness {
     }
 
     /// Sets thresholds (the tenant's, or a swarm's or skill's with `extra`).
-    static func setThresholds(_ health: any TestClientProtocol, token: String, _ values: JSON, extra: JSON = [:]) async throws {
+    public static func setThresholds(_ health: any TestClientProtocol, token: String, _ values: JSON, extra: JSON = [:]) async throws {
         var body: JSON = ["values": values]
         body.merge(extra) { $1 }
         let (status, answer) = try await LiveCall.call(health, .put, "/v1/alert-thresholds", token: token, json: body)

@@ -1,27 +1,27 @@
-import Foundation
+public import Foundation
 import SwarmdeckTools
 import TestSupport
 
 /// A real sshd of the test's own on a free loopback port (Debian's openssh-server), with a host
 /// key of its own and one authorized key, and a tmux server on a socket name of its own. Both
 /// stop with it.
-final class TestSSHD: @unchecked Sendable {
-    let directory: URL
-    let port: Int
+public final class TestSSHD: @unchecked Sendable {
+    public let directory: URL
+    public let port: Int
     /// The broker's private key file (OpenSSH format); the harness authorizes a tenant's key
     /// derived from it.
-    let brokerKeyFile: URL
+    public let brokerKeyFile: URL
     /// The tmux server's socket name (`tmux -L`).
-    let tmuxSocket = "sdt-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
-    let username: String
+    public let tmuxSocket = "sdt-" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)
+    public let username: String
     /// The user the broker logs in as, when it is not this process's (its tmux server is that
     /// user's, reached through `setpriv`).
-    let loginUser: String?
+    public let loginUser: String?
     private var pid: pid_t?
 
     /// - Parameter loginUser: another user to log in as (this process must be root); by default
     ///   this process's user.
-    init(loginUser: String? = nil) throws {
+    public init(loginUser: String? = nil) throws {
         self.loginUser = loginUser
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("sshd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
@@ -35,7 +35,7 @@ final class TestSSHD: @unchecked Sendable {
     }
 
     /// A new host key (the next start presents it).
-    func newHostKey() throws {
+    public func newHostKey() throws {
         let key = self.directory.appendingPathComponent("host_ed25519")
         try? FileManager.default.removeItem(at: key)
         try? FileManager.default.removeItem(at: URL(fileURLWithPath: key.path + ".pub"))
@@ -43,24 +43,24 @@ final class TestSSHD: @unchecked Sendable {
     }
 
     /// Makes `keyFile`'s public key the only authorized one.
-    func authorize(_ keyFile: URL) throws {
+    public func authorize(_ keyFile: URL) throws {
         try self.authorize(lines: [try String(contentsOfFile: keyFile.path + ".pub", encoding: .utf8)])
     }
 
     /// Makes these `authorized_keys` lines the only authorized keys.
-    func authorize(lines: [String]) throws {
+    public func authorize(lines: [String]) throws {
         let text = lines.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: "\n") + "\n"
         try Data(text.utf8).write(to: self.directory.appendingPathComponent("authorized_keys"))
     }
 
     /// A key pair nobody authorized.
-    func strangerKey() throws -> URL {
+    public func strangerKey() throws -> URL {
         let key = self.directory.appendingPathComponent("stranger_\(UUID().uuidString.prefix(8))")
         try Spawn.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "stranger", "-f", key.path])
         return key
     }
 
-    func start() throws {
+    public func start() throws {
         let config = """
             Port \(self.port)
             ListenAddress 127.0.0.1
@@ -105,7 +105,7 @@ final class TestSSHD: @unchecked Sendable {
     /// Stops the listener and every connection it accepted (a host going down). SIGKILL: the
     /// test process ignores SIGTERM (ServiceLifecycle's signal handling), and its children
     /// inherit that.
-    func stop() {
+    public func stop() {
         guard let pid = self.pid else { return }
         _ = try? Spawn.output("/usr/bin/pkill", ["-KILL", "-P", String(pid)])
         kill(pid, SIGKILL)
@@ -118,7 +118,7 @@ final class TestSSHD: @unchecked Sendable {
 
     /// `tmux -L <socket> ARGS…` as the login user, its standard output.
     @discardableResult
-    func tmux(_ arguments: [String]) throws -> String {
+    public func tmux(_ arguments: [String]) throws -> String {
         guard let user = self.loginUser else { return try Spawn.output("/usr/bin/tmux", ["-L", self.tmuxSocket] + arguments) }
         return try Spawn.output(
             "/usr/bin/setpriv",
@@ -127,7 +127,7 @@ final class TestSSHD: @unchecked Sendable {
     }
 
     /// A detached session running `command` in an 80×24 window.
-    func newSession(_ name: String, command: String = "bash --norc --noprofile") async throws {
+    public func newSession(_ name: String, command: String = "bash --norc --noprofile") async throws {
         try await offPool {
             try self.tmux(["new-session", "-d", "-s", name, "-x", "80", "-y", "24", command])
             try self.tmux(["set-option", "-t", name, "status", "off"])
@@ -135,12 +135,12 @@ final class TestSSHD: @unchecked Sendable {
     }
 
     /// What the session's pane shows.
-    func capture(_ name: String) async throws -> String {
+    public func capture(_ name: String) async throws -> String {
         try await offPool { try self.tmux(["capture-pane", "-p", "-t", "=\(name):"]) }
     }
 
     /// `WIDTHxHEIGHT` of the session's window.
-    func windowSize(_ name: String) async throws -> String {
+    public func windowSize(_ name: String) async throws -> String {
         try await offPool {
             try self.tmux(["display-message", "-p", "-t", "=\(name):", "#{window_width}x#{window_height}"]).trimmingCharacters(
                 in: .whitespacesAndNewlines
@@ -149,14 +149,14 @@ final class TestSSHD: @unchecked Sendable {
     }
 
     /// Clients attached to the session.
-    func clients(_ name: String) async throws -> [String] {
+    public func clients(_ name: String) async throws -> [String] {
         try await offPool {
             try self.tmux(["list-clients", "-t", "=\(name)", "-F", "#{client_name} #{client_flags}"]).split(separator: "\n").map(String.init)
         }
     }
 
     /// Types `text` into the session (as if at its keyboard), then Enter.
-    func type(_ name: String, _ text: String) async throws {
+    public func type(_ name: String, _ text: String) async throws {
         try await offPool {
             try self.tmux(["send-keys", "-t", "=\(name):", "-l", text])
             try self.tmux(["send-keys", "-t", "=\(name):", "Enter"])

@@ -5,13 +5,13 @@ import TestSupport
 /// on a loopback port of its own: discovery, JWKS (RS256), the authorization endpoint with
 /// its sign-in form, and the token endpoint. `users` are its predefined people, each a JSON
 /// object of claims with `sub`.
-final class OIDCProviderProcess: @unchecked Sendable {
-    let port: Int
+public final class OIDCProviderProcess: @unchecked Sendable {
+    public let port: Int
     private let process: Process
 
-    var issuer: String { "http://127.0.0.1:\(self.port)" }
+    public var issuer: String { "http://127.0.0.1:\(self.port)" }
 
-    init(users: [[String: Any]]) throws {
+    public init(users: [[String: Any]]) throws {
         guard let python = ProcessInfo.processInfo.environment["SWARMDECK_PYTHON"] else {
             throw HarnessError(message: "SWARMDECK_PYTHON is not set: run the tests with ./scripts/test (it installs oidc-provider-mock)")
         }

@@ -1,28 +1,28 @@
-import Contracts
+public import Contracts
 import Foundation
 import Hummingbird
-import HummingbirdTesting
+public import HummingbirdTesting
 import Logging
 import NIOConcurrencyHelpers
-import PlainWebSocket
+public import PlainWebSocket
 import ServiceKit
 import StreamTestSupport
-import TestSupport
+public import TestSupport
 import Testing
 
 @testable import TerminalBroker
 
 /// terminal-broker against the test Postgres and NATS (``LiveHarness``), and a real sshd and
 /// tmux of the test's own (``TestSSHD``).
-struct TerminalHarness {
-    typealias JSON = [String: Any]
+public struct TerminalHarness: Sendable {
+    public typealias JSON = [String: Any]
 
-    var live: LiveHarness
-    let sshd: TestSSHD
-    var tenant: String { self.live.tenant }
+    public var live: LiveHarness
+    public let sshd: TestSSHD
+    public var tenant: String { self.live.tenant }
 
     /// - Parameter loginUser: the user the broker logs in to the test's sshd as (``TestSSHD``).
-    init(_ overrides: [String: String] = [:], loginUser: String? = nil) async throws {
+    public init(_ overrides: [String: String] = [:], loginUser: String? = nil) async throws {
         self.sshd = try TestSSHD(loginUser: loginUser)
         try self.sshd.start()
         var overrides = overrides
@@ -37,34 +37,34 @@ struct TerminalHarness {
     }
 
     /// The tenant's SSH key, as the broker derives it from its key file.
-    func tenantKey(_ tenant: String? = nil) throws -> String {
+    public func tenantKey(_ tenant: String? = nil) throws -> String {
         let file = self.live.overrides["TERMINAL_SSH_KEY_FILE"] ?? self.sshd.brokerKeyFile.path
         let key = try OpenSSHPrivateKey(openSSH: try String(contentsOfFile: file, encoding: .utf8))
         return TenantSSHKeys(brokerKey: key).publicKeyLine(tenant: tenant ?? self.tenant)
     }
 
     /// Makes the test tenant's key (and `others`' keys) the only ones the sshd lets in.
-    func authorizeTenant(also others: [String] = []) throws {
+    public func authorizeTenant(also others: [String] = []) throws {
         try self.sshd.authorize(lines: try ([self.tenant] + others).map { try self.tenantKey($0) })
     }
 
     /// The broker, live on a port of its own (WebSockets need one).
-    func run(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+    public func run(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
         try await self.live.application(TerminalBrokerService.self).test(.live) { client in
             try await body(client)
         }
     }
 
-    func token(tenant: String? = nil, scopes: Set<Scope> = [.terminalAttach]) async throws -> String {
+    public func token(tenant: String? = nil, scopes: Set<Scope> = [.terminalAttach]) async throws -> String {
         try await self.live.token(tenant: tenant, subject: "phone", scopes: scopes)
     }
 
-    func admin(tenant: String? = nil) async throws -> String {
+    public func admin(tenant: String? = nil) async throws -> String {
         try await self.live.token(tenant: tenant, subject: "admin", scopes: [.admin])
     }
 
     /// Registers the test's sshd (or `port`) and returns the host's id.
-    func register(_ client: any TestClientProtocol, name: String = "box", port: Int? = nil, tenant: String? = nil) async throws -> String {
+    public func register(_ client: any TestClientProtocol, name: String = "box", port: Int? = nil, tenant: String? = nil) async throws -> String {
         let (status, body) = try await LiveCall.call(
             client,
             .post,
@@ -81,7 +81,7 @@ struct TerminalHarness {
 
     /// The tenant's sessions as listed (seed 002's list), and each host with how its listing
     /// went (`GET /v1/terminal/hosts?listing=true`, its `status` and `error` lifted beside its id).
-    func sessions(_ client: any TestClientProtocol, token: String) async throws -> (sessions: [JSON], hosts: [JSON]) {
+    public func sessions(_ client: any TestClientProtocol, token: String) async throws -> (sessions: [JSON], hosts: [JSON]) {
         let (status, raw) = try await LiveCall.raw(client, .get, "/v1/terminal/sessions", token: token, body: "")
         try #require(status == .ok, "\(raw)")
         let sessions = try #require(try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [JSON], "not a list: \(raw)")
@@ -91,12 +91,12 @@ struct TerminalHarness {
         return (sessions, hosts)
     }
 
-    func sessionID(host: String, name: String) -> String {
+    public func sessionID(host: String, name: String) -> String {
         TerminalSessionID(hostID: host, name: name).description
     }
 
     /// A viewer on the attach WebSocket.
-    func viewer(_ client: any TestClientProtocol, session: String, token: String, query: String = "") -> ViewerClient {
+    public func viewer(_ client: any TestClientProtocol, session: String, token: String, query: String = "") -> ViewerClient {
         let port = client.port ?? 0
         return ViewerClient(
             url: "ws://127.0.0.1:\(port)/v1/terminal/sessions/\(session)/attach\(query.isEmpty ? "" : "?" + query)",
@@ -106,14 +106,14 @@ struct TerminalHarness {
 }
 
 /// A phone watching a session: every frame it got (parsed), input it sends, the close.
-final class ViewerClient: Sendable {
-    typealias JSON = [String: Any]
+public final class ViewerClient: Sendable {
+    public typealias JSON = [String: Any]
 
     private let texts = NIOLockedValueBox<[String]>([])
     private let outgoing: AsyncStream<String>.Continuation
     private let task: Task<PlainWebSocket.Close?, any Error>
 
-    init(url: String, token: String? = nil) {
+    public init(url: String, token: String? = nil) {
         let (stream, continuation) = AsyncStream<String>.makeStream()
         self.outgoing = continuation
         let texts = self.texts
@@ -133,38 +133,38 @@ final class ViewerClient: Sendable {
         }
     }
 
-    var frames: [JSON] {
+    public var frames: [JSON] {
         self.texts.withLockedValue { $0 }.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? JSON }
     }
 
     /// Everything painted so far: the screens' and outputs' data, in order.
-    var painted: String {
+    public var painted: String {
         self.frames.compactMap { frame in ["screen", "output"].contains(frame["type"] as? String) ? frame["data"] as? String : nil }.joined()
     }
 
-    var lastSeq: UInt64 {
+    public var lastSeq: UInt64 {
         self.frames.compactMap { ($0["seq"] as? NSNumber)?.uint64Value }.max() ?? 0
     }
 
-    func send(_ object: JSON) throws {
+    public func send(_ object: JSON) throws {
         let data = try JSONSerialization.data(withJSONObject: object)
         self.outgoing.yield(String(decoding: data, as: UTF8.self))
     }
 
     /// Waits until `predicate` holds of the frames.
-    func wait(for what: String, timeout: Duration = .seconds(15), _ predicate: @escaping @Sendable ([JSON]) -> Bool) async throws {
+    public func wait(for what: String, timeout: Duration = .seconds(15), _ predicate: @escaping @Sendable ([JSON]) -> Bool) async throws {
         let held = await eventually(timeout: timeout) { predicate(self.frames) }
         try #require(held, "\(what); frames: \(self.frames.map { ($0["type"] as? String) ?? "?" })")
     }
 
     /// The code of the `end` frame, once one came.
-    func ended(timeout: Duration = .seconds(15)) async throws -> String? {
+    public func ended(timeout: Duration = .seconds(15)) async throws -> String? {
         try await self.wait(for: "an end frame", timeout: timeout) { frames in frames.contains { $0["type"] as? String == "end" } }
         return self.frames.first { $0["type"] as? String == "end" }.flatMap { ($0["error"] as? [String: Any])?["code"] as? String }
     }
 
     /// The close frame, once the server closed.
-    func closed(timeout: Duration = .seconds(15)) async throws -> PlainWebSocket.Close? {
+    public func closed(timeout: Duration = .seconds(15)) async throws -> PlainWebSocket.Close? {
         let task = self.task
         return try await withDeadline(timeout, orThrow: HarnessError(message: "the server did not close the WebSocket")) {
             try await withTaskCancellationHandler {
@@ -175,7 +175,7 @@ final class ViewerClient: Sendable {
         }
     }
 
-    func close() {
+    public func close() {
         self.outgoing.finish()
         self.task.cancel()
     }

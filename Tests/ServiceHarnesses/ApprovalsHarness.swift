@@ -1,30 +1,30 @@
 import Approvals
-import Contracts
+public import Contracts
 import ControlAPI
-import Foundation
+public import Foundation
 import Hummingbird
-import HummingbirdTesting
+public import HummingbirdTesting
 import Ingest
 import ServiceKit
 import StreamFanout
-import TestSupport
+public import TestSupport
 import Testing
 
 /// Ingest, control-api and approvals (and stream-fanout when asked) against the test NATS and
 /// Postgres, with names of their own (``LiveHarness``).
-struct ApprovalsHarness {
-    typealias JSON = [String: Any]
+public struct ApprovalsHarness: Sendable {
+    public typealias JSON = [String: Any]
 
-    var live: LiveHarness
-    var tenant: String { self.live.tenant }
-    var prefix: String { self.live.prefix }
+    public var live: LiveHarness
+    public var tenant: String { self.live.tenant }
+    public var prefix: String { self.live.prefix }
 
-    init(_ overrides: [String: String] = [:]) async throws {
+    public init(_ overrides: [String: String] = [:]) async throws {
         self.live = try await LiveHarness(overrides: overrides)
     }
 
     /// The three services: `body` gets their test clients (ingest, control-api, approvals).
-    func run(
+    public func run(
         _ mode: TestingSetup = .router,
         _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
@@ -34,7 +34,7 @@ struct ApprovalsHarness {
     }
 
     /// The same with stream-fanout, every one live on a port of its own.
-    func runWithStream(
+    public func runWithStream(
         _ body:
             @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
     ) async throws {
@@ -44,12 +44,12 @@ struct ApprovalsHarness {
         }
     }
 
-    func token(tenant: String? = nil, subject: String = "phone", scopes: Set<Scope> = [.approvalsDecide, .streamRead]) async throws -> String {
+    public func token(tenant: String? = nil, subject: String = "phone", scopes: Set<Scope> = [.approvalsDecide, .streamRead]) async throws -> String {
         try await self.live.token(tenant: tenant, subject: subject, scopes: scopes)
     }
 
     /// An ingest key, then an agent session of `agent` (its token).
-    func session(
+    public func session(
         _ ingest: any TestClientProtocol,
         _ control: any TestClientProtocol,
         swarm: String = "s1",
@@ -65,7 +65,7 @@ struct ApprovalsHarness {
     }
 
     /// Opens a gate with an agent session; answers its id.
-    static func open(
+    public static func open(
         _ approvals: any TestClientProtocol,
         session: String,
         key: String = UUID().uuidString,
@@ -79,14 +79,14 @@ struct ApprovalsHarness {
     }
 
     /// The commands the agent's poll gets within `wait` seconds.
-    static func poll(_ control: any TestClientProtocol, session: String, wait: Int = 10) async throws -> [JSON] {
+    public static func poll(_ control: any TestClientProtocol, session: String, wait: Int = 10) async throws -> [JSON] {
         let (status, list) = try await LiveCall.call(control, .get, "/v1/agent/commands?waitSeconds=\(wait)", token: session)
         #expect(status == .ok)
         return list["commands"] as? [JSON] ?? []
     }
 
     /// Polls until a `gate` command arrives (acknowledging it), or nil after `attempts` polls.
-    static func gateOutcome(_ control: any TestClientProtocol, session: String, attempts: Int = 3) async throws -> JSON? {
+    public static func gateOutcome(_ control: any TestClientProtocol, session: String, attempts: Int = 3) async throws -> JSON? {
         for _ in 0..<attempts {
             for command in try await Self.poll(control, session: session) where command["action"] as? String == "gate" {
                 let (status, _) = try await LiveCall.call(

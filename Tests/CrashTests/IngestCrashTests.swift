@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import ServiceHarnesses
 import ServiceKit
 import TestSupport
 import Testing
@@ -10,29 +11,11 @@ import FoundationNetworking
 
 @Suite("Ingest killed mid-load (live, the real executable)")
 struct IngestCrashTests {
-    /// Another build's executable to test instead (`$SWARMDECK_TEST_INGEST_EXECUTABLE`: its
-    /// `swarmdeckd`, or its `ingest` from before swarmdeckd), or nil for this build's.
-    static var otherExecutable: URL? {
-        ProcessInfo.processInfo.environment["SWARMDECK_TEST_INGEST_EXECUTABLE"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
-    }
-
     @Test("kill -9 during a load run: every acknowledged event is in the log")
     func killNine() async throws {
         let harness = try await IngestHarness()
-        let port = try freeLoopbackPort()
-        let process = Swarmdeckd.process("ingest", executable: Self.otherExecutable)
-        var environment = try harness.environment
-        environment["HTTP_PORT"] = String(port)
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, base, key) = try await harness.startExecutable()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-
-        let base = "http://127.0.0.1:\(port)"
-        #expect(try await Self.waitReady(base))
-        let admin = try await harness.adminToken()
-        let key = try await Self.createKey(base: base, token: admin)
 
         // Writers post until the process dies; each remembers what was acknowledged.
         let acknowledged = try await withThrowingTaskGroup(of: [String].self) { group in
@@ -84,32 +67,5 @@ struct IngestCrashTests {
             "SELECT count(*)::int, max(seq)::int FROM \(unescaped: harness.schema).events WHERE tenant_id = \(harness.tenant)"
         )
         for try await (count, high) in gaps.decode((Int, Int).self) { #expect(count == high) }
-    }
-
-    static func waitReady(_ base: String) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if let (_, response) = try? await URLSession.shared.data(from: URL(string: base + "/readyz")!),
-                (response as? HTTPURLResponse)?.statusCode == 200
-            {
-                return true
-            }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return false
-    }
-
-    static func createKey(base: String, token: String) async throws -> String {
-        var request = URLRequest(url: URL(string: base + "/v1/admin/ingest-keys")!)
-        request.httpMethod = "POST"
-        request.httpBody = Data(#"{"name":"crash test"}"#.utf8)
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        let (data, _) = try await URLSession.shared.data(for: request)
-        return try JSONDecoder().decode(CreatedKey.self, from: data).key
-    }
-
-    private struct CreatedKey: Decodable {
-        var key: String
     }
 }

@@ -1,31 +1,31 @@
-import AnthropicLocal
+public import AnthropicLocal
 import Approvals
-import Contracts
+public import Contracts
 import ControlAPI
-import Foundation
-import Hummingbird
-import HummingbirdTesting
+public import Foundation
+public import Hummingbird
+public import HummingbirdTesting
 import Ingest
 import Logging
 import PipelineRunner
 import ServiceKit
 import StreamFanout
-import TestSupport
+public import TestSupport
 import Testing
 
 /// Ingest, control-api, approvals and pipeline-runner (and stream-fanout when asked) against the
 /// test NATS and Postgres, with names of their own (``LiveHarness``), and a local provider that
 /// speaks the Messages API (``AnthropicLocalServer``) on a port of its own.
-struct PipelineHarness {
-    typealias JSON = [String: Any]
-    typealias Client = any TestClientProtocol
+public struct PipelineHarness: Sendable {
+    public typealias JSON = [String: Any]
+    public typealias Client = any TestClientProtocol
 
-    var live: LiveHarness
-    let provider: AnthropicLocalServer
-    let keyFile: URL
-    var tenant: String { self.live.tenant }
+    public var live: LiveHarness
+    public let provider: AnthropicLocalServer
+    public let keyFile: URL
+    public var tenant: String { self.live.tenant }
 
-    init(_ overrides: [String: String] = [:], key: String? = "sk-ant-local-test") async throws {
+    public init(_ overrides: [String: String] = [:], key: String? = "sk-ant-local-test") async throws {
         let provider = try await AnthropicLocalServer.start(apiKeys: ["sk-ant-local-test"], logger: Logger(label: "anthropic-local"))
         self.provider = provider
         self.keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeck-anthropic-\(UUID().uuidString)")
@@ -44,13 +44,13 @@ struct PipelineHarness {
         self.live.overrides["PIPELINE_SCHEMA"] = self.live.serviceSchema + "_pl"
     }
 
-    func stop() async {
+    public func stop() async {
         await self.provider.stop()
         try? FileManager.default.removeItem(at: self.keyFile)
     }
 
     /// The services: `body` gets their test clients (ingest, control-api, approvals, pipeline-runner).
-    func run(
+    public func run(
         _ mode: TestingSetup = .router,
         runner extra: [String: String] = [:],
         _ body: @escaping @Sendable (Client, Client, Client, Client) async throws -> Void
@@ -64,7 +64,7 @@ struct PipelineHarness {
 
     /// Ingest, control-api and approvals only (the tenant's ingest key made): for a runner
     /// started otherwise (an executable, or later in the test).
-    func runInfrastructure(_ body: @escaping @Sendable (Client, Client, Client) async throws -> Void) async throws {
+    public func runInfrastructure(_ body: @escaping @Sendable (Client, Client, Client) async throws -> Void) async throws {
         try await self.infrastructure(.router, body)
     }
 
@@ -77,7 +77,7 @@ struct PipelineHarness {
     }
 
     /// The same with stream-fanout, every one live on a port of its own.
-    func runWithStream(_ body: @escaping @Sendable (Client, Client, Client, Client, Client) async throws -> Void) async throws {
+    public func runWithStream(_ body: @escaping @Sendable (Client, Client, Client, Client, Client) async throws -> Void) async throws {
         try await self.run(.live) { ingest, control, approvals, pipelines in
             try await self.live.withStack([StreamFanoutService.self], .live) { stack in
                 try await body(ingest, control, approvals, pipelines, stack[StreamFanoutService.self])
@@ -85,23 +85,23 @@ struct PipelineHarness {
         }
     }
 
-    func token(tenant: String? = nil, scopes: Set<Scope> = [.agentsControl, .streamRead, .approvalsDecide]) async throws -> String {
+    public func token(tenant: String? = nil, scopes: Set<Scope> = [.agentsControl, .streamRead, .approvalsDecide]) async throws -> String {
         try await self.live.token(tenant: tenant, subject: "operator", scopes: scopes)
     }
 
     /// Creates a pipeline; the status and the answer.
-    func create(_ pipelines: Client, _ body: JSON, tenant: String? = nil) async throws -> (HTTPResponse.Status, JSON) {
+    public func create(_ pipelines: Client, _ body: JSON, tenant: String? = nil) async throws -> (HTTPResponse.Status, JSON) {
         try await LiveCall.call(pipelines, .post, "/v1/pipelines", token: try await self.token(tenant: tenant), json: body)
     }
 
-    func pipeline(_ pipelines: Client, _ id: String) async throws -> JSON {
+    public func pipeline(_ pipelines: Client, _ id: String) async throws -> JSON {
         let (status, pipeline) = try await LiveCall.call(pipelines, .get, "/v1/pipelines/\(id)", token: try await self.token())
         #expect(status == .ok, "reading \(id): \(status) \(pipeline)")
         return pipeline
     }
 
     /// Reads the pipeline until `done` holds (or `seconds` pass): the last read.
-    func waitFor(_ pipelines: Client, _ id: String, seconds: Double = 30, _ done: (JSON) -> Bool) async throws -> JSON {
+    public func waitFor(_ pipelines: Client, _ id: String, seconds: Double = 30, _ done: (JSON) -> Bool) async throws -> JSON {
         let deadline = ContinuousClock.now + .seconds(seconds)
         var last: JSON = [:]
         while ContinuousClock.now < deadline {
@@ -113,14 +113,14 @@ struct PipelineHarness {
         return last
     }
 
-    static func stages(_ pipeline: JSON) -> [JSON] { pipeline["stages"] as? [JSON] ?? [] }
+    public static func stages(_ pipeline: JSON) -> [JSON] { pipeline["stages"] as? [JSON] ?? [] }
 
-    static func stage(_ pipeline: JSON, _ position: Int) -> JSON {
+    public static func stage(_ pipeline: JSON, _ position: Int) -> JSON {
         Self.stages(pipeline).first { $0["position"] as? Int == position } ?? [:]
     }
 
     /// A person's decision on a gate through approvals.
-    func decide(_ approvals: Client, gate: String, approve: Bool, reason: String? = nil) async throws {
+    public func decide(_ approvals: Client, gate: String, approve: Bool, reason: String? = nil) async throws {
         var body: JSON = ["decision": approve ? "approve" : "reject", "decisionId": UUID().uuidString]
         if let reason { body["reason"] = reason }
         let (status, answer) = try await LiveCall.call(
@@ -135,7 +135,7 @@ struct PipelineHarness {
 
     /// An operator's control of the pipeline's agent through control-api; the receipt's request id.
     @discardableResult
-    func control(_ control: Client, _ pipeline: String, _ action: String) async throws -> String {
+    public func control(_ control: Client, _ pipeline: String, _ action: String) async throws -> String {
         let requestID = UUID().uuidString
         var body: JSON = ["action": action, "reason": "test \(action)", "requestId": requestID]
         if action == "terminate" { body["confirm"] = "TERMINATE" }
@@ -159,6 +159,4 @@ struct PipelineHarness {
         return requestID
     }
 
-    /// Seed 001's cost of a usage object, from its tokens and the seed's table.
-    static func seedCost(_ usage: JSON) -> Double? { Seed001.cost(usage) }
 }
