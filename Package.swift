@@ -105,8 +105,8 @@ func serviceTarget(_ target: String, dependencies: [Target.Dependency], exclude:
 
 /// A service's tests in two targets with the same dependencies: `<name>UnitTests`, its pure
 /// logic, which needs nothing started (`swift test --filter UnitTests`), and `<name>Tests`, its
-/// live tests against real NATS and Postgres (scripts/with-infra) and its loads, starting
-/// services through `ServiceHarnesses`. Fuzzes and crashes have targets of their own.
+/// live tests against real NATS and Postgres (scripts/with-infra), starting services through
+/// `ServiceHarnesses`. Fuzzes, crashes and loads have targets of their own.
 func testTargets(_ name: String, dependencies: [Target.Dependency], exclude: [String] = []) -> [Target] {
     [
         .testTarget(name: "\(name)UnitTests", dependencies: dependencies, swiftSettings: swiftSettings),
@@ -196,6 +196,15 @@ let splitTestTargets: [Target] =
             ]
         ),
     ].flatMap { $0 } + [
+        // Loads: tests that move megabytes or send thousands of requests, timing nothing.
+        .testTarget(
+            name: "LoadTests",
+            dependencies: [
+                "Contracts", "ControlAPI", "Ingest", "ServiceHarnesses", "ServiceKit", "StreamFanout", "StreamTestSupport", "TestSupport",
+                hummingbird, hummingbirdTesting, nioCore,
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The services killed mid-work, as the real executable (swarmdeckd): nothing acknowledged lost.
         .testTarget(
             name: "CrashTests",

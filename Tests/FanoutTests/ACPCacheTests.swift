@@ -4,6 +4,7 @@ import HummingbirdTesting
 import NIOCore
 import NIOWebSocket
 import PlainWebSocket
+import ServiceHarnesses
 import ServiceKit
 import StreamTestSupport
 import TestSupport
@@ -13,18 +14,6 @@ import Testing
 
 @Suite("Stream-fanout ACP cache /v1/acp (live NATS + Postgres, ingest in process)")
 struct ACPCacheTests {
-    static func body(_ n: Int) -> String {
-        // Odd spacing, escapes and non-ASCII: what comes back must be these exact bytes.
-        #"{"jsonrpc":"2.0",  "method":"session/update","params":{"n":\#(n), "text":"caf\u00e9 é\n"}}"#
-    }
-
-    static func request(_ id: Int, _ method: String, _ params: [String: Any]) -> String {
-        String(
-            decoding: try! JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": id, "method": method, "params": params]),
-            as: UTF8.self
-        )
-    }
-
     @Test(
         "subscribe replays from from_seq then tails live, envelopes byte for byte; fetch pages; acks per device give unread counts; other tenants see nothing"
     )
@@ -33,7 +22,7 @@ struct ACPCacheTests {
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
             for n in 1...5 {
-                try await harness.postACP(ingest, key: key, thread: "t1", body: Self.body(n), msgID: "m\(n)")
+                try await harness.postACP(ingest, key: key, thread: "t1", body: FanoutHarness.acpBody(n), msgID: "m\(n)")
             }
             try await harness.fanout().test(.live) { fanout in
                 let port = try #require(fanout.port)
@@ -41,14 +30,15 @@ struct ACPCacheTests {
                 phone.path = "/v1/acp"
 
                 let live = Counted()
-                async let subscribed = phone.run(sending: [Self.request(1, "acp.cache.subscribe", ["thread_id": "t1", "from_seq": 3, "live": true])])
-                { frame in
+                async let subscribed = phone.run(sending: [
+                    FanoutHarness.acpRequest(1, "acp.cache.subscribe", ["thread_id": "t1", "from_seq": 3, "live": true])
+                ]) { frame in
                     if frame["seq"] as? Int == 5 { _ = live.next() }
                     return frame["seq"] as? Int == 7
                 }
                 #expect(await eventually { live.value > 0 })
                 for n in 6...7 {
-                    try await harness.postACP(ingest, key: key, thread: "t1", body: Self.body(n), msgID: "m\(n)")
+                    try await harness.postACP(ingest, key: key, thread: "t1", body: FanoutHarness.acpBody(n), msgID: "m\(n)")
                 }
                 let frames = try await subscribed.frames
                 let result = try #require(frames.first?["result"] as? [String: Any])
@@ -60,10 +50,12 @@ struct ACPCacheTests {
                 // Byte for byte: the raw text of an envelope holds the posted body unchanged.
                 var raw = StreamClient(port: port, token: try await harness.token(subject: "phone-1"))
                 raw.path = "/v1/acp"
-                let texts = try await raw.runRaw(sending: [Self.request(2, "acp.cache.fetch", ["thread_id": "t1", "from_seq": 1, "limit": 2])])
+                let texts = try await raw.runRaw(sending: [
+                    FanoutHarness.acpRequest(2, "acp.cache.fetch", ["thread_id": "t1", "from_seq": 1, "limit": 2])
+                ])
                 #expect(texts.count == 1)
-                #expect(texts.first?.contains(#""body":"# + Self.body(1)) == true)
-                #expect(texts.first?.contains(#""body":"# + Self.body(2)) == true)
+                #expect(texts.first?.contains(#""body":"# + FanoutHarness.acpBody(1)) == true)
+                #expect(texts.first?.contains(#""body":"# + FanoutHarness.acpBody(2)) == true)
                 let fetched = try #require(
                     (try JSONSerialization.jsonObject(with: Data(texts[0].utf8)) as? [String: Any])?["result"] as? [String: Any]
                 )
@@ -73,9 +65,9 @@ struct ACPCacheTests {
 
                 let acks = try await phone.run(
                     sending: [
-                        Self.request(3, "acp.cache.ack", ["thread_id": "t1", "seq": 4]),
-                        Self.request(4, "acp.cache.ack", ["thread_id": "t1", "seq": 2]),
-                        Self.request(5, "acp.cache.threads", [:]),
+                        FanoutHarness.acpRequest(3, "acp.cache.ack", ["thread_id": "t1", "seq": 4]),
+                        FanoutHarness.acpRequest(4, "acp.cache.ack", ["thread_id": "t1", "seq": 2]),
+                        FanoutHarness.acpRequest(5, "acp.cache.threads", [:]),
                     ]
                 ) { $0["id"] as? Int == 5 }
                 let answers = acks.frames.compactMap { $0["result"] as? [String: Any] }
@@ -88,14 +80,16 @@ struct ACPCacheTests {
 
                 var tablet = StreamClient(port: port, token: try await harness.token(subject: "tablet"))
                 tablet.path = "/v1/acp"
-                let other = try await tablet.run(sending: [Self.request(6, "acp.cache.threads", [:])]) { $0["id"] as? Int == 6 }
+                let other = try await tablet.run(sending: [FanoutHarness.acpRequest(6, "acp.cache.threads", [:])]) { $0["id"] as? Int == 6 }
                 let tabletThreads = try #require((other.frames.first?["result"] as? [String: Any])?["threads"] as? [[String: Any]])
                 #expect(tabletThreads.first?["acked_seq"] as? Int == 0)
                 #expect(tabletThreads.first?["unread"] as? Int == 7)
 
                 var stranger = StreamClient(port: port, token: try await harness.token(tenant: "someone-else"))
                 stranger.path = "/v1/acp"
-                let nothing = try await stranger.run(sending: [Self.request(7, "acp.cache.fetch", ["thread_id": "t1"])]) { $0["id"] as? Int == 7 }
+                let nothing = try await stranger.run(sending: [FanoutHarness.acpRequest(7, "acp.cache.fetch", ["thread_id": "t1"])]) {
+                    $0["id"] as? Int == 7
+                }
                 let empty = try #require(nothing.frames.first?["result"] as? [String: Any])
                 #expect((empty["envelopes"] as? [Any])?.isEmpty == true)
                 #expect(empty["head_seq"] as? Int == 0)
@@ -110,7 +104,15 @@ struct ACPCacheTests {
             let key = try await harness.createKey(ingest)
             let prompt =
                 #"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"t9","prompt":[{"type":"text","text":"  fix the flaky test\nthen push"}]}}"#
-            var status = try await harness.live.postACP(ingest, key: key, thread: "t9", body: Self.body(1), msgID: "y1", swarm: "s9", agent: "a9")
+            var status = try await harness.live.postACP(
+                ingest,
+                key: key,
+                thread: "t9",
+                body: FanoutHarness.acpBody(1),
+                msgID: "y1",
+                swarm: "s9",
+                agent: "a9"
+            )
             #expect(status == .ok)
             status = try await ingest.execute(
                 uri: "/v1/ingest/acp/t9?swarmId=s9&agentId=a9&direction=client_to_agent&msgId=y2",
@@ -120,11 +122,27 @@ struct ACPCacheTests {
             ) { $0.status }
             #expect(status == .ok)
             for n in 3...4 {
-                status = try await harness.live.postACP(ingest, key: key, thread: "t9", body: Self.body(n), msgID: "y\(n)", swarm: "s9", agent: "a9")
+                status = try await harness.live.postACP(
+                    ingest,
+                    key: key,
+                    thread: "t9",
+                    body: FanoutHarness.acpBody(n),
+                    msgID: "y\(n)",
+                    swarm: "s9",
+                    agent: "a9"
+                )
                 #expect(status == .ok)
             }
             // Another agent of the tenant may not post into it.
-            status = try await harness.live.postACP(ingest, key: key, thread: "t9", body: Self.body(5), msgID: "y5", swarm: "s9", agent: "other")
+            status = try await harness.live.postACP(
+                ingest,
+                key: key,
+                thread: "t9",
+                body: FanoutHarness.acpBody(5),
+                msgID: "y5",
+                swarm: "s9",
+                agent: "other"
+            )
             #expect(status == .conflict)
             // Retention drops whole days: here, the thread's first two envelopes.
             _ = try await harness.live.withDatabase { database in
@@ -135,9 +153,9 @@ struct ACPCacheTests {
                 client.path = "/v1/acp"
                 let run = try await client.run(
                     sending: [
-                        Self.request(1, "acp.cache.threads", [:]),
-                        Self.request(2, "acp.cache.subscribe", ["thread_id": "t9", "from_seq": 1, "live": false]),
-                        Self.request(3, "acp.cache.fetch", ["thread_id": "t9", "from_seq": 1]),
+                        FanoutHarness.acpRequest(1, "acp.cache.threads", [:]),
+                        FanoutHarness.acpRequest(2, "acp.cache.subscribe", ["thread_id": "t9", "from_seq": 1, "live": false]),
+                        FanoutHarness.acpRequest(3, "acp.cache.fetch", ["thread_id": "t9", "from_seq": 1]),
                     ]
                 ) { $0["id"] as? Int == 3 }
                 let threads = try #require((run.frames.first?["result"] as? [String: Any])?["threads"] as? [[String: Any]])
@@ -162,18 +180,18 @@ struct ACPCacheTests {
         let harness = try await FanoutHarness(fanout: ["FANOUT_TAIL_CHECK_SECONDS": "1"])
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
-            try await harness.postACP(ingest, key: key, thread: "t2", body: Self.body(1), msgID: "x1")
+            try await harness.postACP(ingest, key: key, thread: "t2", body: FanoutHarness.acpBody(1), msgID: "x1")
             try await harness.ingest(prefix: "lost" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)).test(.router) { silent in
                 try await harness.fanout().test(.live) { fanout in
                     var client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
                     client.path = "/v1/acp"
                     let live = Counted()
-                    async let received = client.run(sending: [Self.request(1, "acp.cache.subscribe", ["thread_id": "t2"])]) { frame in
+                    async let received = client.run(sending: [FanoutHarness.acpRequest(1, "acp.cache.subscribe", ["thread_id": "t2"])]) { frame in
                         if frame["seq"] as? Int == 1 { _ = live.next() }
                         return frame["seq"] as? Int == 2
                     }
                     #expect(await eventually { live.value > 0 })
-                    try await harness.postACP(silent, key: key, thread: "t2", body: Self.body(2), msgID: "x2")
+                    try await harness.postACP(silent, key: key, thread: "t2", body: FanoutHarness.acpBody(2), msgID: "x2")
                     #expect(try await received.frames.dropFirst().map { $0["seq"] as? Int } == [1, 2])
                 }
             }
@@ -186,7 +204,7 @@ struct ACPCacheTests {
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
             for n in 1...3 {
-                try await harness.postACP(ingest, key: key, thread: "t1", body: Self.body(n), msgID: "m\(n)")
+                try await harness.postACP(ingest, key: key, thread: "t1", body: FanoutHarness.acpBody(n), msgID: "m\(n)")
             }
             try await harness.fanout().test(.live) { fanout in
                 let port = try #require(fanout.port)
@@ -194,9 +212,9 @@ struct ACPCacheTests {
                 #expect(!seed003.url.contains("protocol="))
                 let result = try await seed003.run(
                     sending: [
-                        Self.request(1, "acp.cache.subscribe", ["thread_id": "t1", "from_seq": 2, "live": true]),
-                        Self.request(2, "acp.cache.fetch", ["thread_id": "t1", "from_seq": 1, "limit": 10]),
-                        Self.request(3, "acp.cache.ack", ["thread_id": "t1", "seq": 3]),
+                        FanoutHarness.acpRequest(1, "acp.cache.subscribe", ["thread_id": "t1", "from_seq": 2, "live": true]),
+                        FanoutHarness.acpRequest(2, "acp.cache.fetch", ["thread_id": "t1", "from_seq": 1, "limit": 10]),
+                        FanoutHarness.acpRequest(3, "acp.cache.ack", ["thread_id": "t1", "seq": 3]),
                     ]
                 ) { $0["id"] as? Int == 3 }
                 let subscribed = try #require(result.frames.first { $0["id"] as? Int == 1 }?["result"] as? [String: Any])
@@ -209,7 +227,7 @@ struct ACPCacheTests {
                 #expect(acked["unread"] as? Int == 0)
 
                 let future = StreamClient(port: port, token: try await harness.token(), path: "/v1/acp", protocolVersion: "2")
-                let refused = try await future.runRaw(sending: [Self.request(1, "acp.cache.threads", [:])])
+                let refused = try await future.runRaw(sending: [FanoutHarness.acpRequest(1, "acp.cache.threads", [:])])
                 #expect(refused.first?.contains("ProtocolMismatch") == true)
             }
         }
@@ -246,10 +264,10 @@ struct ACPCacheTests {
                     sending: [
                         "{nope",
                         #"{"id":1,"method":"acp.cache.fetch"}"#,
-                        Self.request(2, "acp.cache.dance", [:]),
-                        Self.request(3, "acp.cache.subscribe", ["from_seq": 1]),
-                        Self.request(4, "acp.cache.ack", ["thread_id": "t9", "seq": 5]),
-                        Self.request(5, "acp.cache.threads", [:]),
+                        FanoutHarness.acpRequest(2, "acp.cache.dance", [:]),
+                        FanoutHarness.acpRequest(3, "acp.cache.subscribe", ["from_seq": 1]),
+                        FanoutHarness.acpRequest(4, "acp.cache.ack", ["thread_id": "t9", "seq": 5]),
+                        FanoutHarness.acpRequest(5, "acp.cache.threads", [:]),
                     ]
                 ) { $0["id"] as? Int == 5 }
                 let codes = result.frames.compactMap { ($0["error"] as? [String: Any])?["code"] as? Int }
@@ -257,30 +275,5 @@ struct ACPCacheTests {
                 #expect(result.frames.last?["result"] != nil)
             }
         }
-    }
-}
-
-extension StreamClient {
-    /// Sends `messages` and returns the raw texts of as many answers.
-    func runRaw(sending messages: [String]) async throws -> [String] {
-        let received = StreamClient.Received()
-        let url = self.url
-        let token = self.token
-        let count = messages.count
-        _ = try await withDeadline(.seconds(20), orThrow: ServiceKitError(.natsTimeout, "no answer")) {
-            try await PlainWebSocket.connect(url: url, bearer: token) { inbound, outbound in
-                for message in messages { try await outbound.write(text: message) }
-                for try await message in inbound {
-                    guard case .text(let text) = message else { continue }
-                    if received.texts.withLock({
-                        $0.append(text)
-                        return $0.count
-                    }) == count {
-                        return
-                    }
-                }
-            }
-        }
-        return received.texts.withLock { $0 }
     }
 }

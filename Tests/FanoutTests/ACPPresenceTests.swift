@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HummingbirdTesting
+import ServiceHarnesses
 import ServiceKit
 import StreamTestSupport
 import Synchronization
@@ -33,10 +34,10 @@ struct ACPPresenceTests {
                 phone.path = "/v1/acp"
                 _ = try await phone.run(
                     sending: [
-                        ACPCacheTests.request(1, "acp.cache.subscribe", ["thread_id": "t1", "live": true]),
-                        ACPCacheTests.request(2, "acp.cache.subscribe", ["thread_id": "t0", "live": false]),
-                        ACPCacheTests.request(3, "acp.cache.unsubscribe", ["thread_id": "t1"]),
-                        ACPCacheTests.request(4, "acp.cache.subscribe", ["thread_id": "t2", "live": true]),
+                        FanoutHarness.acpRequest(1, "acp.cache.subscribe", ["thread_id": "t1", "live": true]),
+                        FanoutHarness.acpRequest(2, "acp.cache.subscribe", ["thread_id": "t0", "live": false]),
+                        FanoutHarness.acpRequest(3, "acp.cache.unsubscribe", ["thread_id": "t1"]),
+                        FanoutHarness.acpRequest(4, "acp.cache.subscribe", ["thread_id": "t2", "live": true]),
                     ]
                 ) { $0["id"] as? Int == 4 }
                 #expect(await eventually { heard.withLock { $0.count } >= 4 })

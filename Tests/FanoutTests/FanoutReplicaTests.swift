@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import ServiceHarnesses
 import ServiceKit
 import StreamTestSupport
 import Synchronization
@@ -44,7 +45,7 @@ struct FanoutReplicaTests {
 
             async let writes: Void = {
                 for batch in 0..<(total / 10) {
-                    try await harness.post(ingest, key: key, (0..<10).map { log("w-\(batch)-\($0)") })
+                    try await harness.post(ingest, key: key, (0..<10).map { logEvent("w-\(batch)-\($0)") })
                     try await Task.sleep(for: .milliseconds(15))
                 }
             }()
@@ -86,7 +87,7 @@ struct FanoutReplicaTests {
                 let total = 600
                 async let writes: Void = {
                     for batch in 0..<(total / 20) {
-                        try await harness.post(ingest, key: key, (0..<20).map { log("c-\(batch)-\($0)", agent: $0 % 2 == 0 ? "even" : "odd") })
+                        try await harness.post(ingest, key: key, (0..<20).map { logEvent("c-\(batch)-\($0)", agent: $0 % 2 == 0 ? "even" : "odd") })
                         try await Task.sleep(for: .milliseconds(10))
                     }
                 }()

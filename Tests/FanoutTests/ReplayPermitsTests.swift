@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
+import ServiceHarnesses
 import ServiceKit
 import StreamTestSupport
 import TestSupport
@@ -55,9 +56,9 @@ struct ReplayPermitsTests {
             // Seq 1 is an ACP message: the first page of every replay (seqs 1...1000) then looks
             // its thread up in acp_envelopes, while holding its permit. Locking that table holds
             // those pages in Postgres, so the pages in flight can be counted there.
-            try await harness.postACP(ingest, key: key, thread: "hold", body: ACPCacheTests.body(1), msgID: "m1")
-            try await harness.post(ingest, key: key, (0..<999).map { log("r0-\($0)") })
-            let last = try await harness.post(ingest, key: key, (0..<1000).map { log("r1-\($0)") })
+            try await harness.postACP(ingest, key: key, thread: "hold", body: FanoutHarness.acpBody(1), msgID: "m1")
+            try await harness.post(ingest, key: key, (0..<999).map { logEvent("r0-\($0)") })
+            let last = try await harness.post(ingest, key: key, (0..<1000).map { logEvent("r1-\($0)") })
             try #require(last.last == Int64(total))
 
             try await harness.fanout().test(.live) { fanout in

@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdTesting
+import ServiceHarnesses
 import StreamTestSupport
 import TestSupport
 import Testing
@@ -68,7 +69,7 @@ struct Seed003ContractTests {
                     protocolVersion: nil
                 )
                 let texts = try await phone.runRaw(sending: [
-                    ACPCacheTests.request(1, "acp.cache.fetch", ["thread_id": "t-123", "from_seq": 1, "limit": 500])
+                    FanoutHarness.acpRequest(1, "acp.cache.fetch", ["thread_id": "t-123", "from_seq": 1, "limit": 500])
                 ])
                 let raw = try #require(texts.first)
                 let answer = try #require(try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any])
@@ -89,7 +90,7 @@ struct Seed003ContractTests {
                 }
                 // Resume: subscribe from last_seq + 1 gives the rest, each seq once.
                 let resumed = try await phone.run(
-                    sending: [ACPCacheTests.request(2, "acp.cache.subscribe", ["thread_id": "t-123", "from_seq": 3, "live": false])]
+                    sending: [FanoutHarness.acpRequest(2, "acp.cache.subscribe", ["thread_id": "t-123", "from_seq": 3, "live": false])]
                 ) { $0["seq"] as? Int == Self.bodies.count }
                 #expect(resumed.frames.compactMap { $0["id"] == nil ? $0["seq"] as? Int : nil } == Array(3...Self.bodies.count))
             }

@@ -6,6 +6,7 @@ import HummingbirdWSCompression
 import Logging
 import NIOCore
 import NIOPosix
+import ServiceHarnesses
 import StreamTestSupport
 import Synchronization
 import TestSupport
@@ -126,7 +127,7 @@ struct RawWebSocketClient {
 @Suite("Stream-fanout's WebSocket compression (permessage-deflate, RFC 7692), live NATS + Postgres")
 struct StreamCompressionTests {
     static func logs(_ range: Range<Int>) -> [[String: Any]] {
-        range.map { log("z\($0)", message: "event \($0): " + String(repeating: "the same long words, ", count: 12)) }
+        range.map { logEvent("z\($0)", message: "event \($0): " + String(repeating: "the same long words, ", count: 12)) }
     }
 
     /// `payload` as a client compresses one message (TestSupport's ``ClientDeflate``).

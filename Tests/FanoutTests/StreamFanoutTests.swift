@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import NIOPosix
 import PlainWebSocket
+import ServiceHarnesses
 import ServiceKit
 import StreamTestSupport
 import Synchronization
@@ -64,13 +65,13 @@ struct StreamFanoutTests {
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
             for batch in 0..<5 {
-                try await harness.post(ingest, key: key, (0..<20).map { log("pre-\(batch)-\($0)") })
+                try await harness.post(ingest, key: key, (0..<20).map { logEvent("pre-\(batch)-\($0)") })
             }
             try await harness.fanout().test(.live) { fanout in
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
                 async let writes: Void = {
                     for batch in 0..<20 {
-                        try await harness.post(ingest, key: key, (0..<10).map { log("live-\(batch)-\($0)") })
+                        try await harness.post(ingest, key: key, (0..<10).map { logEvent("live-\(batch)-\($0)") })
                         try await Task.sleep(for: .milliseconds(10))
                     }
                 }()
@@ -86,37 +87,13 @@ struct StreamFanoutTests {
         }
     }
 
-    @Test("a replay of 7 MB of 60 KB events crosses the 4 MiB page cut by bytes: every seq once, in order, whole", .tags(.heavy))
-    func replayPagesCutByBytes() async throws {
-        let harness = try await FanoutHarness()
-        let message = String(repeating: "x", count: 60_000)
-        try await harness.ingest().test(.router) { ingest in
-            let key = try await harness.createKey(ingest)
-            for batch in 0..<6 {
-                try await harness.post(ingest, key: key, (0..<20).map { log("big-\(batch)-\($0)", message: message) })
-            }
-            try await harness.fanout().test(.live) { fanout in
-                let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
-                let (frames, _, _) = try await client.run(
-                    sending: [subscribe(lastEventId: 0, extra: ["maxEventsPerSecond": 10_000])]
-                ) { ($0["seq"] as? Int) == 120 }
-                // 120 × 60 KB is more than one page (StreamSession.pageBytes, 4 MiB): the replay
-                // reads at least two, and the seam loses and repeats nothing.
-                #expect(120 * message.utf8.count > 4 << 20)
-                #expect(frames.seqs == Array(1...120))
-                #expect(frames.filter { $0["seq"] != nil }.allSatisfy { ($0["message"] as? String)?.utf8.count == 60_000 })
-                #expect(!frames.contains { $0["type"] as? String == "gap" })
-            }
-        }
-    }
-
     @Test("a replay whose filter matches nothing stops after fanout.max-replay-scan seqs with a scan_limit gap, then goes live")
     func fruitlessReplayIsBounded() async throws {
         let harness = try await FanoutHarness(fanout: ["FANOUT_MAX_REPLAY_SCAN": "1000"])
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
             for batch in 0..<3 {
-                try await harness.post(ingest, key: key, (0..<2000).map { log("bulk-\(batch)-\($0)") })
+                try await harness.post(ingest, key: key, (0..<2000).map { logEvent("bulk-\(batch)-\($0)") })
             }
             try await harness.fanout().test(.live) { fanout in
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
@@ -140,11 +117,11 @@ struct StreamFanoutTests {
         let harness = try await FanoutHarness()
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
-            try await harness.post(ingest, key: key, (0..<5).map { log("before-\($0)") })
+            try await harness.post(ingest, key: key, (0..<5).map { logEvent("before-\($0)") })
             try await Task.sleep(for: .milliseconds(1100))
             let since = Date()
             try await Task.sleep(for: .milliseconds(100))
-            try await harness.post(ingest, key: key, (0..<3).map { log("after-\($0)") })
+            try await harness.post(ingest, key: key, (0..<3).map { logEvent("after-\($0)") })
             try await harness.fanout().test(.live) { fanout in
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
                 let (frames, _, _) = try await client.run(sending: [subscribe(extra: ["fromTime": since.milliseconds])]) {
@@ -169,14 +146,14 @@ struct StreamFanoutTests {
         let harness = try await FanoutHarness()
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
-            try await harness.post(ingest, key: key, (0..<500).map { log("b\($0)") })
+            try await harness.post(ingest, key: key, (0..<500).map { logEvent("b\($0)") })
             try await harness.fanout().test(.live) { fanout in
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
                 async let received = client.run(sending: [subscribe(lastEventId: 0, extra: ["batchEvents": true, "maxEventsPerSecond": 10000])]) {
                     ($0["seq"] as? Int) == 700
                 }
                 for batch in 0..<4 {
-                    try await harness.post(ingest, key: key, (0..<50).map { log("l\(batch)-\($0)") })
+                    try await harness.post(ingest, key: key, (0..<50).map { logEvent("l\(batch)-\($0)") })
                 }
                 let result = try await received
                 #expect(result.frames.seqs == Array(1...700))
@@ -198,17 +175,17 @@ struct StreamFanoutTests {
                 let filters: [String: Any] = ["agentIds": ["a1", "theirs"], "severityGte": "warn", "include": ["logs"]]
                 // From seq 0: whether the events come replayed or live does not matter here.
                 async let received = client.run(sending: [subscribe(lastEventId: 0, filters: filters)]) { ($0["message"] as? String) == "last" }
-                try await harness.post(ingest, key: otherKey, [log("o1", agent: "theirs", level: "error", message: "not yours")])
+                try await harness.post(ingest, key: otherKey, [logEvent("o1", agent: "theirs", level: "error", message: "not yours")])
                 try await harness.post(
                     ingest,
                     key: key,
                     [
-                        log("e1", agent: "a1", level: "info", message: "too quiet"),
-                        log("e2", agent: "a2", level: "error", message: "other agent"),
-                        log("e3", agent: "a1", level: "error", message: "wanted 1"),
+                        logEvent("e1", agent: "a1", level: "info", message: "too quiet"),
+                        logEvent("e2", agent: "a2", level: "error", message: "other agent"),
+                        logEvent("e3", agent: "a1", level: "error", message: "wanted 1"),
                         ["msgId": "e4", "swarmId": "s1", "agentId": "a1", "kind": "tool_call", "tool": "bash", "ok": false],
-                        log("e5", agent: "a1", level: "warn", message: "wanted 2"),
-                        log("e6", agent: "a1", level: "fatal", message: "last"),
+                        logEvent("e5", agent: "a1", level: "warn", message: "wanted 2"),
+                        logEvent("e6", agent: "a1", level: "fatal", message: "last"),
                     ]
                 )
                 let frames = try await received.frames.events
@@ -232,7 +209,7 @@ struct StreamFanoutTests {
                 ingest,
                 key: key,
                 [
-                    call("t1", "bash"), call("t2", "grep"), log("t3", agent: "a1", message: #"tool "bash""#), call("t4", odd),
+                    call("t1", "bash"), call("t2", "grep"), logEvent("t3", agent: "a1", message: #"tool "bash""#), call("t4", odd),
                     call("t5", "bash", swarm: "s2"),
                 ]
             )
@@ -453,7 +430,7 @@ struct StreamFanoutTests {
         let harness = try await FanoutHarness(fanout: ["FANOUT_TAIL_CHECK_SECONDS": "3600"])
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
-            try await harness.post(ingest, key: key, [log("first")])
+            try await harness.post(ingest, key: key, [logEvent("first")])
             try await harness.fanout().test(.live) { fanout in
                 let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
                 async let received = client.run(sending: [subscribe(lastEventId: 1)]) { ($0["seq"] as? Int) == 2 }
@@ -480,7 +457,7 @@ struct StreamFanoutTests {
                 try await nats.flush(timeout: .seconds(5))
                 await nats.close()
                 try await Task.sleep(for: .milliseconds(300))
-                try await harness.post(ingest, key: key, [log("real", message: "real")])
+                try await harness.post(ingest, key: key, [logEvent("real", message: "real")])
                 let frames = try await received.frames
                 #expect(frames.events.map { $0["message"] as? String } == ["real"], "\(frames.events)")
             }
@@ -492,14 +469,14 @@ struct StreamFanoutTests {
         let harness = try await FanoutHarness()
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
-            try await harness.post(ingest, key: key, [log("before")])
+            try await harness.post(ingest, key: key, [logEvent("before")])
             // The same log, publishing where this fanout does not listen: commits whose publish is lost.
             try await harness.ingest(prefix: "lost" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)).test(.router) { silent in
                 try await harness.fanout().test(.live) { fanout in
                     let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
                     async let received = client.run(sending: [subscribe(lastEventId: 1)]) { ($0["seq"] as? Int) == 7 }
-                    try await harness.post(silent, key: key, (0..<5).map { log("silent-\($0)") })
-                    try await harness.post(ingest, key: key, [log("heard", message: "heard")])
+                    try await harness.post(silent, key: key, (0..<5).map { logEvent("silent-\($0)") })
+                    try await harness.post(ingest, key: key, [logEvent("heard", message: "heard")])
                     let frames = try await received.frames
                     #expect(frames.seqs == Array(2...7))
                     #expect(frames.events.last?["message"] as? String == "heard")
@@ -513,7 +490,7 @@ struct StreamFanoutTests {
         let harness = try await FanoutHarness(fanout: ["FANOUT_TAIL_CHECK_SECONDS": "1"])
         try await harness.ingest().test(.router) { ingest in
             let key = try await harness.createKey(ingest)
-            try await harness.post(ingest, key: key, [log("first")])
+            try await harness.post(ingest, key: key, [logEvent("first")])
             try await harness.ingest(prefix: "lost" + String(UInt64.random(in: 0..<UInt64.max), radix: 36)).test(.router) { silent in
                 try await harness.fanout().test(.live) { fanout in
                     let client = StreamClient(port: try #require(fanout.port), token: try await harness.token())
@@ -524,7 +501,7 @@ struct StreamFanoutTests {
                     }
                     // Once the client is live (it has seq 1), commit three events whose publish is lost.
                     #expect(await eventually { live.value > 0 })
-                    try await harness.post(silent, key: key, (0..<3).map { log("silent-\($0)") })
+                    try await harness.post(silent, key: key, (0..<3).map { logEvent("silent-\($0)") })
                     #expect(try await received.frames.seqs == [1, 2, 3, 4])
                 }
             }
@@ -544,9 +521,9 @@ struct StreamFanoutTests {
                     return frame["type"] as? String == "suppressed" && frame["toSeq"] as? Int == 10
                 }
                 #expect(await eventually { ready.value > 0 })
-                var events = (0..<5).map { log("d\($0)", agent: "a1", message: "disk full") }
-                events += [log("r", agent: "a1", message: "recovered"), log("x", agent: "a2", message: "disk full")]
-                events += (0..<3).map { log("s\($0)", agent: "a1", message: "spam \"quoted\"") }
+                var events = (0..<5).map { logEvent("d\($0)", agent: "a1", message: "disk full") }
+                events += [logEvent("r", agent: "a1", message: "recovered"), logEvent("x", agent: "a2", message: "disk full")]
+                events += (0..<3).map { logEvent("s\($0)", agent: "a1", message: "spam \"quoted\"") }
                 try await harness.post(ingest, key: key, events)
                 let frames = try await received.frames.filter { $0["type"] as? String != "subscribed" }
                 #expect(
@@ -606,7 +583,7 @@ struct StreamFanoutTests {
                     return seqs
                 }()
                 for batch in 0..<(total / 100) {
-                    try await harness.post(ingest, key: key, (0..<100).map { log("s-\(batch)-\($0)", message: body) })
+                    try await harness.post(ingest, key: key, (0..<100).map { logEvent("s-\(batch)-\($0)", message: body) })
                 }
                 #expect(try await fastSeqs == Array(1...Int64(total)))
                 let slowResult = try await slowFrames.frames

@@ -35,6 +35,14 @@ public struct ControlHarness: Sendable {
         try self.live.environment()
     }
 
+    /// The consumers of the harness's control stream: one per open agent queue.
+    public func commandQueues() async throws -> Int {
+        let connection = try await TestEnvironment.connect()
+        defer { Task { await connection.drain() } }
+        let info = try await JetStream(connection: connection).streamInfo(Subjects(prefix: self.prefix).controlStreamName)
+        return info.state.consumerCount ?? -1
+    }
+
     /// The swarms in which `agent` has an open agent session (where its connector takes
     /// commands), read from control-api's table.
     public func openSessionSwarms(agent: String) async throws -> [String] {

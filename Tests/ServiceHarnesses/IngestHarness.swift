@@ -126,6 +126,7 @@ public struct BatchAnswer: Decodable {
     public var results: [Result]
 }
 
-public func logEvent(_ msgID: String, swarm: String = "s1", agent: String = "a1", message: String = "hello") -> [String: Any] {
-    ["msgId": msgID, "swarmId": swarm, "agentId": agent, "kind": "log", "level": "info", "message": message]
+public func logEvent(_ msgID: String, swarm: String = "s1", agent: String = "a1", level: String = "info", message: String = "hello") -> [String: Any]
+{
+    ["msgId": msgID, "swarmId": swarm, "agentId": agent, "kind": "log", "level": level, "message": message]
 }

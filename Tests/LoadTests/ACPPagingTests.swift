@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import ServiceHarnesses
 import ServiceKit
 import StreamTestSupport
 import TestSupport
@@ -67,7 +68,7 @@ struct ACPPagingTests {
                 var pages: [[Int]] = []
                 var from = 1
                 while from <= count, pages.count < count {
-                    let request = ACPCacheTests.request(pages.count + 1, "acp.cache.fetch", ["thread_id": "big", "from_seq": from, "limit": 500])
+                    let request = FanoutHarness.acpRequest(pages.count + 1, "acp.cache.fetch", ["thread_id": "big", "from_seq": from, "limit": 500])
                     let texts = try await client.runRaw(sending: [request])
                     let text = try #require(texts.first)
                     let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
@@ -96,7 +97,7 @@ struct ACPPagingTests {
 
                 // Rows still cut before bytes: two of these are far under 4 MiB.
                 let small = try await client.runRaw(sending: [
-                    ACPCacheTests.request(99, "acp.cache.fetch", ["thread_id": "big", "from_seq": 7, "limit": 2])
+                    FanoutHarness.acpRequest(99, "acp.cache.fetch", ["thread_id": "big", "from_seq": 7, "limit": 2])
                 ])
                 let smallText = try #require(small.first)
                 let smallResult = try #require(
@@ -108,7 +109,7 @@ struct ACPPagingTests {
                 // A subscribe replays the same 9 MB in byte-cut steps: a step cut by bytes is not
                 // taken for the end of the thread.
                 let replayed = try await client.run(
-                    sending: [ACPCacheTests.request(100, "acp.cache.subscribe", ["thread_id": "big", "from_seq": 1, "live": true])],
+                    sending: [FanoutHarness.acpRequest(100, "acp.cache.subscribe", ["thread_id": "big", "from_seq": 1, "live": true])],
                     timeout: .seconds(40)
                 ) { $0["seq"] as? Int == count }
                 let subscribed = try #require(replayed.frames.first?["result"] as? [String: Any])

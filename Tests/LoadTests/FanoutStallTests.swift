@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdTesting
+import ServiceHarnesses
 import StreamTestSupport
 import TestSupport
 import Testing
@@ -22,7 +23,7 @@ struct FanoutStallTests {
                 // under that load was seen writing under 1 MB/s).
                 let body = String(repeating: "x", count: 4000)
                 for batch in 0..<(total / 100) {
-                    try await harness.post(ingest, key: key, (0..<100).map { log("st-\(batch)-\($0)", message: body) })
+                    try await harness.post(ingest, key: key, (0..<100).map { logEvent("st-\(batch)-\($0)", message: body) })
                 }
                 // Then a client that reads nothing for 40 s: the fanout's writer waits on a
                 // full socket. A timeout (the connection kept open) throws and fails the test.

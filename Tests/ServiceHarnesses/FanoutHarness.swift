@@ -1,57 +1,71 @@
 import Configuration
-import Contracts
+public import Contracts
 import Foundation
-import Hummingbird
-import HummingbirdTesting
+public import Hummingbird
+public import HummingbirdTesting
 import Ingest
 import Logging
 import NIOCore
-import ServiceKit
+public import ServiceKit
 import StreamTestSupport
 import Synchronization
-import TestSupport
+public import TestSupport
 import Testing
 
 @testable import StreamFanout
 
 /// Ingest and stream-fanout in this process, against the test NATS and Postgres, sharing a
 /// schema (ingest's event log) and a subject prefix of their own (``LiveHarness``).
-struct FanoutHarness {
-    typealias Frame = [String: Any]
+public struct FanoutHarness: Sendable {
+    /// An ACP update of `n`, its spacing, escapes and non-ASCII to come back byte for byte.
+    public static func acpBody(_ n: Int) -> String {
+        // Odd spacing, escapes and non-ASCII: what comes back must be these exact bytes.
+        #"{"jsonrpc":"2.0",  "method":"session/update","params":{"n":\#(n), "text":"caf\u00e9 é\n"}}"#
+    }
 
-    var live: LiveHarness
-    var schema: String { self.live.ingestSchema }
-    var prefix: String { self.live.prefix }
-    var tenant: String { self.live.tenant }
-    var signer: AccessTokenSigner { self.live.signer }
-    var fanoutOverrides: [String: String]
+    /// A JSON-RPC request of the ACP cache socket.
+    public static func acpRequest(_ id: Int, _ method: String, _ params: [String: Any]) -> String {
+        String(
+            decoding: try! JSONSerialization.data(withJSONObject: ["jsonrpc": "2.0", "id": id, "method": method, "params": params]),
+            as: UTF8.self
+        )
+    }
 
-    init(fanout overrides: [String: String] = [:]) async throws {
+    public typealias Frame = [String: Any]
+
+    public var live: LiveHarness
+    public var schema: String { self.live.ingestSchema }
+    public var prefix: String { self.live.prefix }
+    public var tenant: String { self.live.tenant }
+    public var signer: AccessTokenSigner { self.live.signer }
+    public var fanoutOverrides: [String: String]
+
+    public init(fanout overrides: [String: String] = [:]) async throws {
         self.live = try await LiveHarness()
         self.fanoutOverrides = overrides
     }
 
-    func environment(prefix: String? = nil) throws -> [String: String] {
+    public func environment(prefix: String? = nil) throws -> [String: String] {
         try self.live.environment(prefix: prefix)
     }
 
     /// Ingest; with another `prefix`, its publishes never reach this fanout (lost publishes).
-    func ingest(prefix: String? = nil) async throws -> some ApplicationProtocol {
+    public func ingest(prefix: String? = nil) async throws -> some ApplicationProtocol {
         try await self.live.application(IngestService.self, prefix: prefix)
     }
 
-    func fanout() async throws -> some ApplicationProtocol {
+    public func fanout() async throws -> some ApplicationProtocol {
         try await self.live.application(StreamFanoutService.self, extra: self.fanoutOverrides)
     }
 
-    func token(tenant: String? = nil, subject: String = "phone", scopes: Set<Scope> = [.streamRead]) async throws -> String {
+    public func token(tenant: String? = nil, subject: String = "phone", scopes: Set<Scope> = [.streamRead]) async throws -> String {
         try await self.live.token(tenant: tenant, subject: subject, scopes: scopes)
     }
 
     /// Posts one ACP message (its exact bytes) to `thread`, again after a 503 or 429 as a client
     /// does (a loaded test Postgres can keep ingest's commit past its deadline; a message already
     /// stored comes back as a duplicate, 200).
-    func postACP(_ ingest: some TestClientProtocol, key: String, thread: String, body: String, msgID: String) async throws {
+    public func postACP(_ ingest: some TestClientProtocol, key: String, thread: String, body: String, msgID: String) async throws {
         var status = try await self.live.postACP(ingest, key: key, thread: thread, body: body, msgID: msgID)
         for _ in 0..<5 where [.serviceUnavailable, .tooManyRequests].contains(status) {
             try await Task.sleep(for: .seconds(1))
@@ -61,13 +75,13 @@ struct FanoutHarness {
     }
 
     /// An ingest key for `tenant`, through ingest's admin API.
-    func createKey(_ ingest: some TestClientProtocol, tenant: String? = nil) async throws -> String {
+    public func createKey(_ ingest: some TestClientProtocol, tenant: String? = nil) async throws -> String {
         try await self.live.createKey(ingest, tenant: tenant)
     }
 
     /// Posts native events; returns their seqs.
     @discardableResult
-    func post(_ ingest: some TestClientProtocol, key: String, _ events: [[String: Any]]) async throws -> [Int64] {
+    public func post(_ ingest: some TestClientProtocol, key: String, _ events: [[String: Any]]) async throws -> [Int64] {
         var (status, body) = try await self.live.postEvents(ingest, key: key, events)
         // A 503 is ingest's answer when the event log is slow (a loaded machine); its contract
         // is a retry with the same msgIds, which answers the stored ones as duplicates, seqs and all.
@@ -80,8 +94,4 @@ struct FanoutHarness {
         let results = object?["results"] as? [[String: Any]] ?? []
         return results.compactMap { ($0["seq"] as? NSNumber)?.int64Value }
     }
-}
-
-func log(_ id: String, agent: String = "a1", swarm: String = "s1", level: String = "info", message: String = "hello") -> [String: Any] {
-    ["msgId": id, "swarmId": swarm, "agentId": agent, "kind": "log", "level": level, "message": message]
 }
