@@ -213,10 +213,17 @@ public enum DeploymentFiles {
     /// `ServiceRegistryTests` checks what the registry says of them).
     public static func composeAddingBlocks(_ compose: String, _ services: [any SwarmdeckService.Type]) throws -> String {
         var lines = compose.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard let marker = lines.firstIndex(of: Self.newBlocksMarker) else {
-            throw DeploymentError("docker-compose.yml lacks the line '\(Self.newBlocksMarker)'")
+        // The blocks are the keys of `services:`, up to the next top-level key.
+        guard let start = lines.firstIndex(of: "services:") else { throw DeploymentError("docker-compose.yml has no services: section") }
+        let end = lines[(start + 1)...].firstIndex { $0.first.map { $0.isLetter } ?? false } ?? lines.endIndex
+        let blocks = Set(lines[start..<end])
+        let missing = services.filter { !blocks.contains("  \($0.name):") }
+        guard !missing.isEmpty else { return compose }
+        guard let marker = lines[start..<end].firstIndex(of: Self.newBlocksMarker) else {
+            throw DeploymentError(
+                "docker-compose.yml has no block for \(missing.map { $0.name }.joined(separator: ", ")), and lacks the line '\(Self.newBlocksMarker)' under services: to add them above"
+            )
         }
-        let missing = services.filter { !lines.contains("  \($0.name):") }
         lines.insert(contentsOf: missing.flatMap { Self.composeBlock($0) + [""] }, at: marker)
         return lines.joined(separator: "\n")
     }

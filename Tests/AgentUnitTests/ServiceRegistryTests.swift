@@ -137,6 +137,21 @@ struct ServiceRegistryTests {
         try Self.checkBlocks(try Self.text("docker-compose.yml"))
     }
 
+    @Test("without the marker line, a compose file with every block is left as it is; one missing a block is refused, naming it")
+    func composeWithoutMarker() throws {
+        let compose = try Self.text("docker-compose.yml")
+        let unmarked = compose.replacingOccurrences(of: DeploymentFiles.newBlocksMarker + "\n", with: "")
+        #expect(unmarked != compose)
+        #expect(try DeploymentFiles.composeAddingBlocks(unmarked, ServiceRegistry.all) == unmarked)
+        // A volume named like a service is not its block.
+        let renamed = unmarked.replacingOccurrences(of: "\n  notifier:\n", with: "\n  notifier-old:\n") + "\n  notifier:\n    driver: local\n"
+        #expect {
+            try DeploymentFiles.composeAddingBlocks(renamed, ServiceRegistry.all)
+        } throws: { error in
+            "\(error)".contains("no block for notifier")
+        }
+    }
+
     @Test(
         "a service without a block in docker-compose.yml gets one from the registry, once",
         arguments: ["health-monitor", "control-api", "terminal-broker"]

@@ -9,7 +9,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Ingest killed mid-load (live, the real executable)")
+@Suite("Ingest killed mid-load (live, the real executable)", .tags(.heavy))
 struct IngestCrashTests {
     @Test("kill -9 during a load run: every acknowledged event is in the log")
     func killNine() async throws {

@@ -33,8 +33,11 @@ struct FuzzedDocument: Sendable, CustomTestStringConvertible {
     /// token holding every scope; something to find: a swarm with an agent, a control request,
     /// an audit trail.
     static let controlAPI = FuzzedDocument(name: "control-api") { seed in
-        let (provider, configured) = try await ControlHarness.withOIDCProvider(["CONTROL_MAX_POLL_SECONDS": "1"])
+        let (provider, oidc) = try await ControlHarness.withOIDCProvider(["CONTROL_MAX_POLL_SECONDS": "1"])
         defer { withExtendedLifetime(provider) {} }
+        var configured = oidc
+        // The sign-ins' limit at its default: the fuzzer meets its 429s as a client would.
+        configured.live.overrides["CONTROL_AUTH_PER_MINUTE"] = nil
         let harness = configured
         let runs = Runs()
         try await harness.run(.live) { ingest, control in
@@ -181,11 +184,11 @@ struct FuzzedDocument: Sendable, CustomTestStringConvertible {
     /// Pipeline-runner against the local provider, its limits out of the fuzzer's way.
     static let pipelineRunner = FuzzedDocument(name: "pipeline-runner") { seed in
         let harness = try await PipelineHarness(["PIPELINE_CREATES_PER_MINUTE": "100000", "PIPELINE_MAX_ACTIVE_PER_TENANT": "100000"])
+        defer { Task { await harness.stop() } }
         let runs = Runs()
         try await harness.run(.live) { _, _, _, pipelines in
             try await runs.everyOperation(harness.live, subject: "fuzzer", port: pipelines.port, seed: seed)
         }
-        await harness.stop()
         return runs.all
     }
 }

@@ -1,5 +1,6 @@
 import Configuration
 public import Contracts
+import ControlAPI
 public import Foundation
 public import Hummingbird
 public import HummingbirdTesting
@@ -10,8 +11,6 @@ public import ServiceKit
 import StreamFanout
 public import TestSupport
 import Testing
-
-@testable import ControlAPI
 
 /// Ingest and control-api against the test NATS and Postgres, with schemas, a subject prefix,
 /// a tenant and a signing key of their own (``LiveHarness``).

@@ -7,12 +7,11 @@ import Ingest
 import Logging
 import NIOCore
 public import ServiceKit
+import StreamFanout
 import StreamTestSupport
 import Synchronization
 public import TestSupport
 import Testing
-
-@testable import StreamFanout
 
 /// Ingest and stream-fanout in this process, against the test NATS and Postgres, sharing a
 /// schema (ingest's event log) and a subject prefix of their own (``LiveHarness``).

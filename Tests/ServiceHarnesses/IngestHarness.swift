@@ -3,12 +3,11 @@ import Contracts
 public import Foundation
 public import Hummingbird
 public import HummingbirdTesting
+import Ingest
 public import PostgresNIO
 public import ServiceKit
 public import TestSupport
 import Testing
-
-@testable import Ingest
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

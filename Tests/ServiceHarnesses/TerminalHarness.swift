@@ -7,10 +7,9 @@ import NIOConcurrencyHelpers
 public import PlainWebSocket
 import ServiceKit
 import StreamTestSupport
+import TerminalBroker
 public import TestSupport
 import Testing
-
-@testable import TerminalBroker
 
 /// terminal-broker against the test Postgres and NATS (``LiveHarness``), and a real sshd and
 /// tmux of the test's own (``TestSSHD``).
@@ -39,8 +38,7 @@ public struct TerminalHarness: Sendable {
     /// The tenant's SSH key, as the broker derives it from its key file.
     public func tenantKey(_ tenant: String? = nil) throws -> String {
         let file = self.live.overrides["TERMINAL_SSH_KEY_FILE"] ?? self.sshd.brokerKeyFile.path
-        let key = try OpenSSHPrivateKey(openSSH: try String(contentsOfFile: file, encoding: .utf8))
-        return TenantSSHKeys(brokerKey: key).publicKeyLine(tenant: tenant ?? self.tenant)
+        return try TenantSSHKeys(brokerKeyText: try String(contentsOfFile: file, encoding: .utf8)).publicKeyLine(tenant: tenant ?? self.tenant)
     }
 
     /// Makes the test tenant's key (and `others`' keys) the only ones the sshd lets in.
