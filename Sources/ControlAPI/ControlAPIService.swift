@@ -88,6 +88,7 @@ public enum ControlAPIService: SwarmdeckService {
                 oidc: oidc,
                 revocations: revocations,
                 authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute),
+                signIns: SignInBuckets(client: postgres, perMinute: settings.authPerMinute, logger: logger),
                 logger: logger
             ),
             fleet: FleetHandler(

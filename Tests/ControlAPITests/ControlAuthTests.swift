@@ -204,4 +204,32 @@ struct ControlSignInLimitTests {
             #expect(try await register(from: "203.0.113.9").0 != .tooManyRequests)
         }
     }
+
+    @Test("three replicas hold the limit together: a source's sign-ins spread over them get the configured number, not three times it")
+    func acrossReplicas() async throws {
+        let harness = try await ControlHarness(["CONTROL_AUTH_PER_MINUTE": "5"])
+        try await harness.run(.live) { _, first in
+            try await harness.control().test(.live) { second in
+                try await harness.control().test(.live) { third in
+                    let replicas = [first, second, third]
+                    func register(_ replica: Int, from source: String) async throws -> HTTPResponse.Status {
+                        try await H.call(
+                            replicas[replica % 3],
+                            .post,
+                            "/v1/auth/device/register",
+                            json: ["code": "sde_not-a-code", "deviceName": "phone"],
+                            headers: [.xForwardedFor: source]
+                        ).0
+                    }
+                    var statuses: [HTTPResponse.Status] = []
+                    for attempt in 0..<15 { statuses.append(try await register(attempt, from: "203.0.113.5")) }
+                    // Each replica alone would let five through: fifteen in all.
+                    #expect(statuses.filter { $0 != .tooManyRequests }.count == 5, "\(statuses)")
+                    #expect(statuses.suffix(10).allSatisfy { $0 == .tooManyRequests }, "\(statuses)")
+                    // Another source has its own bucket, on every replica.
+                    for replica in 0..<3 { #expect(try await register(replica, from: "203.0.113.9") != .tooManyRequests) }
+                }
+            }
+        }
+    }
 }

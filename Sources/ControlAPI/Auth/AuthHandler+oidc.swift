@@ -12,7 +12,7 @@ extension AuthHandler {
     }
 
     func startOIDCSignIn(_ input: Operations.StartOIDCSignIn.Input) async throws -> Operations.StartOIDCSignIn.Output {
-        try self.limitBySource()
+        try await self.limitBySource()
         let oidc = try self.oidcSignIn()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.text(body.deviceName, "deviceName", max: 200)
@@ -60,7 +60,7 @@ extension AuthHandler {
     }
 
     func finishOIDCSignIn(_ input: Operations.FinishOIDCSignIn.Input) async throws -> Operations.FinishOIDCSignIn.Output {
-        try self.limitBySource()
+        try await self.limitBySource()
         let oidc = try self.oidcSignIn()
         let query = input.query
         guard let state = query.state, !state.isEmpty, state.utf8.count <= 256, let login = try await oidc.logins.take(state: state) else {
@@ -109,7 +109,7 @@ extension AuthHandler {
     }
 
     func exchangeOIDCCode(_ input: Operations.ExchangeOIDCCode.Input) async throws -> Operations.ExchangeOIDCCode.Output {
-        try self.limitBySource()
+        try await self.limitBySource()
         _ = try self.oidcSignIn()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.text(body.code, "code", max: 128)

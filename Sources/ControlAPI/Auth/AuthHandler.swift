@@ -13,8 +13,11 @@ struct AuthHandler: Sendable {
     let oidc: OIDCSignIn?
     /// Announces a revoked device to every service.
     let revocations: RevocationBus
-    /// Registrations and refreshes per source address.
+    /// Registrations, refreshes and sign-ins per source address, on this replica: asked
+    /// first, so a flood is refused without a write.
     let authLimiter: KeyedTokenBuckets
+    /// The same limit across every replica (Postgres).
+    let signIns: SignInBuckets
     let logger: Logger
 }
 
@@ -62,16 +65,18 @@ extension AuthHandler {
         )
     }
 
-    /// Unauthenticated and each a few queries: limited per source address.
-    func limitBySource() throws(APIError) {
-        let source = RequestScope.current?.clientAddress ?? "local"
-        if let wait = self.authLimiter.take(ClientAddress.limitKey(source)) {
-            throw APIError(.rateLimited, "too many sign-ins from this address; retry later", retryAfterSeconds: wait.retryAfterSeconds)
-        }
+    /// Unauthenticated and each a few queries: limited per source address, across every
+    /// replica (``SignInBuckets``), this replica's own buckets asked first.
+    func limitBySource() async throws {
+        let key = ClientAddress.limitKey(RequestScope.current?.clientAddress ?? "local")
+        let wait: Duration?
+        if let local = self.authLimiter.take(key) { wait = local } else { wait = try await self.signIns.take(key) }
+        guard let wait else { return }
+        throw APIError(.rateLimited, "too many sign-ins from this address; retry later", retryAfterSeconds: wait.retryAfterSeconds)
     }
 
     func registerDevice(_ input: Operations.RegisterDevice.Input) async throws -> Operations.RegisterDevice.Output {
-        try self.limitBySource()
+        try await self.limitBySource()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.text(body.code, "code", max: 128)
         try InputCheck.text(body.deviceName, "deviceName", max: 200)
@@ -81,7 +86,7 @@ extension AuthHandler {
     }
 
     func refreshToken(_ input: Operations.RefreshToken.Input) async throws -> Operations.RefreshToken.Output {
-        try self.limitBySource()
+        try await self.limitBySource()
         guard case .json(let body) = input.body else { throw APIError(.unsupportedMediaType, "send application/json") }
         try InputCheck.text(body.refreshToken, "refreshToken", max: 512)
         return .ok(.init(body: .json(.init(try await self.devices.refresh(body.refreshToken)))))

@@ -228,5 +228,18 @@ enum ControlMigrations {
                 CREATE INDEX oidc_logins_source ON oidc_logins (source);
                 """
         ),
+        Migration(
+            version: 10,
+            name: "sign-in limit shared by the replicas",
+            sql: """
+                -- The sign-in limit's token bucket per source address, one for every replica.
+                CREATE TABLE sign_in_buckets (
+                    key text PRIMARY KEY,
+                    tokens double precision NOT NULL,
+                    at timestamptz NOT NULL
+                );
+                CREATE INDEX sign_in_buckets_at ON sign_in_buckets (at);
+                """
+        ),
     ]
 }

@@ -136,7 +136,7 @@ public struct ControlSettings: ServiceSettings {
     /// Device registrations and token refreshes one source may make per minute.
     @Setting(
         "control.auth-per-minute",
-        "device registrations and token refreshes per source address per minute per replica (429 `RateLimited` with `Retry-After` past it)",
+        "device registrations, token refreshes and sign-ins through a provider per source address per minute, across every replica (429 `RateLimited` with `Retry-After` past it)",
         default: 30,
         in: 1...100_000
     )
