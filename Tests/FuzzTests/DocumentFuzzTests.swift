@@ -4,7 +4,6 @@ import Foundation
 import HummingbirdTesting
 import ServiceHarnesses
 import ServiceKit
-import Synchronization
 import TestSupport
 import Testing
 
@@ -39,31 +38,21 @@ struct FuzzedDocument: Sendable, CustomTestStringConvertible {
         // The sign-ins' limit at its default: the fuzzer meets its 429s as a client would.
         configured.live.overrides["CONTROL_AUTH_PER_MINUTE"] = nil
         let harness = configured
-        let runs = Runs()
-        try await harness.run(.live) { ingest, control in
+        return try await harness.run(.live) { ingest, control in
             let key = try await harness.createKey(ingest)
             try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
             let token = try await harness.token()
             let body: [String: Any] = ["action": "pause", "reason": "fuzz", "requestId": "seed-1"]
             #expect(try await ControlHarness.call(control, .post, "/v1/agents/a1/control", token: token, json: body).0 == .accepted)
-            let port = try #require(control.port)
-            let (status, report) = try await Schemathesis.run(
-                port: port,
-                authorization: "Bearer \(token)",
-                pathRegex: "^/(v1/|\\.well-known)",
-                seed: seed
-            )
-            runs.record("operators", status, report)
+            return [try await Self.run("operators", control, token: token, paths: "^/(v1/|\\.well-known)", seed: seed)]
         }
-        return runs.all
     }
 
     /// The agents' channel (control-api serves it): sessions with an ingest key, the commands
     /// with a session token (short waits: `waitSeconds` is fuzzed too); a control waiting.
     static let agentChannel = FuzzedDocument(name: "agent-channel") { seed in
         let harness = try await ControlHarness(["CONTROL_MAX_POLL_SECONDS": "1"])
-        let runs = Runs()
-        try await harness.run(.live) { ingest, control in
+        return try await harness.run(.live) { ingest, control in
             let key = try await harness.createKey(ingest)
             try await harness.announce(ingest, control, key: key, agent: "a1", swarm: "s1")
             let body: [String: Any] = ["action": "pause", "reason": "fuzz", "requestId": "seed-1"]
@@ -71,36 +60,26 @@ struct FuzzedDocument: Sendable, CustomTestStringConvertible {
                 try await ControlHarness.call(control, .post, "/v1/agents/a1/control", token: try await harness.token(), json: body).0 == .accepted
             )
             let session = try await ControlHarness.openSession(control, key: key, swarm: "s1", agent: "a1")
-            let port = try #require(control.port)
+            let document = ControlAPIService.agentChannelDocumentPath
             // Side by side (each schemathesis is one process on one core).
-            async let sessions = Schemathesis.run(
-                port: port,
-                document: ControlAPIService.agentChannelDocumentPath,
-                authorization: "Bearer \(key)",
-                pathRegex: "^/v1/agent/sessions$",
+            async let sessions = Self.run("sessions (ingest key)", control, document: document, token: key, paths: "^/v1/agent/sessions$", seed: seed)
+            async let commands = Self.run(
+                "commands (session token)",
+                control,
+                document: document,
+                token: session,
+                paths: "^/v1/agent/commands",
                 seed: seed
             )
-            async let commands = Schemathesis.run(
-                port: port,
-                document: ControlAPIService.agentChannelDocumentPath,
-                authorization: "Bearer \(session)",
-                pathRegex: "^/v1/agent/commands",
-                seed: seed
-            )
-            let (sessionStatus, sessionReport) = try await sessions
-            let (commandStatus, commandReport) = try await commands
-            runs.record("sessions (ingest key)", sessionStatus, sessionReport)
-            runs.record("commands (session token)", commandStatus, commandReport)
+            return [try await sessions, try await commands]
         }
-        return runs.all
     }
 
     /// Approvals: people's operations with an access token, agents' with a session token;
     /// something to find: a pending gate, a decided one.
     static let approvals = FuzzedDocument(name: "approvals") { seed in
         let harness = try await ApprovalsHarness()
-        let runs = Runs()
-        try await harness.run(.live) { ingest, control, approvals in
+        return try await harness.run(.live) { ingest, control, approvals in
             let session = try await harness.session(ingest, control, agent: "a1")
             _ = try await ApprovalsHarness.open(approvals, session: session)
             let decided = try await ApprovalsHarness.open(approvals, session: session)
@@ -109,30 +88,17 @@ struct FuzzedDocument: Sendable, CustomTestStringConvertible {
                 try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(decided)/decision", token: phone, json: ["decision": "approve"]).0
                     == .ok
             )
-            let port = try #require(approvals.port)
-            let (people, peopleReport) = try await Schemathesis.run(
-                port: port,
-                authorization: "Bearer \(phone)",
-                pathRegex: "^/v1/approval-gates",
-                seed: seed
-            )
-            let (agents, agentReport) = try await Schemathesis.run(
-                port: port,
-                authorization: "Bearer \(session)",
-                pathRegex: "^/v1/agent/gates",
-                seed: seed
-            )
-            runs.record("people (access token)", people, peopleReport)
-            runs.record("agents (session token)", agents, agentReport)
+            return [
+                try await Self.run("people (access token)", approvals, token: phone, paths: "^/v1/approval-gates", seed: seed),
+                try await Self.run("agents (session token)", approvals, token: session, paths: "^/v1/agent/gates", seed: seed),
+            ]
         }
-        return runs.all
     }
 
     /// Health-monitor; something to find: a session near capacity, a skill, an incident.
     static let healthMonitor = FuzzedDocument(name: "health-monitor") { seed in
         let harness = try await HealthHarness()
-        let runs = Runs()
-        try await harness.run { ingest, _, health in
+        return try await harness.run { ingest, _, health in
             let key = try await harness.live.createKey(ingest)
             try await harness.post(
                 ingest,
@@ -144,26 +110,18 @@ struct FuzzedDocument: Sendable, CustomTestStringConvertible {
             )
             let token = try await harness.token(scopes: Set(Scope.allCases))
             _ = try await HealthHarness.incident(health, token: token, rule: "context_near_capacity")
-            let (status, report) = try await Schemathesis.run(
-                port: try #require(health.port),
-                authorization: "Bearer \(token)",
-                pathRegex: "^/v1/",
-                seed: seed
-            )
-            runs.record("every operation", status, report)
+            return [try await Self.run("every operation", health, token: token, paths: "^/v1/", seed: seed)]
         }
-        return runs.all
     }
 
     /// The notifier, pushing to the local APNs.
     static let notifier = FuzzedDocument(name: "notifier") { seed in
         let harness = try await NotifierHarness.start()
-        let runs = Runs()
-        try await harness.run(.live) { notifier in
-            try await runs.everyOperation(harness.live, subject: "fuzzed-phone", port: notifier.port, seed: seed)
+        let runs = try await harness.run(.live) { notifier in
+            [try await Self.everyOperation(notifier, harness.live, subject: "fuzzed-phone", seed: seed)]
         }
         try await harness.stop()
-        return runs.all
+        return runs
     }
 
     /// Terminal-broker with a real sshd and tmux: a registered host with a session. Hosts the
@@ -173,23 +131,45 @@ struct FuzzedDocument: Sendable, CustomTestStringConvertible {
         let harness = try await TerminalHarness(["TERMINAL_CONNECT_TIMEOUT_SECONDS": "1", "TERMINAL_MAX_HOSTS_PER_TENANT": "5"])
         defer { harness.sshd.stop() }
         try await harness.sshd.newSession("fuzzed")
-        let runs = Runs()
-        try await harness.run { client in
+        return try await harness.run { client in
             _ = try await harness.register(client)
-            try await runs.everyOperation(harness.live, subject: "fuzzer", port: client.port, seed: seed)
+            return [try await Self.everyOperation(client, harness.live, subject: "fuzzer", seed: seed)]
         }
-        return runs.all
     }
 
     /// Pipeline-runner against the local provider, its limits out of the fuzzer's way.
     static let pipelineRunner = FuzzedDocument(name: "pipeline-runner") { seed in
         let harness = try await PipelineHarness(["PIPELINE_CREATES_PER_MINUTE": "100000", "PIPELINE_MAX_ACTIVE_PER_TENANT": "100000"])
         defer { Task { await harness.stop() } }
-        let runs = Runs()
-        try await harness.run(.live) { _, _, _, pipelines in
-            try await runs.everyOperation(harness.live, subject: "fuzzer", port: pipelines.port, seed: seed)
+        return try await harness.run(.live) { _, _, _, pipelines in
+            [try await Self.everyOperation(pipelines, harness.live, subject: "fuzzer", seed: seed)]
         }
-        return runs.all
+    }
+
+    /// One run, labelled: schemathesis on `document` of the service `client` reaches (on its
+    /// port), with `token`, on the paths `paths` matches.
+    static func run(
+        _ label: String,
+        _ client: any TestClientProtocol,
+        document: String = "openapi.yaml",
+        token: String,
+        paths: String,
+        seed: Int
+    ) async throws -> Run {
+        let (status, report) = try await Schemathesis.run(
+            port: try #require(client.port),
+            document: document,
+            authorization: "Bearer \(token)",
+            pathRegex: paths,
+            seed: seed
+        )
+        return (label, status, report)
+    }
+
+    /// The usual run: every `/v1/` operation with an access token of `subject` holding every scope.
+    static func everyOperation(_ client: any TestClientProtocol, _ live: LiveHarness, subject: String, seed: Int) async throws -> Run {
+        let token = try await live.token(subject: subject, scopes: Set(Scope.allCases))
+        return try await Self.run("every operation", client, token: token, paths: "^/v1/", seed: seed)
     }
 }
 
@@ -214,28 +194,5 @@ struct DocumentFuzzTests {
         let names = FuzzedDocument.all.map(\.name)
         #expect(Set(names).count == names.count)
         #expect(Set(names) == Set(try OpenAPIDeclarations.generatedDocuments()))
-    }
-}
-
-/// The runs of one document's fuzz, recorded from inside its harness's closure.
-private final class Runs: Sendable {
-    private let runs = Mutex<[FuzzedDocument.Run]>([])
-
-    func record(_ label: String, _ status: Int32, _ report: String) {
-        self.runs.withLock { $0.append((label, status, report)) }
-    }
-
-    var all: [FuzzedDocument.Run] { self.runs.withLock { $0 } }
-
-    /// The usual run: every `/v1/` operation with an access token of `subject` holding every scope.
-    func everyOperation(_ live: LiveHarness, subject: String, port: Int?, seed: Int) async throws {
-        let token = try await live.token(subject: subject, scopes: Set(Scope.allCases))
-        let (status, report) = try await Schemathesis.run(
-            port: try #require(port),
-            authorization: "Bearer \(token)",
-            pathRegex: "^/v1/",
-            seed: seed
-        )
-        self.record("every operation", status, report)
     }
 }

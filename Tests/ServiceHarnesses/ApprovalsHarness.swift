@@ -24,10 +24,11 @@ public struct ApprovalsHarness: Sendable {
     }
 
     /// The three services: `body` gets their test clients (ingest, control-api, approvals).
-    public func run(
+    @discardableResult
+    public func run<Value: Sendable>(
         _ mode: TestingSetup = .router,
-        _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
-    ) async throws {
+        _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Value
+    ) async throws -> Value {
         try await self.live.withStack([IngestService.self, ControlAPIService.self, ApprovalsService.self], mode) { stack in
             try await body(stack[IngestService.self], stack[ControlAPIService.self], stack[ApprovalsService.self])
         }

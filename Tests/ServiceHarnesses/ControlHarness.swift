@@ -60,10 +60,11 @@ public struct ControlHarness: Sendable {
     }
 
     /// Both, in this process: `body` gets their test clients.
-    public func run(
+    @discardableResult
+    public func run<Value: Sendable>(
         _ mode: TestingSetup = .router,
-        _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol) async throws -> Void
-    ) async throws {
+        _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol) async throws -> Value
+    ) async throws -> Value {
         try await self.live.withStack([IngestService.self, ControlAPIService.self], mode) { stack in
             try await body(stack[IngestService.self], stack[ControlAPIService.self])
         }

@@ -28,10 +28,11 @@ public struct HealthHarness: Sendable {
     }
 
     /// The three services: `body` gets their test clients (ingest, control-api, health-monitor).
-    public func run(
+    @discardableResult
+    public func run<Value: Sendable>(
         _ mode: TestingSetup = .live,
-        _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Void
-    ) async throws {
+        _ body: @escaping @Sendable (any TestClientProtocol, any TestClientProtocol, any TestClientProtocol) async throws -> Value
+    ) async throws -> Value {
         try await self.live.withStack([IngestService.self, ControlAPIService.self, HealthMonitorService.self], mode) { stack in
             try await body(stack[IngestService.self], stack[ControlAPIService.self], stack[HealthMonitorService.self])
         }

@@ -66,7 +66,11 @@ public struct NotifierHarness: Sendable {
     }
 
     /// The notifier in process: `body` gets its test client.
-    public func run(_ mode: TestingSetup = .router, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+    @discardableResult
+    public func run<Value: Sendable>(
+        _ mode: TestingSetup = .router,
+        _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value
+    ) async throws -> Value {
         try await self.live.application(NotifierService.self).test(mode) { notifier in
             try await body(notifier)
         }

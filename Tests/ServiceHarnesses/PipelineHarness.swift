@@ -50,11 +50,12 @@ public struct PipelineHarness: Sendable {
     }
 
     /// The services: `body` gets their test clients (ingest, control-api, approvals, pipeline-runner).
-    public func run(
+    @discardableResult
+    public func run<Value: Sendable>(
         _ mode: TestingSetup = .router,
         runner extra: [String: String] = [:],
-        _ body: @escaping @Sendable (Client, Client, Client, Client) async throws -> Void
-    ) async throws {
+        _ body: @escaping @Sendable (Client, Client, Client, Client) async throws -> Value
+    ) async throws -> Value {
         try await self.infrastructure(mode) { ingest, control, approvals in
             try await self.live.withStack([PipelineRunnerService.self], mode, extra: [PipelineRunnerService.name: extra]) { stack in
                 try await body(ingest, control, approvals, stack[PipelineRunnerService.self])
@@ -68,11 +69,14 @@ public struct PipelineHarness: Sendable {
         try await self.infrastructure(.router, body)
     }
 
-    private func infrastructure(_ mode: TestingSetup, _ body: @Sendable (Client, Client, Client) async throws -> Void) async throws {
+    private func infrastructure<Value: Sendable>(
+        _ mode: TestingSetup,
+        _ body: @Sendable (Client, Client, Client) async throws -> Value
+    ) async throws -> Value {
         try await self.live.withStack([IngestService.self, ControlAPIService.self, ApprovalsService.self], mode) { stack in
             // The tenant's log exists once it has an ingest key.
             _ = try await self.live.createKey(stack[IngestService.self])
-            try await body(stack[IngestService.self], stack[ControlAPIService.self], stack[ApprovalsService.self])
+            return try await body(stack[IngestService.self], stack[ControlAPIService.self], stack[ApprovalsService.self])
         }
     }
 

@@ -47,7 +47,8 @@ public struct TerminalHarness: Sendable {
     }
 
     /// The broker, live on a port of its own (WebSockets need one).
-    public func run(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+    @discardableResult
+    public func run<Value: Sendable>(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
         try await self.live.application(TerminalBrokerService.self).test(.live) { client in
             try await body(client)
         }

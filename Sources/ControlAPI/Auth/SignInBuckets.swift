@@ -25,15 +25,18 @@ struct SignInBuckets: Sendable {
     /// Takes one sign-in for `key`: nil if admitted, else how long until one is free.
     func take(_ key: String) async throws -> Duration? {
         let (capacity, perSecond) = (self.capacity, self.perSecond)
+        // A bucket's tokens now: what it held, refilled for the time since it was last touched
+        // (numbers of ours, written into the statement).
+        let refilled = "LEAST(\(capacity), tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - at)::float8) * \(perSecond))"
         for _ in 0..<3 {
-            // Its bucket, refilled for the time since it was last touched, gives a token if it
-            // holds one (the condition is checked again on the row the update locks).
+            // Its bucket gives a token if it holds one (the condition is checked again on the
+            // row the update locks).
             let taken = try await self.client.write(
                 """
                 UPDATE sign_in_buckets
-                SET tokens = LEAST(\(capacity), tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - at)::float8) * \(perSecond)) - 1,
+                SET tokens = \(unescaped: refilled) - 1,
                     at = GREATEST(at, now())
-                WHERE key = \(key) AND LEAST(\(capacity), tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - at)::float8) * \(perSecond)) >= 1
+                WHERE key = \(key) AND \(unescaped: refilled) >= 1
                 RETURNING 1
                 """,
                 logger: self.logger
@@ -42,7 +45,7 @@ struct SignInBuckets: Sendable {
             // Empty: how long until it holds a token again (if it refilled meanwhile, take again).
             let held = try await self.client.query(
                 """
-                SELECT LEAST(\(capacity), tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - at)::float8) * \(perSecond))
+                SELECT \(unescaped: refilled)
                 FROM sign_in_buckets WHERE key = \(key)
                 """,
                 logger: self.logger

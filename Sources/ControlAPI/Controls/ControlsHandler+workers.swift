@@ -17,7 +17,7 @@ extension ControlsHandler {
             fleetWorkers
             .filter { WorkerOwnership.permits(owner: owners[$0.agentID], caller: identity.subject, admin: admin) }
             .sorted(by: FleetIndex.AgentRecord.mostRecentFirst)
-            .map { self.worker($0, owner: owners[$0.agentID], now: now) }
+            .map { self.views.worker($0, owner: owners[$0.agentID], now: now) }
         return .ok(.init(body: .json(.init(workers: workers))))
     }
 
@@ -29,7 +29,7 @@ extension ControlsHandler {
             .init(
                 body: .json(
                     .init(
-                        worker: self.worker(record, owner: registration?.owner, now: Date()),
+                        worker: self.views.worker(record, owner: registration?.owner, now: Date()),
                         requests: requests.map(Components.Schemas.CommandStatus.init)
                     )
                 )
@@ -134,20 +134,5 @@ extension ControlsHandler {
             throw APIError(.conflict, "worker \(id) has sessions open in \(open.count) swarms; stop the ones that are not it")
         }
         return [(record.swarmID, id)]
-    }
-
-    func worker(_ record: FleetIndex.AgentRecord, owner: String?, now: Date) -> Components.Schemas.Worker {
-        let state = self.views.state(of: record, now: now)
-        return Components.Schemas.Worker(
-            id: record.agentID,
-            swarmId: record.swarmID,
-            status: state.status,
-            state: state,
-            taskSummary: record.taskSummary,
-            updatedAt: record.stateChangedAt,
-            lastSeenAt: record.lastSeenAt,
-            webUrl: self.views.webURL("workers", record.agentID),
-            owner: owner
-        )
     }
 }

@@ -65,4 +65,20 @@ struct FleetViews: Sendable {
     func webURL(_ collection: String, _ id: String) -> String {
         WebLink.url(base: self.webBaseURL, collection, id)
     }
+
+    /// A worker: an agent of the fleet as seed 004 lists it, with its registration's owner.
+    func worker(_ record: FleetIndex.AgentRecord, owner: String?, now: Date) -> Components.Schemas.Worker {
+        let state = self.state(of: record, now: now)
+        return Components.Schemas.Worker(
+            id: record.agentID,
+            swarmId: record.swarmID,
+            status: state.status,
+            state: state,
+            taskSummary: record.taskSummary,
+            updatedAt: record.stateChangedAt,
+            lastSeenAt: record.lastSeenAt,
+            webUrl: self.webURL("workers", record.agentID),
+            owner: owner
+        )
+    }
 }
