@@ -40,7 +40,7 @@ public enum ApprovalsService: SwarmdeckService {
         let store = GateStore(client: assembly.postgres, messages: messages, logger: logger)
         let outbox = GateOutbox(
             client: assembly.postgres,
-            jetStream: JetStream(connection: assembly.nats),
+            jetStream: assembly.jetStream,
             subjects: assembly.subjects,
             logger: logger
         )
@@ -48,7 +48,7 @@ public enum ApprovalsService: SwarmdeckService {
         let terminations = TerminationWatcher(
             store: store,
             outbox: outbox,
-            jetStream: JetStream(connection: assembly.nats),
+            jetStream: assembly.jetStream,
             subjects: assembly.subjects,
             logger: logger
         )

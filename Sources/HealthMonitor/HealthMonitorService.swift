@@ -43,7 +43,7 @@ public enum HealthMonitorService: SwarmdeckService {
         let thresholds = ThresholdStore(client: assembly.postgres, logger: logger)
         let rollups = RollupStore(client: assembly.postgres, logger: logger)
         let engine = HealthEngine(settings: settings)
-        let jetStream = JetStream(connection: assembly.nats)
+        let jetStream = assembly.jetStream
         let outbox = HealthOutbox(client: assembly.postgres, jetStream: jetStream, subjects: assembly.subjects, logger: logger)
         let feed = HealthFeed(
             engine: engine,

@@ -79,7 +79,7 @@ public enum IngestService: SwarmdeckService {
         )
         // ACP threads' advances are kept a while in a stream of their own, for the notifier's
         // silent pushes (a durable consumer).
-        let jetStream = JetStream(connection: assembly.nats)
+        let jetStream = assembly.jetStream
         let acpStream = StreamConfiguration(
             name: assembly.subjects.acpStreamName,
             subjects: [assembly.subjects.allACPAdvances],

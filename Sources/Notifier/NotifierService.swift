@@ -61,7 +61,7 @@ public enum NotifierService: SwarmdeckService {
                 source: source,
                 jobs: jobs,
                 sender: sender,
-                jetStream: JetStream(connection: assembly.nats),
+                jetStream: assembly.jetStream,
                 subjects: assembly.subjects,
                 settings: settings,
                 logger: logger
@@ -70,7 +70,7 @@ public enum NotifierService: SwarmdeckService {
         let acp = ACPAdvanceConsumer(
             jobs: jobs,
             sender: sender,
-            jetStream: JetStream(connection: assembly.nats),
+            jetStream: assembly.jetStream,
             subjects: assembly.subjects,
             settings: settings,
             logger: logger

@@ -84,7 +84,7 @@ public enum PipelineRunnerService: SwarmdeckService {
         let commands = PipelineCommands(
             store: store,
             events: events,
-            jetStream: JetStream(connection: assembly.nats),
+            jetStream: assembly.jetStream,
             connection: assembly.nats,
             subjects: assembly.subjects,
             swarm: settings.swarm,

@@ -108,7 +108,8 @@ public struct NotifierHarness: Sendable {
     /// A NATS connection and JetStream for publishing notices as health-monitor and approvals do.
     public func publisher() async throws -> (NATSConnection, JetStream, Subjects) {
         let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try TestEnvironment.natsURL], name: "notice-publisher"))
-        let jetStream = JetStream(connection: nats)
+        // Small, as the services' own in tests (LiveHarness): JetStream reserves a stream's bound.
+        let jetStream = JetStream(connection: nats, noticeStreamMaxBytes: 4 << 20)
         let subjects = try Subjects(prefix: self.live.prefix)
         try await jetStream.prepareNoticeStream(name: subjects.incidentStreamName, subject: subjects.allIncidentChanges)
         try await jetStream.prepareNoticeStream(name: subjects.gateStreamName, subject: subjects.allGateOpenings)

@@ -56,6 +56,7 @@ public struct LiveHarness: Sendable {
             "INGEST_TENANT_EVENTS_PER_SECOND": "10000000", "INGEST_TENANT_STATE_EVENTS_PER_SECOND": "10000000",
             // JetStream reserves a stream's max bytes: each test's ACP stream takes little.
             "INGEST_ACP_STREAM_MAX_BYTES": "4194304", "CONTROL_COMMAND_STREAM_MAX_BYTES": "4194304",
+            "NATS_NOTICE_STREAM_MAX_BYTES": "4194304",
         ]
         environment.merge(self.overrides) { $1 }
         return environment

@@ -27,14 +27,21 @@ public struct RevocationFeed: Service {
     }
 
     /// Creates the stream if it is missing (control-api, which publishes, does so before it
-    /// serves).
+    /// serves), within the handle's ``JetStream/noticeStreamMaxBytes`` (at the default 256 MiB,
+    /// over a million notices, far past what the per-tenant sign-in and session limits let in
+    /// within its retention). Full, it refuses a new notice rather than drop an old one: a
+    /// dropped revocation would let its token in again, a refused one fails the request that
+    /// needed it (503).
     public static func prepareStream(_ jetStream: JetStream, subjects: Subjects, retention: Duration) async throws {
         _ = try await jetStream.createOrUpdateStream(
             StreamConfiguration(
                 name: subjects.revocationStreamName,
                 subjects: [subjects.allRevocations],
+                maxBytes: jetStream.noticeStreamMaxBytes,
                 maxAge: retention,
-                duplicateWindow: .seconds(600)
+                duplicateWindow: .seconds(600),
+                maxMessageSize: 4096,
+                discard: .new
             )
         )
     }

@@ -20,6 +20,22 @@ public struct ServiceKitSettings: SettingsGroup {
     /// The NATS servers.
     @Setting("nats.url", "NATS server URLs, comma-separated, e.g. nats://127.0.0.1:4222 (a user's password may be in them)", secret: true, .natsURLs)
     public var natsServers: [String]
+    /// The replicas of each JetStream stream a service makes.
+    @Setting(
+        "nats.jetstream-replicas",
+        "the replicas of each JetStream stream the service makes: 1 on one server, 3 in a clustered deployment (at most the cluster's size)",
+        default: 1,
+        in: 1...5
+    )
+    public var jetStreamReplicas: Int
+    /// The bytes each notice stream and the revocation stream hold.
+    @Setting(
+        "nats.notice-stream-max-bytes",
+        "the bytes each of the gates, incidents and revocations streams holds at most (JetStream reserves them on its store)",
+        default: 268_435_456,
+        in: 1_048_576...68_719_476_736
+    )
+    public var noticeStreamMaxBytes: Int
     /// The Postgres connection, from its URL (parsed once, here).
     @Setting(
         "postgres.url",

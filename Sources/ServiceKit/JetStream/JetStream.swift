@@ -12,18 +12,36 @@ public struct JetStream: Sendable {
     public let apiPrefix: String
     /// How long an API call may take.
     public let timeout: Duration
+    /// The replicas of every stream made or updated through this handle: the deployment's
+    /// `nats.jetstream-replicas` (``ServiceAssembly/jetStream``), 1 on one server.
+    public let streamReplicas: Int
+    /// The bytes each notice stream (``prepareNoticeStream(name:subject:)``) and the revocation
+    /// stream hold at most: the deployment's `nats.notice-stream-max-bytes`. JetStream reserves
+    /// a stream's bound on the server's store as it makes the stream.
+    public let noticeStreamMaxBytes: Int64
 
-    public init(connection: NATSConnection, apiPrefix: String = JetStreamOperation.defaultAPIPrefix, timeout: Duration = .seconds(5)) {
+    public init(
+        connection: NATSConnection,
+        apiPrefix: String = JetStreamOperation.defaultAPIPrefix,
+        timeout: Duration = .seconds(5),
+        streamReplicas: Int = 1,
+        noticeStreamMaxBytes: Int64 = 256 << 20
+    ) {
         self.connection = connection
         self.apiPrefix = apiPrefix
         self.timeout = timeout
+        self.streamReplicas = streamReplicas
+        self.noticeStreamMaxBytes = noticeStreamMaxBytes
     }
 
     // MARK: Streams
 
-    /// Creates the stream, or updates it to `configuration` if it exists.
+    /// Creates the stream, or updates it to `configuration` if it exists, with
+    /// ``streamReplicas`` replicas.
     @discardableResult
     public func createOrUpdateStream(_ configuration: StreamConfiguration) async throws -> StreamInfo {
+        var configuration = configuration
+        configuration.replicas = self.streamReplicas
         do {
             return try await self.call(.streamCreate(stream: configuration.name), configuration)
         } catch let error as ServiceKitError where error.jetStreamErrorCode == 10058 {
@@ -113,6 +131,40 @@ public struct JetStream: Sendable {
         }
     }
 
+    /// The first stored message of `stream` on `subject` at sequence `from` or after it, or nil
+    /// when there is none: a cursor's read, with no consumer on the server.
+    public func nextMessage(stream: String, subject: String, from sequence: UInt64) async throws -> StoredMessage? {
+        struct Request: Encodable {
+            var seq: UInt64
+            var nextBySubject: String
+            enum CodingKeys: String, CodingKey {
+                case seq
+                case nextBySubject = "next_by_subj"
+            }
+        }
+        struct Response: Decodable {
+            struct Message: Decodable {
+                var subject: String
+                var seq: UInt64
+                var data: String?
+            }
+            var message: Message
+        }
+        do {
+            let response: Response = try await self.call(
+                .streamMessageGet(stream: stream),
+                Request(seq: max(1, sequence), nextBySubject: subject)
+            )
+            return StoredMessage(
+                subject: response.message.subject,
+                sequence: response.message.seq,
+                payload: response.message.data.flatMap { Data(base64Encoded: $0) }.map { Array($0) } ?? []
+            )
+        } catch let error as ServiceKitError where error.jetStreamErrorCode == 10037 {
+            return nil  // no message found
+        }
+    }
+
     private struct DeleteResponse: Decodable { var success: Bool }
     private struct ConsumerCreated: Decodable { var name: String }
 
@@ -147,11 +199,22 @@ public struct JetStream: Sendable {
 }
 
 extension JetStream {
+    /// The largest notice a notice stream takes.
+    public static let noticeMaxBytes: Int64 = 65_536
+
     /// Creates (or updates) a stream of notices for the notifier (gate openings, incident
-    /// changes): kept a day, published with a message id de-duplicated for ten minutes.
+    /// changes): kept a day within ``noticeStreamMaxBytes`` (the oldest go first past it), each
+    /// at most ``noticeMaxBytes``, published with a message id de-duplicated for ten minutes.
     public func prepareNoticeStream(name: String, subject: String) async throws {
         _ = try await self.createOrUpdateStream(
-            StreamConfiguration(name: name, subjects: [subject], maxAge: .seconds(86_400), duplicateWindow: .seconds(600))
+            StreamConfiguration(
+                name: name,
+                subjects: [subject],
+                maxBytes: self.noticeStreamMaxBytes,
+                maxAge: .seconds(86_400),
+                duplicateWindow: .seconds(600),
+                maxMessageSize: Self.noticeMaxBytes
+            )
         )
     }
 }

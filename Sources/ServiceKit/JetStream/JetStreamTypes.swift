@@ -2,6 +2,8 @@
 public struct StreamConfiguration: Codable, Sendable, Hashable {
     public enum Retention: String, Codable, Sendable { case limits, interest, workqueue }
     public enum Storage: String, Codable, Sendable { case file, memory }
+    /// What a full stream does: drops its oldest messages, or refuses new ones.
+    public enum Discard: String, Codable, Sendable { case old, new }
 
     public var name: String
     public var subjects: [String]
@@ -15,12 +17,15 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
     public var maxAge: Int64
     /// The de-duplication window for `Nats-Msg-Id`, nanoseconds.
     public var duplicateWindow: Int64
+    /// Set by ``JetStream/createOrUpdateStream(_:)`` from the handle's ``JetStream/streamReplicas``.
     public var replicas: Int
     /// The largest message the stream takes (a larger publish is refused); nil = no limit.
     public var maxMessageSize: Int64?
+    /// What the stream does once full; nil = the server's default (old).
+    public var discard: Discard?
 
     enum CodingKeys: String, CodingKey {
-        case name, subjects, retention, storage
+        case name, subjects, retention, storage, discard
         case replicas = "num_replicas"
         case maxMessages = "max_msgs"
         case maxBytes = "max_bytes"
@@ -40,8 +45,8 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
         maxMessagesPerSubject: Int64 = -1,
         maxAge: Duration = .zero,
         duplicateWindow: Duration = .seconds(120),
-        replicas: Int = 1,
-        maxMessageSize: Int64? = nil
+        maxMessageSize: Int64? = nil,
+        discard: Discard? = nil
     ) {
         self.name = name
         self.subjects = subjects
@@ -52,8 +57,9 @@ public struct StreamConfiguration: Codable, Sendable, Hashable {
         self.maxMessagesPerSubject = maxMessagesPerSubject
         self.maxAge = maxAge.nanoseconds
         self.duplicateWindow = duplicateWindow.nanoseconds
-        self.replicas = replicas
+        self.replicas = 1
         self.maxMessageSize = maxMessageSize
+        self.discard = discard
     }
 }
 
@@ -144,6 +150,41 @@ public struct StreamInfo: Decodable, Sendable {
 
     public var config: StreamConfiguration
     public var state: State
+    /// When the stream was made (RFC 3339, as the server writes it): a stream deleted and made
+    /// again restarts its sequences, and has another.
+    public var created: String?
+    /// Where its replicas are, in a cluster.
+    public var cluster: ClusterInfo?
+
+    /// A clustered stream's placement.
+    public struct ClusterInfo: Decodable, Sendable {
+        /// A replica that follows the leader.
+        public struct Replica: Decodable, Sendable {
+            /// Its server's name.
+            public var name: String
+            /// Whether it has caught up with the leader.
+            public var current: Bool
+        }
+
+        /// The server that leads the stream's replicas (its name), while one does.
+        public var leader: String?
+        /// The other replicas.
+        public var replicas: [Replica]?
+    }
+}
+
+/// A message read from a stream by sequence or subject (not delivered by a consumer).
+public struct StoredMessage: Sendable, Hashable {
+    public var subject: String
+    /// Its stream sequence.
+    public var sequence: UInt64
+    public var payload: [UInt8]
+
+    public init(subject: String, sequence: UInt64, payload: [UInt8]) {
+        self.subject = subject
+        self.sequence = sequence
+        self.payload = payload
+    }
 }
 
 /// The `error` object of a JetStream API response.

@@ -25,6 +25,15 @@ public struct ServiceAssembly<Settings: ServiceSettings> {
     public let nats: NATSConnection
     /// The subject builders for `subjects.prefix`.
     public let subjects: Subjects
+    /// JetStream on ``nats``, making its streams with `nats.jetstream-replicas` replicas and its
+    /// notice streams within `nats.notice-stream-max-bytes`.
+    public var jetStream: JetStream {
+        JetStream(
+            connection: self.nats,
+            streamReplicas: self.common.jetStreamReplicas,
+            noticeStreamMaxBytes: Int64(self.common.noticeStreamMaxBytes)
+        )
+    }
     /// Verifies access tokens from `auth.jwt.*` (refusing revoked devices' tokens).
     public let verifier: AccessTokenVerifier
     /// Revoked devices, kept current by the service's ``RevocationFeed``: a service with
