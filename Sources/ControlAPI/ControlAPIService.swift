@@ -22,15 +22,16 @@ public enum ControlAPIService: SwarmdeckService {
     ]
 
     /// It publishes commands and revocations, asks health-monitor for summaries, manages
-    /// JetStream at large (the control stream and the agents' consumers), hears the live feed
-    /// and answers a service-agent's command outcomes.
+    /// JetStream at large (the control stream, read by subject for the agents' queues), hears
+    /// the live feed and the commands of agents whose polls wait, and answers a service-agent's
+    /// command outcomes.
     public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
         NATSPermissions(
             publish: [
                 subjects.allControlCommands, subjects.allRevocations, subjects.healthSummary, JetStreamOperation.all(),
-                JetStreamOperation.allAcknowledgements,
             ],
-            subscribe: [subjects.allEvents, subjects.serviceControlAcks],
+            // The commands: a waiting poll hears its agent's subject, to read the stream again.
+            subscribe: [subjects.allEvents, subjects.serviceControlAcks, subjects.allControlCommands],
             allowResponses: true
         )
     }
@@ -60,8 +61,9 @@ public enum ControlAPIService: SwarmdeckService {
         let feed = FleetFeed(index: fleet, eventLog: eventLog, connection: assembly.nats, subjects: assembly.subjects, logger: logger)
         let store = ControlStore(client: postgres, logger: logger)
         let bus = CommandBus(
-            jetStream: JetStream(connection: assembly.nats),
+            jetStream: assembly.jetStream,
             subjects: assembly.subjects,
+            queues: AgentQueues(client: postgres, ackWait: CommandBus.ackWait, logger: logger),
             handles: AckHandle(secret: Array(settings.privateKeyPEM.utf8)),
             maxPollsPerTenant: settings.maxAgentSessions,
             maxBytes: settings.commandStreamMaxBytes,
@@ -72,7 +74,7 @@ public enum ControlAPIService: SwarmdeckService {
         let oidc = settings.oidc.map { oidc in
             OIDCSignIn(settings: oidc, provider: OIDCProvider(settings: oidc, logger: logger), logins: OIDCLogins(client: postgres, logger: logger))
         }
-        let revocations = RevocationBus(jetStream: JetStream(connection: assembly.nats), subjects: assembly.subjects, retention: .seconds(86_400))
+        let revocations = RevocationBus(jetStream: assembly.jetStream, subjects: assembly.subjects, retention: .seconds(86_400))
         let views = FleetViews(offlineAfter: TimeInterval(settings.offlineSeconds), webBaseURL: settings.webBaseURL)
         let operators = ControlAPIHandler(
             auth: AuthHandler(

@@ -49,6 +49,7 @@ struct AgentSessionLoadTests {
             #expect(statuses.filter { $0 == 429 || $0 == 503 }.count == 10_000 - 50, "\(counts)")
             #expect(statuses.filter { $0 == 429 }.count >= 9_000, "\(counts)")
             #expect(try await harness.commandQueues() == 50)
+            #expect(try await harness.controlStreamConsumers() == 0)
 
             // Another tenant is not held back: its agent opens a session and gets its command.
             let otherTenant = "other-" + harness.tenant

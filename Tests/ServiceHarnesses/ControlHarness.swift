@@ -34,9 +34,28 @@ public struct ControlHarness: Sendable {
         try self.live.environment()
     }
 
-    /// The consumers of the harness's control stream: one per open agent queue.
+    /// The agents' command queues: control-api's rows, one per agent with an open session.
     public func commandQueues() async throws -> Int {
-        let connection = try await TestEnvironment.connect()
+        try await self.live.withDatabase { database in
+            var count = -1
+            for try await rows in try await database.query("SELECT count(*)::int8 FROM \(unescaped: self.controlSchema).agent_queues")
+                .decode(Int64.self)
+            {
+                count = Int(rows)
+            }
+            return count
+        }
+    }
+
+    /// The consumers JetStream holds on the harness's control stream (the agents' queues are
+    /// none of them), on the test's NATS or the server at `natsURL`.
+    public func controlStreamConsumers(natsURL: String? = nil) async throws -> Int {
+        let connection =
+            if let natsURL {
+                try await NATSConnection.connect(NATSConfiguration(servers: [natsURL], name: "harness"))
+            } else {
+                try await TestEnvironment.connect()
+            }
         defer { Task { await connection.drain() } }
         let info = try await JetStream(connection: connection).streamInfo(Subjects(prefix: self.prefix).controlStreamName)
         return info.state.consumerCount ?? -1

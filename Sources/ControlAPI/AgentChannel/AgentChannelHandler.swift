@@ -161,7 +161,7 @@ extension AgentChannelHandler: APIProtocol {
                 ? !(command.hasGate && command.commandID == "gate-" + command.gate.gateID)
                 : try await !self.isIssued(command, sequence: sequence, tenant: session.tenant)
             if forged {
-                self.bus.discard(handle: handle, session: session, command: command.commandID)
+                await self.bus.discard(handle: handle, session: session, command: command.commandID)
                 self.logger.warning(
                     "dropped a command control-api did not issue",
                     metadata: ["tenant": "\(session.tenant)", "agent": "\(session.agent)", "command": "\(command.commandID)"]
@@ -210,7 +210,7 @@ extension AgentChannelHandler: APIProtocol {
         if ack.commandId.hasPrefix(Self.gateCommandPrefix) {
             // An approval gate's outcome (approvals published it): nothing of control-api's to
             // record, only the delivery to acknowledge.
-            try self.bus.acknowledge(handle: ack.ackToken, session: session, command: ack.commandId, sequence: nil)
+            try await self.bus.acknowledge(handle: ack.ackToken, session: session, command: ack.commandId, sequence: nil)
             return .noContent(.init())
         }
         guard let target = try await self.store.commandTarget(tenant: session.tenant, commandID: ack.commandId),
@@ -223,12 +223,12 @@ extension AgentChannelHandler: APIProtocol {
             throw APIError(.serviceUnavailable, "command \(ack.commandId) is still being recorded; retry", retryAfterSeconds: 1)
         }
         // The handle is checked before anything is recorded.
-        _ = try self.bus.deliverySubject(ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
+        _ = try self.bus.deliveredSequence(ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
         _ = try await self.store.acknowledge(
             tenant: session.tenant,
             CommandAcknowledgement(commandID: ack.commandId, outcome: .init(ack.outcome), state: ack.state, message: ack.message)
         )
-        try self.bus.acknowledge(handle: ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
+        try await self.bus.acknowledge(handle: ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
         return .noContent(.init())
     }
 }

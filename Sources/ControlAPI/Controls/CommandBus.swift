@@ -8,22 +8,26 @@ import Synchronization
 
 /// Control commands on JetStream: one stream (``Subjects/controlStreamName``) holds every
 /// command on `<prefix>.ctl.<tenant>.<swarm>.<agent>`, with the command id as `Nats-Msg-Id`.
-/// Each agent session pulls from its agent's durable consumer (its queue), created when the
-/// session opens (only registered agents have one), and acknowledges through control-api with
-/// the opaque ``AckHandle`` it got with the command. Polls wait on the connection's one pull
-/// inbox; each session has at most one poll at a time (a new one ends the earlier), and a
-/// replica serves at most `maxPollsPerTenant` at once per tenant.
+/// Each agent with an open session has a queue: a cursor over its subject kept in Postgres
+/// (``AgentQueues``), not a consumer on the server, so the stream's consumers do not grow with
+/// the agents. A poll reads the agent's commands from the cursor by subject and claims the next
+/// one; the agent acknowledges it through control-api with the opaque ``AckHandle`` it got with
+/// it, and a command not acknowledged within ``ackWait`` is delivered again. Each session has at
+/// most one poll at a time (a new one ends the earlier), and a replica serves at most
+/// `maxPollsPerTenant` at once per tenant.
 struct CommandBus: Sendable {
     let jetStream: JetStream
     let subjects: Subjects
+    let queues: AgentQueues
     let logger: Logger
     let handles: AckHandle
     let maxPollsPerTenant: Int
     /// The stream's bounds: bytes in all, and commands per agent (-1: none).
     let maxBytes: Int
     let maxPerAgent: Int
-    private let consumers = ConsumerRegistry()
     private let polls = PollRegistry()
+    private let wakes: CommandWakes
+    private let streamEpoch = StreamEpoch()
 
     /// The largest command the stream takes: a worker request's input is at most 16 000
     /// characters (64 000 bytes of UTF-8), the rest of a command a few hundred bytes.
@@ -32,9 +36,13 @@ struct CommandBus: Sendable {
     /// How long a delivered command may go unacknowledged before it is delivered again.
     static let ackWait = Duration.seconds(30)
 
+    /// Commands an agent may hold delivered and unacknowledged at once.
+    static let maxInFlight = 64
+
     init(
         jetStream: JetStream,
         subjects: Subjects,
+        queues: AgentQueues,
         handles: AckHandle,
         maxPollsPerTenant: Int,
         maxBytes: Int = -1,
@@ -45,6 +53,8 @@ struct CommandBus: Sendable {
         self.maxPerAgent = maxPerAgent
         self.jetStream = jetStream
         self.subjects = subjects
+        self.queues = queues
+        self.wakes = CommandWakes(connection: jetStream.connection, subject: subjects.allControlCommands)
         self.handles = handles
         self.maxPollsPerTenant = maxPollsPerTenant
         self.logger = logger
@@ -52,7 +62,7 @@ struct CommandBus: Sendable {
 
     /// Creates (or updates) the stream; commands are kept a day, within its bounds.
     func prepare() async throws {
-        _ = try await self.jetStream.createOrUpdateStream(
+        let info = try await self.jetStream.createOrUpdateStream(
             StreamConfiguration(
                 name: self.subjects.controlStreamName,
                 subjects: [self.subjects.allControlCommands],
@@ -63,6 +73,7 @@ struct CommandBus: Sendable {
                 maxMessageSize: Self.maxCommandBytes
             )
         )
+        self.streamEpoch.set(info.created ?? "")
     }
 
     /// Publishes commands and waits until JetStream stored each (a repeat of a stored one is
@@ -103,134 +114,170 @@ struct CommandBus: Sendable {
         return stored
     }
 
-    /// The durable consumer name of one agent: a digest, since ids may hold any character.
-    func consumerName(tenant: String, swarm: String, agent: String) -> String {
-        let digest = SHA256.hash(data: Array([tenant, swarm, agent].joined(separator: "\u{0}").utf8))
-        return "agent_" + digest.prefix(16).map { String($0 >> 4, radix: 16) + String($0 & 0xF, radix: 16) }.joined()
-    }
-
-    /// Creates the agent's queue (its durable consumer), or keeps the one it has.
+    /// Makes the agent's queue (its cursor over the stream), or keeps the one it has.
     func openQueue(tenant: String, swarm: String, agent: String) async throws {
-        let name = self.consumerName(tenant: tenant, swarm: swarm, agent: agent)
-        try await self.jetStream.createOrUpdateConsumer(
-            stream: self.subjects.controlStreamName,
-            ConsumerConfiguration(
-                durableName: name,
-                filterSubject: self.subjects.controlCommand(tenant: tenant, swarm: swarm, agent: agent),
-                ackWait: Self.ackWait,
-                maxAckPending: 64,
-                // Outlives the idle session that owns it (control.agent-session-idle-hours ends
-                // that), in case its end was never recorded.
-                inactiveThreshold: .seconds(30 * 86_400)
-            )
-        )
-        self.consumers.insert(name)
+        try await self.queues.open(tenant: tenant, swarm: swarm, agent: agent, epoch: try await self.epoch())
     }
 
     /// Deletes the agent's queue (its session ended and it has no other).
     func deleteQueue(tenant: String, swarm: String, agent: String) async {
-        let name = self.consumerName(tenant: tenant, swarm: swarm, agent: agent)
-        self.consumers.remove(name)
         do {
-            try await self.jetStream.deleteConsumer(stream: self.subjects.controlStreamName, name: name)
+            try await self.queues.remove(tenant: tenant, swarm: swarm, agent: agent)
         } catch {
-            self.logger.debug("agent queue not deleted", metadata: ["consumer": "\(name)", "error": "\(String(reflecting: error))"])
+            self.logger.debug("agent queue not deleted", metadata: ["agent": "\(agent)", "error": "\(String(reflecting: error))"])
         }
     }
 
-    /// The next commands for a session's agent, waiting up to `wait` for one; an earlier poll
-    /// of the same session on this replica ends with none.
+    /// The next command for a session's agent, waiting up to `wait` for one; an earlier poll of
+    /// the same session on this replica ends with none.
+    ///
+    /// The walk reads the agent's stored commands from its queue's floor (JetStream's message
+    /// get by subject, no consumer), skips those done or in flight, and claims the first that is
+    /// new or due again. With none, it waits for a command on the agent's subject (registered
+    /// before the walk, so one stored meanwhile wakes it: ``CommandWakes``), until the first
+    /// command in flight is due again, or to the end.
     /// - Throws: `RateLimited` when the tenant already has `maxPollsPerTenant` polls waiting here.
     func next(_ session: AgentSessionIdentity, wait: Duration) async throws -> [(BusControlCommand, handle: String, sequence: UInt64?)] {
-        let name = self.consumerName(tenant: session.tenant, swarm: session.swarm, agent: session.agent)
-        if !self.consumers.contains(name) {
-            // Another replica opened the session, or the stream was recreated.
-            try await self.openQueue(tenant: session.tenant, swarm: session.swarm, agent: session.agent)
-        }
-        let consumer = self.jetStream.consumer(stream: self.subjects.controlStreamName, name: name)
         let poll = Poll()
         try self.polls.begin(poll, session: session, maxPerTenant: self.maxPollsPerTenant)
         defer { self.polls.end(poll, session: session) }
-        let messages: [JetStreamMessage]
+        let messages: [StoredMessage]
         do {
-            messages = try await poll.run { try await consumer.fetch(batch: 1, expires: max(wait, .milliseconds(100))) }
+            messages = try await poll.run {
+                try await self.walk(session, until: ContinuousClock.now + max(wait, .milliseconds(100)))
+            } abandon: { claimed in
+                for message in claimed {
+                    try? await self.queues.release(tenant: session.tenant, swarm: session.swarm, agent: session.agent, sequence: message.sequence)
+                }
+            }
+        } catch let error as APIError {
+            throw error
         } catch {
-            // The consumer may be gone (the stream was recreated, or an ended session's queue
-            // was deleted under a new one): create it again at the next poll.
-            self.consumers.remove(name)
-            self.logger.warning("poll failed", metadata: ["consumer": "\(name)", "error": "\(String(reflecting: error))"])
-            throw APIError(.serviceUnavailable, "the command queue is being restored; poll again", retryAfterSeconds: 1)
+            self.logger.warning("poll failed", metadata: ["agent": "\(session.agent)", "error": "\(String(reflecting: error))"])
+            throw APIError(.serviceUnavailable, "the command queue cannot be read now; poll again", retryAfterSeconds: 1)
         }
         var commands: [(BusControlCommand, String, UInt64?)] = []
         for message in messages {
-            guard let subject = message.replySubject, let command = try? BusControlCommand(serializedBytes: message.payload),
+            guard let command = try? BusControlCommand(serializedBytes: message.payload),
                 command.tenantID == session.tenant, command.swarmID == session.swarm, command.agentID == session.agent,
                 let handle = try? self.handles.seal(
-                    subject,
+                    Self.deliveryToken(message.sequence),
                     tenant: session.tenant,
                     swarm: session.swarm,
                     agent: session.agent,
                     command: command.commandID
                 )
             else {
-                try? message.term()
+                // Not a command for this agent, as stored: never delivered.
+                try? await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [message.sequence])
                 continue
             }
-            commands.append((command, handle, JetStreamMessage.parse(subject)?.streamSequence))
+            commands.append((command, handle, message.sequence))
         }
         return commands
     }
 
-    /// Drops a delivered message for good (`+TERM`): one control-api did not issue.
-    func discard(handle: String, session: AgentSessionIdentity, command: String) {
-        guard let subject = try? self.deliverySubject(handle, session: session, command: command, sequence: nil) else { return }
-        try? self.jetStream.connection.publish(Array("+TERM".utf8), to: subject)
+    /// Claims the agent's next deliverable command, waiting for one until `deadline`.
+    private func walk(_ session: AgentSessionIdentity, until deadline: ContinuousClock.Instant) async throws -> [StoredMessage] {
+        let (tenant, swarm, agent) = (session.tenant, session.swarm, session.agent)
+        let subject = self.subjects.controlCommand(tenant: tenant, swarm: swarm, agent: agent)
+        // Registered before the walk, so a command stored meanwhile wakes the wait after it.
+        let wake = try self.wakes.register(subject)
+        defer { self.wakes.unregister(wake) }
+        while true {
+            let epoch = try await self.epoch()
+            var queue = try await self.queues.load(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch)
+            var from = queue.floor + 1
+            var gone: [UInt64] = []
+            var claimed: StoredMessage?
+            walking: while true {
+                let message = try await self.jetStream.nextMessage(stream: self.subjects.controlStreamName, subject: subject, from: from)
+                gone += queue.gone(in: from..<(message?.sequence ?? .max))
+                guard let message else { break }
+                switch queue.step(at: message.sequence, maxInFlight: Self.maxInFlight) {
+                case .skip:
+                    from = message.sequence + 1
+                case .full:
+                    break walking
+                case .deliver:
+                    if try await self.queues.claim(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch, sequence: message.sequence) {
+                        claimed = message
+                        break walking
+                    }
+                    from = message.sequence + 1
+                }
+            }
+            if !gone.isEmpty {
+                try await self.queues.complete(tenant: tenant, swarm: swarm, agent: agent, gone)
+                queue.complete(gone)
+            }
+            if let claimed { return [claimed] }
+            let until = queue.nextDue.map { min(deadline, .now + $0) } ?? deadline
+            guard ContinuousClock.now < deadline else { return [] }
+            let woken = await wake.wait(until: until)
+            try Task.checkCancellation()
+            if !woken && ContinuousClock.now >= deadline { return [] }
+        }
     }
 
-    /// Acknowledges a delivered command on JetStream, given the handle it was delivered with
-    /// (checked first, see ``deliverySubject(_:session:command:sequence:)``).
-    func acknowledge(handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64?) throws {
-        let subject = try self.deliverySubject(handle, session: session, command: command, sequence: sequence)
-        try self.jetStream.connection.publish(Array("+ACK".utf8), to: subject)
+    /// Drops a delivered command for good: one control-api did not issue.
+    func discard(handle: String, session: AgentSessionIdentity, command: String) async {
+        guard let sequence = try? self.deliveredSequence(handle, session: session, command: command, sequence: nil) else { return }
+        try? await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [sequence])
     }
 
-    /// The acknowledgement subject sealed in `handle`; `InvalidRequest` unless the handle was
-    /// sealed for this session's agent and this command, and holds exactly an acknowledgement
-    /// subject of that agent's consumer for the message at `sequence` (any message when nil:
+    /// Marks a delivered command done in the agent's queue, given the handle it was delivered
+    /// with (checked first, see ``deliveredSequence(_:session:command:sequence:)``).
+    func acknowledge(handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64?) async throws {
+        let delivered = try self.deliveredSequence(handle, session: session, command: command, sequence: sequence)
+        try await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [delivered])
+    }
+
+    /// The stream sequence sealed in `handle`; `InvalidRequest` unless the handle was sealed for
+    /// this session's agent and this command, and holds a delivery at `sequence` (any, when nil:
     /// commands control-api did not record, such as approval gate outcomes).
-    func deliverySubject(_ handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64?) throws(APIError) -> String {
-        let consumer = self.consumerName(tenant: session.tenant, swarm: session.swarm, agent: session.agent)
-        guard let subject = self.handles.open(handle, tenant: session.tenant, swarm: session.swarm, agent: session.agent, command: command),
-            Self.isDelivery(subject, stream: self.subjects.controlStreamName, consumer: consumer, sequence: sequence)
+    func deliveredSequence(_ handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64?) throws(APIError) -> UInt64 {
+        guard let token = self.handles.open(handle, tenant: session.tenant, swarm: session.swarm, agent: session.agent, command: command),
+            let delivered = Self.deliveredSequence(token), sequence == nil || delivered == sequence
         else {
             throw APIError(.invalidRequest, "ackToken is not the handle this command was delivered with")
         }
-        return subject
+        return delivered
     }
 
-    /// Whether `ackToken` is exactly an acknowledgement subject of `consumer` on `stream` for
-    /// the message at stream sequence `sequence` (any, when nil):
-    /// `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>`,
-    /// five decimal numbers and nothing else (no token, wildcard, space or second line).
-    static func isDelivery(_ ackToken: String, stream: String, consumer: String, sequence: UInt64?) -> Bool {
-        let prefix = "$JS.ACK.\(stream).\(consumer)."
-        guard ackToken.hasPrefix(prefix) else { return false }
-        let numbers = ackToken.dropFirst(prefix.utf8.count).split(separator: ".", omittingEmptySubsequences: false)
-        return numbers.count == 5
-            && numbers.allSatisfy { !$0.isEmpty && $0.utf8.count <= 20 && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
-            && JetStreamMessage.parse(ackToken).map { sequence == nil || $0.streamSequence == sequence } == true
+    /// What a handle seals: the delivered command's stream sequence.
+    static func deliveryToken(_ sequence: UInt64) -> String { "q1.\(sequence)" }
+
+    /// The stream sequence in a delivery token: `q1.` and one to twenty digits, nothing else.
+    static func deliveredSequence(_ token: String) -> UInt64? {
+        guard token.hasPrefix("q1.") else { return nil }
+        let digits = token.utf8.dropFirst(3)
+        guard !digits.isEmpty, digits.count <= 20, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return UInt64(String(decoding: digits, as: UTF8.self))
+    }
+
+    /// The control stream's creation time (see ``AgentQueues``), read again once a minute, so a
+    /// stream made again under running replicas is noticed.
+    func epoch() async throws -> String {
+        if let known = self.streamEpoch.current(maxAge: .seconds(60)) { return known }
+        let info = try await self.jetStream.streamInfo(self.subjects.controlStreamName)
+        return self.streamEpoch.set(info.created ?? "")
     }
 }
 
-/// One long poll: its fetch runs in a task of its own, so that graceful shutdown or a newer
-/// poll of the same session ends the wait at once (and cancels the pull: a command the server
-/// delivers to it afterwards is handed back for redelivery).
+/// One long poll: its walk runs in a task of its own, so that graceful shutdown or a newer poll
+/// of the same session ends the wait at once (a command claimed for it afterwards is handed back
+/// for delivery at once).
 final class Poll: Sendable {
-    private let race = FirstAnswer<[JetStreamMessage]>()
+    private let race = FirstAnswer<[StoredMessage]>()
     private let task = Mutex<Task<Void, Never>?>(nil)
 
-    /// What `fetch` returns, or nothing once ``end()`` is called or graceful shutdown begins.
-    func run(_ fetch: @escaping @Sendable () async throws -> [JetStreamMessage]) async throws -> [JetStreamMessage] {
+    /// What `walk` returns, or nothing once ``end()`` is called or graceful shutdown begins;
+    /// `abandon` gets what the walk claimed when nobody waits for it any more.
+    func run(
+        _ walk: @escaping @Sendable () async throws -> [StoredMessage],
+        abandon: @escaping @Sendable ([StoredMessage]) async -> Void
+    ) async throws -> [StoredMessage] {
         // The request's task carries the server's graceful shutdown (task locals), which comes
         // before the server waits for requests in flight.
         try await withGracefulShutdownHandler {
@@ -239,11 +286,8 @@ final class Poll: Sendable {
                 let race = self.race
                 let task = Task {
                     do {
-                        let messages = try await fetch()
-                        if !race.answer(.success(messages)) {
-                            // Nobody waits for them any more: delivered again at once.
-                            for message in messages { try? message.nak() }
-                        }
+                        let messages = try await walk()
+                        if !race.answer(.success(messages)) { await abandon(messages) }
                     } catch {
                         race.answer(.failure(error))
                     }
@@ -301,11 +345,21 @@ private final class PollRegistry: Sendable {
     }
 }
 
-/// The consumers this replica knows exist.
-private final class ConsumerRegistry: Sendable {
-    private let names = Mutex<Set<String>>([])
+/// The control stream's creation time as last read, and when.
+final class StreamEpoch: Sendable {
+    private let state = Mutex<(value: String, read: ContinuousClock.Instant)?>(nil)
 
-    func contains(_ name: String) -> Bool { self.names.withLock { $0.contains(name) } }
-    func insert(_ name: String) { self.names.withLock { _ = $0.insert(name) } }
-    func remove(_ name: String) { self.names.withLock { _ = $0.remove(name) } }
+    /// The value, if read within `maxAge`.
+    func current(maxAge: Duration) -> String? {
+        self.state.withLock { state in
+            guard let state, ContinuousClock.now - state.read < maxAge else { return nil }
+            return state.value
+        }
+    }
+
+    @discardableResult
+    func set(_ value: String) -> String {
+        self.state.withLock { $0 = (value, .now) }
+        return value
+    }
 }

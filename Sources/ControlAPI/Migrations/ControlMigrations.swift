@@ -241,5 +241,34 @@ enum ControlMigrations {
                 CREATE INDEX sign_in_buckets_at ON sign_in_buckets (at);
                 """
         ),
+        Migration(
+            version: 11,
+            name: "agents' command queues as cursors",
+            sql: """
+                -- Each agent's command queue while it has an open session: a cursor over the
+                -- control stream instead of a JetStream consumer. Every command for the agent at
+                -- or below floor (a stream sequence) is done; stream_epoch names the stream.
+                CREATE TABLE agent_queues (
+                    tenant_id text NOT NULL,
+                    swarm_id text NOT NULL,
+                    agent_id text NOT NULL,
+                    stream_epoch text NOT NULL,
+                    floor bigint NOT NULL DEFAULT 0,
+                    PRIMARY KEY (tenant_id, swarm_id, agent_id)
+                );
+                -- The commands delivered above the floor: done, or in flight since delivered_at.
+                CREATE TABLE agent_deliveries (
+                    tenant_id text NOT NULL,
+                    swarm_id text NOT NULL,
+                    agent_id text NOT NULL,
+                    seq bigint NOT NULL,
+                    delivered_at timestamptz NOT NULL,
+                    deliveries integer NOT NULL,
+                    done boolean NOT NULL DEFAULT false,
+                    PRIMARY KEY (tenant_id, swarm_id, agent_id, seq),
+                    FOREIGN KEY (tenant_id, swarm_id, agent_id) REFERENCES agent_queues ON DELETE CASCADE
+                );
+                """
+        ),
     ]
 }

@@ -51,7 +51,4 @@ public enum JetStreamOperation: Sendable, Hashable {
     public static func acknowledgements(stream: String, consumer: String) -> String {
         "$JS.ACK.\(stream).\(consumer).>"
     }
-
-    /// Every consumer's acknowledgement subjects.
-    public static let allAcknowledgements = "$JS.ACK.>"
 }

@@ -1,0 +1,116 @@
+import ServiceKit
+import Synchronization
+
+/// Wakes the polls waiting on this replica when a command for their agent is stored: one
+/// subscription to every command subject (made at the first poll, kept for the replica's life),
+/// handed out by subject to the polls that registered for it. One subscription, not one per poll:
+/// nats.c gives each subscription a delivery thread of its own.
+///
+/// Commands are few (each is an operator's or a gate's, within the control limits), so every
+/// replica hearing all of them costs little. A wake lost to a full buffer is not a command lost:
+/// the poll reads the stream again when a command in flight falls due, or at its next poll.
+final class CommandWakes: Sendable {
+    private let connection: NATSConnection
+    private let subject: String
+    private let waiting = Mutex<[String: [ObjectIdentifier: CommandWake]]>([:])
+    private let listener = Mutex<Task<Void, Never>?>(nil)
+
+    /// `subject`: every command subject (``Contracts/Subjects/allControlCommands``).
+    init(connection: NATSConnection, subject: String) {
+        self.connection = connection
+        self.subject = subject
+    }
+
+    /// A wake for the polls of `subject` (one agent's), signalled by every command stored on it
+    /// from now on. ``unregister(_:)`` it when the poll ends.
+    func register(_ subject: String) throws(ServiceKitError) -> CommandWake {
+        try self.listen()
+        let wake = CommandWake(subject: subject)
+        self.waiting.withLock { $0[subject, default: [:]][ObjectIdentifier(wake)] = wake }
+        return wake
+    }
+
+    func unregister(_ wake: CommandWake) {
+        self.waiting.withLock { waiting in
+            waiting[wake.subject]?[ObjectIdentifier(wake)] = nil
+            if waiting[wake.subject]?.isEmpty == true { waiting[wake.subject] = nil }
+        }
+    }
+
+    /// Subscribes once, at the first poll.
+    private func listen() throws(ServiceKitError) {
+        try self.listener.withLock { (listener) throws(ServiceKitError) in
+            guard listener == nil else { return }
+            let subscription = try self.connection.subscribe(
+                to: self.subject,
+                buffering: .dropNewest(maxMessages: 4096, maxBytes: 16 << 20)
+            )
+            listener = Task { [weak self] in
+                for await batch in subscription.batches {
+                    guard let self else { return }
+                    let woken = self.waiting.withLock { waiting in batch.flatMap { waiting[$0.subject].map { Array($0.values) } ?? [] } }
+                    for wake in woken { wake.signal() }
+                }
+            }
+        }
+    }
+
+    deinit {
+        self.listener.withLock { $0 }?.cancel()
+    }
+}
+
+/// One poll's wake: signalled by a command on its agent's subject, remembered until waited on.
+final class CommandWake: Sendable {
+    let subject: String
+    private let state = Mutex<(signalled: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    init(subject: String) {
+        self.subject = subject
+    }
+
+    func signal() {
+        let waiter = self.state.withLock { state in
+            defer { state = (state.waiter == nil, nil) }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Until a signal (one that came before counts, and is used up), `deadline`, or cancellation.
+    /// True when signalled.
+    func wait(until deadline: ContinuousClock.Instant) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.signalled() }
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                return false
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? false
+        }
+    }
+
+    private func signalled() async -> Bool {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = self.state.withLock { state in
+                    if state.signalled || Task.isCancelled {
+                        state.signalled = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+            return !Task.isCancelled
+        } onCancel: {
+            let waiter = self.state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+    }
+}
