@@ -14,7 +14,7 @@ struct AgentSessionTests {
     typealias H = ControlHarness
 
     @Test(
-        "polls: 50 wait at once without a thread each; a second poll of a session ends the first at once; an ended session's token is refused and its queue deleted"
+        "polls: 50 wait at once without a thread each; a second poll of a session ends the first at once; an ended session's token is refused and its queue released"
     )
     func polls() async throws {
         let harness = try await ControlHarness()
@@ -114,7 +114,7 @@ struct AgentSessionTests {
     }
 
     @Test(
-        "a deleted ingest key ends the sessions it opened at a poll after control.agent-session-check-seconds: 401, queue deleted; a session of another key polls on"
+        "a deleted ingest key ends the sessions it opened at a poll after control.agent-session-check-seconds: 401, queue released; a session of another key polls on"
     )
     func keyDeletionEndsSessions() async throws {
         let harness = try await ControlHarness(["CONTROL_AGENT_SESSION_CHECK_SECONDS": "1"])
@@ -141,7 +141,7 @@ struct AgentSessionTests {
             }
             #expect(ended && status == .unauthorized, "the session of a deleted key still polls: \(status) \(body)")
             #expect((body["error"] as? [String: Any])?["message"] as? String == "the ingest key that opened this session was revoked")
-            #expect(try await eventually { try await harness.commandQueues() == 1 }, "the ended session's queue was not deleted")
+            #expect(try await eventually { try await harness.commandQueues() == 1 }, "the ended session's queue was not released")
             try await Task.sleep(for: .seconds(1.5))
             #expect(try await H.call(control, .get, "/v1/agent/commands?waitSeconds=0", token: keptSession).0 == .ok)
         }

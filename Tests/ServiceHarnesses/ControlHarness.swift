@@ -34,14 +34,43 @@ public struct ControlHarness: Sendable {
         try self.live.environment()
     }
 
-    /// The agents' command queues: control-api's rows, one per agent with an open session.
+    /// The agents' command queues in use: control-api's rows, one per agent with an open session
+    /// (released ones, kept a day for the agent's next session, are not counted).
     public func commandQueues() async throws -> Int {
         try await self.live.withDatabase { database in
             var count = -1
-            for try await rows in try await database.query("SELECT count(*)::int8 FROM \(unescaped: self.controlSchema).agent_queues")
-                .decode(Int64.self)
-            {
+            for try await rows in try await database.query(
+                "SELECT count(*)::int8 FROM \(unescaped: self.controlSchema).agent_queues WHERE released_at IS NULL"
+            )
+            .decode(Int64.self) {
                 count = Int(rows)
+            }
+            return count
+        }
+    }
+
+    /// The floor of `agent`'s queue in the harness's tenant (every command at or below that
+    /// stream sequence done); -1 when it has no queue.
+    public func agentQueueFloor(agent: String) async throws -> Int64 {
+        try await self.live.withDatabase { database in
+            var floor: Int64 = -1
+            for try await value in try await database.query(
+                "SELECT floor FROM \(unescaped: self.controlSchema).agent_queues WHERE tenant_id = \(self.tenant) AND agent_id = \(agent)"
+            ).decode(Int64.self) {
+                floor = value
+            }
+            return floor
+        }
+    }
+
+    /// The deliveries recorded above `agent`'s floor (in flight or done out of order).
+    public func agentDeliveries(agent: String) async throws -> Int {
+        try await self.live.withDatabase { database in
+            var count = 0
+            for try await value in try await database.query(
+                "SELECT count(*)::int8 FROM \(unescaped: self.controlSchema).agent_deliveries WHERE tenant_id = \(self.tenant) AND agent_id = \(agent)"
+            ).decode(Int64.self) {
+                count = Int(value)
             }
             return count
         }

@@ -98,7 +98,7 @@ extension AgentChannelHandler: APIProtocol {
         return .noContent(.init())
     }
 
-    /// Revokes the tokens of ended sessions and deletes their queues, but the queue of the agent
+    /// Revokes the tokens of ended sessions and releases their queues, but the queue of the agent
     /// `keeping` names (its new session uses it).
     private func closeSessions(tenant: String, _ ended: [ControlStore.EndedSession], keeping: (swarm: String, agent: String)?) async {
         for session in ended {
@@ -114,7 +114,7 @@ extension AgentChannelHandler: APIProtocol {
             guard keeping.map({ $0.swarm != session.swarm || $0.agent != session.agent }) ?? true,
                 (try? await self.store.hasOpenSession(tenant: tenant, swarm: session.swarm, agent: session.agent)) == false
             else { continue }
-            await self.bus.deleteQueue(tenant: tenant, swarm: session.swarm, agent: session.agent)
+            await self.bus.releaseQueue(tenant: tenant, swarm: session.swarm, agent: session.agent)
         }
     }
 

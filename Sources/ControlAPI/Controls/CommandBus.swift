@@ -114,18 +114,24 @@ struct CommandBus: Sendable {
         return stored
     }
 
-    /// Makes the agent's queue (its cursor over the stream), or keeps the one it has.
+    /// Makes the agent's queue (its cursor over the stream), or keeps the one it has; its
+    /// session must be open.
     func openQueue(tenant: String, swarm: String, agent: String) async throws {
-        try await self.queues.open(tenant: tenant, swarm: swarm, agent: agent, epoch: try await self.epoch())
+        guard try await self.queues.make(tenant: tenant, swarm: swarm, agent: agent, epoch: try await self.epoch()) else {
+            throw APIError(.conflict, "the agent session ended while it opened; open a new one")
+        }
     }
 
-    /// Deletes the agent's queue (its session ended and it has no other).
-    func deleteQueue(tenant: String, swarm: String, agent: String) async {
+    /// Releases the agent's queue (its session ended and it has no other; kept a day for its
+    /// next), and forgets the tenant's released queues past their day or past
+    /// `maxPollsPerTenant` (the tenant's open sessions cap) of them.
+    func releaseQueue(tenant: String, swarm: String, agent: String) async {
         do {
-            try await self.queues.remove(tenant: tenant, swarm: swarm, agent: agent)
+            try await self.queues.release(tenant: tenant, swarm: swarm, agent: agent)
         } catch {
-            self.logger.debug("agent queue not deleted", metadata: ["agent": "\(agent)", "error": "\(String(reflecting: error))"])
+            self.logger.warning("agent queue not released", metadata: ["agent": "\(agent)", "error": "\(String(reflecting: error))"])
         }
+        await self.queues.forgetReleased(tenant: tenant, maxReleased: self.maxPollsPerTenant)
     }
 
     /// The next command for a session's agent, waiting up to `wait` for one; an earlier poll of
@@ -149,6 +155,8 @@ struct CommandBus: Sendable {
                 for message in claimed {
                     try? await self.queues.release(tenant: session.tenant, swarm: session.swarm, agent: session.agent, sequence: message.sequence)
                 }
+                // The poll that ended this one (or the session's next) takes it at once.
+                self.wakes.signal(self.subjects.controlCommand(tenant: session.tenant, swarm: session.swarm, agent: session.agent))
             }
         } catch let error as APIError {
             throw error
@@ -177,6 +185,11 @@ struct CommandBus: Sendable {
         return commands
     }
 
+    /// How long a walk woken by a command waits before it reads the stream again, when the
+    /// command was not there yet: the wake comes from the publish itself, which the stream stores
+    /// a moment later (later still with replicas, once they agree).
+    static let storeBackoff: [Duration] = [.milliseconds(20), .milliseconds(100), .milliseconds(400)]
+
     /// Claims the agent's next deliverable command, waiting for one until `deadline`.
     private func walk(_ session: AgentSessionIdentity, until deadline: ContinuousClock.Instant) async throws -> [StoredMessage] {
         let (tenant, swarm, agent) = (session.tenant, session.swarm, session.agent)
@@ -184,9 +197,33 @@ struct CommandBus: Sendable {
         // Registered before the walk, so a command stored meanwhile wakes the wait after it.
         let wake = try self.wakes.register(subject)
         defer { self.wakes.unregister(wake) }
+        // After a wake, the reads left before the walk waits again (see storeBackoff).
+        var retries = 0
+        var fresh = false
+        var attempts = 0
         while true {
-            let epoch = try await self.epoch()
-            var queue = try await self.queues.load(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch)
+            let epoch = try await self.epoch(fresh: fresh)
+            var queue: AgentQueue
+            switch try await self.queues.load(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch) {
+            case .queue(let found):
+                queue = found
+                fresh = false
+            case .missing:
+                // The session ended under the poll (its next poll is refused), or its queue was
+                // never made: made now, while the session is open.
+                guard try await self.queues.make(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch) else { return [] }
+                queue = AgentQueue()
+            case .otherStream(let walked):
+                // Another stream than this replica knows: ask the server which is current, and
+                // start the queue again only if its stream is not that one.
+                attempts += 1
+                guard attempts <= 3 else { throw APIError(.serviceUnavailable, "the command stream is changing; poll again", retryAfterSeconds: 1) }
+                if fresh {
+                    try await self.queues.reset(tenant: tenant, swarm: swarm, agent: agent, from: walked, to: epoch)
+                }
+                fresh = true
+                continue
+            }
             var from = queue.floor + 1
             var gone: [UInt64] = []
             var claimed: StoredMessage?
@@ -200,7 +237,14 @@ struct CommandBus: Sendable {
                 case .full:
                     break walking
                 case .deliver:
-                    if try await self.queues.claim(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch, sequence: message.sequence) {
+                    if try await self.queues.claim(
+                        tenant: tenant,
+                        swarm: swarm,
+                        agent: agent,
+                        session: session.session,
+                        epoch: epoch,
+                        sequence: message.sequence
+                    ) {
                         claimed = message
                         break walking
                     }
@@ -212,11 +256,18 @@ struct CommandBus: Sendable {
                 queue.complete(gone)
             }
             if let claimed { return [claimed] }
-            let until = queue.nextDue.map { min(deadline, .now + $0) } ?? deadline
             guard ContinuousClock.now < deadline else { return [] }
-            let woken = await wake.wait(until: until)
+            if retries > 0 {
+                // Woken, and the command not there yet: read again shortly.
+                let pause = Self.storeBackoff[Self.storeBackoff.count - retries]
+                retries -= 1
+                try await Task.sleep(for: min(pause, deadline - .now))
+                continue
+            }
+            let until = queue.nextDue.map { min(deadline, .now + $0) } ?? deadline
+            if await wake.wait(until: until) { retries = Self.storeBackoff.count }
             try Task.checkCancellation()
-            if !woken && ContinuousClock.now >= deadline { return [] }
+            if ContinuousClock.now >= deadline { return [] }
         }
     }
 
@@ -256,10 +307,10 @@ struct CommandBus: Sendable {
         return UInt64(String(decoding: digits, as: UTF8.self))
     }
 
-    /// The control stream's creation time (see ``AgentQueues``), read again once a minute, so a
-    /// stream made again under running replicas is noticed.
-    func epoch() async throws -> String {
-        if let known = self.streamEpoch.current(maxAge: .seconds(60)) { return known }
+    /// The control stream's creation time (see ``AgentQueues``), read again once a minute (or
+    /// now, `fresh`), so a stream made again under running replicas is noticed.
+    func epoch(fresh: Bool = false) async throws -> String {
+        if !fresh, let known = self.streamEpoch.current(maxAge: .seconds(60)) { return known }
         let info = try await self.jetStream.streamInfo(self.subjects.controlStreamName)
         return self.streamEpoch.set(info.created ?? "")
     }

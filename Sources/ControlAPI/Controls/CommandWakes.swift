@@ -30,6 +30,12 @@ final class CommandWakes: Sendable {
         return wake
     }
 
+    /// Wakes the polls registered for `subject` (a command stored on it, or handed back).
+    func signal(_ subject: String) {
+        let woken = self.waiting.withLock { waiting in waiting[subject].map { Array($0.values) } ?? [] }
+        for wake in woken { wake.signal() }
+    }
+
     func unregister(_ wake: CommandWake) {
         self.waiting.withLock { waiting in
             waiting[wake.subject]?[ObjectIdentifier(wake)] = nil
@@ -48,9 +54,10 @@ final class CommandWakes: Sendable {
             listener = Task { [weak self] in
                 for await batch in subscription.batches {
                     guard let self else { return }
-                    let woken = self.waiting.withLock { waiting in batch.flatMap { waiting[$0.subject].map { Array($0.values) } ?? [] } }
-                    for wake in woken { wake.signal() }
+                    for message in batch { self.signal(message.subject) }
                 }
+                // The connection closed: the next poll subscribes again.
+                self?.listener.withLock { $0 = nil }
             }
         }
     }

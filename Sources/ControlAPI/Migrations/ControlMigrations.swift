@@ -245,17 +245,21 @@ enum ControlMigrations {
             version: 11,
             name: "agents' command queues as cursors",
             sql: """
-                -- Each agent's command queue while it has an open session: a cursor over the
-                -- control stream instead of a JetStream consumer. Every command for the agent at
-                -- or below floor (a stream sequence) is done; stream_epoch names the stream.
+                -- Each agent's command queue: a cursor over the control stream instead of a
+                -- JetStream consumer. Every command for the agent at or below floor (a stream
+                -- sequence) is done; stream_epoch names the stream. released_at: when its last
+                -- session ended (NULL while one is open); kept a day after, so the agent's next
+                -- session goes on from the floor.
                 CREATE TABLE agent_queues (
                     tenant_id text NOT NULL,
                     swarm_id text NOT NULL,
                     agent_id text NOT NULL,
                     stream_epoch text NOT NULL,
                     floor bigint NOT NULL DEFAULT 0,
+                    released_at timestamptz,
                     PRIMARY KEY (tenant_id, swarm_id, agent_id)
                 );
+                CREATE INDEX agent_queues_released ON agent_queues (tenant_id, released_at) WHERE released_at IS NOT NULL;
                 -- The commands delivered above the floor: done, or in flight since delivered_at.
                 CREATE TABLE agent_deliveries (
                     tenant_id text NOT NULL,

@@ -90,7 +90,7 @@ public struct ControlSettings: ServiceSettings {
     /// Hours without a poll after which a session ends by itself.
     @Setting(
         "control.agent-session-idle-hours",
-        "hours without a poll after which an agent session ends (checked when its tenant next opens one; its queue is deleted then)",
+        "hours without a poll after which an agent session ends (checked when its tenant next opens one; its queue is released then)",
         default: 24,
         in: 1...720
     )
@@ -98,7 +98,7 @@ public struct ControlSettings: ServiceSettings {
     /// Seconds between a session's checks at poll time (recorded as seen, its key still active).
     @Setting(
         "control.agent-session-check-seconds",
-        "seconds between a session's checks at poll time: recorded as seen, its ingest key still active (a deleted key's sessions answer 401 and lose their queue at the first poll after this plus at most 30 s; `AgentSessionTests` with 1 s)",
+        "seconds between a session's checks at poll time: recorded as seen, its ingest key still active (a deleted key's sessions answer 401 and their queues are released at the first poll after this plus at most 30 s; `AgentSessionTests` with 1 s)",
         default: 60,
         in: 1...3600
     )

@@ -1,0 +1,75 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceHarnesses
+import ServiceKit
+import TestSupport
+import Testing
+
+@Suite("An agent's queue shared by replicas: two polls at once on two replicas never get one command twice (live)")
+struct AgentQueueReplicaTests {
+    typealias H = ControlHarness
+
+    @Test(
+        "one agent's session polls two control-api replicas at once, acknowledging what it gets: twenty commands arrive once each, and the queue's floor passes them all"
+    )
+    func twoReplicasOnePoller() async throws {
+        let harness = try await ControlHarness()
+        try await harness.run(.live) { ingest, first in
+            try await harness.control().test(.live) { second in
+                let key = try await harness.createKey(ingest)
+                try await harness.announce(ingest, first, key: key, agent: "shared", swarm: "s")
+                let session = try await H.openSession(first, key: key, swarm: "s", agent: "shared")
+                let operatorToken = try await harness.token(scopes: [.agentsControl])
+                let count = 20
+                for index in 0..<count {
+                    let (status, receipt) = try await H.call(
+                        index % 2 == 0 ? first : second,
+                        .post,
+                        "/v1/agents/shared/control",
+                        token: operatorToken,
+                        json: ["action": index % 2 == 0 ? "pause" : "resume", "reason": "shared", "requestId": "r\(index)"]
+                    )
+                    #expect(status == .accepted, "\(receipt)")
+                }
+                // Two pollers, one on each replica, at once; each acknowledges what it gets.
+                let got = try await withThrowingTaskGroup(of: [String].self) { group in
+                    for replica in [first, second] {
+                        group.addTask {
+                            var got: [String] = []
+                            let deadline = ContinuousClock.now + .seconds(60)
+                            while ContinuousClock.now < deadline {
+                                let (status, list) = try await H.call(replica, .get, "/v1/agent/commands?waitSeconds=2", token: session)
+                                #expect(status == .ok)
+                                let commands = list["commands"] as? [[String: Any]] ?? []
+                                if commands.isEmpty { break }
+                                for command in commands {
+                                    got.append(try #require(command["requestId"] as? String))
+                                    let ack: [String: Any] = [
+                                        "commandId": try #require(command["commandId"] as? String),
+                                        "ackToken": try #require(command["ackToken"] as? String),
+                                        "outcome": "applied", "state": "running",
+                                    ]
+                                    let (acked, body) = try await H.call(replica, .post, "/v1/agent/commands/ack", token: session, json: ack)
+                                    #expect(acked == .noContent, "\(body)")
+                                }
+                            }
+                            return got
+                        }
+                    }
+                    var all: [String] = []
+                    for try await got in group { all += got }
+                    return all
+                }
+                #expect(got.count == count, "\(got)")
+                #expect(Set(got) == Set((0..<count).map { "r\($0)" }), "\(got)")
+                // Every command done: the queue's floor passed them all, nothing is left in flight.
+                let (_, rest) = try await H.call(second, .get, "/v1/agent/commands?waitSeconds=0", token: session)
+                #expect((rest["commands"] as? [Any])?.isEmpty ?? true, "\(rest)")
+                #expect(try await harness.agentQueueFloor(agent: "shared") > 0)
+                #expect(try await harness.agentDeliveries(agent: "shared") == 0)
+            }
+        }
+    }
+}
