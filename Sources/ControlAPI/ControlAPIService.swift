@@ -90,7 +90,12 @@ public enum ControlAPIService: SwarmdeckService {
                 oidc: oidc,
                 revocations: revocations,
                 authLimiter: KeyedTokenBuckets(perMinute: settings.authPerMinute),
-                signIns: SignInBuckets(client: postgres, perMinute: settings.authPerMinute, logger: logger),
+                signIns: PostgresTokenBuckets(
+                    client: postgres,
+                    table: AuthHandler.signInBucketsTable,
+                    perMinute: settings.authPerMinute,
+                    logger: logger
+                ),
                 logger: logger
             ),
             fleet: FleetHandler(

@@ -269,5 +269,14 @@ public enum EventLogMigrations {
                     WHERE kind = \(BusEventKind.trace.rawValue);
                 """
         ),
+        Migration(
+            version: 10,
+            name: "tenant rates shared by the replicas",
+            sql: """
+                -- Each tenant's ingest rate as token buckets every replica draws on
+                -- (EventLogRateBuckets): keys bulk:<tenant> and priority:<tenant>.
+                \(PostgresTokenBuckets.tableSQL(EventLogRateBuckets.table))
+                """
+        ),
     ]
 }

@@ -38,7 +38,7 @@ public enum IngestService: SwarmdeckService {
         let publisher = EventPublisher(connection: assembly.nats, subjects: assembly.subjects, batches: settings.busBatches, logger: logger)
         let eventLog = EventLogAppender(client: assembly.postgres, dedupWindow: .seconds(settings.dedupWindowHours * 3600), logger: logger)
         let retention = EventLogRetention(client: assembly.postgres, retentionDays: settings.retentionDays, logger: logger)
-        let rate = TenantEventRate(settings: settings)
+        let rate = TenantEventRate(settings: settings, client: assembly.postgres, logger: logger)
         let writer = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, rate: rate, logger: logger)
         let priority = EventLogWriter(log: eventLog, publisher: publisher, settings: settings, lane: .priority, logger: logger)
         let keys = IngestKeyStore(
@@ -58,7 +58,7 @@ public enum IngestService: SwarmdeckService {
             verifier: assembly.verifier,
             parsing: parsing,
             rate: rate,
-            stateRate: .stateEvents(settings: settings)
+            stateRate: .stateEvents(settings: settings, client: assembly.postgres, logger: logger)
         )
         controller.addRoutes(to: assembly.router)
         OTLPReceiver(

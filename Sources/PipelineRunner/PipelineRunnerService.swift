@@ -96,6 +96,12 @@ public enum PipelineRunnerService: SwarmdeckService {
             events: events,
             settings: settings,
             creates: KeyedTokenBuckets(perMinute: settings.createsPerMinute),
+            sharedCreates: PostgresTokenBuckets(
+                client: assembly.postgres,
+                table: PipelineHandler.creationBucketsTable,
+                perMinute: settings.createsPerMinute,
+                logger: logger
+            ),
             planning: PlannerCalls(perTenant: PlannerCalls.defaultPerTenant),
             started: { scheduler.wakeUps.kick() }
         )

@@ -222,13 +222,18 @@ struct ControlSignInLimitTests {
                         ).0
                     }
                     var statuses: [HTTPResponse.Status] = []
+                    let started = ContinuousClock.now
                     for attempt in 0..<15 { statuses.append(try await register(attempt, from: "203.0.113.5")) }
+                    // The bucket refills one sign-in every 12 s: a loaded machine's slow run may
+                    // see one come back.
+                    let refills = Int((ContinuousClock.now - started) / .seconds(12))
                     // Each replica alone would let five through: fifteen in all. The five are
                     // answered as a bad code is (never a server error).
                     let admitted = statuses.filter { $0 != .tooManyRequests }
                     let answer = try #require(admitted.first, "\(statuses)")
-                    #expect(admitted.count == 5 && Set(admitted).count == 1 && answer.code < 500, "\(statuses)")
-                    #expect(statuses.suffix(10).allSatisfy { $0 == .tooManyRequests }, "\(statuses)")
+                    #expect(admitted.count >= 5 && admitted.count <= 5 + refills, "\(statuses)")
+                    #expect(Set(admitted).count == 1 && answer.code < 500, "\(statuses)")
+                    #expect(statuses.prefix(5).allSatisfy { $0 != .tooManyRequests }, "\(statuses)")
                     // Another source has its own bucket, on every replica.
                     for replica in 0..<3 { #expect(try await register(replica, from: "203.0.113.9") == answer) }
                 }

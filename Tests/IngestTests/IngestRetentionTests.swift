@@ -121,7 +121,7 @@ struct IngestRetentionTests {
             )
             #expect(
                 try await Migrator(schema: harness.schema, migrations: EventLogMigrations.all).migrate(database, logger: logger) == [
-                    3, 4, 5, 6, 7, 8, 9,
+                    3, 4, 5, 6, 7, 8, 9, 10,
                 ]
             )
             let counts = try await database.query(

@@ -90,4 +90,47 @@ struct IngestTenantRateTests {
             #expect(try await eventually(timeout: .seconds(40)) { try await Self.post(client, key: loud, events: batch("d", 10)).0 == .ok })
         }
     }
+
+    @Test(
+        "the rate holds across replicas: one tenant's batches spread over two replicas get the burst and the refill, not twice them"
+    )
+    func acrossReplicas() async throws {
+        // 10 events a second, 100 at once; batches of 20, alternately to each replica.
+        let (rate, burst, size) = (10, 100, 20)
+        let harness = try await IngestHarness(overrides: [
+            "INGEST_TENANT_EVENTS_PER_SECOND": String(rate), "INGEST_TENANT_EVENTS_BURST": String(burst),
+        ])
+        try await harness.application().test(.live) { first in
+            try await harness.application().test(.live) { second in
+                let key = try await harness.createKey(first)
+                let started = ContinuousClock.now
+                var admitted = 0
+                var statuses: [Int] = []
+                for request in 0..<24 {
+                    let events = (0..<size).map { logEvent("r\(request)-\($0)", message: "spread") }
+                    let (status, _) =
+                        request % 2 == 0
+                        ? try await Self.post(first, key: key, events: events) : try await Self.post(second, key: key, events: events)
+                    statuses.append(status.code)
+                    if status == .ok { admitted += size }
+                }
+                let elapsed = ContinuousClock.now - started
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                // At most the burst, the refill meanwhile, and one batch's overshoot (plus a
+                // token) per replica; each replica on its own would admit the burst each.
+                let bound = Double(burst) + Double(rate) * seconds + 2 * Double(size + 1)
+                #expect(Double(admitted) <= bound, "admitted \(admitted) in \(elapsed): \(statuses)")
+                #expect(admitted >= burst - size, "admitted \(admitted) in \(elapsed): \(statuses)")
+                #expect(statuses.contains(429))
+                // What was admitted is what was stored.
+                let stored = try await harness.withDatabase { database in
+                    let rows = try await database.query("SELECT count(*)::int FROM events WHERE tenant_id = \(harness.tenant)")
+                    var count = 0
+                    for try await value in rows.decode(Int.self) { count = value }
+                    return count
+                }
+                #expect(stored == admitted)
+            }
+        }
+    }
 }

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import HummingbirdTesting
 import NIOCore
+import PipelineRunner
 import ServiceHarnesses
 import TestSupport
 import Testing
@@ -116,6 +117,26 @@ struct PipelineIsolationTests {
                 statuses.append(status.code)
             }
             #expect(statuses == [201, 201, 429])
+        }
+    }
+
+    @Test("the creates-per-minute limit holds across replicas: two runners admit the configured 2 of 6, not 4; another tenant still creates")
+    func createRateAcrossReplicas() async throws {
+        let harness = try await PipelineHarness(["PIPELINE_CREATES_PER_MINUTE": "2"])
+        defer { Task { await harness.stop() } }
+        try await harness.run { _, _, _, first in
+            try await harness.live.application(PipelineRunnerService.self).test(.router) { second in
+                var statuses: [Int] = []
+                for index in 0..<6 {
+                    let (status, _) = try await harness.create(index % 2 == 0 ? first : second, ["goal": "Shared rate \(index)", "unattended": true])
+                    statuses.append(status.code)
+                }
+                // Each replica alone would let two through: four in all.
+                #expect(statuses.filter { $0 == 201 }.count == 2, "\(statuses)")
+                #expect(statuses.suffix(4).allSatisfy { $0 == 429 }, "\(statuses)")
+                let (other, _) = try await harness.create(second, ["goal": "Another tenant", "unattended": true], tenant: "other-tenant")
+                #expect(other == .created)
+            }
         }
     }
 }

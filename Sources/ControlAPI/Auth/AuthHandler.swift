@@ -16,9 +16,12 @@ struct AuthHandler: Sendable {
     /// Registrations, refreshes and sign-ins per source address, on this replica: asked
     /// first, so a flood is refused without a write.
     let authLimiter: KeyedTokenBuckets
-    /// The same limit across every replica (Postgres).
-    let signIns: SignInBuckets
+    /// The same limit across every replica (Postgres, ``signInBucketsTable``).
+    let signIns: PostgresTokenBuckets
     let logger: Logger
+
+    /// The table of ``signIns`` (control-api's schema, migration 10).
+    static let signInBucketsTable = "sign_in_buckets"
 }
 
 extension AuthHandler {
@@ -66,7 +69,7 @@ extension AuthHandler {
     }
 
     /// Unauthenticated and each a few queries: limited per source address, across every
-    /// replica (``SignInBuckets``), this replica's own buckets asked first.
+    /// replica (``signIns``), this replica's own buckets asked first.
     func limitBySource() async throws {
         let key = ClientAddress.limitKey(RequestScope.current?.clientAddress ?? "local")
         let wait: Duration?

@@ -107,7 +107,7 @@ final class EventLogWriter: Sendable {
                 "the request's events take \(bytes) bytes; at most \(self.maxQueuedBytes) of one tenant's can wait for commit"
             )
         }
-        try self.rate?.check(tenant: tenant)
+        try await self.rate?.check(tenant: tenant)
         return try await withCheckedThrowingContinuation { continuation in
             let admission = self.queue.withLock {
                 $0.admit(

@@ -1,26 +1,48 @@
 import Contracts
+import EventLog
 import Hummingbird
+import Logging
 import Metrics
+import PostgresNIO
 import ServiceKit
+import Synchronization
 
-/// Each tenant's share of this replica's commit throughput: `ingest.tenant-events-per-second`
-/// events on average through the bulk lane, `ingest.tenant-events-burst` at once above it; and,
-/// apart, `ingest.tenant-state-events-per-second` through the priority lane.
+/// Each tenant's ingest rate, held across the replicas: `ingest.tenant-events-per-second` events
+/// on average through the bulk lane, `ingest.tenant-events-burst` at once above it; and, apart,
+/// `ingest.tenant-state-events-per-second` through the priority lane.
 ///
-/// A request is admitted whole while its tenant's bucket is out of debt and then charged its
-/// events, which may put the bucket in debt; until the refill has paid it back the tenant's
-/// bulk requests get 429 with `Retry-After`. Large requests are refused before their body is
-/// read, and answered after a quarter of a second at most (a client that ignores `Retry-After`
-/// cannot spin on refusals), so a tenant over its rate costs the others little more than
-/// reading its headers.
-/// The priority lane (a few state events: connectors' state changes, control
-/// acknowledgements) has a bucket of its own, so a tenant's flood never holds back its own
-/// agents' acknowledgements, and state events cannot carry a flood past the bulk rate either.
-/// Services' events (ingest's service lane) are not charged.
+/// The buckets are in Postgres (``EventLog/EventLogRateBuckets``), one per tenant and lane, shared
+/// by every replica; each replica takes tokens from its tenant's bucket a chunk at a time (a tenth
+/// of a second's worth, at most the burst) and spends them on the events it admits
+/// (``RateLease``), so a tenant costs a replica one `UPDATE` a chunk, not one a request. A request
+/// is admitted whole while its tenant's lease holds a token and then charged its events, which
+/// may put the lease in debt; until the shared bucket has paid it back the tenant's bulk requests
+/// get 429 with `Retry-After`. Large requests are refused before their body is read, and answered
+/// after a quarter of a second at most (a client that ignores `Retry-After` cannot spin on
+/// refusals), so a tenant over its rate costs the others little more than reading its headers.
+/// The priority lane (a few state events: connectors' state changes, control acknowledgements)
+/// has a bucket of its own, so a tenant's flood never holds back its own agents'
+/// acknowledgements, and state events cannot carry a flood past the bulk rate either. Services'
+/// events (ingest's service lane) are not charged.
 final class TenantEventRate: Sendable {
-    let buckets: KeyedTokenBuckets
+    private let shared: PostgresTokenBuckets
+    private let keyPrefix: String
+    let perSecond: Double
+    /// The tokens a refill takes beyond the debt.
+    let chunk: Double
+    private let leases = Mutex<[String: Entry]>([:])
     private let refusedEarly: Counter
     private let refusedParsed: Counter
+
+    private struct Entry {
+        var lease = RateLease()
+        /// The refill under way, which the tenant's other requests wait for.
+        var refilling: Task<Void, any Error>?
+        var touched: ContinuousClock.Instant
+    }
+
+    /// Tenants whose leases a replica keeps before it forgets those idle for a minute.
+    static let maxTenants = 10_000
 
     /// Bodies up to this many bytes are parsed even while their tenant is in debt, so that a
     /// request that may take the priority lane is never refused for its size alone.
@@ -31,24 +53,38 @@ final class TenantEventRate: Sendable {
     static let refusalDelay = Duration.milliseconds(250)
 
     /// The bulk lane's rate.
-    convenience init(settings: IngestSettings) {
-        self.init(perSecond: settings.tenantEventsPerSecond, burst: settings.tenantEventsBurst, lane: "bulk")
+    convenience init(settings: IngestSettings, client: PostgresClient, logger: Logger) {
+        self.init(perSecond: settings.tenantEventsPerSecond, burst: settings.tenantEventsBurst, lane: "bulk", client: client, logger: logger)
     }
 
     /// The priority lane's rate.
-    static func stateEvents(settings: IngestSettings) -> TenantEventRate {
-        TenantEventRate(perSecond: settings.tenantStateEventsPerSecond, burst: settings.tenantStateEventsBurst, lane: "priority")
+    static func stateEvents(settings: IngestSettings, client: PostgresClient, logger: Logger) -> TenantEventRate {
+        TenantEventRate(
+            perSecond: settings.tenantStateEventsPerSecond,
+            burst: settings.tenantStateEventsBurst,
+            lane: "priority",
+            client: client,
+            logger: logger
+        )
     }
 
-    init(perSecond: Int, burst: Int, lane: String) {
-        self.buckets = KeyedTokenBuckets(capacity: Double(burst), perSecond: Double(perSecond))
+    init(perSecond: Int, burst: Int, lane: String, client: PostgresClient, logger: Logger) {
+        (self.shared, self.keyPrefix) = EventLogRateBuckets.lane(
+            lane,
+            client: client,
+            capacity: Double(burst),
+            perSecond: Double(perSecond),
+            logger: logger
+        )
+        self.perSecond = Double(perSecond)
+        self.chunk = max(1, min(Double(burst), Double(perSecond) / 10))
         self.refusedEarly = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "tenant_rate_unread"), ("lane", lane)])
         self.refusedParsed = Counter(label: "ingest_requests_refused_total", dimensions: [("reason", "tenant_rate"), ("lane", lane)])
     }
 
     /// Throws 429 if `tenant` is over its rate; charges nothing.
-    func check(tenant: String) throws {
-        if let wait = self.buckets.debt(tenant) {
+    func check(tenant: String) async throws {
+        if let wait = try await self.wait(tenant: tenant) {
             self.refusedParsed.increment()
             throw Self.refusal(wait)
         }
@@ -56,7 +92,60 @@ final class TenantEventRate: Sendable {
 
     /// Charges `events` admitted for `tenant`.
     func spend(tenant: String, events: Int) {
-        self.buckets.spend(tenant, cost: Double(events))
+        self.leases.withLock { leases in
+            leases[tenant, default: Entry(touched: .now)].lease.spend(events)
+            leases[tenant]?.touched = .now
+        }
+    }
+
+    /// Nil when `tenant` may send now, else how long until it may: its lease is asked, and
+    /// refilled from the shared bucket when empty (one refill at a time per tenant).
+    func wait(tenant: String) async throws -> Duration? {
+        while true {
+            let now = ContinuousClock.now
+            let next: (step: RateLease.Step, refill: Task<Void, any Error>?) = self.leases.withLock { leases in
+                if leases[tenant] == nil { Self.forgetIdle(&leases, now: now) }
+                var entry = leases[tenant] ?? Entry(touched: now)
+                entry.touched = now
+                defer { leases[tenant] = entry }
+                if let refilling = entry.refilling { return (.refill(wanted: 0), refilling) }
+                let step = entry.lease.step(now: now, chunk: self.chunk)
+                if case .refill(let wanted) = step {
+                    entry.refilling = Task { try await self.refill(tenant: tenant, wanted: wanted) }
+                    return (step, entry.refilling)
+                }
+                return (step, nil)
+            }
+            switch next.step {
+            case .admit: return nil
+            case .refuse(let wait): return wait
+            case .refill:
+                do {
+                    try await next.refill?.value
+                } catch {
+                    throw APIError(.serviceUnavailable, "the tenant's rate cannot be read now; retry shortly", retryAfterSeconds: 1)
+                }
+            }
+        }
+    }
+
+    private func refill(tenant: String, wanted: Double) async throws {
+        do {
+            let (granted, wait) = try await self.shared.grant(self.keyPrefix + tenant, upTo: wanted)
+            self.leases.withLock { leases in
+                leases[tenant]?.lease.refilled(granted, wait: wait, now: .now, perSecond: self.perSecond)
+                leases[tenant]?.refilling = nil
+            }
+        } catch {
+            self.leases.withLock { $0[tenant]?.refilling = nil }
+            throw error
+        }
+    }
+
+    /// Past ``maxTenants``, forgets the leases idle for a minute (what they held goes with them).
+    private static func forgetIdle(_ leases: inout [String: Entry], now: ContinuousClock.Instant) {
+        guard leases.count >= Self.maxTenants else { return }
+        leases = leases.filter { $0.value.refilling != nil || now - $0.value.touched < .seconds(60) }
     }
 
     /// Refuses a large request of a tenant over its rate before its body is read.
@@ -80,7 +169,7 @@ final class TenantEventRate: Sendable {
             context: ServiceRequestContext,
             next: (Request, ServiceRequestContext) async throws -> Response
         ) async throws -> Response {
-            if let tenant = context.agentTenant, !Self.isSmall(request), let wait = self.rate.buckets.debt(tenant) {
+            if let tenant = context.agentTenant, !Self.isSmall(request), let wait = try await self.rate.wait(tenant: tenant) {
                 self.rate.refusedEarly.increment()
                 // A client that ignores Retry-After and asks again at once gets its answers at
                 // most this often per connection: its refusals cost ingest a sleeping task, not

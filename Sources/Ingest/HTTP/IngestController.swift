@@ -163,7 +163,7 @@ struct IngestController: Sendable {
         }
 
         let priority = Self.isPriority(prepared)
-        if priority { try self.stateRate.check(tenant: tenant) }
+        if priority { try await self.stateRate.check(tenant: tenant) }
         let outcomes = try await (priority ? self.priority : self.writer).submit(tenant: tenant, events: prepared, requestID: context.requestID)
         if priority { self.stateRate.spend(tenant: tenant, events: prepared.count) }
         var response = BatchResponse(accepted: 0, duplicates: 0, rejected: 0, results: results)

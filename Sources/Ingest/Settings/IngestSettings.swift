@@ -58,11 +58,12 @@ public struct IngestSettings: ServiceSettings {
         in: 0.01...1.0
     )
     var maxQueuedTenantShare: Double
-    /// Events one tenant may send per second through this replica's bulk lane, on average; a
-    /// tenant over it gets 429 with `Retry-After` until the refill has paid its debt back.
+    /// Events one tenant may send per second through the bulk lane, on average, across every
+    /// replica; a tenant over it gets 429 with `Retry-After` until the refill has paid its debt
+    /// back.
     @Setting(
         "ingest.tenant-events-per-second",
-        "events per second one tenant may send through a replica's bulk lane, on average (429 with Retry-After beyond)",
+        "events per second one tenant may send through the bulk lane of all the replicas together, on average (429 with Retry-After beyond)",
         default: 2000,
         in: 1...10_000_000
     )
@@ -78,7 +79,7 @@ public struct IngestSettings: ServiceSettings {
     /// The same for the priority lane (requests of a few state events).
     @Setting(
         "ingest.tenant-state-events-per-second",
-        "state events per second one tenant may send through a replica's priority lane (requests of at most 16 state events), on average (429 with Retry-After beyond)",
+        "state events per second one tenant may send through the priority lane (requests of at most 16 state events) of all the replicas together, on average (429 with Retry-After beyond)",
         default: 1000,
         in: 1...10_000_000
     )

@@ -12,13 +12,19 @@ struct PipelineHandler: Sendable {
     let provider: AnthropicClient
     let events: PipelineEvents
     let settings: PipelineSettings
+    /// Pipelines created per tenant per minute: this replica's own buckets, asked first (a flood
+    /// is refused without a query), then the tenant's bucket every replica shares.
     let creates: KeyedTokenBuckets
+    let sharedCreates: PostgresTokenBuckets
     /// Planner calls in flight per tenant.
     let planning: PlannerCalls
     /// Called once a pipeline is stored: the scheduler looks for work at once.
     let started: @Sendable () -> Void
 
     static let noPipeline = APIError(.notFound, "no such pipeline")
+
+    /// The table of ``sharedCreates`` (pipeline-runner's schema).
+    static let creationBucketsTable = "creation_buckets"
 }
 
 extension PipelineHandler: APIProtocol {
@@ -37,7 +43,7 @@ extension PipelineHandler: APIProtocol {
             )
         }
         defer { self.planning.leave(person.tenant) }
-        if let wait = self.creates.take(person.tenant) {
+        if let wait = try await self.creationWait(person.tenant) {
             throw APIError(
                 .rateLimited,
                 "more than \(Int(self.creates.capacity)) pipelines created a minute by this tenant (pipeline.creates-per-minute)",
@@ -205,5 +211,14 @@ extension PipelineHandler: APIProtocol {
     static func isID(_ id: String) -> Bool {
         (1...64).contains(id.utf8.count)
             && id.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F }
+    }
+}
+
+extension PipelineHandler {
+    /// Nil when `tenant` may create a pipeline now (one taken from both buckets), else how long
+    /// until it may.
+    func creationWait(_ tenant: String) async throws -> Duration? {
+        if let local = self.creates.take(tenant) { return local }
+        return try await self.sharedCreates.take(tenant)
     }
 }

@@ -105,5 +105,13 @@ enum PipelineMigrations {
                 ALTER TABLE stages ADD COLUMN provider_ms bigint;
                 """
         ),
+        Migration(
+            version: 3,
+            name: "pipeline creations limited across the replicas",
+            sql: """
+                -- pipeline.creates-per-minute as a token bucket per tenant every replica draws on.
+                \(PostgresTokenBuckets.tableSQL(PipelineHandler.creationBucketsTable))
+                """
+        ),
     ]
 }

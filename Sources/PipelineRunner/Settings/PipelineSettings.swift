@@ -55,7 +55,7 @@ public struct PipelineSettings: ServiceSettings {
     var maxActivePerTenant: Int
     @Setting(
         "pipeline.creates-per-minute",
-        "pipelines one tenant may create per minute per replica (429 RateLimited beyond; each costs a planner call)",
+        "pipelines one tenant may create per minute, all the replicas together (429 RateLimited beyond; each costs a planner call)",
         default: 30,
         in: 1...100_000
     )
