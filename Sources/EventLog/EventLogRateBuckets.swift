@@ -7,17 +7,9 @@ public import ServiceKit
 public enum EventLogRateBuckets {
     static let table = "rate_buckets"
 
-    /// The buckets of one lane (`bulk`, `priority`): `capacity` events at once, refilled at
-    /// `perSecond`.
-    public static func lane(
-        _ lane: String,
-        client: PostgresClient,
-        capacity: Double,
-        perSecond: Double,
-        logger: Logger
-    ) -> (
-        buckets: PostgresTokenBuckets, keyPrefix: String
-    ) {
-        (PostgresTokenBuckets(client: client, table: Self.table, capacity: capacity, perSecond: perSecond, logger: logger), lane + ":")
+    /// The buckets of one lane (`bulk`, `priority`), keyed by tenant: `capacity` events at once,
+    /// refilled at `perSecond`.
+    public static func lane(_ lane: String, client: PostgresClient, capacity: Double, perSecond: Double, logger: Logger) -> PostgresTokenBuckets {
+        PostgresTokenBuckets(client: client, table: Self.table, keyPrefix: lane + ":", capacity: capacity, perSecond: perSecond, logger: logger)
     }
 }

@@ -127,13 +127,17 @@ struct PipelineIsolationTests {
         try await harness.run { _, _, _, first in
             try await harness.live.application(PipelineRunnerService.self).test(.router) { second in
                 var statuses: [Int] = []
+                let started = ContinuousClock.now
                 for index in 0..<6 {
                     let (status, _) = try await harness.create(index % 2 == 0 ? first : second, ["goal": "Shared rate \(index)", "unattended": true])
                     statuses.append(status.code)
                 }
+                // The bucket gives one back every 30 s: a loaded machine's slow run may see one.
+                let refills = Int((ContinuousClock.now - started) / .seconds(30))
                 // Each replica alone would let two through: four in all.
-                #expect(statuses.filter { $0 == 201 }.count == 2, "\(statuses)")
-                #expect(statuses.suffix(4).allSatisfy { $0 == 429 }, "\(statuses)")
+                let created = statuses.filter { $0 == 201 }.count
+                #expect(created >= 2 && created <= 2 + refills, "\(statuses)")
+                #expect(Array(statuses.prefix(2)) == [201, 201] && statuses.allSatisfy { $0 == 201 || $0 == 429 }, "\(statuses)")
                 let (other, _) = try await harness.create(second, ["goal": "Another tenant", "unattended": true], tenant: "other-tenant")
                 #expect(other == .created)
             }

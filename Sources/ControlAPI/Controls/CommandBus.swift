@@ -201,6 +201,8 @@ struct CommandBus: Sendable {
         var retries = 0
         var fresh = false
         var attempts = 0
+        // Claims lost to other polls in this walk (each read again).
+        var claims = 0
         while true {
             let epoch = try await self.epoch(fresh: fresh)
             var queue: AgentQueue
@@ -210,9 +212,11 @@ struct CommandBus: Sendable {
                 fresh = false
             case .missing:
                 // The session ended under the poll (its next poll is refused), or its queue was
-                // never made: made now, while the session is open.
-                guard try await self.queues.make(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch) else { return [] }
-                queue = AgentQueue()
+                // released or never made: made (or taken up) now, while the session is open,
+                // then read again.
+                attempts += 1
+                guard attempts <= 3, try await self.queues.make(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch) else { return [] }
+                continue
             case .otherStream(let walked):
                 // Another stream than this replica knows: ask the server which is current, and
                 // start the queue again only if its stream is not that one.
@@ -227,6 +231,7 @@ struct CommandBus: Sendable {
             var from = queue.floor + 1
             var gone: [UInt64] = []
             var claimed: StoredMessage?
+            var lost = false
             walking: while true {
                 let message = try await self.jetStream.nextMessage(stream: self.subjects.controlStreamName, subject: subject, from: from)
                 gone += queue.gone(in: from..<(message?.sequence ?? .max))
@@ -248,7 +253,11 @@ struct CommandBus: Sendable {
                         claimed = message
                         break walking
                     }
-                    from = message.sequence + 1
+                    // Taken by another poll, or the queue changed under this walk (its floor
+                    // moved, it was released), or the session ended: never skip a command the
+                    // queue may not have seen delivered; read the queue again.
+                    lost = true
+                    break walking
                 }
             }
             if !gone.isEmpty {
@@ -256,6 +265,12 @@ struct CommandBus: Sendable {
                 queue.complete(gone)
             }
             if let claimed { return [claimed] }
+            if lost {
+                // A poll its connector left behind (the session ended) takes nothing more.
+                guard try await self.queues.isOpen(tenant: tenant, session: session.session) else { return [] }
+                claims += 1
+                if claims <= Self.maxInFlight * 2 { continue }
+            }
             guard ContinuousClock.now < deadline else { return [] }
             if retries > 0 {
                 // Woken, and the command not there yet: read again shortly.

@@ -117,48 +117,71 @@ struct AgentQueues: Sendable {
         return walked == epoch ? .queue(queue) : .otherStream(walked)
     }
 
-    /// Releases the agent's queue: its last session ended. Kept ``keptReleased`` (the stream's
-    /// age: every command at or below its floor is gone by then), so the agent's next session
-    /// goes on from where this one left.
+    /// Releases the agent's queue once its last session has ended (none is open when the queue
+    /// is locked: a session opening meanwhile on another replica either comes first and keeps it,
+    /// or comes after and takes it up again). Kept ``keptReleased`` (the stream's age: every
+    /// command at or below its floor is gone by then), so the agent's next session goes on from
+    /// where this one left.
     func release(tenant: String, swarm: String, agent: String) async throws {
-        try await self.client.write(
-            """
-            UPDATE agent_queues SET released_at = now()
-            WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND released_at IS NULL
-            """,
-            logger: self.logger
-        )
+        try await self.client.transaction(logger: self.logger) { connection in
+            var held = false
+            for try await _ in try await connection.query(
+                """
+                SELECT 1 FROM agent_queues
+                WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND released_at IS NULL
+                FOR UPDATE
+                """,
+                logger: self.logger
+            ).decode(Int.self) {
+                held = true
+            }
+            guard held else { return }
+            try await connection.query(
+                """
+                UPDATE agent_queues SET released_at = now()
+                WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent)
+                    AND NOT EXISTS (
+                        SELECT 1 FROM agent_sessions
+                        WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND ended_at IS NULL)
+                """,
+                logger: self.logger
+            )
+        }
     }
 
     /// How long a released queue is kept: the control stream's age.
     static let keptReleased = Duration.seconds(86_400)
 
-    /// Deletes `tenant`'s released queues kept their day, and past `maxReleased` of them the
-    /// oldest, a thousand at a time; marks released any queue left without an open session (a
-    /// release that failed). A failure is logged, never the caller's.
+    /// Deletes `tenant`'s released queues kept their day, and past the newest `maxReleased` of
+    /// them the older ones (their agents' next sessions start from the stream's beginning, as
+    /// every new session did before queues were kept), a thousand at a time; marks released any
+    /// queue left without an open session (a release that failed). Rows another replica holds
+    /// are skipped; a failure is logged, never the caller's.
     func forgetReleased(tenant: String, maxReleased: Int) async {
         do {
             try await self.client.write(
                 """
-                UPDATE agent_queues q SET released_at = now()
-                WHERE q.tenant_id = \(tenant) AND q.released_at IS NULL AND NOT EXISTS (
-                    SELECT 1 FROM agent_sessions s
-                    WHERE s.tenant_id = q.tenant_id AND s.swarm_id = q.swarm_id AND s.agent_id = q.agent_id AND s.ended_at IS NULL)
+                UPDATE agent_queues SET released_at = now()
+                WHERE (tenant_id, swarm_id, agent_id) IN (
+                    SELECT q.tenant_id, q.swarm_id, q.agent_id FROM agent_queues q
+                    WHERE q.tenant_id = \(tenant) AND q.released_at IS NULL AND NOT EXISTS (
+                        SELECT 1 FROM agent_sessions s
+                        WHERE s.tenant_id = q.tenant_id AND s.swarm_id = q.swarm_id AND s.agent_id = q.agent_id AND s.ended_at IS NULL)
+                    LIMIT 1000 FOR UPDATE SKIP LOCKED)
                 """,
                 logger: self.logger
             )
             try await self.client.write(
                 """
-                DELETE FROM agent_queues q
-                WHERE (q.tenant_id, q.swarm_id, q.agent_id) IN (
-                    SELECT o.tenant_id, o.swarm_id, o.agent_id FROM agent_queues o
-                    WHERE o.tenant_id = \(tenant) AND o.released_at IS NOT NULL
-                    ORDER BY o.released_at DESC
-                    OFFSET \(maxReleased)
-                    LIMIT 1000 FOR UPDATE SKIP LOCKED)
-                  OR (q.tenant_id, q.swarm_id, q.agent_id) IN (
-                    SELECT o.tenant_id, o.swarm_id, o.agent_id FROM agent_queues o
-                    WHERE o.tenant_id = \(tenant) AND o.released_at < now() - make_interval(secs => \(Double(Self.keptReleased.components.seconds)))
+                DELETE FROM agent_queues
+                WHERE (tenant_id, swarm_id, agent_id) IN (
+                    SELECT q.tenant_id, q.swarm_id, q.agent_id FROM agent_queues q
+                    WHERE q.tenant_id = \(tenant) AND q.released_at IS NOT NULL AND (
+                        q.released_at < now() - make_interval(secs => \(Double(Self.keptReleased.components.seconds)))
+                        OR q.released_at < (
+                            SELECT n.released_at FROM agent_queues n
+                            WHERE n.tenant_id = \(tenant) AND n.released_at IS NOT NULL
+                            ORDER BY n.released_at DESC OFFSET \(max(0, maxReleased - 1)) LIMIT 1))
                     LIMIT 1000 FOR UPDATE SKIP LOCKED)
                 """,
                 logger: self.logger
@@ -166,6 +189,16 @@ struct AgentQueues: Sendable {
         } catch {
             self.logger.warning("released agent queues not forgotten", metadata: ["error": "\(String(reflecting: error))"])
         }
+    }
+
+    /// Whether `session` of `tenant` is open.
+    func isOpen(tenant: String, session: String) async throws -> Bool {
+        let rows = try await self.client.query(
+            "SELECT 1 FROM agent_sessions WHERE tenant_id = \(tenant) AND session_id = \(session) AND ended_at IS NULL",
+            logger: self.logger
+        )
+        for try await _ in rows.decode(Int.self) { return true }
+        return false
     }
 
     /// Claims the command at `sequence` for delivery now to `session`: true when this call won it

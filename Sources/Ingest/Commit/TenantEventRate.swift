@@ -26,11 +26,15 @@ import Synchronization
 /// events (ingest's service lane) are not charged.
 final class TenantEventRate: Sendable {
     private let shared: PostgresTokenBuckets
-    private let keyPrefix: String
+    /// How long a refill may take (`ingest.commit-timeout-seconds`): past it the tenant's
+    /// requests answer 503, and the next one tries again.
+    let refillTimeout: Duration
     let perSecond: Double
     /// The tokens a refill takes beyond the debt.
     let chunk: Double
     private let leases = Mutex<[String: Entry]>([:])
+    /// When the leases idle past their debt were last forgotten.
+    private let swept = Mutex(ContinuousClock.now)
     private let refusedEarly: Counter
     private let refusedParsed: Counter
 
@@ -54,7 +58,14 @@ final class TenantEventRate: Sendable {
 
     /// The bulk lane's rate.
     convenience init(settings: IngestSettings, client: PostgresClient, logger: Logger) {
-        self.init(perSecond: settings.tenantEventsPerSecond, burst: settings.tenantEventsBurst, lane: "bulk", client: client, logger: logger)
+        self.init(
+            perSecond: settings.tenantEventsPerSecond,
+            burst: settings.tenantEventsBurst,
+            lane: "bulk",
+            refillTimeout: .seconds(settings.commitTimeoutSeconds),
+            client: client,
+            logger: logger
+        )
     }
 
     /// The priority lane's rate.
@@ -63,13 +74,15 @@ final class TenantEventRate: Sendable {
             perSecond: settings.tenantStateEventsPerSecond,
             burst: settings.tenantStateEventsBurst,
             lane: "priority",
+            refillTimeout: .seconds(settings.commitTimeoutSeconds),
             client: client,
             logger: logger
         )
     }
 
-    init(perSecond: Int, burst: Int, lane: String, client: PostgresClient, logger: Logger) {
-        (self.shared, self.keyPrefix) = EventLogRateBuckets.lane(
+    init(perSecond: Int, burst: Int, lane: String, refillTimeout: Duration, client: PostgresClient, logger: Logger) {
+        self.refillTimeout = refillTimeout
+        self.shared = EventLogRateBuckets.lane(
             lane,
             client: client,
             capacity: Double(burst),
@@ -103,8 +116,13 @@ final class TenantEventRate: Sendable {
     func wait(tenant: String) async throws -> Duration? {
         while true {
             let now = ContinuousClock.now
+            let sweep = self.swept.withLock { swept in
+                guard now - swept >= .seconds(10) else { return false }
+                swept = now
+                return true
+            }
             let next: (step: RateLease.Step, refill: Task<Void, any Error>?) = self.leases.withLock { leases in
-                if leases[tenant] == nil { Self.forgetIdle(&leases, now: now) }
+                if sweep, leases.count >= Self.maxTenants { Self.forgetIdle(&leases, now: now, perSecond: self.perSecond) }
                 var entry = leases[tenant] ?? Entry(touched: now)
                 entry.touched = now
                 defer { leases[tenant] = entry }
@@ -122,6 +140,8 @@ final class TenantEventRate: Sendable {
             case .refill:
                 do {
                     try await next.refill?.value
+                } catch let error as APIError {
+                    throw error
                 } catch {
                     throw APIError(.serviceUnavailable, "the tenant's rate cannot be read now; retry shortly", retryAfterSeconds: 1)
                 }
@@ -131,7 +151,13 @@ final class TenantEventRate: Sendable {
 
     private func refill(tenant: String, wanted: Double) async throws {
         do {
-            let (granted, wait) = try await self.shared.grant(self.keyPrefix + tenant, upTo: wanted)
+            let shared = self.shared
+            let (granted, wait) = try await withDeadline(
+                self.refillTimeout,
+                orThrow: APIError(.serviceUnavailable, "the tenant's rate cannot be read now; retry shortly", retryAfterSeconds: 1)
+            ) {
+                try await shared.grant(tenant, upTo: wanted)
+            }
             self.leases.withLock { leases in
                 leases[tenant]?.lease.refilled(granted, wait: wait, now: .now, perSecond: self.perSecond)
                 leases[tenant]?.refilling = nil
@@ -142,10 +168,15 @@ final class TenantEventRate: Sendable {
         }
     }
 
-    /// Past ``maxTenants``, forgets the leases idle for a minute (what they held goes with them).
-    private static func forgetIdle(_ leases: inout [String: Entry], now: ContinuousClock.Instant) {
-        guard leases.count >= Self.maxTenants else { return }
-        leases = leases.filter { $0.value.refilling != nil || now - $0.value.touched < .seconds(60) }
+    /// Past ``maxTenants`` (looked at every ten seconds at most), forgets the leases idle for a
+    /// minute whose debt the refill has paid meanwhile (what they held goes with them; a debt is
+    /// never forgiven).
+    private static func forgetIdle(_ leases: inout [String: Entry], now: ContinuousClock.Instant, perSecond: Double) {
+        leases = leases.filter { _, entry in
+            let idle = now - entry.touched
+            let seconds = Double(idle.components.seconds) + Double(idle.components.attoseconds) / 1e18
+            return entry.refilling != nil || idle < .seconds(60) || entry.lease.held + perSecond * seconds < 0
+        }
     }
 
     /// Refuses a large request of a tenant over its rate before its body is read.

@@ -219,6 +219,10 @@ extension PipelineHandler {
     /// until it may.
     func creationWait(_ tenant: String) async throws -> Duration? {
         if let local = self.creates.take(tenant) { return local }
-        return try await self.sharedCreates.take(tenant)
+        do {
+            return try await self.sharedCreates.take(tenant)
+        } catch {
+            throw APIError(.serviceUnavailable, "the creation limit cannot be read now; retry shortly", retryAfterSeconds: 1)
+        }
     }
 }

@@ -17,13 +17,17 @@ public struct PostgresTokenBuckets: Sendable {
     let client: PostgresClient
     /// The table (``tableSQL(_:)``), in the service's schema; a name of ours, never input.
     let table: String
+    /// What every key of these buckets starts with, where one table holds several kinds (each
+    /// with its own capacity and rate): only these are forgotten by this instance.
+    let keyPrefix: String
     public let capacity: Double
     public let perSecond: Double
     let logger: Logger
 
-    public init(client: PostgresClient, table: String, capacity: Double, perSecond: Double, logger: Logger) {
+    public init(client: PostgresClient, table: String, keyPrefix: String = "", capacity: Double, perSecond: Double, logger: Logger) {
         self.client = client
         self.table = table
+        self.keyPrefix = keyPrefix
         self.capacity = max(1, capacity)
         self.perSecond = max(perSecond, 1e-9)
         self.logger = logger
@@ -55,6 +59,7 @@ public struct PostgresTokenBuckets: Sendable {
     /// Returns the tokens taken and, when none, how long until one is free.
     public func grant(_ key: String, upTo wanted: Double) async throws -> (granted: Double, wait: Duration?) {
         let (capacity, perSecond, table) = (self.capacity, self.perSecond, self.table)
+        let key = self.keyPrefix + key
         let wanted = max(1, wanted)
         // A bucket's tokens now: what it held, refilled for the time since it was last touched
         // (numbers of ours, written into the statement).
@@ -114,7 +119,8 @@ public struct PostgresTokenBuckets: Sendable {
             _ = try await self.client.write(
                 """
                 DELETE FROM \(unescaped: self.table) WHERE key IN (
-                    SELECT key FROM \(unescaped: self.table) WHERE at < now() - make_interval(secs => \(self.capacity / self.perSecond))
+                    SELECT key FROM \(unescaped: self.table)
+                    WHERE starts_with(key, \(self.keyPrefix)) AND at < now() - make_interval(secs => \(self.capacity / self.perSecond))
                     LIMIT 1000 FOR UPDATE SKIP LOCKED)
                 """,
                 logger: self.logger
