@@ -61,7 +61,10 @@ public enum DeploymentFiles {
             File(path: "deploy/staging/nats-permissions.conf", text: try Self.natsPermissions(services, prefix: prefix)),
             File(path: "deploy/staging/postgres-roles.sql", text: try Self.postgresRoles(services)),
             File(path: "docker-compose.yml", sections: Self.composeSections(services)) { try Self.composeAddingBlocks($0, services) },
-        ]
+            File(path: "deploy/k8s/base/services.yaml", text: Self.kubernetesServices(services)),
+            File(path: "deploy/k8s/base/ingress.yaml", text: Self.kubernetesIngress(services)),
+            File(path: "deploy/monitoring/prometheus.yml", text: Self.prometheusConfiguration(services)),
+        ] + services.map { File(path: "deploy/monitoring/dashboards/\($0.name).json", text: Self.grafanaDashboard($0)) }
     }
 
     /// `deploy/local/services`: a line per service, `name port path-prefix…`, which the local

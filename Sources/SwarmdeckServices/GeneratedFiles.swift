@@ -23,7 +23,10 @@ struct GeneratedFiles: ParsableArguments {
             if written != current { stale.append((file.path, url, written)) }
         }
         if !self.check {
-            for file in stale { try file.text.write(to: file.url, atomically: true, encoding: .utf8) }
+            for file in stale {
+                try FileManager.default.createDirectory(at: file.url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try file.text.write(to: file.url, atomically: true, encoding: .utf8)
+            }
         }
         if self.check && !stale.isEmpty {
             throw ValidationError("out of date: \(stale.map(\.path).joined(separator: ", ")); run \(command)")

