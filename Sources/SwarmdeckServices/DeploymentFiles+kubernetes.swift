@@ -38,7 +38,7 @@ extension DeploymentFiles {
         let signs = keys.contains { $0.name == "auth.jwt.private-key-file" }
         let labels = "app.kubernetes.io/name: \(name)\n      app.kubernetes.io/part-of: swarmdeck"
         var environment: [String] = []
-        if signs { environment += ["        - name: AUTH_JWT_PRIVATE_KEY_FILE", "          value: /run/secrets/jwt-es256.pem"] }
+        if signs { environment += ["        - name: AUTH_JWT_PRIVATE_KEY_FILE", "          value: /run/keys/jwt-es256.pem"] }
         if let web = keys.first(where: { $0.name.hasSuffix(".web-base-url") }) {
             environment += [
                 "        - name: \(web.environmentName)", "          valueFrom: {configMapKeyRef: {name: swarmdeck-settings, key: WEB_BASE_URL}}",
@@ -55,7 +55,7 @@ extension DeploymentFiles {
             kind: Deployment
             \(Self.kubernetesMetadata(name))
             spec:
-              replicas: 2
+            \(Self.autoscaled.contains(name) ? "" : "  replicas: 2\n")\
               selector:
                 matchLabels:
                   app.kubernetes.io/name: \(name)
@@ -72,7 +72,8 @@ extension DeploymentFiles {
                     prometheus.io/path: /metrics
                 spec:
                   automountServiceAccountToken: false
-                  # Graceful shutdown: the readiness check fails, requests in flight finish.
+                  # On SIGTERM the service stops taking requests and finishes those in flight;
+                  # the preStop pause first lets the Ingress take the pod out of its rotation.
                   terminationGracePeriodSeconds: 30
                   securityContext:
                     runAsNonRoot: true
@@ -86,6 +87,9 @@ extension DeploymentFiles {
                       command: ["swarmdeckd", "\(name)"]
                       ports:
                         - {name: http, containerPort: 8080}
+                      lifecycle:
+                        preStop:
+                          exec: {command: ["sleep", "5"]}
                       envFrom:
                         - configMapRef: {name: swarmdeck-settings}
             \(environment.isEmpty ? "" : "          env:\n" + environment.map { "    " + $0 }.joined(separator: "\n") + "\n")\
@@ -109,19 +113,24 @@ extension DeploymentFiles {
                         readOnlyRootFilesystem: true
                         capabilities: {drop: [ALL]}
                       volumeMounts:
-                        - {name: secrets, mountPath: /run/secrets, readOnly: true}
+                        # The secrets folder reads regular files only (a secret volume's keys are
+                        # links): each credential mounted on its own.
+                        - {name: credentials, mountPath: /run/secrets/postgres-url, subPath: postgres-url, readOnly: true}
+                        - {name: credentials, mountPath: /run/secrets/nats-url, subPath: nats-url, readOnly: true}
+                        - {name: keys, mountPath: /run/keys, readOnly: true}
                         - {name: tmp, mountPath: /tmp}
                   volumes:
-                    # Its own credentials and the token keys: Secrets the cluster holds
+                    # Its own credentials and the keys: Secrets the cluster holds
                     # (docs/kubernetes.md), never in these manifests.
-                    - name: secrets
+                    - name: credentials
+                      secret:
+                        secretName: \(name)-credentials
+                        items:
+                          - {key: postgres-url, path: postgres-url}
+                          - {key: nats-url, path: nats-url}
+                    - name: keys
                       projected:
                         sources:
-                          - secret:
-                              name: \(name)-credentials
-                              items:
-                                - {key: postgres-url, path: postgres-url}
-                                - {key: nats-url, path: nats-url}
                           - secret:
                               name: swarmdeck-jwt
                               items:
@@ -231,10 +240,18 @@ extension DeploymentFiles {
             "    nginx.ingress.kubernetes.io/proxy-read-timeout: \"3600\"",
             "    nginx.ingress.kubernetes.io/proxy-send-timeout: \"3600\"",
             "    nginx.ingress.kubernetes.io/proxy-body-size: 16m",
+            "    # As the compose edge: a body goes to the service as it comes (ingest refuses a tenant",
+            "    # over its rate before reading it), and the API is served over TLS only.",
+            "    nginx.ingress.kubernetes.io/proxy-request-buffering: \"off\"",
+            "    nginx.ingress.kubernetes.io/force-ssl-redirect: \"true\"",
             "spec:",
             "  ingressClassName: nginx",
+            "  tls:",
+            "    - hosts: [swarmdeck.example.com]",
+            "      secretName: swarmdeck-tls",
             "  rules:",
-            "    - http:",
+            "    - host: swarmdeck.example.com",
+            "      http:",
             "        paths:",
         ]
         // An Ingress's prefix ignores a trailing slash: a route `/x` beside `/x/` (ingest's OTLP
@@ -275,17 +292,11 @@ extension DeploymentFiles {
             ("Live heap by pod", "process_heap_bytes{\(selector)}", "bytes"),
         ]
         if let prefix = Self.metricPrefixes[service.name] {
+            // No function over them, so each series keeps its name (rate() would drop it).
+            let own = "__name__=~\\\"\(prefix)_.+"
+            panels.append(("\(service.name)'s own counters (cumulative)", "{\(own)_total\\\", \(selector)}", "short"))
             panels.append(
-                (
-                    "\(service.name)'s own counters, per second", "sum by (__name__) (rate({__name__=~\\\"\(prefix)_.+_total\\\", \(selector)}[5m]))",
-                    "short"
-                )
-            )
-            panels.append(
-                (
-                    "\(service.name)'s own gauges", "sum by (__name__) ({__name__=~\\\"\(prefix)_.+\\\", __name__!~\\\".+_total\\\", \(selector)})",
-                    "short"
-                )
+                ("\(service.name)'s own gauges", "{\(own)\\\", __name__!~\\\".+_(total|bucket|sum|count)\\\", \(selector)}", "short")
             )
         }
         let panelJSON = panels.enumerated().map { index, panel in

@@ -123,13 +123,12 @@ ensure_promtool() {
     log "taking promtool from Debian's prometheus package into $tools"
     local scratch
     scratch=$(mktemp -d)
-    chmod 0755 "$scratch"  # apt's download user writes there when root runs this
-    # A fresh image has empty package lists.
+    # A fresh image has empty package lists; never a password prompt (this runs beside the build).
     if ! apt-cache show prometheus >/dev/null 2>&1; then
-      if ((EUID == 0)); then apt-get update -qq >&2; else sudo apt-get update -qq >&2; fi
+      if ((EUID == 0)); then apt-get update -qq >&2; else sudo -n apt-get update -qq >&2 || true; fi
     fi
-    (cd "$scratch" && apt-get download prometheus >/dev/null) || { rm -rf "$scratch"; die "apt-get download prometheus failed"; }
-    dpkg-deb -x "$scratch"/prometheus_*.deb "$scratch/root" || { rm -rf "$scratch"; die "the prometheus package could not be unpacked"; }
+    (cd "$scratch" && apt-get download prometheus >/dev/null 2>&1) || { rm -rf "$scratch"; log "apt-get download prometheus failed"; return 1; }
+    dpkg-deb -x "$scratch"/prometheus_*.deb "$scratch/root" || { rm -rf "$scratch"; log "the prometheus package could not be unpacked"; return 1; }
     mkdir -p "$tools"
     install -m 0755 "$scratch/root/usr/bin/promtool" "$tools/promtool"
     rm -rf "$scratch"
