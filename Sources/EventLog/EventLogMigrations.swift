@@ -278,5 +278,19 @@ public enum EventLogMigrations {
                 \(PostgresTokenBuckets.tableSQL(EventLogRateBuckets.table))
                 """
         ),
+        Migration(
+            version: 11,
+            name: "maintenance leases",
+            sql: """
+                -- Which replica does a maintenance round (EventLogRetention's partition drop),
+                -- until when: a row, not a session-level advisory lock, which a transaction pooler
+                -- would not keep.
+                CREATE TABLE maintenance_leases (
+                    name text PRIMARY KEY,
+                    holder text NOT NULL,
+                    until timestamptz NOT NULL
+                );
+                """
+        ),
     ]
 }

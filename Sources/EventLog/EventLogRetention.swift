@@ -78,28 +78,47 @@ public struct EventLogRetention: Service {
         return created
     }
 
+    /// How long a replica holds the partition drop's lease: past it, a replica that died
+    /// mid-drop no longer keeps the others from dropping.
+    public static let dropLease = Duration.seconds(1800)
+
     /// Detaches expired partitions `CONCURRENTLY` (appends and reads go on meanwhile), then drops
-    /// them. One replica at a time (a session advisory lock; the others skip the round). A
-    /// detach interrupted half-way is finalized on the next round.
+    /// them. One replica at a time: the one holding the lease row `maintenance_leases`
+    /// (`partition-drop`), taken for ``dropLease`` and given back after; the others skip the
+    /// round. A lease row, not an advisory lock: `DETACH … CONCURRENTLY` cannot run in a
+    /// transaction, and a session-level lock does not survive a transaction pooler. A detach
+    /// interrupted half-way is finalized on the next round.
     private func dropExpiredPartitions(now: Date) async throws -> [String] {
         let keepFrom = Self.utcDay(now.addingTimeInterval(-Double(self.retentionDays) * 86_400))
-        return try await self.client.withConnection { connection in
-            let lock = try await connection.query(
-                "SELECT pg_try_advisory_lock(hashtext(current_schema() || '.partition-drop'))",
-                logger: self.logger
-            )
-            var locked = false
-            for try await value in lock.decode(Bool.self) { locked = value }
-            guard locked else { return [] }
-            do {
-                let dropped = try await self.dropExpiredPartitions(keepFrom: keepFrom, connection: connection)
-                try await connection.query("SELECT pg_advisory_unlock(hashtext(current_schema() || '.partition-drop'))", logger: self.logger)
-                return dropped
-            } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext(current_schema() || '.partition-drop'))", logger: self.logger)
-                throw error
+        let holder = UUID().uuidString
+        let taken = try await self.client.write(
+            """
+            INSERT INTO maintenance_leases (name, holder, until)
+            VALUES ('partition-drop', \(holder), now() + make_interval(secs => \(Double(Self.dropLease.components.seconds))))
+            ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until
+            WHERE maintenance_leases.until < now()
+            RETURNING 1
+            """,
+            logger: self.logger
+        )
+        guard !taken.isEmpty else { return [] }
+        do {
+            let dropped = try await self.client.withConnection { connection in
+                try await self.dropExpiredPartitions(keepFrom: keepFrom, connection: connection)
             }
+            try await self.giveBackDropLease(holder)
+            return dropped
+        } catch {
+            try? await self.giveBackDropLease(holder)
+            throw error
         }
+    }
+
+    private func giveBackDropLease(_ holder: String) async throws {
+        try await self.client.write(
+            "UPDATE maintenance_leases SET until = now() WHERE name = 'partition-drop' AND holder = \(holder)",
+            logger: self.logger
+        )
     }
 
     private func dropExpiredPartitions(keepFrom: String, connection: PostgresConnection) async throws -> [String] {

@@ -50,9 +50,23 @@ struct IngestRetentionTests {
                 }
 
                 let retention = EventLogRetention(client: database, retentionDays: 3, logger: Logger(label: "test"))
+                // Another replica holds the drop's lease: this round drops nothing; once the
+                // lease has lapsed, it drops.
+                // (The server's start took it once already, and gave it back.)
+                try await database.query(
+                    """
+                    INSERT INTO maintenance_leases (name, holder, until) VALUES ('partition-drop', 'another replica', now() + interval '1 hour')
+                    ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, until = EXCLUDED.until
+                    """
+                )
+                #expect(try await retention.maintain(now: now) == EventLogRetention.Round())
+                try await database.query("UPDATE maintenance_leases SET until = now() - interval '1 second'")
                 let round = try await retention.maintain(now: now)
                 #expect(round.created == [])
                 #expect(round.dropped == [partition("events", daysFromNow: -10)])
+                // Given back after the round.
+                let lapsed = try await database.query("SELECT until <= now() FROM maintenance_leases WHERE name = 'partition-drop'")
+                for try await given in lapsed.decode(Bool.self) { #expect(given) }
                 #expect(try await retention.maintain(now: now) == EventLogRetention.Round())
 
                 let rows = try await database.query("SELECT seq FROM events WHERE tenant_id = \(harness.tenant) ORDER BY seq")
@@ -121,7 +135,7 @@ struct IngestRetentionTests {
             )
             #expect(
                 try await Migrator(schema: harness.schema, migrations: EventLogMigrations.all).migrate(database, logger: logger) == [
-                    3, 4, 5, 6, 7, 8, 9, 10,
+                    3, 4, 5, 6, 7, 8, 9, 10, 11,
                 ]
             )
             let counts = try await database.query(
