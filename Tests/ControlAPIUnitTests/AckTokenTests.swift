@@ -52,6 +52,16 @@ struct AckHandleTests {
         #expect(try self.handles.seal(self.subject, tenant: "t", swarm: "s", agent: "a", command: "c") != handle)
     }
 
+    @Test("a handle given out over one control stream does not open over a stream made again (another creation time)")
+    func boundToTheStream() throws {
+        let binding = CommandBus.handleBinding("c", epoch: "2026-11-30T20:00:00Z")
+        let handle = try self.handles.seal(self.subject, tenant: "t", swarm: "s", agent: "a", command: binding)
+        #expect(self.handles.open(handle, tenant: "t", swarm: "s", agent: "a", command: binding) == self.subject)
+        let again = CommandBus.handleBinding("c", epoch: "2026-11-30T21:00:00Z")
+        #expect(self.handles.open(handle, tenant: "t", swarm: "s", agent: "a", command: again) == nil)
+        #expect(self.handles.open(handle, tenant: "t", swarm: "s", agent: "a", command: "c") == nil)
+    }
+
     @Test("another key, an altered byte, a cut or padded handle, raw subjects and junk do not open")
     func refused() throws {
         let handle = try self.handles.seal(self.subject, tenant: "t", swarm: "s", agent: "a", command: "c")

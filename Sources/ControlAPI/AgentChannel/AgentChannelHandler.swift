@@ -223,7 +223,7 @@ extension AgentChannelHandler: APIProtocol {
             throw APIError(.serviceUnavailable, "command \(ack.commandId) is still being recorded; retry", retryAfterSeconds: 1)
         }
         // The handle is checked before anything is recorded.
-        _ = try self.bus.deliveredSequence(ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
+        _ = try await self.bus.deliveredSequence(ack.ackToken, session: session, command: ack.commandId, sequence: sequence)
         _ = try await self.store.acknowledge(
             tenant: session.tenant,
             CommandAcknowledgement(commandID: ack.commandId, outcome: .init(ack.outcome), state: ack.state, message: ack.message)

@@ -165,6 +165,7 @@ struct CommandBus: Sendable {
             throw APIError(.serviceUnavailable, "the command queue cannot be read now; poll again", retryAfterSeconds: 1)
         }
         var commands: [(BusControlCommand, String, UInt64?)] = []
+        let epoch = messages.isEmpty ? "" : try await self.epoch()
         for message in messages {
             guard let command = try? BusControlCommand(serializedBytes: message.payload),
                 command.tenantID == session.tenant, command.swarmID == session.swarm, command.agentID == session.agent,
@@ -173,7 +174,7 @@ struct CommandBus: Sendable {
                     tenant: session.tenant,
                     swarm: session.swarm,
                     agent: session.agent,
-                    command: command.commandID
+                    command: Self.handleBinding(command.commandID, epoch: epoch)
                 )
             else {
                 // Not a command for this agent, as stored: never delivered.
@@ -288,28 +289,41 @@ struct CommandBus: Sendable {
 
     /// Drops a delivered command for good: one control-api did not issue.
     func discard(handle: String, session: AgentSessionIdentity, command: String) async {
-        guard let sequence = try? self.deliveredSequence(handle, session: session, command: command, sequence: nil) else { return }
+        guard let sequence = try? await self.deliveredSequence(handle, session: session, command: command, sequence: nil) else { return }
         try? await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [sequence])
     }
 
     /// Marks a delivered command done in the agent's queue, given the handle it was delivered
     /// with (checked first, see ``deliveredSequence(_:session:command:sequence:)``).
     func acknowledge(handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64?) async throws {
-        let delivered = try self.deliveredSequence(handle, session: session, command: command, sequence: sequence)
+        let delivered = try await self.deliveredSequence(handle, session: session, command: command, sequence: sequence)
         try await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [delivered])
     }
 
     /// The stream sequence sealed in `handle`; `InvalidRequest` unless the handle was sealed for
-    /// this session's agent and this command, and holds a delivery at `sequence` (any, when nil:
-    /// commands control-api did not record, such as approval gate outcomes).
-    func deliveredSequence(_ handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64?) throws(APIError) -> UInt64 {
-        guard let token = self.handles.open(handle, tenant: session.tenant, swarm: session.swarm, agent: session.agent, command: command),
+    /// this session's agent and this command, over the stream as it is now (a handle given out
+    /// before the stream was made again names a sequence of another stream), and holds a
+    /// delivery at `sequence` (any, when nil: commands control-api did not record, such as
+    /// approval gate outcomes).
+    func deliveredSequence(_ handle: String, session: AgentSessionIdentity, command: String, sequence: UInt64?) async throws -> UInt64 {
+        let epoch = try await self.epoch()
+        guard
+            let token = self.handles.open(
+                handle,
+                tenant: session.tenant,
+                swarm: session.swarm,
+                agent: session.agent,
+                command: Self.handleBinding(command, epoch: epoch)
+            ),
             let delivered = Self.deliveredSequence(token), sequence == nil || delivered == sequence
         else {
             throw APIError(.invalidRequest, "ackToken is not the handle this command was delivered with")
         }
         return delivered
     }
+
+    /// What a handle is bound to besides the tenant, swarm and agent: the command and the stream.
+    static func handleBinding(_ command: String, epoch: String) -> String { command + "\u{0}" + epoch }
 
     /// What a handle seals: the delivered command's stream sequence.
     static func deliveryToken(_ sequence: UInt64) -> String { "q1.\(sequence)" }
