@@ -271,6 +271,11 @@ struct CommandBus: Sendable {
                 guard try await self.queues.isOpen(tenant: tenant, session: session.session) else { return [] }
                 claims += 1
                 if claims <= Self.maxInFlight * 2 { continue }
+                // Lost too often to other polls: wait for a command or the end, then read again.
+                _ = await wake.wait(until: deadline)
+                try Task.checkCancellation()
+                claims = 0
+                continue
             }
             guard ContinuousClock.now < deadline else { return [] }
             if retries > 0 {

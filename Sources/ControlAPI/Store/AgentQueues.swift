@@ -178,10 +178,10 @@ struct AgentQueues: Sendable {
                     SELECT q.tenant_id, q.swarm_id, q.agent_id FROM agent_queues q
                     WHERE q.tenant_id = \(tenant) AND q.released_at IS NOT NULL AND (
                         q.released_at < now() - make_interval(secs => \(Double(Self.keptReleased.components.seconds)))
-                        OR q.released_at < (
-                            SELECT n.released_at FROM agent_queues n
+                        OR (q.swarm_id, q.agent_id) IN (
+                            SELECT n.swarm_id, n.agent_id FROM agent_queues n
                             WHERE n.tenant_id = \(tenant) AND n.released_at IS NOT NULL
-                            ORDER BY n.released_at DESC OFFSET \(max(0, maxReleased - 1)) LIMIT 1))
+                            ORDER BY n.released_at DESC, n.swarm_id, n.agent_id OFFSET \(maxReleased)))
                     LIMIT 1000 FOR UPDATE SKIP LOCKED)
                 """,
                 logger: self.logger
