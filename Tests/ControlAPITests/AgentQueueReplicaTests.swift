@@ -7,7 +7,7 @@ import ServiceKit
 import TestSupport
 import Testing
 
-@Suite("An agent's queue shared by replicas: two polls at once on two replicas never get one command twice (live)")
+@Suite("An agent's queue: shared by replicas, kept across its sessions (live)")
 struct AgentQueueReplicaTests {
     typealias H = ControlHarness
 
@@ -71,6 +71,59 @@ struct AgentQueueReplicaTests {
                 #expect(try await harness.agentQueueFloor(agent: "shared") >= Int64(count))
                 #expect(try await harness.agentDeliveries(agent: "shared") == 0)
             }
+        }
+    }
+
+    @Test(
+        "an agent's next session goes on from where its last one left (no acknowledged command again, one sent meanwhile delivered); past control.max-agent-sessions released queues the oldest go"
+    )
+    func releasedQueues() async throws {
+        let harness = try await ControlHarness(["CONTROL_MAX_AGENT_SESSIONS": "2"])
+        try await harness.run { ingest, control in
+            let key = try await harness.createKey(ingest)
+            try await harness.announce(ingest, control, key: key, agent: "r1", swarm: "s")
+            let operatorToken = try await harness.token(scopes: [.agentsControl])
+            @Sendable func command(_ requestID: String) async throws {
+                let (status, receipt) = try await H.call(
+                    control,
+                    .post,
+                    "/v1/agents/r1/control",
+                    token: operatorToken,
+                    json: ["action": "pause", "reason": "kept", "requestId": requestID]
+                )
+                #expect(status == .accepted, "\(receipt)")
+            }
+            @Sendable func poll(_ session: String, wait: Int) async throws -> [String] {
+                let (_, list) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=\(wait)", token: session)
+                var got: [String] = []
+                for command in list["commands"] as? [[String: Any]] ?? [] {
+                    got.append(try #require(command["requestId"] as? String))
+                    let ack: [String: Any] = [
+                        "commandId": try #require(command["commandId"] as? String), "ackToken": try #require(command["ackToken"] as? String),
+                        "outcome": "applied", "state": "paused",
+                    ]
+                    #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: session, json: ack).0 == .noContent)
+                }
+                return got
+            }
+            let first = try await H.openSession(control, key: key, swarm: "s", agent: "r1")
+            try await command("before")
+            #expect(try await poll(first, wait: 10) == ["before"])
+            #expect(try await H.call(control, .delete, "/v1/agent/sessions/current?exitStatus=0", token: first).0 == .noContent)
+            // Sent while no session is open: it waits in the stream.
+            try await command("meanwhile")
+            let second = try await H.openSession(control, key: key, swarm: "s", agent: "r1")
+            #expect(try await poll(second, wait: 10) == ["meanwhile"])
+            #expect(try await poll(second, wait: 1) == [])
+            #expect(try await H.call(control, .delete, "/v1/agent/sessions/current?exitStatus=0", token: second).0 == .noContent)
+
+            // Three more agents' sessions end: two released queues are kept, the oldest goes.
+            for agent in ["r2", "r3", "r4"] {
+                let session = try await H.openSession(control, key: key, swarm: "s", agent: agent)
+                #expect(try await H.call(control, .delete, "/v1/agent/sessions/current?exitStatus=0", token: session).0 == .noContent)
+            }
+            #expect(try await harness.releasedQueues() == 2)
+            #expect(try await harness.agentQueueFloor(agent: "r1") == -1, "the oldest released queue was kept")
         }
     }
 }

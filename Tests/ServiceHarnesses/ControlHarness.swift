@@ -49,6 +49,19 @@ public struct ControlHarness: Sendable {
         }
     }
 
+    /// The released queues of the harness's tenant (kept a day for their agents' next sessions).
+    public func releasedQueues() async throws -> Int {
+        try await self.live.withDatabase { database in
+            var count = -1
+            for try await value in try await database.query(
+                "SELECT count(*)::int8 FROM \(unescaped: self.controlSchema).agent_queues WHERE tenant_id = \(self.tenant) AND released_at IS NOT NULL"
+            ).decode(Int64.self) {
+                count = Int(value)
+            }
+            return count
+        }
+    }
+
     /// The floor of `agent`'s queue in the harness's tenant (every command at or below that
     /// stream sequence done); -1 when it has no queue.
     public func agentQueueFloor(agent: String) async throws -> Int64 {
