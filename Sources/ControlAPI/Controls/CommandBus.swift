@@ -117,7 +117,7 @@ struct CommandBus: Sendable {
     /// Makes the agent's queue (its cursor over the stream), or keeps the one it has; its
     /// session must be open.
     func openQueue(tenant: String, swarm: String, agent: String) async throws {
-        guard try await self.queues.make(tenant: tenant, swarm: swarm, agent: agent, epoch: try await self.epoch()) else {
+        guard try await self.queues.make(tenant: tenant, swarm: swarm, agent: agent, epoch: try await self.epoch(), newSession: true) else {
             throw APIError(.conflict, "the agent session ended while it opened; open a new one")
         }
     }
@@ -216,7 +216,8 @@ struct CommandBus: Sendable {
                 // released or never made: made (or taken up) now, while the session is open,
                 // then read again.
                 attempts += 1
-                guard attempts <= 3, try await self.queues.make(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch) else { return [] }
+                guard attempts <= 3, try await self.queues.make(tenant: tenant, swarm: swarm, agent: agent, epoch: epoch, newSession: false)
+                else { return [] }
                 continue
             case .otherStream(let walked):
                 // Another stream than this replica knows: ask the server which is current, and

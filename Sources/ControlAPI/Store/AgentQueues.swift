@@ -34,10 +34,11 @@ struct AgentQueues: Sendable {
     }
 
     /// Makes the agent's queue if it has none, or takes up the one its last session left (from
-    /// its floor), while it has an open session (a poll racing its session's end makes none);
-    /// the commands in flight are due again at once: only the open session acknowledges, and
-    /// none of them was delivered to it. False when there is no open session.
-    func make(tenant: String, swarm: String, agent: String, epoch: String) async throws -> Bool {
+    /// its floor), while it has an open session (a poll racing its session's end makes none).
+    /// With `newSession` (the session just opened), the commands in flight are due again at
+    /// once: only the open session acknowledges, and none of them was delivered to it. False
+    /// when there is no open session.
+    func make(tenant: String, swarm: String, agent: String, epoch: String, newSession: Bool) async throws -> Bool {
         try await self.client.transaction(logger: self.logger) { connection in
             var open = false
             for try await value in try await connection.query(
@@ -59,13 +60,15 @@ struct AgentQueues: Sendable {
                 """,
                 logger: self.logger
             )
-            try await connection.query(
-                """
-                UPDATE agent_deliveries SET delivered_at = 'epoch'
-                WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND NOT done
-                """,
-                logger: self.logger
-            )
+            if newSession {
+                try await connection.query(
+                    """
+                    UPDATE agent_deliveries SET delivered_at = 'epoch'
+                    WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND NOT done
+                    """,
+                    logger: self.logger
+                )
+            }
             return true
         }
     }
