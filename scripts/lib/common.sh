@@ -179,8 +179,32 @@ wait_for_http() {
 alive() {
   kill -0 "$1" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
 }
-# is_running PIDFILE: the pid recorded there is alive.
-is_running() { [[ -s $1 ]] && alive "$(<"$1")"; }
+# is_running PIDFILE: the pid recorded there is alive, and is still the process recorded: one
+# that started after the file was written has only reused the number (pid_max is 32768 on this
+# kind of machine and threads take numbers too; a test's killed fanout once came back as another
+# process within seconds, and the stack took it for running).
+is_running() {
+  [[ -s $1 ]] || return 1
+  local pid
+  pid=$(<"$1")
+  alive "$pid" || return 1
+  local started written
+  started=$(process_started "$pid") || return 0
+  written=$(stat -c %Y "$1") || return 0
+  ((started <= written + 2))
+}
+
+# process_started PID: when the process started, in seconds since the epoch (the kernel's boot
+# time plus its start in clock ticks since boot; to the second).
+process_started() {
+  local stat boot ticks
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  # The fields after the command's closing parenthesis: starttime is the 20th of them.
+  ticks=$(awk '{print $20}' <<<"${stat##*) }") || return 1
+  boot=$(awk '/^btime/ {print $2}' /proc/stat) || return 1
+  [[ -n $ticks && -n $boot ]] || return 1
+  echo $((boot + ticks / $(getconf CLK_TCK)))
+}
 
 # Postgres refuses to run as root; as root, run its tools as the postgres
 # user, otherwise as ourselves (a developer's own account works fine).
