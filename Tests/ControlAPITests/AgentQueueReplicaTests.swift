@@ -40,20 +40,10 @@ struct AgentQueueReplicaTests {
                             var got: [String] = []
                             let deadline = ContinuousClock.now + .seconds(60)
                             while ContinuousClock.now < deadline {
-                                let (status, list) = try await H.call(replica, .get, "/v1/agent/commands?waitSeconds=2", token: session)
+                                let (status, requestIDs) = try await H.pollAndAcknowledge(replica, session: session, wait: 2)
                                 #expect(status == .ok)
-                                let commands = list["commands"] as? [[String: Any]] ?? []
-                                if commands.isEmpty { break }
-                                for command in commands {
-                                    got.append(try #require(command["requestId"] as? String))
-                                    let ack: [String: Any] = [
-                                        "commandId": try #require(command["commandId"] as? String),
-                                        "ackToken": try #require(command["ackToken"] as? String),
-                                        "outcome": "applied", "state": "running",
-                                    ]
-                                    let (acked, body) = try await H.call(replica, .post, "/v1/agent/commands/ack", token: session, json: ack)
-                                    #expect(acked == .noContent, "\(body)")
-                                }
+                                if requestIDs.isEmpty { break }
+                                got += requestIDs
                             }
                             return got
                         }
@@ -94,17 +84,7 @@ struct AgentQueueReplicaTests {
                 #expect(status == .accepted, "\(receipt)")
             }
             @Sendable func poll(_ session: String, wait: Int) async throws -> [String] {
-                let (_, list) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=\(wait)", token: session)
-                var got: [String] = []
-                for command in list["commands"] as? [[String: Any]] ?? [] {
-                    got.append(try #require(command["requestId"] as? String))
-                    let ack: [String: Any] = [
-                        "commandId": try #require(command["commandId"] as? String), "ackToken": try #require(command["ackToken"] as? String),
-                        "outcome": "applied", "state": "paused",
-                    ]
-                    #expect(try await H.call(control, .post, "/v1/agent/commands/ack", token: session, json: ack).0 == .noContent)
-                }
-                return got
+                try await H.pollAndAcknowledge(control, session: session, wait: wait, state: "paused").requestIDs
             }
             let first = try await H.openSession(control, key: key, swarm: "s", agent: "r1")
             try await command("before")

@@ -107,21 +107,17 @@ struct AgentQueueScaleTests {
                 var got: [String] = []
                 let deadline = ContinuousClock.now + .seconds(60)
                 while ContinuousClock.now < deadline {
-                    let (status, list) = try await H.call(control, .get, "/v1/agent/commands?waitSeconds=5", token: session)
-                    guard status == .ok, let commands = list["commands"] as? [[String: Any]] else {
+                    let (status, requestIDs) = try await H.pollAndAcknowledge(
+                        control,
+                        session: session,
+                        wait: 5,
+                        state: action == "pause" ? "paused" : "running"
+                    )
+                    guard status == .ok else {
                         try await Task.sleep(for: .milliseconds(500))
                         continue
                     }
-                    for command in commands {
-                        let id = try #require(command["requestId"] as? String)
-                        got.append(id)
-                        let ack: [String: Any] = [
-                            "commandId": try #require(command["commandId"] as? String), "ackToken": try #require(command["ackToken"] as? String),
-                            "outcome": "applied", "state": action == "pause" ? "paused" : "running",
-                        ]
-                        let (acked, body) = try await H.call(control, .post, "/v1/agent/commands/ack", token: session, json: ack)
-                        #expect(acked == .noContent, "\(body)")
-                    }
+                    got += requestIDs
                     if got.contains(requestID) { return got }
                 }
                 return got

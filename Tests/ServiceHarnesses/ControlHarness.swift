@@ -37,56 +37,64 @@ public struct ControlHarness: Sendable {
     /// The agents' command queues in use: control-api's rows, one per agent with an open session
     /// (released ones, kept a day for the agent's next session, are not counted).
     public func commandQueues() async throws -> Int {
-        try await self.live.withDatabase { database in
-            var count = -1
-            for try await rows in try await database.query(
-                "SELECT count(*)::int8 FROM \(unescaped: self.controlSchema).agent_queues WHERE released_at IS NULL"
-            )
-            .decode(Int64.self) {
-                count = Int(rows)
-            }
-            return count
-        }
+        Int(try await self.controlNumber("SELECT count(*)::int8 FROM \(unescaped: self.controlSchema).agent_queues WHERE released_at IS NULL"))
     }
 
     /// The released queues of the harness's tenant (kept a day for their agents' next sessions).
     public func releasedQueues() async throws -> Int {
-        try await self.live.withDatabase { database in
-            var count = -1
-            for try await value in try await database.query(
+        Int(
+            try await self.controlNumber(
                 "SELECT count(*)::int8 FROM \(unescaped: self.controlSchema).agent_queues WHERE tenant_id = \(self.tenant) AND released_at IS NOT NULL"
-            ).decode(Int64.self) {
-                count = Int(value)
-            }
-            return count
-        }
+            )
+        )
     }
 
     /// The floor of `agent`'s queue in the harness's tenant (every command at or below that
     /// stream sequence done); -1 when it has no queue.
     public func agentQueueFloor(agent: String) async throws -> Int64 {
-        try await self.live.withDatabase { database in
-            var floor: Int64 = -1
-            for try await value in try await database.query(
-                "SELECT floor FROM \(unescaped: self.controlSchema).agent_queues WHERE tenant_id = \(self.tenant) AND agent_id = \(agent)"
-            ).decode(Int64.self) {
-                floor = value
-            }
-            return floor
-        }
+        try await self.controlNumber(
+            "SELECT floor FROM \(unescaped: self.controlSchema).agent_queues WHERE tenant_id = \(self.tenant) AND agent_id = \(agent)"
+        )
     }
 
     /// The deliveries recorded above `agent`'s floor (in flight or done out of order).
     public func agentDeliveries(agent: String) async throws -> Int {
-        try await self.live.withDatabase { database in
-            var count = 0
-            for try await value in try await database.query(
+        Int(
+            try await self.controlNumber(
                 "SELECT count(*)::int8 FROM \(unescaped: self.controlSchema).agent_deliveries WHERE tenant_id = \(self.tenant) AND agent_id = \(agent)"
-            ).decode(Int64.self) {
-                count = Int(value)
-            }
-            return count
+            )
+        )
+    }
+
+    /// The one number a query of control-api's tables answers; -1 when it answers no row.
+    private func controlNumber(_ query: PostgresQuery) async throws -> Int64 {
+        try await self.live.withDatabase { database in
+            var number: Int64 = -1
+            for try await value in try await database.query(query).decode(Int64.self) { number = value }
+            return number
         }
+    }
+
+    /// An agent session's poll (waiting up to `wait` seconds) with each command it gets
+    /// acknowledged as `applied` in `state`: the commands' request ids.
+    public static func pollAndAcknowledge(
+        _ control: any TestClientProtocol,
+        session: String,
+        wait: Int,
+        state: String = "running"
+    ) async throws -> (status: HTTPResponse.Status, requestIDs: [String]) {
+        let (status, list) = try await Self.call(control, .get, "/v1/agent/commands?waitSeconds=\(wait)", token: session)
+        var requestIDs: [String] = []
+        for command in list["commands"] as? [[String: Any]] ?? [] {
+            requestIDs.append(try #require(command["requestId"] as? String))
+            let ack: [String: Any] = [
+                "commandId": try #require(command["commandId"] as? String), "ackToken": try #require(command["ackToken"] as? String),
+                "outcome": "applied", "state": state,
+            ]
+            let (acked, body) = try await Self.call(control, .post, "/v1/agent/commands/ack", token: session, json: ack)
+            #expect(acked == .noContent, "\(body)")
+        }
+        return (status, requestIDs)
     }
 
     /// The consumers JetStream holds on the harness's control stream (the agents' queues are

@@ -110,10 +110,9 @@ extension AgentChannelHandler: APIProtocol {
                     metadata: ["session": "\(session.session)", "error": "\(String(reflecting: error))"]
                 )
             }
-            // Not the queue of an agent that has (or is getting) a session again.
-            guard keeping.map({ $0.swarm != session.swarm || $0.agent != session.agent }) ?? true,
-                (try? await self.store.hasOpenSession(tenant: tenant, swarm: session.swarm, agent: session.agent)) == false
-            else { continue }
+            // Not the queue of the agent getting a session again (the release itself keeps the
+            // queue of any agent with an open session).
+            guard keeping.map({ $0.swarm != session.swarm || $0.agent != session.agent }) ?? true else { continue }
             await self.bus.releaseQueue(tenant: tenant, swarm: session.swarm, agent: session.agent)
         }
     }

@@ -138,19 +138,6 @@ extension ControlStore {
         return swarms
     }
 
-    /// Whether the agent has an open session (its queue must stay).
-    func hasOpenSession(tenant: String, swarm: String, agent: String) async throws -> Bool {
-        let rows = try await self.client.query(
-            """
-            SELECT 1 FROM agent_sessions
-            WHERE tenant_id = \(tenant) AND swarm_id = \(swarm) AND agent_id = \(agent) AND ended_at IS NULL
-            """,
-            logger: self.logger
-        )
-        for try await _ in rows.decode(Int.self) { return true }
-        return false
-    }
-
     /// The agents of a swarm by what their connectors said: those with an open session, and
     /// those whose last session ended because their process is gone (and none opened since).
     func sessions(tenant: String, swarm: String) async throws -> (open: Set<String>, gone: Set<String>) {
