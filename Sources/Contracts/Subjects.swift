@@ -5,8 +5,8 @@
 ///
 /// | subject                                          | carries                         |
 /// | ------------------------------------------------ | ------------------------------- |
-/// | `<prefix>.ev.<tenant>.<swarm>.<agent>.<kind>`     | a committed event (core NATS)   |
-/// | `<prefix>.ev.<tenant>.batch`                     | a run of committed events (core NATS) |
+/// | `<prefix>.ev.<partition>.<tenant>.<swarm>.<agent>.<kind>` | a committed event (core NATS) |
+/// | `<prefix>.ev.<partition>.<tenant>.batch`         | a run of committed events (core NATS) |
 /// | `<prefix>.ctl.<tenant>.<swarm>.<agent>`          | control commands (JetStream)    |
 /// | `<prefix>.revoked.<tenant>`                      | revoked devices (JetStream)     |
 /// | `<prefix>.svc.events`                            | services' events for ingest (request/reply) |
@@ -16,6 +16,9 @@
 /// | `<prefix>.health.thresholds.<tenant>`            | a tenant's thresholds changed (core NATS) |
 /// | `<prefix>.acp.advance.<tenant>`                  | an ACP thread advanced (JetStream)  |
 /// | `<prefix>.acp.presence.<tenant>`                 | which ACP threads a device watches live (core NATS) |
+///
+/// `<partition>` is the tenant's ``EventPartition`` (a decimal), so that a service serving a share
+/// of the tenants subscribes to its partitions, not to every event.
 ///
 /// Identifiers are encoded with ``SubjectToken`` so that a `.`, `*`, `>` or space in an id
 /// can never change the shape of a subject.
@@ -40,30 +43,50 @@ public struct Subjects: Sendable, Hashable {
 
     /// The subject one committed event is published on.
     public func event(tenant: String, swarm: String, agent: String, kind: BusEventKind) -> String {
-        "\(self.prefix).ev.\(SubjectToken.encode(tenant)).\(SubjectToken.encode(swarm)).\(SubjectToken.encode(agent)).\(kind.subjectToken)"
+        "\(self.eventBase(tenant: tenant)).\(SubjectToken.encode(swarm)).\(SubjectToken.encode(agent)).\(kind.subjectToken)"
     }
 
     /// The subject a run of one tenant's committed events is published on, as one
     /// `BusEventBatch` (read with ``BusEventBatch/envelopes(in:subject:subjects:)``). It falls
-    /// under ``events(tenant:)`` and ``allEvents``, not under a swarm's or a kind's: an event
-    /// subject has three more tokens after the tenant, a batch subject one.
+    /// under ``events(tenant:)`` and ``events(partition:)``, not under a swarm's or a kind's: an
+    /// event subject has three more tokens after the tenant, a batch subject one.
     public func eventBatch(tenant: String) -> String {
-        "\(self.prefix).ev.\(SubjectToken.encode(tenant)).\(Self.batchToken)"
+        "\(self.eventBase(tenant: tenant)).\(Self.batchToken)"
+    }
+
+    /// `<prefix>.ev.<partition>.<tenant>`.
+    private func eventBase(tenant: String) -> String {
+        "\(self.prefix).ev.\(EventPartition(tenant: tenant)).\(SubjectToken.encode(tenant))"
     }
 
     /// Whether `subject` is an ``eventBatch(tenant:)`` subject of this namespace.
     public func isEventBatch(_ subject: String) -> Bool {
-        let base = self.prefix + ".ev."
-        guard subject.hasPrefix(base), subject.hasSuffix("." + Self.batchToken) else { return false }
-        let tenant = subject.utf8.dropFirst(base.utf8.count).dropLast(Self.batchToken.utf8.count + 1)
-        return !tenant.isEmpty && !tenant.contains(UInt8(ascii: "."))
+        guard let tokens = self.eventTokens(subject), tokens.count == 2, tokens[1] == Self.batchToken[...] else { return false }
+        return true
     }
 
     private static let batchToken = "batch"
 
+    /// The tokens of an event subject of this namespace after its partition, when the partition
+    /// is the tenant's: the tenant's token first. Nil for any other subject.
+    private func eventTokens(_ subject: String) -> [Substring]? {
+        guard subject.hasPrefix(self.prefix + ".ev.") else { return nil }
+        let tokens = subject.dropFirst(self.prefix.utf8.count + 4).split(separator: ".", omittingEmptySubsequences: false)
+        guard tokens.count >= 3, let partition = EventPartition(token: tokens[0]), let tenant = SubjectToken.decode(tokens[1]),
+            EventPartition(tenant: tenant) == partition
+        else { return nil }
+        return Array(tokens.dropFirst())
+    }
+
     /// Every event of one tenant (both shapes: single events and batches).
     public func events(tenant: String) -> String {
-        "\(self.prefix).ev.\(SubjectToken.encode(tenant)).>"
+        "\(self.eventBase(tenant: tenant)).>"
+    }
+
+    /// Every event of the tenants of one partition (both shapes), for a service that serves a
+    /// share of the tenants (health-monitor's replicas hold partitions).
+    public func events(partition: EventPartition) -> String {
+        "\(self.prefix).ev.\(partition).>"
     }
 
     /// Every ACP message of every tenant (approvals reads them for permission requests). Only
@@ -71,11 +94,11 @@ public struct Subjects: Sendable, Hashable {
     /// subject, and every other event in batches (a kind's or a swarm's wildcard would miss
     /// those).
     public var allACPEvents: String {
-        "\(self.prefix).ev.*.*.*.\(BusEventKind.acp.subjectToken)"
+        "\(self.prefix).ev.*.*.*.*.\(BusEventKind.acp.subjectToken)"
     }
 
-    /// Every event of every tenant, both shapes (for consumers that serve all tenants, such as
-    /// health-monitor).
+    /// Every event of every tenant, both shapes. A permission (ingest publishes them, consumers
+    /// may hear them), never a subscription: consumers subscribe per tenant or per partition.
     public var allEvents: String {
         "\(self.prefix).ev.>"
     }
@@ -270,10 +293,7 @@ public struct Subjects: Sendable, Hashable {
     /// The identifiers an event subject carries, or `nil` if `subject` is not an event subject
     /// of this namespace.
     public func parseEvent(_ subject: String) -> EventSubject? {
-        guard subject.hasPrefix(self.prefix + ".ev.") else { return nil }
-        let rest = subject.dropFirst(self.prefix.utf8.count + 4)
-        let tokens = rest.split(separator: ".", omittingEmptySubsequences: false)
-        guard tokens.count == 4, let kind = BusEventKind(subjectToken: tokens[3]),
+        guard let tokens = self.eventTokens(subject), tokens.count == 4, let kind = BusEventKind(subjectToken: tokens[3]),
             let tenant = SubjectToken.decode(tokens[0]),
             let swarm = SubjectToken.decode(tokens[1]),
             let agent = SubjectToken.decode(tokens[2])

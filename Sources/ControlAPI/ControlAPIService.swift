@@ -23,15 +23,15 @@ public enum ControlAPIService: SwarmdeckService {
 
     /// It publishes commands and revocations, asks health-monitor for summaries, manages
     /// JetStream at large (the control stream, read by subject for the agents' queues), hears
-    /// the live feed and the commands of agents whose polls wait, and answers a service-agent's
-    /// command outcomes.
+    /// the commands of agents whose polls wait, and answers a service-agent's command outcomes.
+    /// It hears no event: the fleet is a table ingest keeps.
     public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
         NATSPermissions(
             publish: [
                 subjects.allControlCommands, subjects.allRevocations, subjects.healthSummary, JetStreamOperation.all(),
             ],
             // The commands: a waiting poll hears its agent's subject, to read the stream again.
-            subscribe: [subjects.allEvents, subjects.serviceControlAcks, subjects.allControlCommands],
+            subscribe: [subjects.serviceControlAcks, subjects.allControlCommands],
             allowResponses: true
         )
     }
@@ -42,7 +42,7 @@ public enum ControlAPIService: SwarmdeckService {
     /// Commands are latency-sensitive: each publish is flushed at once (notes on nats.c).
     public static let natsSendAsap = true
 
-    /// The token signer, the fleet index and its feed, the command bus (its stream prepared
+    /// The token signer, the fleet index, the command bus (its stream prepared
     /// before the server starts) and dispatcher, the services' acknowledgements, and the operations of its two documents:
     /// the operators' (openapi/control-api.yaml) and the agents' channel (openapi/agent-channel.yaml).
     public static func assemble(_ assembly: ServiceAssembly<ControlSettings>) async throws -> ServiceParts {
@@ -56,9 +56,8 @@ public enum ControlAPIService: SwarmdeckService {
             audience: assembly.common.jwtAudience
         )
 
-        let fleet = FleetIndex(maxAgentsPerTenant: settings.maxAgentsPerTenant, offlineAfter: .seconds(settings.offlineSeconds))
         let eventLog = EventLogReader(client: postgres, schema: settings.ingestSchema, logger: logger)
-        let feed = FleetFeed(index: fleet, eventLog: eventLog, connection: assembly.nats, subjects: assembly.subjects, logger: logger)
+        let fleet = FleetIndex(eventLog: eventLog, maxAgentsPerTenant: settings.maxAgentsPerTenant)
         let store = ControlStore(client: postgres, logger: logger)
         let bus = CommandBus(
             jetStream: assembly.jetStream,
@@ -149,9 +148,8 @@ public enum ControlAPIService: SwarmdeckService {
         }
 
         return ServiceParts(
-            services: [feed, dispatcher, ServiceAckIntake(store: store, connection: assembly.nats, subjects: assembly.subjects, logger: logger)]
+            services: [dispatcher, ServiceAckIntake(store: store, connection: assembly.nats, subjects: assembly.subjects, logger: logger)]
                 + (oidc.map { [$0.provider] } ?? []),
-            readiness: [ReadinessCheck(name: "fleet") { feed.isLoaded }],
             beforeServerStarts: [{ try await bus.prepare() }, { try await revocations.prepare() }]
         )
     }

@@ -292,5 +292,200 @@ public enum EventLogMigrations {
                 );
                 """
         ),
+        Migration(
+            version: 12,
+            name: "the fleet, kept by the appends",
+            sql: #"""
+                -- Every agent of every tenant as control-api's fleet answers it, kept by each
+                -- append in its transaction (fleet_note), so no service reads every event to
+                -- know the fleet. The swarm and the state are the latest by seq (replicas'
+                -- appends commit in seq order per tenant, under the tenant's row lock).
+                CREATE TABLE fleet_agents (
+                    tenant_id text NOT NULL,
+                    agent_id text NOT NULL,
+                    swarm_id text NOT NULL,
+                    swarm_seq bigint NOT NULL,
+                    last_seq bigint NOT NULL,
+                    last_seen_at timestamptz NOT NULL,
+                    state text,
+                    state_seq bigint NOT NULL DEFAULT 0,
+                    state_changed_at timestamptz NOT NULL,
+                    task_summary text,
+                    worker boolean NOT NULL DEFAULT false,
+                    tmux_session text,
+                    host text,
+                    PRIMARY KEY (tenant_id, agent_id)
+                );
+                CREATE INDEX fleet_agents_recent ON fleet_agents (tenant_id, last_seen_at DESC);
+                -- Each agent's events and errors (severity error or worse) per minute of commit;
+                -- retention keeps two hours.
+                CREATE TABLE fleet_minutes (
+                    tenant_id text NOT NULL,
+                    agent_id text NOT NULL,
+                    minute timestamptz NOT NULL,
+                    events bigint NOT NULL,
+                    errors bigint NOT NULL,
+                    PRIMARY KEY (tenant_id, agent_id, minute)
+                );
+
+                -- Notes committed events in the fleet: arrays in seq order, one element per
+                -- event; the state fields are '' (none) but for state events (parsed by ingest).
+                -- Swarm's own events (agent '') belong to no agent.
+                CREATE FUNCTION fleet_note(
+                    p_tenant text, p_committed timestamptz, p_seqs bigint[], p_swarm_ids text[], p_agent_ids text[],
+                    p_kinds smallint[], p_severities smallint[], p_states text[], p_summaries text[], p_workers boolean[],
+                    p_tmux text[], p_hosts text[]
+                ) RETURNS void LANGUAGE sql AS $fn$
+                    WITH input AS (
+                        SELECT seq, swarm_id, agent_id, kind, severity, nullif(state, '') AS state, nullif(summary, '') AS summary,
+                               worker, nullif(tmux, '') AS tmux, nullif(host, '') AS host
+                        FROM unnest(p_seqs, p_swarm_ids, p_agent_ids, p_kinds, p_severities, p_states, p_summaries,
+                                    p_workers, p_tmux, p_hosts)
+                            AS u(seq, swarm_id, agent_id, kind, severity, state, summary, worker, tmux, host)
+                        WHERE agent_id <> ''
+                    ), states AS (
+                        SELECT DISTINCT ON (agent_id) agent_id, seq, state, summary, worker, tmux, host
+                        FROM input WHERE kind = \#(BusEventKind.state.rawValue) AND state IS NOT NULL ORDER BY agent_id, seq DESC
+                    ), summaries AS (
+                        -- The latest summary given, though the latest state event may give none.
+                        SELECT DISTINCT ON (agent_id) agent_id, summary FROM input
+                        WHERE kind = \#(BusEventKind.state.rawValue) AND state IS NOT NULL AND summary IS NOT NULL
+                        ORDER BY agent_id, seq DESC
+                    ), latest AS (
+                        SELECT DISTINCT ON (agent_id) agent_id, swarm_id, seq FROM input ORDER BY agent_id, seq DESC
+                    ), agents AS (
+                        INSERT INTO fleet_agents AS f (tenant_id, agent_id, swarm_id, swarm_seq, last_seq, last_seen_at, state,
+                                                       state_seq, state_changed_at, task_summary, worker, tmux_session, host)
+                        SELECT p_tenant, l.agent_id, l.swarm_id, l.seq, l.seq, p_committed, s.state, coalesce(s.seq, 0),
+                               p_committed, coalesce(s.summary, m.summary), coalesce(s.worker, false), s.tmux, s.host
+                        FROM latest l LEFT JOIN states s USING (agent_id) LEFT JOIN summaries m USING (agent_id)
+                        ON CONFLICT (tenant_id, agent_id) DO UPDATE SET
+                            swarm_id = CASE WHEN EXCLUDED.swarm_seq > f.swarm_seq THEN EXCLUDED.swarm_id ELSE f.swarm_id END,
+                            swarm_seq = greatest(f.swarm_seq, EXCLUDED.swarm_seq),
+                            last_seq = greatest(f.last_seq, EXCLUDED.last_seq),
+                            last_seen_at = greatest(f.last_seen_at, EXCLUDED.last_seen_at),
+                            state_changed_at = CASE WHEN EXCLUDED.state_seq > f.state_seq AND EXCLUDED.state IS DISTINCT FROM f.state
+                                THEN EXCLUDED.state_changed_at ELSE f.state_changed_at END,
+                            state = CASE WHEN EXCLUDED.state_seq > f.state_seq THEN EXCLUDED.state ELSE f.state END,
+                            task_summary = CASE WHEN EXCLUDED.state_seq > f.state_seq THEN coalesce(EXCLUDED.task_summary, f.task_summary)
+                                ELSE f.task_summary END,
+                            worker = CASE WHEN EXCLUDED.state_seq > f.state_seq THEN EXCLUDED.worker ELSE f.worker END,
+                            tmux_session = CASE WHEN EXCLUDED.state_seq > f.state_seq THEN EXCLUDED.tmux_session ELSE f.tmux_session END,
+                            host = CASE WHEN EXCLUDED.state_seq > f.state_seq THEN EXCLUDED.host ELSE f.host END,
+                            state_seq = greatest(f.state_seq, EXCLUDED.state_seq)
+                    )
+                    INSERT INTO fleet_minutes (tenant_id, agent_id, minute, events, errors)
+                    SELECT p_tenant, agent_id, date_trunc('minute', p_committed), count(*),
+                           count(*) FILTER (WHERE severity >= \#(BusSeverity.error.rawValue))
+                    FROM input GROUP BY agent_id
+                    ON CONFLICT (tenant_id, agent_id, minute) DO UPDATE SET
+                        events = fleet_minutes.events + EXCLUDED.events, errors = fleet_minutes.errors + EXCLUDED.errors
+                $fn$;
+
+                -- append_events (migration 7) with the state fields of each event, noting what it
+                -- commits in the fleet. The old signature goes: this version's event subjects
+                -- differ too, so every service is upgraded together (docs/bus-contract.md).
+                DROP FUNCTION append_events(text, bigint, bigint, text[], text[], text[], smallint[], smallint[], bigint[], bytea[]);
+                CREATE FUNCTION append_events(
+                    p_tenant text, p_committed_ms bigint, p_dedup_ms bigint,
+                    p_msg_ids text[], p_swarm_ids text[], p_agent_ids text[], p_kinds smallint[],
+                    p_severities smallint[], p_occurred_ms bigint[], p_tails bytea[],
+                    p_states text[], p_summaries text[], p_workers boolean[], p_tmux text[], p_hosts text[],
+                    OUT seqs bigint[], OUT duplicates boolean[]
+                ) LANGUAGE plpgsql AS $fn$
+                DECLARE
+                    first_seq bigint;
+                    committed timestamptz := to_timestamp(p_committed_ms / 1000.0);
+                    accepted bigint;
+                    a_seqs bigint[]; a_swarms text[]; a_agents text[]; a_kinds smallint[]; a_severities smallint[];
+                    a_states text[]; a_summaries text[]; a_workers boolean[]; a_tmux text[]; a_hosts text[];
+                BEGIN
+                    SELECT next_seq INTO first_seq FROM tenants WHERE tenant_id = p_tenant FOR UPDATE;
+                    IF NOT FOUND THEN
+                        RAISE EXCEPTION 'tenant % does not exist', p_tenant USING ERRCODE = 'P0002';
+                    END IF;
+                    WITH input AS (
+                        SELECT * FROM unnest(p_msg_ids, p_swarm_ids, p_agent_ids, p_kinds, p_severities, p_occurred_ms, p_tails,
+                                             p_states, p_summaries, p_workers, p_tmux, p_hosts)
+                            WITH ORDINALITY AS u(msg_id, swarm_id, agent_id, kind, severity, occurred_ms, tail,
+                                                 state, summary, worker, tmux, host, ord)
+                    ), known AS (
+                        SELECT DISTINCT ON (e.msg_id) e.msg_id, e.seq FROM events e
+                        WHERE e.tenant_id = p_tenant AND e.msg_id = ANY (p_msg_ids)
+                          AND e.committed_at >= to_timestamp((p_committed_ms - p_dedup_ms) / 1000.0)
+                        ORDER BY e.msg_id, e.seq DESC
+                    ), numbered AS (
+                        SELECT i.*, k.seq AS known_seq,
+                               first_seq - 1 + count(*) FILTER (WHERE k.seq IS NULL) OVER (ORDER BY i.ord) AS new_seq
+                        FROM input i LEFT JOIN known k USING (msg_id)
+                    ), inserted AS (
+                        INSERT INTO events (tenant_id, seq, msg_id, swarm_id, agent_id, kind, severity, occurred_at, committed_at, frame)
+                        SELECT p_tenant, n.new_seq, n.msg_id, n.swarm_id, n.agent_id, n.kind, n.severity,
+                               to_timestamp(n.occurred_ms / 1000.0), committed,
+                               convert_to('{"seq":' || n.new_seq || ',"eventId":"' || n.new_seq || '"', 'UTF8') || n.tail
+                        FROM numbered n WHERE n.known_seq IS NULL
+                    )
+                    SELECT coalesce(array_agg(coalesce(n.known_seq, n.new_seq) ORDER BY n.ord), '{}'),
+                           coalesce(array_agg(n.known_seq IS NOT NULL ORDER BY n.ord), '{}'),
+                           count(*) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.new_seq ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.swarm_id ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.agent_id ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.kind ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.severity ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.state ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.summary ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.worker ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.tmux ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
+                           array_agg(n.host ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL)
+                    INTO seqs, duplicates, accepted, a_seqs, a_swarms, a_agents, a_kinds, a_severities,
+                         a_states, a_summaries, a_workers, a_tmux, a_hosts
+                    FROM numbered n;
+                    IF accepted > 0 THEN
+                        UPDATE tenants SET next_seq = first_seq + accepted WHERE tenant_id = p_tenant;
+                        PERFORM fleet_note(p_tenant, committed, a_seqs, a_swarms, a_agents, a_kinds, a_severities,
+                                           a_states, a_summaries, a_workers, a_tmux, a_hosts);
+                    END IF;
+                END
+                $fn$;
+
+                -- The fleet of the log as it stands: every agent's latest event, its latest state
+                -- event whose frame reads (one that does not is skipped), its last two hours by
+                -- minute.
+                CREATE FUNCTION migration_frame_json(frame bytea) RETURNS jsonb LANGUAGE plpgsql AS $fn$
+                BEGIN
+                    RETURN convert_from(frame, 'UTF8')::jsonb;
+                EXCEPTION WHEN others THEN
+                    RETURN NULL;
+                END
+                $fn$;
+                INSERT INTO fleet_agents (tenant_id, agent_id, swarm_id, swarm_seq, last_seq, last_seen_at, state_changed_at)
+                SELECT DISTINCT ON (tenant_id, agent_id) tenant_id, agent_id, swarm_id, seq, seq, committed_at, committed_at
+                FROM events WHERE agent_id <> '' ORDER BY tenant_id, agent_id, seq DESC;
+                WITH states AS (
+                    SELECT DISTINCT ON (tenant_id, agent_id) tenant_id, agent_id, seq, committed_at, migration_frame_json(frame) AS doc
+                    FROM events WHERE kind = \#(BusEventKind.state.rawValue) AND jsonb_typeof(migration_frame_json(frame) -> 'state') = 'string'
+                    ORDER BY tenant_id, agent_id, seq DESC
+                )
+                UPDATE fleet_agents f SET state = left(s.doc ->> 'state', \#(EventLogAppender.maxFleetState)), state_seq = s.seq,
+                    state_changed_at = s.committed_at,
+                    task_summary = left(s.doc ->> 'taskSummary', \#(EventLogAppender.maxTaskSummary)),
+                    worker = coalesce(CASE WHEN jsonb_typeof(s.doc -> 'attrs' -> 'worker') = 'boolean'
+                                           THEN (s.doc -> 'attrs' ->> 'worker')::boolean END, false),
+                    tmux_session = CASE WHEN jsonb_typeof(s.doc -> 'attrs' -> 'tmuxSession') = 'string'
+                                             AND octet_length(s.doc -> 'attrs' ->> 'tmuxSession') BETWEEN 1 AND 64
+                                        THEN s.doc -> 'attrs' ->> 'tmuxSession' END,
+                    host = CASE WHEN jsonb_typeof(s.doc -> 'attrs' -> 'host') = 'string'
+                                     AND octet_length(s.doc -> 'attrs' ->> 'host') BETWEEN 1 AND 253
+                                THEN s.doc -> 'attrs' ->> 'host' END
+                FROM states s WHERE f.tenant_id = s.tenant_id AND f.agent_id = s.agent_id;
+                INSERT INTO fleet_minutes (tenant_id, agent_id, minute, events, errors)
+                SELECT tenant_id, agent_id, date_trunc('minute', committed_at), count(*),
+                       count(*) FILTER (WHERE severity >= \#(BusSeverity.error.rawValue))
+                FROM events WHERE agent_id <> '' AND committed_at > now() - interval '2 hours' GROUP BY 1, 2, 3;
+                -- In the schema while the migration runs (a service's role may not make temporary ones).
+                DROP FUNCTION migration_frame_json(bytea);
+                """#
+        ),
     ]
 }

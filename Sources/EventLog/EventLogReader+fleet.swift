@@ -1,99 +1,103 @@
-import Contracts
 public import Foundation
-import NIOCore
 import PostgresNIO
 
-/// What the log says of every agent, read in one consistent snapshot.
-public struct FleetSnapshot: Sendable {
-    /// Every tenant's last committed seq at the snapshot.
-    public var heads: [String: Int64] = [:]
-    /// Every agent of every tenant.
-    public var agents: [Agent] = []
+/// One agent of the fleet as the appends keep it (`fleet_agents`, `fleet_minutes`).
+public struct FleetAgent: Sendable {
+    public var agentID: String
+    /// The swarm of its latest event.
+    public var swarmID: String
+    /// The `state` of its latest state event; nil before it sent one.
+    public var state: String?
+    /// The latest task summary a state event gave (cut to ``EventLogAppender/maxTaskSummary``).
+    public var taskSummary: String?
+    /// Its latest state event said it takes requests (`attrs.worker`).
+    public var acceptsRequests: Bool
+    /// The tmux session and host its latest state event named.
+    public var tmuxSession: String?
+    public var host: String?
+    /// When its state last changed (or it was first seen).
+    public var stateChangedAt: Date
+    /// When its latest event was committed.
+    public var lastSeenAt: Date
+    /// Its latest event's seq.
+    public var lastSeq: Int64
+    /// Its events, and those of severity error or worse, committed in the last hour.
+    public var eventsLastHour: Int64
+    public var errorsLastHour: Int64
 
-    public struct Agent: Sendable {
-        public var tenant: String
-        public var swarmID: String
-        public var agentID: String
-        /// When its last event was committed.
-        public var lastSeenAt: Date
-        /// Its last event's seq.
-        public var lastSeq: Int64 = 0
-        /// Its last state event, if it sent one.
-        public var lastState: StateEvent?
-        /// Its events and errors (severity error or worse) per minute of the last hour.
-        public var minutes: [Minute] = []
-    }
-
-    public struct StateEvent: Sendable {
-        public var seq: Int64
-        public var fields: EventFrame.State
-        public var committedAt: Date
-    }
-
-    public struct Minute: Sendable {
-        public var start: Date
-        public var events: Int64
-        public var errors: Int64
+    public init(
+        agentID: String,
+        swarmID: String,
+        state: String? = nil,
+        taskSummary: String? = nil,
+        acceptsRequests: Bool = false,
+        tmuxSession: String? = nil,
+        host: String? = nil,
+        stateChangedAt: Date,
+        lastSeenAt: Date,
+        lastSeq: Int64 = 0,
+        eventsLastHour: Int64 = 0,
+        errorsLastHour: Int64 = 0
+    ) {
+        self.agentID = agentID
+        self.swarmID = swarmID
+        self.state = state
+        self.taskSummary = taskSummary
+        self.acceptsRequests = acceptsRequests
+        self.tmuxSession = tmuxSession
+        self.host = host
+        self.stateChangedAt = stateChangedAt
+        self.lastSeenAt = lastSeenAt
+        self.lastSeq = lastSeq
+        self.eventsLastHour = eventsLastHour
+        self.errorsLastHour = errorsLastHour
     }
 }
 
 extension EventLogReader {
-    /// Heads, agents, their last states and last hour, from one REPEATABLE READ snapshot. Scans
-    /// the whole log, without the pool's statement timeout: for a replica's start-up.
-    public func fleetSnapshot() async throws -> FleetSnapshot {
-        let stateKind = Int16(BusEventKind.state.rawValue)
-        let errorSeverity = Int16(BusSeverity.error.rawValue)
-        return try await self.client.withConnection { connection in
-            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: self.logger)
-            do {
-                try await connection.query("SET LOCAL statement_timeout = 0", logger: self.logger)
-                var snapshot = FleetSnapshot()
-                for try await (tenant, head) in try await connection.query(
-                    "SELECT tenant_id, next_seq - 1 FROM \(unescaped: self.schema).tenants",
-                    logger: self.logger
-                ).decode((String, Int64).self) {
-                    snapshot.heads[tenant] = head
-                }
-                var index: [String: [String: Int]] = [:]
-                for try await (tenant, swarm, agent, lastSeen, lastSeq) in try await connection.query(
-                    """
-                    SELECT DISTINCT ON (tenant_id, agent_id) tenant_id, swarm_id, agent_id, committed_at, seq
-                    FROM \(unescaped: self.schema).events WHERE agent_id <> '' ORDER BY tenant_id, agent_id, seq DESC
-                    """,
-                    logger: self.logger
-                ).decode((String, String, String, Date, Int64).self) {
-                    index[tenant, default: [:]][agent] = snapshot.agents.count
-                    snapshot.agents.append(
-                        FleetSnapshot.Agent(tenant: tenant, swarmID: swarm, agentID: agent, lastSeenAt: lastSeen, lastSeq: lastSeq)
-                    )
-                }
-                for try await (tenant, agent, seq, frame, at) in try await connection.query(
-                    """
-                    SELECT DISTINCT ON (tenant_id, agent_id) tenant_id, agent_id, seq, frame, committed_at
-                    FROM \(unescaped: self.schema).events WHERE kind = \(stateKind) ORDER BY tenant_id, agent_id, seq DESC
-                    """,
-                    logger: self.logger
-                ).decode((String, String, Int64, ByteBuffer, Date).self) {
-                    guard let position = index[tenant]?[agent], let fields = EventFrame.state(in: frame.readableBytesView) else { continue }
-                    snapshot.agents[position].lastState = FleetSnapshot.StateEvent(seq: seq, fields: fields, committedAt: at)
-                }
-                for try await (tenant, agent, minute, events, errors) in try await connection.query(
-                    """
-                    SELECT tenant_id, agent_id, date_trunc('minute', committed_at), count(*), count(*) FILTER (WHERE severity >= \(errorSeverity))
-                    FROM \(unescaped: self.schema).events WHERE committed_at > now() - interval '1 hour' AND agent_id <> ''
-                    GROUP BY 1, 2, 3
-                    """,
-                    logger: self.logger
-                ).decode((String, String, Date, Int64, Int64).self) {
-                    guard let position = index[tenant]?[agent] else { continue }
-                    snapshot.agents[position].minutes.append(FleetSnapshot.Minute(start: minute, events: events, errors: errors))
-                }
-                try await connection.query("COMMIT", logger: self.logger)
-                return snapshot
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: self.logger)
-                throw error
-            }
+    /// `tenant`'s agents, the most recently seen first, at most `limit`: all of them, those of
+    /// a swarm spelled one of `swarms`, or those whose id is one of `agents` (ids are compared
+    /// as bytes: callers pass the spellings they accept).
+    public func fleet(tenant: String, swarms: [String]? = nil, agents: [String]? = nil, limit: Int) async throws -> [FleetAgent] {
+        let rows = try await self.client.query(
+            """
+            SELECT a.agent_id, a.swarm_id, a.state, a.task_summary, a.worker, a.tmux_session, a.host, a.state_changed_at,
+                   a.last_seen_at, a.last_seq, coalesce(h.events, 0)::int8, coalesce(h.errors, 0)::int8
+            FROM \(unescaped: self.schema).fleet_agents a
+            LEFT JOIN (
+                SELECT agent_id, sum(events) AS events, sum(errors) AS errors FROM \(unescaped: self.schema).fleet_minutes
+                WHERE tenant_id = \(tenant) AND minute > now() - interval '1 hour'
+                  AND (\(agents)::text[] IS NULL OR agent_id = ANY(\(agents)::text[]))
+                GROUP BY agent_id
+            ) h ON h.agent_id = a.agent_id
+            WHERE a.tenant_id = \(tenant) AND (\(swarms)::text[] IS NULL OR a.swarm_id = ANY(\(swarms)::text[]))
+              AND (\(agents)::text[] IS NULL OR a.agent_id = ANY(\(agents)::text[]))
+            ORDER BY a.last_seen_at DESC, a.agent_id LIMIT \(limit)
+            """,
+            logger: self.logger
+        )
+        var agents: [FleetAgent] = []
+        for try await row in rows {
+            let (id, swarm, state, summary, worker, tmux, host, changed, seen, seq, events, errors) = try row.decode(
+                (String, String, String?, String?, Bool, String?, String?, Date, Date, Int64, Int64, Int64).self
+            )
+            agents.append(
+                FleetAgent(
+                    agentID: id,
+                    swarmID: swarm,
+                    state: state,
+                    taskSummary: summary,
+                    acceptsRequests: worker,
+                    tmuxSession: tmux,
+                    host: host,
+                    stateChangedAt: changed,
+                    lastSeenAt: seen,
+                    lastSeq: seq,
+                    eventsLastHour: events,
+                    errorsLastHour: errors
+                )
+            )
         }
+        return agents
     }
 }

@@ -54,10 +54,34 @@ public struct EventLogRetention: Service {
                 metadata: ["error": "\(String(reflecting: error))"]
             )
         }
+        do {
+            try await self.pruneFleet()
+        } catch {
+            self.logger.error("pruning the fleet failed; the next round retries", metadata: ["error": "\(String(reflecting: error))"])
+        }
         if !round.created.isEmpty || !round.dropped.isEmpty {
             self.logger.info("event log partitions maintained", metadata: ["created": "\(round.created)", "dropped": "\(round.dropped)"])
         }
         return round
+    }
+
+    /// Forgets the fleet's minutes older than two hours (the fleet counts the last one) and
+    /// agents silent for longer than the log is kept.
+    private func pruneFleet() async throws {
+        try await self.client.write("DELETE FROM fleet_minutes WHERE minute < now() - interval '2 hours'", logger: self.logger)
+        // In batches, skipping rows an append holds (an agent coming back as it is forgotten).
+        while true {
+            let deleted = try await self.client.write(
+                """
+                DELETE FROM fleet_agents WHERE ctid IN (
+                    SELECT ctid FROM fleet_agents WHERE last_seen_at < now() - make_interval(days => \(Int32(self.retentionDays)))
+                    LIMIT 10000 FOR UPDATE SKIP LOCKED)
+                RETURNING 1
+                """,
+                logger: self.logger
+            )
+            if deleted.count < 10_000 { break }
+        }
     }
 
     /// One transaction per table; attaching waits for no append (see migration 3).

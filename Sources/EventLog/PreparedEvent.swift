@@ -82,8 +82,17 @@ public struct PreparedEvent: Sendable {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    private static let frameOpening = Array(#"{"seq":"#.utf8)
+    fileprivate static let frameOpening = Array(#"{"seq":"#.utf8)
     private static let frameEventID = Array(#","eventId":""#.utf8)
+}
+
+extension PreparedEvent {
+    /// A state event's fields for the fleet (read from its frame); nil for other events and
+    /// for a state frame that does not read.
+    var fleetState: EventFrame.State? {
+        guard self.kind == .state else { return nil }
+        return EventFrame.state(in: Self.frameOpening + Array("0".utf8) + self.frameTail)
+    }
 }
 
 /// The ACP side of an event: one JSON-RPC message appended to a thread (seed 003).

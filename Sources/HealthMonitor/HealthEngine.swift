@@ -15,6 +15,11 @@ actor HealthEngine {
     private var dirty: [String: Set<TenantHealth.Touched>] = [:]
     /// The swarm metrics last sent, per tenant and swarm.
     private var sentMetrics: [String: [String: [Double]]] = [:]
+    /// The event partitions whose tenants this replica follows (``PartitionLeases``).
+    private(set) var owned: Set<EventPartition> = []
+    /// Owned partitions whose tenants' windows are still being rebuilt from the log: no rule of
+    /// theirs is evaluated, and no rollup or metric of theirs taken, until they are.
+    private(set) var rebuilding: Set<EventPartition> = []
     /// Events of tenants past `health.max-tenants`, ignored.
     private(set) var ignored = 0
     private(set) var eventsApplied = 0
@@ -26,10 +31,10 @@ actor HealthEngine {
         self.settings = settings
     }
 
-    /// Whether this replica follows `tenant` (its share, and room for it); when there is no
-    /// room, `events` of it are counted as ignored.
+    /// Whether this replica follows `tenant` (its partition is held here, and there is room for
+    /// it); when there is no room, `events` of it are counted as ignored.
     func follows(_ tenant: String, events: Int = 1) -> Bool {
-        guard self.settings.owns(tenant) else { return false }
+        guard self.owned.contains(EventPartition(tenant: tenant)) else { return false }
         if self.tenants[tenant] != nil { return true }
         if self.tenants.count >= self.settings.maxTenants {
             self.ignored += events
@@ -37,6 +42,36 @@ actor HealthEngine {
             return false
         }
         return true
+    }
+
+    /// The tenants of `partition` are followed here from now on.
+    func own(_ partition: EventPartition) {
+        self.owned.insert(partition)
+        self.rebuilding.insert(partition)
+    }
+
+    /// The tenants of `partition` are rebuilt: their rules are evaluated from now on.
+    func rebuilt(_ partition: EventPartition) {
+        self.rebuilding.remove(partition)
+    }
+
+    /// Whether `tenant`'s windows are whole (its partition owned and rebuilt).
+    private func settled(_ tenant: String) -> Bool {
+        let partition = EventPartition(tenant: tenant)
+        return self.owned.contains(partition) && !self.rebuilding.contains(partition)
+    }
+
+    /// The tenants of `partition` are no longer followed here: their windows, marks and pending
+    /// rollups go (the replica that takes the partition rebuilds them from the log).
+    func disown(_ partition: EventPartition) {
+        self.owned.remove(partition)
+        self.rebuilding.remove(partition)
+        for id in Array(self.tenants.keys) + Array(self.applied.keys) where EventPartition(tenant: id) == partition {
+            self.tenants[id] = nil
+            self.applied[id] = nil
+            self.dirty[id] = nil
+            self.sentMetrics[id] = nil
+        }
     }
 
     private func tenant(_ id: String) -> TenantHealth {
@@ -52,12 +87,15 @@ actor HealthEngine {
     func lastApplied(_ tenant: String) -> Int64? { self.applied[tenant] }
 
     func setApplied(_ tenant: String, _ seq: Int64) {
+        guard self.owned.contains(EventPartition(tenant: tenant)) else { return }
         self.applied[tenant] = max(self.applied[tenant] ?? 0, seq)
     }
 
     /// Applies events of one tenant in seq order (those at or below what was applied are
     /// skipped); with `evaluate`, evaluates what they touched at `now` and answers the changes.
     func apply(_ events: [HealthEvent], tenant id: String, evaluate: Bool, now: Int64) -> [TenantHealth.Change] {
+        // A read from the log that ends after the partition moved away applies nothing.
+        guard self.owned.contains(EventPartition(tenant: id)) else { return [] }
         var tenant = self.tenant(id)
         let evicted = tenant.evicted
         defer { HealthMetrics.evicted.increment(by: tenant.evicted - evicted) }
@@ -73,7 +111,7 @@ actor HealthEngine {
         if let newest = events.last { self.newestAt = max(self.newestAt, newest.at) }
         self.dirty[id, default: []].formUnion(touched)
         var changes: [TenantHealth.Change] = []
-        if evaluate, !touched.isEmpty { changes = tenant.evaluate(now: now, only: touched, newID: Incident.newID) }
+        if evaluate, !touched.isEmpty, self.settled(id) { changes = tenant.evaluate(now: now, only: touched, newID: Incident.newID) }
         self.tenants[id] = tenant
         return changes
     }
@@ -87,7 +125,7 @@ actor HealthEngine {
         HealthMetrics.skills.set(sizes.skills)
         HealthMetrics.agents.set(sizes.agents)
         HealthMetrics.lagMilliseconds.set(self.newestAt > 0 ? max(0, now - self.newestAt) : 0)
-        for id in Array(self.tenants.keys) {
+        for id in Array(self.tenants.keys) where self.settled(id) {
             var tenant = self.tenants[id]!
             let changes = tenant.evaluate(now: now, newID: Incident.newID)
             self.tenants[id] = tenant
@@ -105,7 +143,7 @@ actor HealthEngine {
 
     /// Takes back a firing incident loaded from the store.
     func restore(_ incident: Incident) {
-        guard let subject = incident.subject else { return }
+        guard let subject = incident.subject, self.owned.contains(EventPartition(tenant: incident.tenant)) else { return }
         var tenant = self.tenant(incident.tenant)
         tenant.restore(incidentID: incident.id, subject: subject)
         self.tenants[incident.tenant] = tenant
@@ -133,8 +171,9 @@ actor HealthEngine {
 
     /// The rollups of what changed since the last call, rendered at `now`.
     func takeRollups(now: Int64) -> [HealthRollup] {
-        let dirty = self.dirty
-        self.dirty = [:]
+        // A tenant still being rebuilt keeps its marks until it is whole.
+        let dirty = self.dirty.filter { self.settled($0.key) }
+        for id in dirty.keys { self.dirty[id] = nil }
         var rollups: [HealthRollup] = []
         for (id, touched) in dirty {
             guard let tenant = self.tenants[id] else { continue }
@@ -149,7 +188,7 @@ actor HealthEngine {
     /// minutes only).
     func takeSwarmMetrics(now: Int64) -> [(tenant: String, swarm: String, values: [(name: String, value: Double)])] {
         var out: [(String, String, [(String, Double)])] = []
-        for (id, tenant) in self.tenants {
+        for (id, tenant) in self.tenants where self.settled(id) {
             for (swarmID, swarm) in tenant.swarms where now - swarm.lastEventAt < 600_000 {
                 let values = [
                     ("error_rate", (swarm.errorRate(now: now) * 1000).rounded() / 1000),

@@ -19,7 +19,7 @@ public enum HealthMonitorService: SwarmdeckService {
     public static let readsEventLog = true
     public static let edgeRoutes = ["/v1/context-health", "/v1/skill-health", "/v1/swarm-health", "/v1/incidents", "/v1/alert-thresholds"]
 
-    /// It hears the live feed, publishes incident changes (owning the incidents stream), sends
+    /// It hears the live feed (subscribing per partition held), publishes incident changes (owning the incidents stream), sends
     /// its events to ingest, answers health summaries and tells its replicas of threshold
     /// changes.
     public static func natsPermissions(_ subjects: Subjects) -> NATSPermissions {
@@ -55,6 +55,11 @@ public enum HealthMonitorService: SwarmdeckService {
             connection: assembly.nats,
             subjects: assembly.subjects,
             settings: settings,
+            leases: PartitionLeases(
+                store: PartitionLeaseStore(client: assembly.postgres, logger: logger),
+                ttl: .seconds(settings.leaseSeconds),
+                logger: logger
+            ),
             logger: logger
         )
         let notices = ThresholdNotices(connection: assembly.nats, subjects: assembly.subjects, store: thresholds, engine: engine, logger: logger)

@@ -16,23 +16,32 @@ struct BusEventBatchTests {
         return envelope
     }
 
-    @Test("a batch subject is the tenant's, under the tenant's and every tenant's wildcard, and not an event subject")
+    @Test("a batch subject is the tenant's, under the tenant's and its partition's wildcard, and not an event subject")
     func batchSubject() throws {
         let subjects = try Subjects(prefix: "test.p1")
         for tenant in ["acme", "a.b", "*", ">", "with space", "batch"] {
             let subject = subjects.eventBatch(tenant: tenant)
             #expect(subjects.isEventBatch(subject))
             #expect(subjects.parseEvent(subject) == nil)
-            // `<prefix>.ev.<tenant>.>` and `<prefix>.ev.>` match it: one token after the tenant.
+            // `<prefix>.ev.<partition>.<tenant>.>` and `<prefix>.ev.<partition>.>` match it: one
+            // token after the tenant.
             let tenantWildcard = subjects.events(tenant: tenant)
             #expect(subject.hasPrefix(String(tenantWildcard.dropLast())))
             #expect(subject.dropFirst(tenantWildcard.count - 1).split(separator: ".").count == 1)
+            #expect(subject.hasPrefix(String(subjects.events(partition: EventPartition(tenant: tenant)).dropLast())))
         }
+        let acme = EventPartition(tenant: "acme")
+        let other = EventPartition((acme.index + 1) % EventPartition.count)!
+        #expect(subjects.isEventBatch("test.p1.ev.\(acme).acme.batch"))
+        // The partition must be the tenant's, and written the one way.
+        #expect(!subjects.isEventBatch("test.p1.ev.\(other).acme.batch"))
+        #expect(!subjects.isEventBatch("test.p1.ev.0\(acme).acme.batch"))
+        #expect(!subjects.isEventBatch("test.p1.ev.acme.batch"))
         // An event subject whose agent or swarm is named "batch" is not a batch subject.
         #expect(!subjects.isEventBatch(subjects.event(tenant: "acme", swarm: "s", agent: "batch", kind: .log)))
         #expect(!subjects.isEventBatch(subjects.event(tenant: "acme", swarm: "batch", agent: "a", kind: .log)))
         #expect(!subjects.isEventBatch("test.p1.ev..batch"))
-        #expect(!subjects.isEventBatch("other.ev.acme.batch"))
+        #expect(!subjects.isEventBatch("other.ev.\(acme).acme.batch"))
         #expect(!subjects.isEventBatch("test.p1.ev.batch"))
     }
 

@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 import OpenAPIRuntime
 import ServiceKit
@@ -9,8 +10,8 @@ import Testing
 struct WorkerOwnershipTests {
     let start = Date(timeIntervalSince1970: 1_800_000_000)
 
-    func record(_ id: String, seenAgo seconds: Double, worker: Bool = true) -> FleetIndex.AgentRecord {
-        var record = FleetIndex.AgentRecord(
+    func record(_ id: String, seenAgo seconds: Double, worker: Bool = true) -> FleetAgent {
+        var record = FleetAgent(
             agentID: id,
             swarmID: "s",
             stateChangedAt: self.start,

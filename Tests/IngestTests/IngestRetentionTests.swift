@@ -49,6 +49,20 @@ struct IngestRetentionTests {
                     )
                 }
 
+                // An agent of the fleet silent for ten days, and a minute of three hours ago.
+                try await database.query(
+                    """
+                    INSERT INTO fleet_agents (tenant_id, agent_id, swarm_id, swarm_seq, last_seq, last_seen_at, state_changed_at)
+                    VALUES (\(harness.tenant), 'gone', 's1', -10, -10, now() - interval '10 days', now() - interval '10 days')
+                    """
+                )
+                try await database.query(
+                    """
+                    INSERT INTO fleet_minutes (tenant_id, agent_id, minute, events, errors)
+                    VALUES (\(harness.tenant), 'a1', date_trunc('minute', now() - interval '3 hours'), 5, 0)
+                    """
+                )
+
                 let retention = EventLogRetention(client: database, retentionDays: 3, logger: Logger(label: "test"))
                 // Another replica holds the drop's lease: this round drops nothing; once the
                 // lease has lapsed, it drops.
@@ -73,6 +87,18 @@ struct IngestRetentionTests {
                 var seqs: [Int64] = []
                 for try await seq in rows.decode(Int64.self) { seqs.append(seq) }
                 #expect(seqs == [-3, 1, 2])
+
+                // The fleet forgot the agent silent past the retention and the minute past two
+                // hours; the live agent and its minute of now stay.
+                let fleet = try await database.query(
+                    """
+                    SELECT a.agent_id, (SELECT sum(events) FROM fleet_minutes m WHERE m.tenant_id = a.tenant_id AND m.agent_id = a.agent_id)::int8
+                    FROM fleet_agents a WHERE a.tenant_id = \(harness.tenant) ORDER BY 1
+                    """
+                )
+                var agents: [String] = []
+                for try await (agent, events) in fleet.decode((String, Int64?).self) { agents.append("\(agent) \(events ?? 0)") }
+                #expect(agents == ["a1 2"], "the fleet after the round: \(agents)")
             }
 
             // What is kept still de-duplicates, and new events continue the seqs.
@@ -135,9 +161,16 @@ struct IngestRetentionTests {
             )
             #expect(
                 try await Migrator(schema: harness.schema, migrations: EventLogMigrations.all).migrate(database, logger: logger) == [
-                    3, 4, 5, 6, 7, 8, 9, 10, 11,
+                    3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
                 ]
             )
+            // Migration 12 noted the log's agents in the fleet: the latest event's seq and swarm.
+            let fleet = try await database.query(
+                "SELECT agent_id, swarm_id, last_seq FROM \(unescaped: harness.schema).fleet_agents WHERE tenant_id = 't'"
+            )
+            var agents: [String] = []
+            for try await (agent, swarm, seq) in fleet.decode((String, String, Int64).self) { agents.append("\(agent) \(swarm) \(seq)") }
+            #expect(agents == ["a s 100"])
             let counts = try await database.query(
                 """
                 SELECT (SELECT count(*) FROM \(unescaped: harness.schema).events)::int,

@@ -6,7 +6,7 @@ import ServiceKit
 import ServiceLifecycle
 
 /// Opens a gate for every ACP `session/request_permission` an agent appends to a thread: reads
-/// the live feed's ACP events (`<prefix>.ev.*.*.*.acp`, replicas share them as queue group
+/// the live feed's ACP events (`<prefix>.ev.*.*.*.*.acp`, replicas share them as queue group
 /// `approvals`), and for a request from the agent opens a gate (title and tool call as the
 /// summary and tool, its options as the options, keyed by thread and JSON-RPC id so a repeat
 /// finds the same gate). Its settlement is appended to the thread as the JSON-RPC result

@@ -12,15 +12,18 @@
 ///
 /// Two shapes on one namespace (subjects built by Contracts.Subjects only):
 ///
-///   <prefix>.ev.<tenant>.batch                    an EventBatch: a run of one commit's events
-///   <prefix>.ev.<tenant>.<swarm>.<agent>.<kind>    an EventEnvelope: one event
+///   <prefix>.ev.<partition>.<tenant>.batch                  an EventBatch: a run of one commit's events
+///   <prefix>.ev.<partition>.<tenant>.<swarm>.<agent>.<kind> an EventEnvelope: one event
+///
+/// <partition> is the tenant's EventPartition (0-31), so that a consumer serving a share of the
+/// tenants subscribes to its partitions.
 ///
 /// Ingest publishes a commit's events in seq order: ACP messages one by one on their own
 /// subjects (approvals subscribes to those alone), every other run of events as batches of at
 /// most the server's max_payload. `ingest.bus-batches=false` publishes every event on its own
 /// subject (the shape before batches, for a rolling upgrade: consumers that read batches go
-/// first). Every consumer reads both shapes; a subscription to `<prefix>.ev.<tenant>.>` or
-/// `<prefix>.ev.>` receives both, in publish order.
+/// first). Every consumer reads both shapes; a subscription to `<prefix>.ev.<partition>.<tenant>.>`
+/// or `<prefix>.ev.<partition>.>` receives both, in publish order.
 ///
 /// `frame` holds the client frame, already rendered as the JSON that WebSocket clients
 /// receive, so a consumer fans out bytes without re-encoding (encode once).

@@ -1,4 +1,5 @@
 import ControlAPIContract
+import EventLog
 import Foundation
 import OpenAPIRuntime
 import ServiceKit
@@ -12,7 +13,7 @@ extension ControlsHandler {
         let limit = input.query.limit ?? 100
         guard (1...200).contains(limit) else { throw APIError(.invalidRequest, "limit must be 1 to 200", details: ["limit": "1 to 200"]) }
         let now = Date()
-        let workers = self.fleet.agents(tenant: identity.tenant).filter(\.acceptsRequests)
+        let workers = try await self.fleet.agents(tenant: identity.tenant).filter(\.acceptsRequests)
         let admin = identity.scopes.contains(.admin)
         // The registrations the answer can show: of the fleet's workers, and the caller's own
         // (every one, for an admin).
@@ -39,7 +40,7 @@ extension ControlsHandler {
         // One spelling per worker: the fleet's when it knows the worker, else the id in Unicode
         // NFC (another spelling would be another row for the same worker). Compared as bytes:
         // Swift's `==` holds two spellings equal.
-        let known = self.fleet.agent(tenant: identity.tenant, id: body.workerId)?.agentID
+        let known = try await self.fleet.agent(tenant: identity.tenant, id: body.workerId)?.agentID
         guard known != nil || body.workerId.precomposedStringWithCanonicalMapping.utf8.elementsEqual(body.workerId.utf8) else {
             throw APIError(.invalidRequest, "worker_id must be in Unicode NFC", details: ["worker_id": "Unicode NFC"])
         }
@@ -64,7 +65,7 @@ extension ControlsHandler {
             max: self.settings.maxRegisteredWorkers,
             maxPerPrincipal: self.settings.maxRegisteredWorkersPerPrincipal
         )
-        let record = self.fleet.agent(tenant: identity.tenant, id: workerID).flatMap { $0.acceptsRequests ? $0 : nil }
+        let record = try await self.fleet.agent(tenant: identity.tenant, id: workerID).flatMap { $0.acceptsRequests ? $0 : nil }
         let answer = Components.Schemas.RuntimeWorkerAnswer(
             data: self.runtimeWorker(.init(workerID: workerID, record: record, registration: registration), now: Date())
         )
@@ -192,7 +193,7 @@ extension ControlsHandler {
     /// registered id (or is another tenant's), 403 when another principal holds it.
     private func runtimeEntry(_ identity: AccessIdentity, _ id: String) async throws -> WorkerOwnership.Entry {
         try InputCheck.id(id, "workerId")
-        let record = self.fleet.agent(tenant: identity.tenant, id: id).flatMap { $0.acceptsRequests ? $0 : nil }
+        let record = try await self.fleet.agent(tenant: identity.tenant, id: id).flatMap { $0.acceptsRequests ? $0 : nil }
         // By the id as the fleet holds it: the fleet's lookup takes any Unicode spelling of it
         // (Swift compares canonically), the table its bytes.
         let key = record?.agentID ?? id
@@ -203,7 +204,7 @@ extension ControlsHandler {
     }
 
     /// A worker the caller may act on that has been seen: 409 for one registered and not seen yet.
-    private func startedWorker(_ identity: AccessIdentity, _ id: String) async throws -> FleetIndex.AgentRecord {
+    private func startedWorker(_ identity: AccessIdentity, _ id: String) async throws -> FleetAgent {
         let entry = try await self.runtimeEntry(identity, id)
         guard let record = entry.record else {
             throw APIError(.conflict, "worker \(id) is registered but has not started (no connector with --worker has reported it)")

@@ -1,5 +1,6 @@
 import Contracts
 import ControlAPIContract
+import EventLog
 import Foundation
 import ServiceKit
 
@@ -9,14 +10,14 @@ extension ControlsHandler {
     func listWorkers(_ input: Operations.ListWorkers.Input) async throws -> Operations.ListWorkers.Output {
         let identity = try Caller.person()
         let now = Date()
-        let fleetWorkers = self.fleet.agents(tenant: identity.tenant).filter(\.acceptsRequests)
+        let fleetWorkers = try await self.fleet.agents(tenant: identity.tenant).filter(\.acceptsRequests)
         let registrations = try await self.store.registrations(tenant: identity.tenant, workers: fleetWorkers.map(\.agentID))
         let owners = Dictionary(registrations.map { ($0.workerID, $0.owner) }) { first, _ in first }
         let admin = identity.scopes.contains(.admin)
         let workers =
             fleetWorkers
             .filter { WorkerOwnership.permits(owner: owners[$0.agentID], caller: identity.subject, admin: admin) }
-            .sorted(by: FleetIndex.AgentRecord.mostRecentFirst)
+            .sorted(by: FleetAgent.mostRecentFirst)
             .map { self.views.worker($0, owner: owners[$0.agentID], now: now) }
         return .ok(.init(body: .json(.init(workers: workers))))
     }
@@ -86,9 +87,9 @@ extension ControlsHandler {
     private func workerRecord(
         _ identity: AccessIdentity,
         _ id: String
-    ) async throws -> (record: FleetIndex.AgentRecord, registration: ControlStore.WorkerRegistration?) {
+    ) async throws -> (record: FleetAgent, registration: ControlStore.WorkerRegistration?) {
         try InputCheck.id(id, "workerId")
-        guard let record = self.fleet.agent(tenant: identity.tenant, id: id), record.acceptsRequests else {
+        guard let record = try await self.fleet.agent(tenant: identity.tenant, id: id), record.acceptsRequests else {
             throw APIError(.notFound, "no worker \(id)")
         }
         // By the id as the fleet holds it (its lookup takes any Unicode spelling of the id).
@@ -113,7 +114,7 @@ extension ControlsHandler {
     /// 409 `Conflict` unless the caller answers otherwise.
     func liveWorker(
         _ identity: AccessIdentity,
-        _ record: FleetIndex.AgentRecord,
+        _ record: FleetAgent,
         everySession: Bool,
         stopped: (String) throws -> Never = { throw APIError(.conflict, "worker \($0) has stopped") }
     ) async throws -> [(swarm: String, agent: String)] {

@@ -45,7 +45,7 @@ extension ControlsHandler {
                 }
                 return swarms.map { ($0, input.path.agentId) }
             }
-            guard let agent = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
+            guard let agent = try await self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
                 throw APIError(.notFound, "no agent \(input.path.agentId)")
             }
             return [(agent.swarmID, agent.agentID)]
@@ -66,7 +66,7 @@ extension ControlsHandler {
             reason: body.reason,
             requestID: body.requestId
         ) { now in
-            let members = Set(self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId).map(\.agentID))
+            let members = Set(try await self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId).map(\.agentID))
             let sessions = try await self.store.sessions(tenant: identity.tenant, swarm: input.path.swarmId)
             guard !members.isEmpty || !sessions.open.isEmpty else { throw APIError(.notFound, "no swarm \(input.path.swarmId)") }
             // A swarm action goes to every agent its connector has not said is gone: a state the

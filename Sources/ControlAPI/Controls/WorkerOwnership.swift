@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 
 /// Who may see and act on a worker (seed 004: ownership is checked by the server, per
@@ -13,7 +14,7 @@ enum WorkerOwnership {
     /// registration once someone registered it; at least one of the two.
     struct Entry: Sendable {
         var workerID: String
-        var record: FleetIndex.AgentRecord?
+        var record: FleetAgent?
         var registration: ControlStore.WorkerRegistration?
     }
 
@@ -22,7 +23,7 @@ enum WorkerOwnership {
     /// first); then only those whose status `status` gives as `only` (when set), at most
     /// `limit`. A registered id whose agent is not a worker counts as not seen yet.
     static func visible(
-        workers: [FleetIndex.AgentRecord],
+        workers: [FleetAgent],
         registrations: [ControlStore.WorkerRegistration],
         caller: String,
         admin: Bool,
@@ -34,7 +35,7 @@ enum WorkerOwnership {
         for registration in registrations { owners[registration.workerID] = registration }
         var entries: [Entry] = []
         var seen: Set<String> = []
-        for record in workers.sorted(by: FleetIndex.AgentRecord.mostRecentFirst) where record.acceptsRequests {
+        for record in workers.sorted(by: FleetAgent.mostRecentFirst) where record.acceptsRequests {
             seen.insert(record.agentID)
             entries.append(Entry(workerID: record.agentID, record: record, registration: owners[record.agentID]))
         }

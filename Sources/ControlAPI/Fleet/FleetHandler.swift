@@ -21,7 +21,7 @@ extension FleetHandler {
     func getOverview(_ input: Operations.GetOverview.Input) async throws -> Operations.GetOverview.Output {
         let identity = try Caller.person()
         let now = Date()
-        let agents = self.fleet.agents(tenant: identity.tenant)
+        let agents = try await self.fleet.agents(tenant: identity.tenant)
         let swarms = self.views.swarms(of: agents, now: now)
         let active = swarms.filter { $0.status == .active }
         var byStatus: [String: Int] = [:]
@@ -31,11 +31,8 @@ extension FleetHandler {
             byState[state.rawValue, default: 0] += 1
             byStatus[state.status.rawValue, default: 0] += 1
         }
-        let (events, errors) = agents.reduce(into: (Int64(0), Int64(0))) { total, agent in
-            let hour = agent.minutes.lastHour(now: now)
-            total.0 += hour.events
-            total.1 += hour.errors
-        }
+        let events = agents.reduce(0) { $0 + $1.eventsLastHour }
+        let errors = agents.reduce(0) { $0 + $1.errorsLastHour }
         let cards = Components.Schemas.SummaryCards(
             activeSwarms: active.count,
             agents: agents.count,
@@ -66,7 +63,7 @@ extension FleetHandler {
 
     func listSwarms(_ input: Operations.ListSwarms.Input) async throws -> Operations.ListSwarms.Output {
         let identity = try Caller.person()
-        var swarms = self.views.swarms(of: self.fleet.agents(tenant: identity.tenant), now: Date())
+        var swarms = self.views.swarms(of: try await self.fleet.agents(tenant: identity.tenant), now: Date())
         if let status = input.query.status { swarms = swarms.filter { $0.status == status } }
         return .ok(.init(body: .json(.init(swarms: swarms))))
     }
@@ -75,7 +72,7 @@ extension FleetHandler {
         let identity = try Caller.person()
         try InputCheck.id(input.path.swarmId, "swarmId")
         let now = Date()
-        let agents = self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
+        let agents = try await self.fleet.agents(tenant: identity.tenant, swarm: input.path.swarmId)
         guard let swarm = self.views.swarms(of: agents, now: now).first else {
             throw APIError(.notFound, "no swarm \(input.path.swarmId)")
         }
@@ -86,7 +83,7 @@ extension FleetHandler {
     func getAgent(_ input: Operations.GetAgent.Input) async throws -> Operations.GetAgent.Output {
         let identity = try Caller.person()
         try InputCheck.id(input.path.agentId, "agentId")
-        guard let record = self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
+        guard let record = try await self.fleet.agent(tenant: identity.tenant, id: input.path.agentId) else {
             throw APIError(.notFound, "no agent \(input.path.agentId)")
         }
         async let health = self.health.summary(tenant: identity.tenant, agent: record.agentID, swarm: record.swarmID)

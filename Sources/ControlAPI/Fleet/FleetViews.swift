@@ -1,4 +1,5 @@
 import ControlAPIContract
+import EventLog
 import Foundation
 import ServiceKit
 
@@ -12,12 +13,12 @@ struct FleetViews: Sendable {
     let webBaseURL: String
 
     /// An agent's state: its reported state, unless it has gone silent.
-    func state(of agent: FleetIndex.AgentRecord, now: Date) -> Components.Schemas.AgentState {
+    func state(of agent: FleetAgent, now: Date) -> Components.Schemas.AgentState {
         .of(reported: agent.state, silentFor: now.timeIntervalSince(agent.lastSeenAt), offlineAfter: self.offlineAfter)
     }
 
-    func agent(_ record: FleetIndex.AgentRecord, lastCommand: CommandStatus?, now: Date) -> Components.Schemas.Agent {
-        let hour = record.minutes.lastHour(now: now)
+    func agent(_ record: FleetAgent, lastCommand: CommandStatus?, now: Date) -> Components.Schemas.Agent {
+        let hour = (events: record.eventsLastHour, errors: record.errorsLastHour)
         let state = self.state(of: record, now: now)
         return Components.Schemas.Agent(
             id: record.agentID,
@@ -38,16 +39,13 @@ struct FleetViews: Sendable {
     }
 
     /// The swarms of a tenant's agents, most recently active first.
-    func swarms(of agents: [FleetIndex.AgentRecord], now: Date) -> [Components.Schemas.Swarm] {
+    func swarms(of agents: [FleetAgent], now: Date) -> [Components.Schemas.Swarm] {
         let bySwarm = Dictionary(grouping: agents, by: \.swarmID)
         return bySwarm.map { id, members in
             let states = members.map { self.state(of: $0, now: now) }
             let active = states.filter { $0 != .terminated && $0 != .offline }.count
-            let (events, errors) = members.reduce(into: (Int64(0), Int64(0))) { total, agent in
-                let hour = agent.minutes.lastHour(now: now)
-                total.0 += hour.events
-                total.1 += hour.errors
-            }
+            let events = members.reduce(0) { $0 + $1.eventsLastHour }
+            let errors = members.reduce(0) { $0 + $1.errorsLastHour }
             return Components.Schemas.Swarm(
                 id: id,
                 name: id,
@@ -67,7 +65,7 @@ struct FleetViews: Sendable {
     }
 
     /// A worker: an agent of the fleet as seed 004 lists it, with its registration's owner.
-    func worker(_ record: FleetIndex.AgentRecord, owner: String?, now: Date) -> Components.Schemas.Worker {
+    func worker(_ record: FleetAgent, owner: String?, now: Date) -> Components.Schemas.Worker {
         let state = self.state(of: record, now: now)
         return Components.Schemas.Worker(
             id: record.agentID,

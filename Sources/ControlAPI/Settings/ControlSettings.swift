@@ -29,10 +29,10 @@ public struct ControlSettings: ServiceSettings {
     /// Seconds without an event after which an agent is `offline`.
     @Setting("control.offline-seconds", "seconds without an event after which an agent is offline", default: 60, in: 5...86_400)
     var offlineSeconds: Int
-    /// Agents the fleet index keeps per tenant (the longest-offline are evicted past it).
+    /// Agents the fleet lists per tenant (the most recently seen).
     @Setting(
         "control.max-agents-per-tenant",
-        "agents the fleet index keeps per tenant: past it a new agent evicts the tenant's longest-offline tenth, or, when all are live, is not listed",
+        "agents the fleet lists per tenant (the overview, swarms, agents, workers): the most recently seen; the others are not listed",
         default: 10_000,
         in: 10...10_000_000
     )

@@ -8,15 +8,18 @@ import Synchronization
 
 /// Feeds ``HealthEngine`` and carries out what it decides.
 ///
-/// At start it takes back the firing incidents and the thresholds of the tenants it follows,
-/// subscribes to every tenant's events, and rebuilds each tenant's windows from the log (the
-/// last `health.rebuild-hours`, at most `health.rebuild-max-events`), evaluating nothing while
-/// it replays; then it applies live events in seq order: an event past a gap first has the gap
-/// read from the log, an event already applied is skipped. Rules an event touches are evaluated
-/// at once; every rule every `health.evaluate-milliseconds`. Incident changes are written in
-/// order by one writer; rollups every `health.rollup-seconds`; swarm metrics every
-/// `health.metric-seconds`.
-final class HealthFeed: Service, Sendable {
+/// The replica follows the tenants of the event partitions it holds (``PartitionLeases``), and
+/// hears only their events: one subscription per partition held, none to every event. When it
+/// takes a partition it subscribes to it, takes back the thresholds and firing incidents of the
+/// partition's tenants, and rebuilds their windows from the log (the last
+/// `health.rebuild-hours`, at most `health.rebuild-max-events` per tenant), evaluating nothing
+/// while it replays; then it applies their live events in seq order: an event past a gap first
+/// has the gap read from the log, an event already applied is skipped. When it gives a
+/// partition back it unsubscribes, waits for what it was applying, and forgets the tenants.
+/// Rules an event touches are evaluated at once; every rule every
+/// `health.evaluate-milliseconds`. Incident changes are written in order by one writer; rollups
+/// every `health.rollup-seconds`; swarm metrics every `health.metric-seconds`.
+final class HealthFeed: Service, PartitionFollower, Sendable {
     let engine: HealthEngine
     let eventLog: EventLogReader
     let incidents: IncidentStore
@@ -26,16 +29,31 @@ final class HealthFeed: Service, Sendable {
     let connection: NATSConnection
     let subjects: Subjects
     let settings: HealthSettings
+    let leases: PartitionLeases
     let logger: Logger
     private let ready = Mutex(false)
+    /// What follows each partition held: its task, and the partitions not rebuilt yet (each
+    /// with the id of the follow that rebuilds it: a follower left behind changes nothing of a
+    /// later one's).
+    private let following = Mutex<(tasks: [EventPartition: Task<Void, Never>], rebuilding: [EventPartition: UUID])>(([:], [:]))
+    /// Rebuilds, one partition at a time: partitions taken together do not take every
+    /// connection of the pool (the lease rounds need one).
+    private let rebuilds = AsyncSerializer()
     /// Live events and reads from the log, one tenant's run at a time: a catch-up never
     /// interleaves with a live run.
     private let lane = AsyncSerializer()
     /// Tenants whose log could not be read: the seq through which they are behind.
     private let behind = Mutex<[String: Int64]>([:])
     private let migrated = Mutex(false)
-    private let changes: AsyncStream<(String, [TenantHealth.Change])>
-    private let changeSink: AsyncStream<(String, [TenantHealth.Change])>.Continuation
+    private let changes: AsyncStream<ChangeItem>
+    private let changeSink: AsyncStream<ChangeItem>.Continuation
+
+    /// What the incident writer takes: a tenant's changes, or a mark to answer once everything
+    /// before it is written.
+    private enum ChangeItem: Sendable {
+        case changes(String, [TenantHealth.Change])
+        case mark(CheckedContinuation<Void, Never>)
+    }
 
     /// Events read from the log per page.
     static let page = 5_000
@@ -50,6 +68,7 @@ final class HealthFeed: Service, Sendable {
         connection: NATSConnection,
         subjects: Subjects,
         settings: HealthSettings,
+        leases: PartitionLeases,
         logger: Logger
     ) {
         self.engine = engine
@@ -61,12 +80,19 @@ final class HealthFeed: Service, Sendable {
         self.connection = connection
         self.subjects = subjects
         self.settings = settings
+        self.leases = leases
         self.logger = logger
         (self.changes, self.changeSink) = AsyncStream.makeStream()
     }
 
-    /// True once the windows are rebuilt.
-    var isReady: Bool { self.ready.withLock { $0 } }
+    /// True once the replica took its first share of the partitions and rebuilt their windows
+    /// (it stays ready while partitions change hands later).
+    var isReady: Bool {
+        self.ready.withLock { ready in
+            if !ready, self.leases.hasClaimed, self.following.withLock({ $0.rebuilding.isEmpty }) { ready = true }
+            return ready
+        }
+    }
 
     /// The schema is migrated (called before the server starts): the rebuild may begin.
     func schemaReady() {
@@ -76,23 +102,7 @@ final class HealthFeed: Service, Sendable {
     static func now() -> Int64 { Date().milliseconds }
 
     func run() async throws {
-        // Subscribed before the rebuild, so nothing falls between the two.
-        let subscription = try self.connection.subscribe(
-            to: self.subjects.allEvents,
-            buffering: .dropNewest(maxMessages: 262_144, maxBytes: 128 << 20)
-        )
         while !self.migrated.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(50)) }
-        var attempt = 0
-        while !self.isReady {
-            do {
-                try await self.start()
-                self.ready.withLock { $0 = true }
-            } catch {
-                attempt += 1
-                self.logger.warning("cannot rebuild the windows from the log; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                try await Task.sleep(for: .seconds(min(attempt, 5)))
-            }
-        }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.writeChanges() }
             group.addTask { await self.every(.milliseconds(self.settings.evaluateMilliseconds)) { try await self.evaluateAll() } }
@@ -100,7 +110,62 @@ final class HealthFeed: Service, Sendable {
             group.addTask { await self.every(.seconds(self.settings.metricSeconds)) { try await self.sendMetrics() } }
             group.addTask { await self.every(.seconds(3600)) { try await self.rollups.prune() } }
             group.addTask { await self.every(.seconds(1)) { await self.catchUp() } }
-            await withTaskCancellationOrGracefulShutdownHandler {
+            // The lease rounds until shutdown; then every partition is given back.
+            await cancelWhenGracefulShutdown { await self.leases.run(self) }
+            try? await self.writeRollups()
+            self.changeSink.finish()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: Partitions
+
+    /// Subscribes to `partition`'s events, rebuilds its tenants' windows, then applies its live
+    /// events until ``unfollow(_:)``.
+    func follow(_ partition: EventPartition) async -> Bool {
+        let subscription: NATSSubscription
+        do {
+            // Subscribed before the rebuild, so nothing falls between the two. The buffer is a
+            // partition's share of the replica's (a message dropped is a gap, read from the log).
+            subscription = try self.connection.subscribe(
+                to: self.subjects.events(partition: partition),
+                buffering: .dropNewest(maxMessages: 262_144 / EventPartition.count, maxBytes: (128 << 20) / EventPartition.count)
+            )
+        } catch {
+            self.logger.error(
+                "cannot subscribe to a partition's events; its lease is given back",
+                metadata: ["partition": "\(partition)", "error": "\(error)"]
+            )
+            return false
+        }
+        await self.engine.own(partition)
+        let id = UUID()
+        self.following.withLock { $0.rebuilding[partition] = id }
+        let task = Task {
+            await withTaskCancellationHandler {
+                var attempt = 0
+                while !Task.isCancelled {
+                    do {
+                        // One rebuild at a time; one whose partition went while it waited does nothing.
+                        try await self.rebuilds.run {
+                            try Task.checkCancellation()
+                            try await self.rebuild(partition)
+                        }
+                        break
+                    } catch {
+                        // Given back meanwhile: nothing to retry.
+                        if Task.isCancelled { break }
+                        attempt += 1
+                        self.logger.warning(
+                            "cannot rebuild a partition's windows from the log; retrying",
+                            metadata: ["partition": "\(partition)", "error": "\(String(reflecting: error))"]
+                        )
+                        try? await Task.sleep(for: .seconds(min(attempt, 5)))
+                    }
+                }
+                guard !Task.isCancelled else { return }
+                await self.engine.rebuilt(partition)
+                self.following.withLock { if $0.rebuilding[partition] == id { $0.rebuilding[partition] = nil } }
                 for await message in subscription {
                     guard let envelopes = try? BusEventBatch.envelopes(in: message.payload, subject: message.subject, subjects: self.subjects)
                     else { continue }
@@ -114,31 +179,78 @@ final class HealthFeed: Service, Sendable {
                         start = end
                     }
                 }
-            } onCancelOrGracefulShutdown: {
+            } onCancel: {
                 subscription.unsubscribe()
             }
-            self.changeSink.finish()
-            group.cancelAll()
+        }
+        self.following.withLock { $0.tasks[partition] = task }
+        return true
+    }
+
+    /// Unsubscribes from `partition` and forgets its tenants at once (nothing of them is applied
+    /// after), then waits for what was being applied and for the incident changes already
+    /// decided to be written, so that the replica taking the partition finds them.
+    ///
+    /// The waits are bounded by a lease round: a read of the log that hangs (postgres-nio can
+    /// wait forever on a connection that closed) must not hold the lease rounds. Whatever such a
+    /// straggler would apply later is refused by the engine, which no longer owns the partition.
+    func unfollow(_ partition: EventPartition) async {
+        let task = self.following.withLock { following in
+            following.rebuilding[partition] = nil
+            return following.tasks.removeValue(forKey: partition)
+        }
+        task?.cancel()
+        await self.engine.disown(partition)
+        self.behind.withLock { behind in
+            for tenant in Array(behind.keys) where EventPartition(tenant: tenant) == partition { behind[tenant] = nil }
+        }
+        let settled =
+            (try? await withDeadline(self.leases.interval, orThrow: CancellationError()) { () async -> Void in
+                if let task { await task.value }
+                await self.changesWritten()
+            }) != nil
+        if !settled {
+            self.logger.warning(
+                "a partition's follower or its incident changes did not settle within a round; left behind",
+                metadata: ["partition": "\(partition)"]
+            )
         }
     }
 
-    // MARK: Start
+    /// Returns once the incident changes decided before the call are written (at once when the
+    /// writer has ended).
+    private func changesWritten() async {
+        await withCheckedContinuation { continuation in
+            if case .terminated = self.changeSink.yield(.mark(continuation)) { continuation.resume() }
+        }
+    }
 
-    private func start() async throws {
-        let sets = try await self.thresholds.all()
-        for (tenant, set) in sets { await self.engine.setThresholds(set, tenant: tenant) }
-        for incident in try await self.incidents.firing(owned: self.settings.owns) { await self.engine.restore(incident) }
-        let heads = try await self.eventLog.allHeads()
+    /// Takes back the thresholds and firing incidents of `partition`'s tenants, and rebuilds
+    /// their windows from the log.
+    private func rebuild(_ partition: EventPartition) async throws {
+        let inPartition = { (tenant: String) in EventPartition(tenant: tenant) == partition }
+        for (tenant, set) in try await self.thresholds.all() where inPartition(tenant) {
+            await self.engine.setThresholds(set, tenant: tenant)
+        }
+        for incident in try await self.incidents.firing(owned: inPartition) { await self.engine.restore(incident) }
+        let heads = try await self.eventLog.allHeads().filter { inPartition($0.key) }
         let since = Date().addingTimeInterval(-Double(self.settings.rebuildHours) * 3600)
         var events = 0
         for (tenant, head) in heads.sorted(by: { $0.key < $1.key }) where head > 0 {
+            try Task.checkCancellation()
             guard await self.engine.follows(tenant) else { continue }
+            let applied = await self.engine.lastApplied(tenant) ?? 0
+            guard applied < head else { continue }
             let first = try await self.eventLog.firstSeq(tenant: tenant, committedSince: since) ?? (head + 1)
-            let from = max(first - 1, head - Int64(self.settings.rebuildMaxEvents))
+            let from = max(first - 1, head - Int64(self.settings.rebuildMaxEvents), applied)
             events += try await self.replay(tenant: tenant, after: from, through: head, evaluate: false)
+            try Task.checkCancellation()
             await self.engine.setApplied(tenant, head)
         }
-        self.logger.info("windows rebuilt from the log", metadata: ["tenants": "\(heads.count)", "events": "\(events)"])
+        self.logger.info(
+            "windows of a partition rebuilt from the log",
+            metadata: ["partition": "\(partition)", "tenants": "\(heads.count)", "events": "\(events)"]
+        )
     }
 
     /// Applies the log's events `after < seq <= through` of `tenant`; answers how many. With
@@ -151,6 +263,8 @@ final class HealthFeed: Service, Sendable {
         while cursor < through {
             let page = try await self.eventLog.timedEvents(tenant: tenant, after: cursor, through: through, limit: Self.page)
             guard let last = page.last else { break }
+            // A follower stopped meanwhile applies nothing more.
+            try Task.checkCancellation()
             let events = page.map { timed in
                 HealthEvent(
                     seq: timed.event.seq,
@@ -184,6 +298,8 @@ final class HealthFeed: Service, Sendable {
         guard await self.engine.follows(tenant, events: envelopes.count), let last = envelopes.map(\.seq).max() else { return }
         let run = Array(envelopes)
         await self.lane.run {
+            // The partition was given back while this run waited.
+            guard !Task.isCancelled else { return }
             let applied = await self.engine.lastApplied(tenant) ?? 0
             for step in FeedStep.plan(seqs: run.map(\.seq), applied: applied, maxFill: self.settings.rebuildMaxEvents) {
                 switch step {
@@ -239,7 +355,7 @@ final class HealthFeed: Service, Sendable {
     private func apply(_ events: [HealthEvent], tenant: String, evaluate: Bool) async {
         guard !events.isEmpty else { return }
         let changes = await self.engine.apply(events, tenant: tenant, evaluate: evaluate, now: Self.now())
-        if !changes.isEmpty { self.changeSink.yield((tenant, changes)) }
+        if !changes.isEmpty { self.changeSink.yield(.changes(tenant, changes)) }
     }
 
     // MARK: Timers
@@ -257,7 +373,7 @@ final class HealthFeed: Service, Sendable {
     }
 
     private func evaluateAll() async throws {
-        for (tenant, changes) in await self.engine.evaluateAll(now: Self.now()) { self.changeSink.yield((tenant, changes)) }
+        for (tenant, changes) in await self.engine.evaluateAll(now: Self.now()) { self.changeSink.yield(.changes(tenant, changes)) }
     }
 
     private func writeRollups() async throws {
@@ -284,7 +400,11 @@ final class HealthFeed: Service, Sendable {
 
     /// Writes incident changes in the order they were decided.
     private func writeChanges() async {
-        for await (tenant, changes) in self.changes {
+        for await item in self.changes {
+            guard case .changes(let tenant, let changes) = item else {
+                if case .mark(let continuation) = item { continuation.resume() }
+                continue
+            }
             for change in changes {
                 var attempt = 0
                 while !Task.isCancelled {

@@ -1,7 +1,8 @@
 import ServiceKit
 
 /// The `health` schema: incidents and their timeline, thresholds and their audit, the rollups
-/// the API serves, and the outbox of what is still to be sent.
+/// the API serves, the outbox of what is still to be sent, and which replica follows which
+/// event partition.
 enum HealthMigrations {
     static let all: [Migration] = [
         Migration(
@@ -87,6 +88,23 @@ enum HealthMigrations {
                     attempts integer NOT NULL DEFAULT 0
                 );
                 """
-        )
+        ),
+        Migration(
+            version: 2,
+            name: "replicas and the leases of event partitions",
+            sql: """
+                -- Each replica's heartbeat: a replica counts while seen_until is ahead.
+                CREATE TABLE replicas (
+                    replica text PRIMARY KEY,
+                    seen_until timestamptz NOT NULL
+                );
+                -- Who follows the tenants of each event partition, and until when.
+                CREATE TABLE partition_leases (
+                    partition integer PRIMARY KEY CHECK (partition >= 0),
+                    holder text NOT NULL,
+                    until timestamptz NOT NULL
+                );
+                """
+        ),
     ]
 }

@@ -9,22 +9,20 @@ public struct HealthSettings: ServiceSettings {
     /// Ingest's schema, read for the windows' rebuild.
     @Setting(.eventLogSchema("health.ingest-schema", "to rebuild the windows"))
     var ingestSchema: String
-    /// How many replicas split the tenants, and which one this is.
+    /// How long a replica's lease on an event partition lasts (renewed every third of it).
     @Setting(
-        "health.replicas",
-        "how many health-monitor replicas split the tenants (each follows the tenants whose id hashes to its index)",
-        default: 1,
-        in: 1...64
+        "health.lease-seconds",
+        "how long a replica's lease on an event partition lasts; renewed every third of it, and the bound on how long a partition goes unfollowed when its replica dies",
+        default: 15,
+        in: 3...300
     )
-    var replicas: Int
-    @Setting("health.replica-index", "this replica's index, 0 … health.replicas − 1", default: 0, in: 0...63)
-    var replicaIndex: Int
-    /// How far back a starting replica reads the log, and at most how many events per tenant.
-    @Setting("health.rebuild-hours", "hours of the log a starting replica reads to rebuild its windows", default: 24, in: 0...168)
+    var leaseSeconds: Int
+    /// How far back a replica that takes a partition reads the log, and at most how many events per tenant.
+    @Setting("health.rebuild-hours", "hours of the log a replica reads to rebuild the windows of a partition it takes", default: 24, in: 0...168)
     var rebuildHours: Int
     @Setting(
         "health.rebuild-max-events",
-        "the most recent events per tenant a starting replica reads (older ones within health.rebuild-hours are skipped)",
+        "the most recent events per tenant a replica reads when it takes a partition (older ones within health.rebuild-hours are skipped)",
         default: 200_000,
         in: 0...10_000_000
     )
@@ -98,10 +96,6 @@ public struct HealthSettings: ServiceSettings {
 
     public init() {}
 
-    public mutating func validate() throws(ServiceKitError) {
-        try self.$replicaIndex.check(self.replicaIndex, in: 0...(self.replicas - 1))
-    }
-
     /// The context windows of models, with `health.default-context-window` for the rest.
     var models: ModelWindows {
         var models = self.contextWindows
@@ -112,23 +106,5 @@ public struct HealthSettings: ServiceSettings {
     /// Bounds per tenant.
     var limits: TenantHealth.Limits {
         TenantHealth.Limits(sessions: self.maxSessions, skills: self.maxSkills, agents: self.maxAgents, swarms: self.maxSwarms)
-    }
-
-    /// Whether this replica follows `tenant` (replicas split the tenants by a hash of the id).
-    func owns(_ tenant: String) -> Bool {
-        self.replicas == 1 || Int(Self.mixed(ToolSignature.fnv1a(Array(tenant.utf8))) % UInt64(self.replicas)) == self.replicaIndex
-    }
-
-    /// FNV-1a's low bits depend only on the bytes' low bits (with two replicas, the parity of
-    /// the odd bytes would pick the replica): MurmurHash3's finaliser spreads every bit into
-    /// every other before the remainder is taken.
-    static func mixed(_ hash: UInt64) -> UInt64 {
-        var h = hash
-        h ^= h >> 33
-        h &*= 0xff51_afd7_ed55_8ccd
-        h ^= h >> 33
-        h &*= 0xc4ce_b9fe_1a85_ec53
-        h ^= h >> 33
-        return h
     }
 }
