@@ -7,12 +7,12 @@
 # (ssh-keygen and ssh, from openssh-client, make and try its keys), the -dev
 # packages are linked by the Swift targets, protoc regenerates the bus
 # contracts. python3 gives free_port a portable way to ask the kernel for a
-# port; curl probes /readyz. fish is the login shell of a terminal-broker test host. libjs-term.js draws the web console's terminal view (the edge serves
+# port; curl probes /readyz. pgbouncer: a service behind a transaction pooler is tested through it. fish is the login shell of a terminal-broker test host. libjs-term.js draws the web console's terminal view (the edge serves
 # it from /usr/share/javascript; Debian bookworm's libjs-xterm ships an unbundled stub).
 SWARMDECK_PACKAGES=(
   nats-server postgresql libnats-dev libpq-dev zlib1g-dev nginx-light tmux
   openssh-server openssh-client protobuf-compiler libcurl4-openssl-dev libssh2-1-dev
-  python3 python3-venv curl libjs-term.js fish b3sum
+  python3 python3-venv curl libjs-term.js fish b3sum pgbouncer
 )
 # The web console's browser tests (scripts/browser-test): Chromium's headless shell, driven
 # through the DevTools protocol.

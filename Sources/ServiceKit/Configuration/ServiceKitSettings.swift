@@ -47,6 +47,13 @@ public struct ServiceKitSettings: SettingsGroup {
     /// The size of the connection pool.
     @Setting("postgres.max-connections", "the size of the connection pool", default: 10, in: 1...500)
     public var postgresMaxConnections: Int
+    /// Whether sessions take `search_path` and their timeouts from the role's settings.
+    @Setting(
+        "postgres.role-settings",
+        "take search_path and the timeouts from the role's settings (ALTER ROLE … SET) instead of sending them when connecting, for a transaction pooler such as PgBouncer, which refuses them; checked at start",
+        default: false
+    )
+    public var postgresRoleSettings: Bool
     /// The size of the pool credential checks use.
     @Setting(
         "postgres.credential-connections",

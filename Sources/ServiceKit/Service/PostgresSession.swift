@@ -1,3 +1,5 @@
+import Foundation
+public import Logging
 public import PostgresNIO
 
 /// The server-side limits of a service's Postgres sessions.
@@ -49,10 +51,50 @@ public struct PostgresSession: Sendable, Equatable {
         return parameters
     }
 
-    /// Applies the limits to a client configuration.
-    public func apply(to configuration: inout PostgresClient.Configuration) {
-        configuration.options.additionalStartupParameters = self.startupParameters
+    /// Applies the limits to a client configuration; with `roleSettings`, only the application
+    /// name is sent (a transaction pooler refuses the rest: the role's settings give them,
+    /// ``roleSettingsProblem(_:role:)`` checks).
+    public func apply(to configuration: inout PostgresClient.Configuration, roleSettings: Bool = false) {
+        configuration.options.additionalStartupParameters =
+            roleSettings ? self.startupParameters.filter { $0.0 == "application_name" } : self.startupParameters
         configuration.options.connectTimeout = self.connectTimeout
+    }
+
+    /// The settings a role must carry for sessions that send none (`postgres.role-settings`).
+    public var roleSettings: [(name: String, value: String)] {
+        self.startupParameters.filter { $0.0 != "application_name" }.map { (name: $0.0, value: $0.1) }
+    }
+
+    /// The statements that give `role` these settings.
+    public func roleSQL(role: String) -> String {
+        let quoted = "\"" + role.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        return self.roleSettings.map { "ALTER ROLE \(quoted) SET \($0.name) = '\($0.value.replacingOccurrences(of: "'", with: "''"))';" }
+            .joined(separator: "\n")
+    }
+
+    /// What differs between these settings and those a session of `client` has (the role's,
+    /// when nothing is sent at connection): nil when nothing does, else a sentence naming the
+    /// differences and the statements that set them.
+    public func roleSettingsProblem(_ client: PostgresClient, logger: Logger) async throws -> String? {
+        let names = self.roleSettings.map(\.name)
+        let rows = try await client.query(
+            "SELECT current_user::text, name, setting FROM pg_settings WHERE name = ANY(\(names))",
+            logger: logger
+        )
+        var role = ""
+        var actual: [String: String] = [:]
+        for try await (user, name, setting) in rows.decode((String, String, String).self) {
+            role = user
+            actual[name] = setting
+        }
+        let differing = self.roleSettings.filter { expected in
+            // pg_settings gives times in milliseconds, as they are sent; search_path as set.
+            actual[expected.name].map { $0.replacingOccurrences(of: "\"", with: "") } != expected.value
+        }
+        guard !differing.isEmpty else { return nil }
+        return "postgres.role-settings is on, but role \(role)'s sessions have "
+            + differing.map { "\($0.name) = \(actual[$0.name] ?? "none") (not \($0.value))" }.joined(separator: ", ")
+            + "; as a superuser, run: " + self.roleSQL(role: role).replacingOccurrences(of: "\n", with: " ")
     }
 
     private static func milliseconds(_ duration: Duration) -> String {

@@ -113,10 +113,10 @@ extension SwarmdeckService {
         var session = Self.postgresSession(settings)
         session.applicationName = session.applicationName ?? "\(Self.name)/\(settings.schema)"
         var postgresConfiguration = common.postgresConfiguration()
-        session.apply(to: &postgresConfiguration)
+        session.apply(to: &postgresConfiguration, roleSettings: common.postgresRoleSettings)
         let postgres = PostgresClient(configuration: postgresConfiguration, backgroundLogger: logger)
         var credentialConfiguration = common.credentialPostgresConfiguration()
-        session.apply(to: &credentialConfiguration)
+        session.apply(to: &credentialConfiguration, roleSettings: common.postgresRoleSettings)
         let credentialPostgres = PostgresClient(configuration: credentialConfiguration, backgroundLogger: logger)
         let nats = try await NATSConnection.connect(common.natsConfiguration(name: Self.name, sendAsap: Self.natsSendAsap))
 
@@ -150,7 +150,10 @@ extension SwarmdeckService {
             services: [postgres, credentialPostgres, NATSService(connection: nats), revocationFeed] + parts.services,
             logger: logger
         )
-        application.beforeServerStarts { [logger] in
+        application.beforeServerStarts { [logger, session] in
+            if common.postgresRoleSettings, let problem = try await session.roleSettingsProblem(postgres, logger: logger) {
+                throw ServiceKitError(.configuration, problem)
+            }
             try await migrator.migrate(postgres, logger: logger)
             for work in parts.beforeServerStarts {
                 try await work()
