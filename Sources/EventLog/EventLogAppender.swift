@@ -92,7 +92,7 @@ public struct EventLogAppender: Sendable {
         guard !events.contains(where: { $0.acp != nil }) else {
             return EventLogAppend(tenant: tenant, events: events, arguments: nil)
         }
-        var arguments = PostgresBindings(capacity: 15)
+        var arguments = PostgresBindings(capacity: 16)
         arguments.append(tenant)
         arguments.append(self.dedupWindowMilliseconds)
         arguments.append(events.map(\.msgID))
@@ -102,7 +102,8 @@ public struct EventLogAppender: Sendable {
         arguments.append(events.map { Int16($0.severity.rawValue) })
         arguments.append(events.map(\.occurredAtMilliseconds))
         arguments.append(events.map { ByteBuffer(bytes: $0.frameTail) })
-        let states = FleetStates(events.map { $0.fleetState })
+        let states = FleetNote.States(events)
+        arguments.append(states.ordinals)
         arguments.append(states.states)
         arguments.append(states.summaries)
         arguments.append(states.workers)
@@ -116,43 +117,13 @@ public struct EventLogAppender: Sendable {
     /// The longest state the fleet keeps, in characters.
     public static let maxFleetState = 128
 
-    /// The state fields of events, one array per field ('' but for state events: postgres-nio
-    /// binds no array with NULLs, and `fleet_note` reads '' as none), as `fleet_note` takes them.
-    struct FleetStates {
-        var states: [String] = []
-        var summaries: [String] = []
-        var workers: [Bool] = []
-        var tmuxSessions: [String] = []
-        var hosts: [String] = []
-
-        init(_ fields: [EventFrame.State?]) {
-            for field in fields {
-                self.states.append(Self.text(field?.state, max: EventLogAppender.maxFleetState))
-                self.summaries.append(Self.text(field?.taskSummary, max: EventLogAppender.maxTaskSummary))
-                self.workers.append(field?.attrs?.worker == true)
-                // Names are short already (EventFrame.State.Attributes).
-                self.tmuxSessions.append(Self.text(field?.attrs?.tmuxSession, max: .max))
-                self.hosts.append(Self.text(field?.attrs?.host, max: .max))
-            }
-        }
-
-        /// `value` as Postgres text takes it: without U+0000 (which a frame may carry escaped,
-        /// and text refuses: one such state would fail its tenant's appends), cut to `max`
-        /// characters with an ellipsis.
-        static func text(_ value: String?, max: Int) -> String {
-            guard var value else { return "" }
-            if value.utf8.contains(0) { value.unicodeScalars.removeAll { $0 == "\u{0}" } }
-            return value.count > max ? String(value.prefix(max - 1)) + "…" : value
-        }
-    }
-
     /// Appends a group made ready by ``prepare(tenant:events:)``, committed at `committedAt`:
     /// as ``append(tenant:events:committedAt:)`` does.
     public func append(_ append: EventLogAppend, committedAt: Date) async throws -> (outcomes: [ItemOutcome], committed: [CommittedEvent]) {
         if var arguments = append.arguments {
             arguments.append(self.committedMilliseconds(committedAt))
             let statement = PostgresQuery(
-                unsafeSQL: "SELECT seqs, duplicates FROM append_events($1, $15, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                unsafeSQL: "SELECT seqs, duplicates FROM append_events($1, $16, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
                 binds: arguments
             )
             return try await self.appendInOneStatement(statement, events: append.events)
@@ -215,16 +186,17 @@ public struct EventLogAppender: Sendable {
                 logger: self.logger
             )
             try await connection.query("UPDATE tenants SET next_seq = \(seq) WHERE tenant_id = \(tenant)", logger: self.logger)
-            let states = FleetStates(committed.map { $0.event.fleetState })
-            try await connection.query(
-                """
-                SELECT fleet_note(\(tenant), to_timestamp(\(committedMilliseconds) / 1000.0), \(committed.map(\.seq)),
-                    \(committed.map(\.event.swarmID)), \(committed.map(\.event.agentID)), \(committed.map { Int16($0.event.kind.rawValue) }),
-                    \(committed.map { Int16($0.event.severity.rawValue) }), \(states.states)::text[], \(states.summaries)::text[],
-                    \(states.workers)::boolean[], \(states.tmuxSessions)::text[], \(states.hosts)::text[])
-                """,
-                logger: self.logger
-            )
+            let fleet = FleetNote.Agents(committed)
+            if !fleet.agents.isEmpty {
+                try await connection.query(
+                    """
+                    SELECT fleet_note(\(tenant), to_timestamp(\(committedMilliseconds) / 1000.0), \(fleet.agents), \(fleet.swarms),
+                        \(fleet.lastSeqs), \(fleet.events), \(fleet.errors), \(fleet.stateSeqs), \(fleet.states), \(fleet.summaries),
+                        \(fleet.workers), \(fleet.tmuxSessions), \(fleet.hosts))
+                    """,
+                    logger: self.logger
+                )
+            }
             let envelopes = committed.filter { $0.event.acp != nil }
             if !envelopes.isEmpty {
                 try await self.insertEnvelopes(tenant: tenant, envelopes, committedMilliseconds: committedMilliseconds, connection: connection)

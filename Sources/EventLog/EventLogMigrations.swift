@@ -328,37 +328,29 @@ public enum EventLogMigrations {
                     PRIMARY KEY (tenant_id, agent_id, minute)
                 );
 
-                -- Notes committed events in the fleet: arrays in seq order, one element per
-                -- event; the state fields are '' (none) but for state events (parsed by ingest).
-                -- Swarm's own events (agent '') belong to no agent.
+                -- Notes committed events in the fleet, one element per agent (never agent ''):
+                -- its latest swarm and seq, its events and errors, and the fields of its latest
+                -- state event (state_seq 0 and '' when it sent none here; the summary is the
+                -- latest one given, which the latest state event may not give).
                 CREATE FUNCTION fleet_note(
-                    p_tenant text, p_committed timestamptz, p_seqs bigint[], p_swarm_ids text[], p_agent_ids text[],
-                    p_kinds smallint[], p_severities smallint[], p_states text[], p_summaries text[], p_workers boolean[],
-                    p_tmux text[], p_hosts text[]
+                    p_tenant text, p_committed timestamptz, p_agents text[], p_swarms text[], p_last_seqs bigint[],
+                    p_events bigint[], p_errors bigint[], p_state_seqs bigint[], p_states text[], p_summaries text[],
+                    p_workers boolean[], p_tmux text[], p_hosts text[]
                 ) RETURNS void LANGUAGE sql AS $fn$
                     WITH input AS (
-                        SELECT seq, swarm_id, agent_id, kind, severity, nullif(state, '') AS state, nullif(summary, '') AS summary,
-                               worker, nullif(tmux, '') AS tmux, nullif(host, '') AS host
-                        FROM unnest(p_seqs, p_swarm_ids, p_agent_ids, p_kinds, p_severities, p_states, p_summaries,
+                        SELECT agent_id, swarm_id, last_seq, events, errors, coalesce(state_seq, 0) AS state_seq,
+                               nullif(state, '') AS state, nullif(summary, '') AS summary, coalesce(worker, false) AS worker,
+                               nullif(tmux, '') AS tmux, nullif(host, '') AS host
+                        FROM unnest(p_agents, p_swarms, p_last_seqs, p_events, p_errors, p_state_seqs, p_states, p_summaries,
                                     p_workers, p_tmux, p_hosts)
-                            AS u(seq, swarm_id, agent_id, kind, severity, state, summary, worker, tmux, host)
+                            AS u(agent_id, swarm_id, last_seq, events, errors, state_seq, state, summary, worker, tmux, host)
                         WHERE agent_id <> ''
-                    ), states AS (
-                        SELECT DISTINCT ON (agent_id) agent_id, seq, state, summary, worker, tmux, host
-                        FROM input WHERE kind = \#(BusEventKind.state.rawValue) AND state IS NOT NULL ORDER BY agent_id, seq DESC
-                    ), summaries AS (
-                        -- The latest summary given, though the latest state event may give none.
-                        SELECT DISTINCT ON (agent_id) agent_id, summary FROM input
-                        WHERE kind = \#(BusEventKind.state.rawValue) AND state IS NOT NULL AND summary IS NOT NULL
-                        ORDER BY agent_id, seq DESC
-                    ), latest AS (
-                        SELECT DISTINCT ON (agent_id) agent_id, swarm_id, seq FROM input ORDER BY agent_id, seq DESC
                     ), agents AS (
                         INSERT INTO fleet_agents AS f (tenant_id, agent_id, swarm_id, swarm_seq, last_seq, last_seen_at, state,
                                                        state_seq, state_changed_at, task_summary, worker, tmux_session, host)
-                        SELECT p_tenant, l.agent_id, l.swarm_id, l.seq, l.seq, p_committed, s.state, coalesce(s.seq, 0),
-                               p_committed, coalesce(s.summary, m.summary), coalesce(s.worker, false), s.tmux, s.host
-                        FROM latest l LEFT JOIN states s USING (agent_id) LEFT JOIN summaries m USING (agent_id)
+                        SELECT p_tenant, agent_id, swarm_id, last_seq, last_seq, p_committed, state, state_seq, p_committed,
+                               summary, worker, tmux, host
+                        FROM input
                         ON CONFLICT (tenant_id, agent_id) DO UPDATE SET
                             swarm_id = CASE WHEN EXCLUDED.swarm_seq > f.swarm_seq THEN EXCLUDED.swarm_id ELSE f.swarm_id END,
                             swarm_seq = greatest(f.swarm_seq, EXCLUDED.swarm_seq),
@@ -375,40 +367,38 @@ public enum EventLogMigrations {
                             state_seq = greatest(f.state_seq, EXCLUDED.state_seq)
                     )
                     INSERT INTO fleet_minutes (tenant_id, agent_id, minute, events, errors)
-                    SELECT p_tenant, agent_id, date_trunc('minute', p_committed), count(*),
-                           count(*) FILTER (WHERE severity >= \#(BusSeverity.error.rawValue))
-                    FROM input GROUP BY agent_id
+                    SELECT p_tenant, agent_id, date_trunc('minute', p_committed), events, errors FROM input
                     ON CONFLICT (tenant_id, agent_id, minute) DO UPDATE SET
                         events = fleet_minutes.events + EXCLUDED.events, errors = fleet_minutes.errors + EXCLUDED.errors
                 $fn$;
 
-                -- append_events (migration 7) with the state fields of each event, noting what it
-                -- commits in the fleet. The old signature goes: this version's event subjects
-                -- differ too, so every service is upgraded together (docs/bus-contract.md).
+                -- append_events (migration 7) that also notes what it commits in the fleet: the
+                -- state events' fields come sparse (p_state_ords: their positions in the group,
+                -- from 1), and the group is summed up per agent before fleet_note. The old
+                -- signature goes: this version's event subjects differ too, so every service is
+                -- upgraded together (docs/bus-contract.md).
                 DROP FUNCTION append_events(text, bigint, bigint, text[], text[], text[], smallint[], smallint[], bigint[], bytea[]);
                 CREATE FUNCTION append_events(
                     p_tenant text, p_committed_ms bigint, p_dedup_ms bigint,
                     p_msg_ids text[], p_swarm_ids text[], p_agent_ids text[], p_kinds smallint[],
                     p_severities smallint[], p_occurred_ms bigint[], p_tails bytea[],
-                    p_states text[], p_summaries text[], p_workers boolean[], p_tmux text[], p_hosts text[],
+                    p_state_ords integer[], p_states text[], p_summaries text[], p_workers boolean[], p_tmux text[], p_hosts text[],
                     OUT seqs bigint[], OUT duplicates boolean[]
                 ) LANGUAGE plpgsql AS $fn$
                 DECLARE
                     first_seq bigint;
                     committed timestamptz := to_timestamp(p_committed_ms / 1000.0);
                     accepted bigint;
-                    a_seqs bigint[]; a_swarms text[]; a_agents text[]; a_kinds smallint[]; a_severities smallint[];
-                    a_states text[]; a_summaries text[]; a_workers boolean[]; a_tmux text[]; a_hosts text[];
+                    a_agents text[]; a_swarms text[]; a_last bigint[]; a_events bigint[]; a_errors bigint[];
+                    a_state_seqs bigint[]; a_states text[]; a_summaries text[]; a_workers boolean[]; a_tmux text[]; a_hosts text[];
                 BEGIN
                     SELECT next_seq INTO first_seq FROM tenants WHERE tenant_id = p_tenant FOR UPDATE;
                     IF NOT FOUND THEN
                         RAISE EXCEPTION 'tenant % does not exist', p_tenant USING ERRCODE = 'P0002';
                     END IF;
                     WITH input AS (
-                        SELECT * FROM unnest(p_msg_ids, p_swarm_ids, p_agent_ids, p_kinds, p_severities, p_occurred_ms, p_tails,
-                                             p_states, p_summaries, p_workers, p_tmux, p_hosts)
-                            WITH ORDINALITY AS u(msg_id, swarm_id, agent_id, kind, severity, occurred_ms, tail,
-                                                 state, summary, worker, tmux, host, ord)
+                        SELECT * FROM unnest(p_msg_ids, p_swarm_ids, p_agent_ids, p_kinds, p_severities, p_occurred_ms, p_tails)
+                            WITH ORDINALITY AS u(msg_id, swarm_id, agent_id, kind, severity, occurred_ms, tail, ord)
                     ), known AS (
                         SELECT DISTINCT ON (e.msg_id) e.msg_id, e.seq FROM events e
                         WHERE e.tenant_id = p_tenant AND e.msg_id = ANY (p_msg_ids)
@@ -424,27 +414,50 @@ public enum EventLogMigrations {
                                to_timestamp(n.occurred_ms / 1000.0), committed,
                                convert_to('{"seq":' || n.new_seq || ',"eventId":"' || n.new_seq || '"', 'UTF8') || n.tail
                         FROM numbered n WHERE n.known_seq IS NULL
+                    ), fresh AS (
+                        SELECT n.agent_id, n.swarm_id, n.severity, n.new_seq, n.ord FROM numbered n
+                        WHERE n.known_seq IS NULL AND n.agent_id <> ''
+                    ), states AS (
+                        SELECT f.agent_id, f.new_seq, s.state, nullif(s.summary, '') AS summary, s.worker, s.tmux, s.host
+                        FROM fresh f JOIN unnest(p_state_ords, p_states, p_summaries, p_workers, p_tmux, p_hosts)
+                            AS s(ord, state, summary, worker, tmux, host) ON s.ord = f.ord
+                    ), noted AS (
+                        SELECT a.agent_id, a.swarm_id, a.last_seq, a.events, a.errors, s.new_seq AS state_seq, s.state,
+                               m.summary, s.worker, s.tmux, s.host
+                        FROM (
+                            SELECT agent_id, (array_agg(swarm_id ORDER BY new_seq DESC))[1] AS swarm_id, max(new_seq) AS last_seq,
+                                   count(*) AS events, count(*) FILTER (WHERE severity >= \#(BusSeverity.error.rawValue)) AS errors
+                            FROM fresh GROUP BY agent_id
+                        ) a
+                        LEFT JOIN (SELECT DISTINCT ON (agent_id) * FROM states ORDER BY agent_id, new_seq DESC) s USING (agent_id)
+                        LEFT JOIN (
+                            SELECT DISTINCT ON (agent_id) agent_id, summary FROM states WHERE summary IS NOT NULL
+                            ORDER BY agent_id, new_seq DESC
+                        ) m USING (agent_id)
                     )
                     SELECT coalesce(array_agg(coalesce(n.known_seq, n.new_seq) ORDER BY n.ord), '{}'),
                            coalesce(array_agg(n.known_seq IS NOT NULL ORDER BY n.ord), '{}'),
                            count(*) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.new_seq ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.swarm_id ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.agent_id ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.kind ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.severity ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.state ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.summary ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.worker ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.tmux ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL),
-                           array_agg(n.host ORDER BY n.ord) FILTER (WHERE n.known_seq IS NULL)
-                    INTO seqs, duplicates, accepted, a_seqs, a_swarms, a_agents, a_kinds, a_severities,
-                         a_states, a_summaries, a_workers, a_tmux, a_hosts
+                           (SELECT array_agg(agent_id ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(swarm_id ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(last_seq ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(events ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(errors ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(state_seq ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(state ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(summary ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(worker ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(tmux ORDER BY agent_id) FROM noted),
+                           (SELECT array_agg(host ORDER BY agent_id) FROM noted)
+                    INTO seqs, duplicates, accepted, a_agents, a_swarms, a_last, a_events, a_errors, a_state_seqs, a_states,
+                         a_summaries, a_workers, a_tmux, a_hosts
                     FROM numbered n;
                     IF accepted > 0 THEN
                         UPDATE tenants SET next_seq = first_seq + accepted WHERE tenant_id = p_tenant;
-                        PERFORM fleet_note(p_tenant, committed, a_seqs, a_swarms, a_agents, a_kinds, a_severities,
-                                           a_states, a_summaries, a_workers, a_tmux, a_hosts);
+                        IF a_agents IS NOT NULL THEN
+                            PERFORM fleet_note(p_tenant, committed, a_agents, a_swarms, a_last, a_events, a_errors, a_state_seqs,
+                                               a_states, a_summaries, a_workers, a_tmux, a_hosts);
+                        END IF;
                     END IF;
                 END
                 $fn$;

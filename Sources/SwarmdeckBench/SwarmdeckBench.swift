@@ -11,6 +11,7 @@ struct SwarmdeckBench: AsyncParsableCommand {
         subcommands: [
             GateBench.self, FanoutBench.self, ControlBench.self, IngestBench.self, NeighbourBench.self, NATSBench.self, HealthBench.self,
             PushBench.self, TerminalBench.self, PipelineBench.self, RelayBench.self, ACPBench.self, AgentEventsBench.self, DeflateBench.self,
+            FleetNoteBench.self,
         ]
     )
 }
