@@ -26,8 +26,19 @@ public enum IngestService: SwarmdeckService {
     /// Statements, lock waits and idle transactions end with the commit deadline, so a stuck
     /// group commit answers 503 rather than hanging.
     public static func postgresSession(_ settings: IngestSettings) -> PostgresSession {
-        let deadline = Duration.seconds(settings.commitTimeoutSeconds)
-        return PostgresSession(searchPath: settings.schema, statementTimeout: deadline, lockTimeout: deadline, idleInTransactionTimeout: deadline * 2)
+        Self.postgresSession(schema: settings.schema, commitTimeoutSeconds: settings.commitTimeoutSeconds)
+    }
+
+    public static var defaultPostgresSession: PostgresSession? {
+        guard let schema = Self.defaultSchema, let timeout = Self.defaultValue(of: "ingest.commit-timeout-seconds").flatMap({ Int($0) })
+        else { return nil }
+        return Self.postgresSession(schema: schema, commitTimeoutSeconds: timeout)
+    }
+
+    /// Statements and lock waits end at the commit deadline, a transaction left idle at twice it.
+    private static func postgresSession(schema: String, commitTimeoutSeconds: Int) -> PostgresSession {
+        let deadline = Duration.seconds(commitTimeoutSeconds)
+        return PostgresSession(searchPath: schema, statementTimeout: deadline, lockTimeout: deadline, idleInTransactionTimeout: deadline * 2)
     }
 
     /// The group-commit writers (bulk and priority lanes) and the live feed publisher, partition

@@ -23,8 +23,13 @@ public enum StreamFanoutService: SwarmdeckService {
 
     /// Reads of ingest's log name their schema; replays may scan, so statements get 10 s.
     public static func postgresSession(_ settings: FanoutSettings) -> PostgresSession {
-        PostgresSession(searchPath: nil, statementTimeout: .seconds(10))
+        Self.session
     }
+
+    public static var defaultPostgresSession: PostgresSession? { Self.session }
+
+    /// It reads (names qualified with the schemas), whatever its settings.
+    private static let session = PostgresSession(searchPath: nil, statementTimeout: .seconds(10))
 
     /// The tenant feeds (NATS, back-filled from ingest's log), the heartbeats, and the
     /// WebSocket routes behind an upgrade.

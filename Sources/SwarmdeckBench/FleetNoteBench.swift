@@ -78,7 +78,7 @@ struct FleetNoteBench: AsyncParsableCommand {
         try await Migrator(schema: after.0, migrations: all).migrate(after.1, logger: logger)
         for (_, client) in [before, after] {
             _ = try await EventLogRetention(client: client, retentionDays: 7, logger: logger).maintain()
-            try await client.query("INSERT INTO tenants (tenant_id) VALUES ('bench')", logger: logger)
+            try await client.write("INSERT INTO tenants (tenant_id) VALUES ('bench')", logger: logger)
         }
         print(
             "fleet-note bench: \(self.rows) events a transaction (one in \(self.stateEvery) a state event) over \(self.agents) agents, "

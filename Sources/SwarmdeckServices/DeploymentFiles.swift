@@ -149,6 +149,14 @@ public enum DeploymentFiles {
         lines.append(" WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) \\gexec")
         lines.append("ALTER ROLE postgres PASSWORD :'postgres_pw';")
         lines += roles.map { "ALTER ROLE \($0) LOGIN PASSWORD :'\($0)_pw';" }
+        lines.append(
+            "-- Each role's search_path and timeouts, for services behind a transaction pooler (postgres.role-settings);"
+        )
+        lines.append("-- connection parameters, which services send otherwise, win over them.")
+        for owner in owners {
+            guard let session = owner.service.defaultPostgresSession else { continue }
+            lines += session.roleSQL(role: owner.role).split(separator: "\n").map(String.init)
+        }
         lines.append("GRANT CONNECT ON DATABASE swarmdeck TO \(roles.joined(separator: ", "));")
         lines += owners.map { "CREATE SCHEMA IF NOT EXISTS \($0.schema) AUTHORIZATION \($0.role);" }
         lines += [

@@ -46,6 +46,42 @@ struct ServiceRegistryTests {
         #expect(sql.contains("GRANT ingest_reader TO \(readers.joined(separator: ", "));\n"))
     }
 
+    @Test("each role carries its service's session at the default settings (postgres.role-settings), as the service computes it")
+    func roleSettings() async throws {
+        // The keys that have no default (files are read, not parsed, when settings are).
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("role-settings-\(UUID().uuidString)")
+        try Data("not read further".utf8).write(to: file)
+        // terminal-broker's is parsed: an OpenSSH key.
+        let sshKey = file.path + "-ssh"
+        let keygen = Process()
+        keygen.executableURL = URL(fileURLWithPath: "/usr/bin/ssh-keygen")
+        keygen.arguments = ["-q", "-t", "ed25519", "-N", "", "-f", sshKey]
+        try keygen.run()
+        keygen.waitUntilExit()
+        defer {
+            for path in [file.path, sshKey, sshKey + ".pub"] { try? FileManager.default.removeItem(atPath: path) }
+        }
+        let required = [
+            "AUTH_JWT_PRIVATE_KEY_FILE": file.path, "NOTIFIER_APNS_KEY_FILE": file.path, "NOTIFIER_APNS_KEY_ID": "ABCDEFGHIJ",
+            "NOTIFIER_APNS_TEAM_ID": "ABCDEFGHIJ", "TERMINAL_SSH_KEY_FILE": sshKey,
+        ]
+        func session<Service: SwarmdeckService>(_ service: Service.Type) async throws -> PostgresSession {
+            Service.postgresSession(
+                try await Service.Settings(reader: ServiceConfiguration.reader(arguments: [Service.name], environment: required))
+            )
+        }
+        let sql = try DeploymentFiles.postgresRoles(ServiceRegistry.all)
+        for service in ServiceRegistry.all {
+            let computed = try await session(service)
+            #expect(
+                service.defaultPostgresSession == computed,
+                "\(service.name): \(String(describing: service.defaultPostgresSession)) ≠ \(computed)"
+            )
+            let statements = computed.roleSQL(role: service.postgresRole)
+            #expect(!statements.isEmpty && sql.contains(statements + "\n"), "\(service.name)")
+        }
+    }
+
     @Test("every service's NATS user hears revocations and its own inboxes only, and takes its variable in nats-permissions.conf")
     func natsPermissions() throws {
         let subjects = try Subjects()

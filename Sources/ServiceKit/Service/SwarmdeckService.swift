@@ -25,6 +25,11 @@ public protocol SwarmdeckService: Sendable {
     /// its schema.
     static func postgresSession(_ settings: Settings) -> PostgresSession
 
+    /// ``postgresSession(_:)`` with every setting at its default: what a deployment's roles
+    /// carry for `postgres.role-settings` (`deploy/staging/postgres-roles.sql`). Default:
+    /// ``PostgresSession/owning(_:)`` of ``defaultSchema``.
+    static var defaultPostgresSession: PostgresSession? { get }
+
     /// Whether the NATS connection flushes every publish at once (latency over throughput; see
     /// the notes on nats.c). Default: `false`.
     static var natsSendAsap: Bool { get }
@@ -71,6 +76,16 @@ extension SwarmdeckService {
 
     public static func postgresSession(_ settings: Settings) -> PostgresSession {
         .owning(settings.schema)
+    }
+
+    public static var defaultPostgresSession: PostgresSession? {
+        Self.defaultSchema.map(PostgresSession.owning)
+    }
+
+    /// The default of the setting `key`, as its documentation renders it; nil for a key the
+    /// settings do not declare or one without a default.
+    public static func defaultValue(of key: String) -> String? {
+        Settings.keys.first { $0.name == key }?.defaultValue
     }
 
     /// Everything the service's NATS user may do: its own ``natsPermissions(_:)`` and what
