@@ -210,7 +210,7 @@ public struct EventLogAppender: Sendable {
     }
 
     /// ``append(_:committedAt:)`` for events none of which is an ACP envelope: `append_events`
-    /// (migration 7) does it in one statement, `statement`.
+    /// (migration 7, noting the fleet since migration 12) does it in one statement, `statement`.
     private func appendInOneStatement(
         _ statement: PostgresQuery,
         events: [PreparedEvent]

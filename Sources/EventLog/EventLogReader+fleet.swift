@@ -63,16 +63,18 @@ extension EventLogReader {
             """
             SELECT a.agent_id, a.swarm_id, a.state, a.task_summary, a.worker, a.tmux_session, a.host, a.state_changed_at,
                    a.last_seen_at, a.last_seq, coalesce(h.events, 0)::int8, coalesce(h.errors, 0)::int8
-            FROM \(unescaped: self.schema).fleet_agents a
-            LEFT JOIN (
-                SELECT agent_id, sum(events) AS events, sum(errors) AS errors FROM \(unescaped: self.schema).fleet_minutes
-                WHERE tenant_id = \(tenant) AND minute > now() - interval '1 hour'
+            FROM (
+                SELECT * FROM \(unescaped: self.schema).fleet_agents
+                WHERE tenant_id = \(tenant) AND (\(swarms)::text[] IS NULL OR swarm_id = ANY(\(swarms)::text[]))
                   AND (\(agents)::text[] IS NULL OR agent_id = ANY(\(agents)::text[]))
-                GROUP BY agent_id
-            ) h ON h.agent_id = a.agent_id
-            WHERE a.tenant_id = \(tenant) AND (\(swarms)::text[] IS NULL OR a.swarm_id = ANY(\(swarms)::text[]))
-              AND (\(agents)::text[] IS NULL OR a.agent_id = ANY(\(agents)::text[]))
-            ORDER BY a.last_seen_at DESC, a.agent_id LIMIT \(limit)
+                ORDER BY last_seen_at DESC, agent_id LIMIT \(limit)
+            ) a
+            -- The hour of the agents listed only, each through the minutes' primary key.
+            LEFT JOIN LATERAL (
+                SELECT sum(m.events) AS events, sum(m.errors) AS errors FROM \(unescaped: self.schema).fleet_minutes m
+                WHERE m.tenant_id = a.tenant_id AND m.agent_id = a.agent_id AND m.minute > now() - interval '1 hour'
+            ) h ON true
+            ORDER BY a.last_seen_at DESC, a.agent_id
             """,
             logger: self.logger
         )

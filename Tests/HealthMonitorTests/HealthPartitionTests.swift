@@ -1,9 +1,11 @@
+import Approvals
 import Contracts
 import Foundation
 import HummingbirdTesting
 import PostgresNIO
 import ServiceHarnesses
 import ServiceKit
+import StreamFanout
 import TestSupport
 import Testing
 
@@ -112,6 +114,20 @@ struct HealthPartitionTests {
             // Within the ghost's lease and the live replica's next round after it, with slack.
             #expect(back < .seconds(Self.leaseSeconds * 4), "the vanished replica's partitions came back after \(back)")
             print("health partitions: a vanished replica's partitions followed again after \(back)")
+
+            // The other services that hear events, beside these: stream-fanout subscribes per
+            // tenant with connections (it has none here), approvals to ACP messages by kind.
+            // None to every event.
+            try await harness.live.application(StreamFanoutService.self).test(.router) { _ in
+                try await harness.live.application(ApprovalsService.self).test(.router) { _ in
+                    let acp = try Subjects(prefix: harness.live.prefix).allACPEvents
+                    let heard = await eventually {
+                        ((try? await Self.subscriptions(prefix: harness.live.prefix).values.flatMap { $0 }) ?? []).contains(acp)
+                    }
+                    #expect(heard, "approvals' subscription to ACP messages")
+                    try await Self.expectShared(harness, replicas: 1)
+                }
+            }
         }
     }
 

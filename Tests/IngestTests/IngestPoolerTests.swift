@@ -79,5 +79,8 @@ struct IngestPoolerTests {
             }
             #expect(seqs.sorted() == Array(1...4000), "\(seqs.count) seqs, \(Set(seqs).count) distinct")
         }
+        // The role is the cluster's, not the test's schema's: gone with what it owns.
+        try await superuser("DROP OWNED BY \(role)")
+        try await superuser("DROP ROLE \(role)")
     }
 }

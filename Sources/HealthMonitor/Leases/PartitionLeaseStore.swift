@@ -53,6 +53,14 @@ struct PartitionLeaseStore: Sendable {
         return held
     }
 
+    /// Gives back `replica`'s leases of every partition but `kept`.
+    func release(except kept: Set<EventPartition>, of replica: String) async throws {
+        try await self.client.write(
+            "DELETE FROM partition_leases WHERE holder = \(replica) AND partition <> ALL(\(kept.map(\.index))::int[])",
+            logger: self.logger
+        )
+    }
+
     /// Gives back `replica`'s leases of `partitions` (all of them when nil), and with `leaving`
     /// its heartbeat: the others take them at their next round.
     func release(_ partitions: Set<EventPartition>?, of replica: String, leaving: Bool = false) async throws {
