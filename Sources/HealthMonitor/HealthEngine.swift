@@ -48,11 +48,13 @@ actor HealthEngine {
     func own(_ partition: EventPartition) {
         self.owned.insert(partition)
         self.rebuilding.insert(partition)
+        HealthMetrics.partitionsRebuilding.set(self.rebuilding.count)
     }
 
     /// The tenants of `partition` are rebuilt: their rules are evaluated from now on.
     func rebuilt(_ partition: EventPartition) {
         self.rebuilding.remove(partition)
+        HealthMetrics.partitionsRebuilding.set(self.rebuilding.count)
     }
 
     /// Whether `tenant`'s windows are whole (its partition owned and rebuilt).
@@ -66,6 +68,7 @@ actor HealthEngine {
     func disown(_ partition: EventPartition) {
         self.owned.remove(partition)
         self.rebuilding.remove(partition)
+        HealthMetrics.partitionsRebuilding.set(self.rebuilding.count)
         for id in Array(self.tenants.keys) + Array(self.applied.keys) where EventPartition(tenant: id) == partition {
             self.tenants[id] = nil
             self.applied[id] = nil

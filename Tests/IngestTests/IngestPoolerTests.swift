@@ -47,7 +47,7 @@ struct IngestPoolerTests {
         }
         #expect(refusal.contains("postgres.role-settings is on"), "\(refusal)\nPgBouncer: \(bouncer.log)")
         let statements = try #require(refusal.range(of: "run: ").map { String(refusal[$0.upperBound...]) })
-        #expect(statements.contains("ALTER ROLE \"\(role)\" SET search_path = '\(harness.schema)'"), "\(statements)")
+        #expect(statements.contains("ALTER ROLE \"\(role)\" SET search_path = \"\(harness.schema)\""), "\(statements)")
         for statement in statements.split(separator: ";") where statement.contains("ALTER ROLE") {
             try await superuser(statement.trimmingCharacters(in: .whitespacesAndNewlines))
         }

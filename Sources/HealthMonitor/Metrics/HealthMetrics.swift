@@ -19,8 +19,9 @@ enum HealthMetrics {
     static let sessions = Meter(label: "health_sessions")
     static let skills = Meter(label: "health_skills")
     static let agents = Meter(label: "health_agents")
-    /// Event partitions this replica follows.
+    /// Event partitions this replica follows, and those of them still being rebuilt.
     static let partitions = Meter(label: "health_partitions")
+    static let partitionsRebuilding = Meter(label: "health_partitions_rebuilding")
     /// The newest event applied, in committed milliseconds since the epoch: its distance to
     /// now is the lag.
     static let lagMilliseconds = Meter(label: "health_lag_milliseconds")

@@ -65,11 +65,32 @@ public struct PostgresSession: Sendable, Equatable {
         self.startupParameters.filter { $0.0 != "application_name" }.map { (name: $0.0, value: $0.1) }
     }
 
-    /// The statements that give `role` these settings.
+    /// The statements that give `role` these settings (the search path as a list of quoted
+    /// identifiers: a quoted string would be one schema named after the whole list).
     public func roleSQL(role: String) -> String {
-        let quoted = "\"" + role.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        return self.roleSettings.map { "ALTER ROLE \(quoted) SET \($0.name) = '\($0.value.replacingOccurrences(of: "'", with: "''"))';" }
-            .joined(separator: "\n")
+        self.roleSettings.map { setting in
+            let value =
+                setting.name == "search_path"
+                ? Self.searchPath(setting.value).map(Self.identifier).joined(separator: ", ")
+                : "'" + setting.value.replacingOccurrences(of: "'", with: "''") + "'"
+            return "ALTER ROLE \(Self.identifier(role)) SET \(setting.name) = \(value);"
+        }
+        .joined(separator: "\n")
+    }
+
+    private static func identifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// The schemas of a search path, as written in `search_path` (quotes taken off).
+    static func searchPath(_ value: String) -> [String] {
+        value.split(separator: ",").map {
+            var name = $0.trimmingCharacters(in: .whitespaces)
+            if name.count >= 2, name.hasPrefix("\""), name.hasSuffix("\"") {
+                name = String(name.dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"")
+            }
+            return name
+        }
     }
 
     /// What differs between these settings and those a session of `client` has (the role's,
@@ -88,8 +109,10 @@ public struct PostgresSession: Sendable, Equatable {
             actual[name] = setting
         }
         let differing = self.roleSettings.filter { expected in
-            // pg_settings gives times in milliseconds, as they are sent; search_path as set.
-            actual[expected.name].map { $0.replacingOccurrences(of: "\"", with: "") } != expected.value
+            // pg_settings gives times in milliseconds, as they are sent; the search path as a
+            // list, compared schema by schema.
+            guard let value = actual[expected.name] else { return true }
+            return expected.name == "search_path" ? Self.searchPath(value) != Self.searchPath(expected.value) : value != expected.value
         }
         guard !differing.isEmpty else { return nil }
         return "postgres.role-settings is on, but role \(role)'s sessions have "
