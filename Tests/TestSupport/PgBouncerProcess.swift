@@ -7,6 +7,7 @@ public final class PgBouncerProcess: @unchecked Sendable {
     public let port: Int
     private let directory: URL
     private let postgres: URLComponents
+    private var postgresPort: Int
     private var process: Process?
 
     /// A PgBouncer for `users` in front of the Postgres `postgresURL` names.
@@ -15,6 +16,7 @@ public final class PgBouncerProcess: @unchecked Sendable {
             throw HarnessError(message: "PgBouncer needs a Postgres URL with a host and a port, not \(postgresURL)")
         }
         self.postgres = postgres
+        self.postgresPort = postgres.port!
         self.port = try freeLoopbackPort()
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("pgbouncer-test-\(UUID().uuidString)")
         // Run as postgres when the tests run as root (PgBouncer refuses root): it writes its log here.
@@ -39,6 +41,27 @@ public final class PgBouncerProcess: @unchecked Sendable {
         try (configuration + "\n").write(to: self.directory.appendingPathComponent("pgbouncer.ini"), atomically: true, encoding: .utf8)
     }
 
+    /// Sends the server connections to the Postgres at `port` on loopback, as a failover manager
+    /// does on a promotion: the file rewritten, and PgBouncer started again on its port (its
+    /// clients reconnect).
+    public func repoint(toPort port: Int) throws {
+        let file = self.directory.appendingPathComponent("pgbouncer.ini")
+        var text = try String(contentsOf: file, encoding: .utf8)
+        text = text.replacingOccurrences(of: "port=\(self.postgresPort)", with: "port=\(port)")
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        self.postgresPort = port
+        self.kill()
+        try waitForPort(self.port, open: false)
+        try self.start()
+    }
+
+    private func kill() {
+        guard let process else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
     /// The URL a service connects through as `user`, to the test Postgres's database.
     public func url(user: String) -> String {
         "postgres://\(user)@127.0.0.1:\(self.port)\(self.postgres.path)?sslmode=disable"
@@ -61,10 +84,7 @@ public final class PgBouncerProcess: @unchecked Sendable {
     }
 
     deinit {
-        if let process {
-            Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        self.kill()
         try? FileManager.default.removeItem(at: self.directory)
     }
 }

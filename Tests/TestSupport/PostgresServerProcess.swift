@@ -16,11 +16,44 @@ public final class PostgresServerProcess: @unchecked Sendable {
         try self.asPostgres([
             "\(self.binaries)/initdb", "-D", self.dataPath, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C",
         ])
-        let settings = "listen_addresses = '127.0.0.1'\nport = \(self.port)\nunix_socket_directories = '\(self.directory.path)'\nfsync = off\n"
+        try self.appendSettings(
+            "listen_addresses = '127.0.0.1'\nport = \(self.port)\nunix_socket_directories = '\(self.directory.path)'\nfsync = off\n"
+        )
+    }
+
+    /// A streaming replica of `primary` (running), from its base backup: started with
+    /// ``start()``, made the primary with ``promote()``. With `synchronous`, the primary waits for
+    /// it at each commit (set on the primary, which reloads).
+    public init(replicaOf primary: PostgresServerProcess, synchronous: Bool) throws {
+        self.binaries = primary.binaries
+        self.port = try freeLoopbackPort()
+        self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        try self.asPostgres(["chown", "postgres", self.directory.path], asRoot: true)
+        try self.asPostgres([
+            "\(self.binaries)/pg_basebackup", "-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres", "-D", self.dataPath, "-R",
+            "-X", "stream", "--no-sync",
+        ])
+        // Later lines win: its own port and socket, and no standby of its own to wait for.
+        try self.appendSettings(
+            "port = \(self.port)\nunix_socket_directories = '\(self.directory.path)'\nsynchronous_standby_names = ''\n"
+        )
+        if synchronous {
+            try primary.appendSettings("synchronous_standby_names = '*'\nsynchronous_commit = on\n")
+            try self.asPostgres(["\(self.binaries)/pg_ctl", "reload", "-D", primary.dataPath])
+        }
+    }
+
+    private func appendSettings(_ settings: String) throws {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: self.dataPath + "/postgresql.conf"))
         handle.seekToEndOfFile()
         handle.write(Data(settings.utf8))
         try handle.close()
+    }
+
+    /// Ends recovery: the replica takes writes (`pg_ctl promote`, waiting until it does).
+    public func promote() throws {
+        try self.asPostgres(["\(self.binaries)/pg_ctl", "promote", "-w", "-D", self.dataPath])
     }
 
     public var url: String { "postgres://postgres@127.0.0.1:\(self.port)/postgres" }
