@@ -16,17 +16,37 @@ enum FleetNote {
 
         init(_ events: [PreparedEvent]) {
             for (index, event) in events.enumerated() {
-                guard let fields = event.fleetState, let state = FleetNote.text(fields.state, max: EventLogAppender.maxFleetState),
-                    !state.isEmpty
-                else { continue }
+                guard let fields = Fields(event) else { continue }
                 self.ordinals.append(Int32(index + 1))
-                self.states.append(state)
-                self.summaries.append(FleetNote.text(fields.taskSummary, max: EventLogAppender.maxTaskSummary) ?? "")
-                self.workers.append(fields.attrs?.worker == true)
-                // Names are short already (EventFrame.State.Attributes).
-                self.tmuxSessions.append(FleetNote.text(fields.attrs?.tmuxSession, max: .max) ?? "")
-                self.hosts.append(FleetNote.text(fields.attrs?.host, max: .max) ?? "")
+                self.states.append(fields.state)
+                self.summaries.append(fields.summary ?? "")
+                self.workers.append(fields.worker)
+                self.tmuxSessions.append(fields.tmuxSession)
+                self.hosts.append(fields.host)
             }
+        }
+    }
+
+    /// A state event's fields as the fleet keeps them; nil for another event, or a state event
+    /// without a state.
+    struct Fields {
+        var state: String
+        /// Nil when the event gives none (the fleet keeps the last one given).
+        var summary: String?
+        var worker: Bool
+        var tmuxSession: String
+        var host: String
+
+        init?(_ event: PreparedEvent) {
+            guard let fields = event.fleetState, let state = FleetNote.text(fields.state, max: EventLogAppender.maxFleetState),
+                !state.isEmpty
+            else { return nil }
+            self.state = state
+            self.summary = FleetNote.text(fields.taskSummary, max: EventLogAppender.maxTaskSummary).flatMap { $0.isEmpty ? nil : $0 }
+            self.worker = fields.attrs?.worker == true
+            // Names are short already (EventFrame.State.Attributes).
+            self.tmuxSession = FleetNote.text(fields.attrs?.tmuxSession, max: .max) ?? ""
+            self.host = FleetNote.text(fields.attrs?.host, max: .max) ?? ""
         }
     }
 
@@ -71,17 +91,13 @@ enum FleetNote {
                 self.lastSeqs[at] = item.seq
                 self.events[at] += 1
                 if event.severity.rawValue >= BusSeverity.error.rawValue { self.errors[at] += 1 }
-                guard let fields = event.fleetState, let state = FleetNote.text(fields.state, max: EventLogAppender.maxFleetState),
-                    !state.isEmpty
-                else { continue }
+                guard let fields = Fields(event) else { continue }
                 self.stateSeqs[at] = item.seq
-                self.states[at] = state
-                if let summary = FleetNote.text(fields.taskSummary, max: EventLogAppender.maxTaskSummary), !summary.isEmpty {
-                    self.summaries[at] = summary
-                }
-                self.workers[at] = fields.attrs?.worker == true
-                self.tmuxSessions[at] = FleetNote.text(fields.attrs?.tmuxSession, max: .max) ?? ""
-                self.hosts[at] = FleetNote.text(fields.attrs?.host, max: .max) ?? ""
+                self.states[at] = fields.state
+                if let summary = fields.summary { self.summaries[at] = summary }
+                self.workers[at] = fields.worker
+                self.tmuxSessions[at] = fields.tmuxSession
+                self.hosts[at] = fields.host
             }
         }
     }

@@ -18,22 +18,12 @@ struct IngestFailoverTests {
         """
     )
     func failover() async throws {
-        let logger = Logger(label: "test")
         let primary = try PostgresServerProcess()
         try primary.start()
         let harness = try await IngestHarness(overrides: [:])
         /// Runs `sql` on the Postgres at `url`.
         @Sendable func run(_ sql: String, on url: String) async throws -> [Int64] {
-            let client = PostgresClient(configuration: try PostgresClient.Configuration(url: url + "?sslmode=disable", maxConnections: 1))
-            return try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                defer { group.cancelAll() }
-                var values: [Int64] = []
-                for try await value in try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Int64.self) {
-                    values.append(value)
-                }
-                return values
-            }
+            try await runSQL(sql, on: url + "?sslmode=disable")
         }
         // Ingest's session as its role's settings (postgres.role-settings), before the base
         // backup copies them to the replica.

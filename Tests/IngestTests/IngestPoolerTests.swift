@@ -22,15 +22,9 @@ struct IngestPoolerTests {
         let bouncer = try PgBouncerProcess(postgresURL: try TestEnvironment.databaseURL, users: [role])
         try bouncer.start()
         let harness = try await IngestHarness(overrides: [:])
-        let logger = Logger(label: "test")
         /// Runs `sql` as the test's superuser, straight to Postgres.
         func superuser(_ sql: String) async throws {
-            let client = PostgresClient(configuration: try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 1))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                defer { group.cancelAll() }
-                try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
-            }
+            _ = try await runSQL(sql, on: try TestEnvironment.databaseURL)
         }
         let database = try #require(URLComponents(string: try TestEnvironment.databaseURL)?.path.dropFirst())
         try await superuser("CREATE ROLE \(role) LOGIN")
