@@ -2,9 +2,11 @@ public import Contracts
 import Foundation
 public import Hummingbird
 public import Logging
+import PostgresNIO
 
 /// Turns every error into the shared JSON error envelope: ``APIError`` with its code and
 /// message, ``ServiceKitError`` as `ServiceUnavailable` or `ServerError` without its detail,
+/// Postgres out of reach (``PSQLError/isUnavailability``) as `ServiceUnavailable`,
 /// Hummingbird's own errors (unknown route, body too large, undecodable body) by their status,
 /// anything else as a logged `ServerError` whose details stay in the log.
 public struct ErrorEnvelopeMiddleware: RouterMiddleware {
@@ -55,16 +57,15 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
         case let error as ServiceKitError:
             // Internal failures (NATS, JetStream, migrations) keep their detail in the log.
             let code = error.code.errorCode
-            let unavailable = code == .serviceUnavailable
+            if code == .serviceUnavailable { return Self.unavailable(requestID: requestID) }
             return (
                 HTTPResponse.Status(code: code.httpStatus),
-                ErrorEnvelope.Body(
-                    code: code,
-                    message: unavailable ? "a dependency is unavailable; retry later" : "internal error",
-                    requestId: requestID,
-                    retryAfterSeconds: unavailable ? 1 : nil
-                )
+                ErrorEnvelope.Body(code: code, message: "internal error", requestId: requestID)
             )
+        case let error as PSQLError where error.isUnavailability:
+            return Self.unavailable(requestID: requestID)
+        case let error as PostgresTransactionError where error.isUnavailability:
+            return Self.unavailable(requestID: requestID)
         case let error as HTTPError:
             let code = Self.code(for: error.status)
             return (error.status, ErrorEnvelope.Body(code: code, message: error.body ?? error.status.reasonPhrase, requestId: requestID))
@@ -73,6 +74,20 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
         default:
             return (.internalServerError, ErrorEnvelope.Body(code: .serverError, message: "internal error", requestId: requestID))
         }
+    }
+
+    /// A dependency out of reach (NATS, Postgres in a failover or a restart): 503, retry in a
+    /// second, the detail in the log.
+    static func unavailable(requestID: String?) -> (HTTPResponse.Status, ErrorEnvelope.Body) {
+        (
+            .serviceUnavailable,
+            ErrorEnvelope.Body(
+                code: .serviceUnavailable,
+                message: "a dependency is unavailable; retry later",
+                requestId: requestID,
+                retryAfterSeconds: 1
+            )
+        )
     }
 
     static func code(for status: HTTPResponse.Status) -> ErrorCode {
