@@ -5,6 +5,7 @@
 #   docker build -f deploy/infra.Dockerfile --target nats     -t swarmdeck-nats:local .
 #   docker build -f deploy/infra.Dockerfile --target postgres -t swarmdeck-postgres:local .
 #   docker build -f deploy/infra.Dockerfile --target edge     -t swarmdeck-edge:local .
+#   docker build -f deploy/infra.Dockerfile --target postgres-ha -t swarmdeck-postgres-ha:local .
 #
 # Each runs as its own non-root user with a fixed uid (the compose secrets it reads are
 # bind-mounted files). Nothing secret is in a layer: passwords and the NATS configuration
@@ -42,6 +43,23 @@ ENV PATH=/usr/lib/postgresql/15/bin:$PATH PGDATA=/var/lib/postgresql/data
 EXPOSE 5432
 STOPSIGNAL SIGINT
 CMD ["postgres-entrypoint"]
+
+# The cluster compose's Postgres (deploy/staging/cluster/compose.yml): the same server under
+# Patroni, with etcd for Patroni's consensus, haproxy routing to the primary and PgBouncer in
+# front of it, all from Debian. One image, each container running one of them.
+FROM postgres AS postgres-ha
+USER root
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends patroni python3-etcd etcd-server pgbouncer haproxy \
+ && apt-get clean && rm -rf /var/lib/apt/lists/* \
+ && mkdir -p /var/lib/etcd && chown postgres:postgres /var/lib/etcd && chmod 0700 /var/lib/etcd
+COPY deploy/staging/cluster/patroni-entrypoint deploy/staging/cluster/patroni-post-bootstrap \
+     deploy/staging/cluster/pgbouncer-entrypoint /usr/local/bin/
+COPY deploy/staging/cluster/haproxy.cfg /etc/swarmdeck/haproxy.cfg
+COPY deploy/staging/http-ok /usr/local/bin/http-ok
+USER postgres
+EXPOSE 5432 8008 6432 5000 2379
+CMD ["patroni-entrypoint"]
 
 FROM debian:bookworm-slim AS edge
 RUN apt-get update \

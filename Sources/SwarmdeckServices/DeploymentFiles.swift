@@ -61,6 +61,7 @@ public enum DeploymentFiles {
             File(path: "deploy/staging/nats-permissions.conf", text: try Self.natsPermissions(services, prefix: prefix)),
             File(path: "deploy/staging/postgres-roles.sql", text: try Self.postgresRoles(services)),
             File(path: "docker-compose.yml", sections: Self.composeSections(services)) { try Self.composeAddingBlocks($0, services) },
+            File(path: "deploy/staging/cluster/compose.yml", sections: Self.clusterComposeSections(services)),
             File(path: "deploy/k8s/base/services.yaml", text: Self.kubernetesServices(services)),
             File(path: "deploy/k8s/base/ingress.yaml", text: Self.kubernetesIngress(services)),
             File(path: "deploy/monitoring/prometheus.yml", text: Self.prometheusConfiguration(services)),
@@ -306,7 +307,7 @@ public enum DeploymentFiles {
             (
                 "      # BEGIN postgres passwords: written by `swarmdeckd deploy write` from the registry; do not edit",
                 "      # END postgres passwords",
-                passwords.map { "      - pg-\($0)-password\n" }.joined()
+                Self.passwordSecrets(passwords)
             ),
             (
                 "  # BEGIN services' credentials: written by `swarmdeckd deploy write` from the registry; do not edit",
@@ -314,5 +315,33 @@ public enum DeploymentFiles {
                 definitions.map { $0 + "\n" }.joined()
             ),
         ]
+    }
+
+    /// The sections of `deploy/staging/cluster/compose.yml` written from the registry: every
+    /// service taking the cluster's settings, the second Patroni node's password files (as the
+    /// first's in `docker-compose.yml`) and PgBouncer's (the services' roles).
+    public static func clusterComposeSections(_ services: [any SwarmdeckService.Type]) -> [(begin: String, end: String, body: String)] {
+        [
+            (
+                "  # BEGIN cluster services: written by `swarmdeckd deploy write` from the registry; do not edit",
+                "  # END cluster services",
+                services.map { "  \($0.name): *cluster-service\n" }.joined()
+            ),
+            (
+                "      # BEGIN cluster postgres passwords: written by `swarmdeckd deploy write` from the registry; do not edit",
+                "      # END cluster postgres passwords",
+                Self.passwordSecrets(["postgres"] + services.map { $0.name })
+            ),
+            (
+                "      # BEGIN cluster pooler passwords: written by `swarmdeckd deploy write` from the registry; do not edit",
+                "      # END cluster pooler passwords",
+                Self.passwordSecrets(services.map { $0.name })
+            ),
+        ]
+    }
+
+    /// A compose service's `secrets:` items for the Postgres passwords of `names`.
+    static func passwordSecrets(_ names: [String]) -> String {
+        names.map { "      - pg-\($0)-password\n" }.joined()
     }
 }

@@ -305,7 +305,7 @@ struct SwarmdeckdTests {
     func deployWrite() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeckd-\(UInt64.random(in: 0...UInt64.max))")
         defer { try? FileManager.default.removeItem(at: root) }
-        for folder in ["deploy/local", "deploy/staging"] {
+        for folder in ["deploy/local", "deploy/staging/cluster"] {
             try FileManager.default.createDirectory(at: root.appendingPathComponent(folder), withIntermediateDirectories: true)
         }
         // A compose file whose written sections are empty; it is a hand-written file, so without it deploy write fails.
@@ -316,6 +316,12 @@ struct SwarmdeckdTests {
             compose = try #require(compose.replacingSection(between: section.begin, and: section.end, with: ""))
         }
         try compose.write(to: root.appendingPathComponent("docker-compose.yml"), atomically: true, encoding: .utf8)
+        // The cluster compose, hand-written too, with its written sections empty.
+        var cluster = try ServiceRegistryTests.text("deploy/staging/cluster/compose.yml")
+        for section in DeploymentFiles.clusterComposeSections(ServiceRegistry.all) {
+            cluster = try #require(cluster.replacingSection(between: section.begin, and: section.end, with: ""))
+        }
+        try cluster.write(to: root.appendingPathComponent("deploy/staging/cluster/compose.yml"), atomically: true, encoding: .utf8)
         let (checkStatus, _, stale) = try Self.run(["deploy", "write", "--check", "--root", root.path])
         let paths = try DeploymentFiles.all().map(\.path)
         #expect(checkStatus != 0 && paths.allSatisfy { stale.contains($0) }, "\(stale)")
