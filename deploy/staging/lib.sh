@@ -102,3 +102,31 @@ ensure_smoke_python() {
   fi
   echo "$venv/bin/python"
 }
+
+# wait_ready: every container of the stack healthy (replicas included) and every service ready
+# through the edge, within 240 s. The caller defines compose() (docker-compose with its project
+# and files) and sets $edge.
+wait_ready() {
+  local deadline=$((SECONDS + 240)) container status name containers services
+  containers=$(compose ps -q)
+  [[ -n $containers ]] || die "docker-compose ps lists no container"
+  for container in $containers; do
+    until status=$(docker inspect -f '{{.State.Health.Status}}' "$container") && [[ $status == healthy ]]; do
+      [[ $status != unhealthy ]] || die "container $(docker inspect -f '{{.Name}}' "$container") is unhealthy"
+      ((SECONDS < deadline)) || die "container $(docker inspect -f '{{.Name}}' "$container") not healthy after 240 s ($status)"
+      sleep 0.5
+    done
+  done
+  services=$(sed -e 's/#.*//' deploy/local/services | awk 'NF { print $1 }')
+  for name in $services; do
+    wait_for_http "$edge/readyz/$name" $((deadline - SECONDS)) || die "$name is not ready through the edge"
+  done
+}
+
+# run_cli ARGS…: the swarmdeck CLI from the stack's image ($SWARMDECK_TAG), on the host's
+# network, with the signing key and the edge's CA of $SWARMDECK_SECRETS.
+run_cli() {
+  docker run --rm --network host -v "$SWARMDECK_SECRETS/jwt-es256.pem:/run/secrets/jwt-es256.pem:ro" \
+    -v "$SWARMDECK_SECRETS/edge-ca.pem:/run/secrets/edge-ca.pem:ro" -e SWARMDECK_CA_FILE=/run/secrets/edge-ca.pem \
+    "swarmdeck:$SWARMDECK_TAG" swarmdeck "$@"
+}

@@ -1,0 +1,417 @@
+#!/usr/bin/env python3
+"""The cluster compose's failover check (deploy/staging/cluster/check runs it).
+
+An agent of the tenant works through the edge as a connector would: it opens its session, polls
+its commands and acknowledges each, and opens an approval gate every second. Meanwhile events go
+to ingest in batches (each retried with its own msgIds until it is acknowledged), an operator
+pauses and resumes the agent (each command retried with its own requestId until control-api
+answers 202) and decides every gate (retried with its own decisionId until approvals answers).
+
+After a few seconds of that, the NATS server leading the command stream is killed; once every
+kind of traffic has gone through again, the Postgres primary is killed (Patroni promotes the
+synchronous replica, haproxy follows it, PgBouncer reconnects). Traffic runs until everything
+has gone through again, then stops, and the check reads back:
+
+  events    every acknowledged msgId in the log once, at the seq ingest answered, and the
+            tenant's seqs contiguous from 1 (read on the new primary);
+  commands  every command control-api acknowledged reached the agent;
+  gates     every gate approvals opened and every decision it acknowledged reached the agent
+            as the gate's outcome.
+
+Prints, for each kill, how long each kind of traffic failed (the first failed attempt to the
+next success) and exits 1 on anything lost.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from smoke_check import api  # noqa: E402
+
+
+def docker(*args, timeout=30):
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def container(project, service, index=1):
+    return f"{project}_{service}_{index}"
+
+
+def http_get(name, port, path):
+    """GET http://127.0.0.1:PORT/PATH inside a container (bash alone: no curl there); the body."""
+    script = (f'exec 3<>/dev/tcp/127.0.0.1/{port}; '
+              f'printf "GET {path} HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n" >&3; timeout 5 cat <&3')
+    out = docker("exec", name, "bash", "-c", script).stdout  # text mode: \r\n reads as \n
+    return out.split("\n\n", 1)[1] if "\n\n" in out else ""
+
+
+def streams(project):
+    """The JetStream streams as the first NATS server that answers reports them (its monitoring port)."""
+    for service in ("nats", "nats-2", "nats-3"):
+        body = http_get(container(project, service), 8222, "/jsz?accounts=true&streams=true&config=true")
+        try:
+            report = json.loads(body)
+        except ValueError:
+            continue
+        return [stream for account in report.get("account_details", []) for stream in account.get("stream_detail", [])]
+    return []
+
+
+def stream_leader(project, stream_prefix):
+    """The NATS server leading the stream whose name starts with stream_prefix."""
+    for stream in streams(project):
+        if stream["name"].startswith(stream_prefix) and stream.get("cluster", {}).get("leader"):
+            return stream["cluster"]["leader"]
+    return None
+
+
+def stream_replicas(project):
+    """name=replicas for each stream, as configured ("" when no server answers)."""
+    return " ".join(f"{s['name']}={s.get('config', {}).get('num_replicas')}" for s in streams(project))
+
+
+def postgres_primary(project):
+    """The Patroni member that is the primary (its compose service name), asked of either node."""
+    for service in ("postgres", "postgres-2"):
+        out = docker("exec", container(project, service), "patronictl", "-c", "/tmp/patroni/patroni.yml",
+                     "list", "-f", "json")
+        try:
+            members = json.loads(out.stdout)
+        except ValueError:
+            continue
+        for member in members:
+            if member.get("Role") == "Leader" and member.get("State") == "running":
+                return member["Member"]
+    return None
+
+
+class Outages:
+    """For one kind of traffic: the attempts that failed, as spans from the first failure to the
+    next success."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.failing_since = None
+        self.spans = []      # (start, end)
+        self.successes = 0
+        self.last_success = None
+        self.errors = {}
+
+    def failed(self, why):
+        with self.lock:
+            if self.failing_since is None:
+                self.failing_since = time.time()
+            self.errors[why] = self.errors.get(why, 0) + 1
+
+    def succeeded(self):
+        with self.lock:
+            now = time.time()
+            if self.failing_since is not None:
+                self.spans.append((self.failing_since, now))
+                self.failing_since = None
+            self.successes += 1
+            self.last_success = now
+
+    def longest_after(self, start, end):
+        """The longest failing span that began in [start, end)."""
+        with self.lock:
+            spans = [b - a for a, b in self.spans if start <= a < end]
+            if self.failing_since is not None and start <= self.failing_since < end:
+                spans.append(time.time() - self.failing_since)
+        return max(spans, default=0.0)
+
+
+def attempt(outages, call, ok):
+    """Call until ok(status, body); each failure (no answer, 5xx, 429…) is counted and retried."""
+    while True:
+        try:
+            status, body = call()
+        except (OSError, ValueError) as error:
+            status, body = None, type(error).__name__
+        if ok(status):
+            outages.succeeded()
+            return status, body
+        outages.failed(str(status) if status is not None else body)
+        if status in (400, 401, 403, 404, 409, 422):
+            raise RuntimeError(f"refused: {status} {body}")
+        time.sleep(0.2)
+
+
+class Scenario:
+    def __init__(self, args):
+        self.args = args
+        self.edge = args.edge
+        self.swarm, self.agent = "cluster", args.agent
+        self.run_id = uuid.uuid4().hex[:8]
+        self.stop = threading.Event()
+        self.failures = []
+        self.events = Outages()
+        self.commands = Outages()
+        self.gates = Outages()
+        self.polls = Outages()
+        self.acked_events = {}      # msgId -> seq
+        self.sent_commands = {}     # requestId -> commandId (202)
+        self.received = {}          # requestId -> times delivered
+        self.opened_gates = {}      # idempotencyKey -> gateId
+        self.decided_gates = set()  # gateIds whose decision approvals acknowledged
+        self.outcomes = {}          # gateId -> status delivered to the agent
+        self.lock = threading.Lock()
+        self.session_token = None
+
+    def call(self, method, path, token, body=None):
+        return lambda: api(self.edge, method, path, token, body)
+
+    # The agent.
+    def open_session(self):
+        status, body = attempt(self.polls, self.call("POST", "/v1/agent/sessions", self.args.ingest_key,
+                                                     {"swarmId": self.swarm, "agentId": self.agent}),
+                               lambda s: s in (200, 201))
+        self.session_token = body["token"]
+
+    def poll(self):
+        while not self.stop.is_set() or self.pending():
+            try:
+                status, body = api(self.edge, "GET", "/v1/agent/commands?waitSeconds=2", self.session_token)
+            except (OSError, ValueError) as error:
+                status, body = None, type(error).__name__
+            if status == 401:
+                self.open_session()
+                continue
+            if status != 200:
+                self.polls.failed(str(status) if status is not None else body)
+                time.sleep(0.2)
+                continue
+            self.polls.succeeded()
+            for command in body["commands"]:
+                with self.lock:
+                    if command["action"] == "gate":
+                        gate = command["gate"]
+                        self.outcomes[gate["gateId"]] = gate["status"]
+                    else:
+                        self.received[command["requestId"]] = self.received.get(command["requestId"], 0) + 1
+                state = "paused" if command["action"] == "pause" else "running"
+                attempt(self.polls, self.call("POST", "/v1/agent/commands/ack", self.session_token,
+                                              {"commandId": command["commandId"], "ackToken": command["ackToken"],
+                                               "outcome": "applied", "state": state}),
+                        lambda s: s in (200, 204))
+            if self.stop.is_set() and time.time() > self.drain_deadline:
+                return
+
+    def pending(self):
+        with self.lock:
+            commands = set(self.sent_commands) - set(self.received)
+            gates = self.decided_gates - set(self.outcomes)
+        return bool(commands or gates)
+
+    def open_gates(self):
+        n = 0
+        while not self.stop.is_set():
+            key = f"cluster-gate-{n}"
+            status, body = attempt(self.gates, self.call("POST", "/v1/agent/gates", self.session_token,
+                                                         {"idempotencyKey": key, "summary": f"cluster step {n}",
+                                                          "tool": "Bash", "toolInput": {"command": "true"},
+                                                          "expiresInSeconds": 3600}),
+                                   lambda s: s in (200, 201))
+            gate = body["gateId"]
+            with self.lock:
+                self.opened_gates[key] = gate
+            decision = {"decision": "approve", "decisionId": f"decide-{gate}"}
+            attempt(self.gates, self.call("POST", f"/v1/approval-gates/{gate}/decision", self.args.token, decision),
+                    lambda s: s == 200)
+            with self.lock:
+                self.decided_gates.add(gate)
+            n += 1
+            time.sleep(1)
+
+    # The operator.
+    def send_commands(self):
+        n = 0
+        while not self.stop.is_set():
+            request = uuid.uuid4().hex
+            action = "pause" if n % 2 == 0 else "resume"
+            status, body = attempt(self.commands, self.call("POST", f"/v1/agents/{self.agent}/control", self.args.token,
+                                                            {"action": action, "reason": "cluster check",
+                                                             "requestId": request}),
+                                   lambda s: s == 202)
+            with self.lock:
+                self.sent_commands[request] = body.get("commandId")
+            n += 1
+            time.sleep(0.5)
+
+    # The events.
+    def post_events(self):
+        n = 0
+        while not self.stop.is_set():
+            events = [{"msgId": f"{self.run_id}-{i}", "swarmId": self.swarm, "agentId": "cluster-writer", "kind": "log",
+                       "message": f"cluster event {i}"} for i in range(n, n + 20)]
+            status, body = attempt(self.events, self.call("POST", "/v1/ingest/events", self.args.ingest_key,
+                                                          {"events": events}), lambda s: s == 200)
+            with self.lock:
+                for result in body["results"]:
+                    if result["status"] in ("accepted", "duplicate"):
+                        self.acked_events[result["msgId"]] = result["seq"]
+                    else:
+                        self.failures.append(f"ingest refused {result}")
+            n += 20
+            time.sleep(0.05)
+
+    def all_through_since(self, moment):
+        return all(o.last_success and o.last_success > moment and o.failing_since is None
+                   for o in (self.events, self.commands, self.gates, self.polls))
+
+    def wait_through(self, since, what, limit):
+        deadline = time.time() + limit
+        while not self.all_through_since(since):
+            if time.time() > deadline:
+                sys.exit(f"{what}: traffic did not get through again within {limit:.0f} s "
+                         f"(events {self.events.errors}, commands {self.commands.errors}, gates {self.gates.errors}, "
+                         f"polls {self.polls.errors})")
+            time.sleep(0.2)
+        # A margin of traffic after it.
+        time.sleep(2)
+        return time.time()
+
+    def report(self, what, start, end):
+        spans = {name: outages.longest_after(start, end) for name, outages in
+                 (("events", self.events), ("commands", self.commands), ("gates", self.gates),
+                  ("agent polls", self.polls))}
+        print(f"{what}: longest failure " + ", ".join(f"{name} {span:.1f} s" for name, span in spans.items()))
+        return spans
+
+    def print_errors(self):
+        """What the failed attempts got, over the whole run (status code, or the error's type)."""
+        for name, outages in (("events", self.events), ("commands", self.commands), ("gates", self.gates),
+                              ("agent polls", self.polls)):
+            print(f"  {name}: {outages.successes} succeeded; failed attempts {json.dumps(outages.errors)}")
+
+    def run(self):
+        project = self.args.project
+        self.open_session()
+        # The agent exists for control-api once its first state event is in.
+        attempt(self.events, self.call("POST", "/v1/ingest/events", self.args.ingest_key,
+                                       {"events": [{"msgId": f"{self.agent}-up", "swarmId": self.swarm,
+                                                    "agentId": self.agent, "kind": "state", "state": "running"}]}),
+                lambda s: s == 200)
+        deadline = time.time() + 30
+        while api(self.edge, "GET", f"/v1/agents/{self.agent}", self.args.token)[0] != 200:
+            if time.time() > deadline:
+                sys.exit("the agent never appeared in control-api's fleet")
+            time.sleep(0.2)
+        self.drain_deadline = float("inf")
+        threads = [threading.Thread(target=target, daemon=True)
+                   for target in (self.poll, self.open_gates, self.send_commands, self.post_events)]
+        for thread in threads:
+            thread.start()
+        time.sleep(5)
+        self.wait_through(time.time() - 5, "before the kills", 60)
+
+        # 1. The NATS server leading the command stream.
+        leader = stream_leader(project, "SD_CONTROL")
+        if leader is None:
+            sys.exit("no NATS server leads the command stream")
+        killed = time.time()
+        docker("kill", container(project, leader))
+        print(f"killed NATS server {leader}, the command stream's leader")
+        through = self.wait_through(killed, "after the NATS kill", self.args.bound)
+        new_leader = stream_leader(project, "SD_CONTROL")
+        print(f"the command stream's leader is now {new_leader}")
+        nats_spans = self.report("NATS leader killed", killed, through)
+
+        # 2. The Postgres primary.
+        primary = postgres_primary(project)
+        if primary is None:
+            sys.exit("Patroni reports no primary")
+        killed = time.time()
+        docker("kill", container(project, primary))
+        print(f"killed Postgres primary {primary}")
+        while (now_primary := postgres_primary(project)) in (None, primary):
+            if time.time() - killed > self.args.bound:
+                sys.exit(f"Patroni promoted no replica within {self.args.bound:.0f} s")
+            time.sleep(0.2)
+        promoted = time.time() - killed
+        print(f"Patroni promoted {now_primary} {promoted:.1f} s after the kill")
+        through = self.wait_through(killed, "after the Postgres kill", self.args.bound)
+        postgres_spans = self.report("Postgres primary killed", killed, through)
+
+        # The killed ones come back (as a follower and a replica) while traffic goes on.
+        for name in (leader, primary):
+            docker("start", container(project, name))
+        time.sleep(3)
+        self.stop.set()
+        self.drain_deadline = time.time() + 30
+        for thread in threads:
+            thread.join(timeout=40)
+        self.print_errors()
+        self.verify(now_primary)
+        print(json.dumps({"nats": nats_spans, "postgres": postgres_spans, "promotion": round(promoted, 1)}))
+
+    def verify(self, primary):
+        tenant = self.args.tenant
+        query = (f"SELECT seq, msg_id FROM ingest.events WHERE tenant_id = '{tenant}' ORDER BY seq")
+        out = docker("exec", container(self.args.project, primary), "psql", "-X", "-h", "/run/postgresql", "-U",
+                     "postgres", "-d", "swarmdeck", "-AtF", " ", "-c", query, timeout=60)
+        if out.returncode != 0:
+            sys.exit(f"reading the log failed: {out.stderr}")
+        rows = [line.split(" ", 1) for line in out.stdout.splitlines() if line]
+        seqs = [int(seq) for seq, _ in rows]
+        stored = {}
+        for seq, msg_id in rows:
+            stored.setdefault(msg_id, []).append(int(seq))
+        contiguous = seqs == list(range(1, len(seqs) + 1))
+        lost = [m for m, seq in self.acked_events.items() if stored.get(m) != [seq]]
+        repeated = [m for m, found in stored.items() if len(found) > 1]
+        missing_commands = set(self.sent_commands) - set(self.received)
+        repeated_commands = sum(1 for n in self.received.values() if n > 1)
+        missing_outcomes = self.decided_gates - set(self.outcomes)
+        wrong_outcomes = [g for g in self.decided_gates if self.outcomes.get(g) not in (None, "approved")]
+        print(f"events: {len(self.acked_events)} acknowledged, {len(lost)} lost or moved; the log holds "
+              f"{len(seqs)} seqs, contiguous from 1: {contiguous}, {len(repeated)} msgIds twice")
+        print(f"commands: {len(self.sent_commands)} acknowledged by control-api, {len(missing_commands)} never "
+              f"reached the agent ({repeated_commands} delivered more than once)")
+        print(f"gates: {len(self.opened_gates)} opened, {len(self.decided_gates)} decided, "
+              f"{len(missing_outcomes)} outcomes never reached the agent, {len(wrong_outcomes)} wrong")
+        failures = list(self.failures)
+        # Out of reach is 503 (retry) in the error vocabulary, never 500.
+        for name, outages in (("events", self.events), ("commands", self.commands), ("gates", self.gates),
+                              ("agent polls", self.polls)):
+            if outages.errors.get("500"):
+                failures.append(f"{name}: {outages.errors['500']} attempts answered 500 (ServerError), not 503")
+        if lost:
+            failures.append(f"acknowledged events lost: {lost[:10]}")
+        if not contiguous:
+            failures.append("the tenant's seqs have a gap or a repeat")
+        if repeated:
+            failures.append(f"msgIds stored twice: {repeated[:10]}")
+        if missing_commands:
+            failures.append(f"acknowledged commands never delivered: {sorted(missing_commands)[:10]}")
+        if missing_outcomes or wrong_outcomes:
+            failures.append(f"gate outcomes missing {sorted(missing_outcomes)[:10]} or wrong {wrong_outcomes[:10]}")
+        if not self.acked_events or not self.sent_commands or not self.decided_gates:
+            failures.append("some kind of traffic never went through")
+        for failure in failures:
+            print("  " + failure)
+        if failures:
+            sys.exit(1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--edge", required=True)
+    parser.add_argument("--project", required=True, help="the compose project")
+    parser.add_argument("--tenant", required=True)
+    parser.add_argument("--token", default=os.environ.get("SMOKE_TOKEN"),
+                        help="an operator's token: agents:control and approvals:decide (default: $SMOKE_TOKEN)")
+    parser.add_argument("--ingest-key", default=os.environ.get("SMOKE_INGEST_KEY"))
+    parser.add_argument("--agent", default="cluster-agent")
+    parser.add_argument("--bound", type=float, default=120, help="seconds a kill may stop traffic")
+    Scenario(parser.parse_args()).run()
+
+
+if __name__ == "__main__":
+    main()
