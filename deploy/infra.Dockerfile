@@ -53,7 +53,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends patroni python3-etcd etcd-server pgbouncer haproxy \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && mkdir -p /var/lib/etcd && chown postgres:postgres /var/lib/etcd && chmod 0700 /var/lib/etcd
-COPY deploy/staging/cluster/patroni-entrypoint deploy/staging/cluster/patroni-post-bootstrap \
+COPY deploy/staging/cluster/patroni-entrypoint deploy/staging/cluster/patroni-roles \
      deploy/staging/cluster/pgbouncer-entrypoint /usr/local/bin/
 COPY deploy/staging/cluster/haproxy.cfg /etc/swarmdeck/haproxy.cfg
 COPY deploy/staging/http-ok /usr/local/bin/http-ok

@@ -23,6 +23,7 @@ next success) and exits 1 on anything lost.
 """
 
 import argparse
+import http.client
 import json
 import os
 import subprocess
@@ -35,8 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from smoke_check import api  # noqa: E402
 
 
-def docker(*args, timeout=30):
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+def docker(*args, timeout=30, stdin=None):
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, input=stdin)
 
 
 def container(project, service, index=1):
@@ -76,8 +77,9 @@ def stream_replicas(project):
     return " ".join(f"{s['name']}={s.get('config', {}).get('num_replicas')}" for s in streams(project))
 
 
-def postgres_primary(project):
-    """The Patroni member that is the primary (its compose service name), asked of either node."""
+def patroni_members(project):
+    """{member: role} of the members Patroni reports running or streaming (Leader, Sync Standby,
+    Replica), asked of either node; {} when neither answers."""
     for service in ("postgres", "postgres-2"):
         out = docker("exec", container(project, service), "patronictl", "-c", "/tmp/patroni/patroni.yml",
                      "list", "-f", "json")
@@ -85,15 +87,28 @@ def postgres_primary(project):
             members = json.loads(out.stdout)
         except ValueError:
             continue
-        for member in members:
-            if member.get("Role") == "Leader" and member.get("State") == "running":
-                return member["Member"]
-    return None
+        return {m["Member"]: m.get("Role") for m in members if m.get("State") in ("running", "streaming")}
+    return {}
+
+
+def postgres_primary(project):
+    """The Patroni member that is the primary (its compose service name)."""
+    return next((name for name, role in patroni_members(project).items() if role == "Leader"), None)
+
+
+def kill(name):
+    """docker kill, which must succeed."""
+    out = docker("kill", name)
+    if out.returncode != 0:
+        sys.exit(f"docker kill {name} failed: {out.stderr.strip()}")
 
 
 class Outages:
-    """For one kind of traffic: the attempts that failed, as spans from the first failure to the
-    next success."""
+    """For one kind of traffic, the spans it went without an answer: from the moment the first
+    failed attempt was sent to the end of the next success, and any success that took longer
+    than a second (from its sending)."""
+
+    SLOW = 1.0
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -103,43 +118,60 @@ class Outages:
         self.last_success = None
         self.errors = {}
 
-    def failed(self, why):
+    def failed(self, why, sent):
         with self.lock:
             if self.failing_since is None:
-                self.failing_since = time.time()
+                self.failing_since = sent
             self.errors[why] = self.errors.get(why, 0) + 1
 
-    def succeeded(self):
+    def succeeded(self, sent):
         with self.lock:
             now = time.time()
             if self.failing_since is not None:
                 self.spans.append((self.failing_since, now))
                 self.failing_since = None
+            elif now - sent > self.SLOW:
+                self.spans.append((sent, now))
             self.successes += 1
             self.last_success = now
 
-    def longest_after(self, start, end):
-        """The longest failing span that began in [start, end)."""
+    def longest_within(self, start, end):
+        """The longest span without an answer that overlaps [start, end) (one may begin with a
+        request sent just before start)."""
         with self.lock:
-            spans = [b - a for a, b in self.spans if start <= a < end]
-            if self.failing_since is not None and start <= self.failing_since < end:
+            spans = [b - a for a, b in self.spans if a < end and b > start]
+            if self.failing_since is not None and self.failing_since < end:
                 spans.append(time.time() - self.failing_since)
         return max(spans, default=0.0)
 
 
+# How long one request is retried before the check gives up on it.
+GIVE_UP = 180
+
+
+def answer(call):
+    """(status, body) of one request; (None, the error's type) when there was no answer."""
+    try:
+        return call()
+    except (OSError, ValueError, http.client.HTTPException) as error:
+        return None, type(error).__name__
+
+
 def attempt(outages, call, ok):
-    """Call until ok(status, body); each failure (no answer, 5xx, 429…) is counted and retried."""
+    """Call until ok(status); each failure (no answer, 5xx, 429…) is counted and retried, for
+    GIVE_UP seconds at most."""
+    deadline = time.time() + GIVE_UP
     while True:
-        try:
-            status, body = call()
-        except (OSError, ValueError) as error:
-            status, body = None, type(error).__name__
+        sent = time.time()
+        status, body = answer(call)
         if ok(status):
-            outages.succeeded()
+            outages.succeeded(sent)
             return status, body
-        outages.failed(str(status) if status is not None else body)
+        outages.failed(str(status) if status is not None else body, sent)
         if status in (400, 401, 403, 404, 409, 422):
             raise RuntimeError(f"refused: {status} {body}")
+        if time.time() > deadline:
+            raise RuntimeError(f"no success in {GIVE_UP} s, last {status} {body}")
         time.sleep(0.2)
 
 
@@ -156,13 +188,26 @@ class Scenario:
         self.gates = Outages()
         self.polls = Outages()
         self.acked_events = {}      # msgId -> seq
-        self.sent_commands = {}     # requestId -> commandId (202)
+        self.sent_commands = {}     # requestIds control-api answered 202
         self.received = {}          # requestId -> times delivered
         self.opened_gates = {}      # idempotencyKey -> gateId
         self.decided_gates = set()  # gateIds whose decision approvals acknowledged
         self.outcomes = {}          # gateId -> status delivered to the agent
         self.lock = threading.Lock()
         self.session_token = None
+        self.crashed = []           # what ended a worker thread
+        self.drain_deadline = float("inf")
+
+    def worker(self, target):
+        """target on a thread of its own; an exception that ends it is recorded in crashed."""
+        def run():
+            try:
+                target()
+            except Exception as error:  # noqa: BLE001 - recorded, and fails the check
+                self.crashed.append(f"{target.__name__}: {error!r}")
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
 
     def call(self, method, path, token, body=None):
         return lambda: api(self.edge, method, path, token, body)
@@ -176,18 +221,19 @@ class Scenario:
 
     def poll(self):
         while not self.stop.is_set() or self.pending():
-            try:
-                status, body = api(self.edge, "GET", "/v1/agent/commands?waitSeconds=2", self.session_token)
-            except (OSError, ValueError) as error:
-                status, body = None, type(error).__name__
+            if time.time() > self.drain_deadline:
+                return
+            sent = time.time()
+            status, body = answer(lambda: api(self.edge, "GET", "/v1/agent/commands?waitSeconds=2", self.session_token))
             if status == 401:
                 self.open_session()
                 continue
             if status != 200:
-                self.polls.failed(str(status) if status is not None else body)
+                self.polls.failed(str(status) if status is not None else body, sent)
                 time.sleep(0.2)
                 continue
-            self.polls.succeeded()
+            # A long poll answers when a command comes or after its wait: its time is not a wait.
+            self.polls.succeeded(time.time())
             for command in body["commands"]:
                 with self.lock:
                     if command["action"] == "gate":
@@ -200,8 +246,6 @@ class Scenario:
                                               {"commandId": command["commandId"], "ackToken": command["ackToken"],
                                                "outcome": "applied", "state": state}),
                         lambda s: s in (200, 204))
-            if self.stop.is_set() and time.time() > self.drain_deadline:
-                return
 
     def pending(self):
         with self.lock:
@@ -240,7 +284,7 @@ class Scenario:
                                                              "requestId": request}),
                                    lambda s: s == 202)
             with self.lock:
-                self.sent_commands[request] = body.get("commandId")
+                self.sent_commands[request] = True
             n += 1
             time.sleep(0.5)
 
@@ -268,6 +312,8 @@ class Scenario:
     def wait_through(self, since, what, limit):
         deadline = time.time() + limit
         while not self.all_through_since(since):
+            if self.crashed:
+                sys.exit(f"{what}: a worker stopped: {self.crashed}")
             if time.time() > deadline:
                 sys.exit(f"{what}: traffic did not get through again within {limit:.0f} s "
                          f"(events {self.events.errors}, commands {self.commands.errors}, gates {self.gates.errors}, "
@@ -278,10 +324,10 @@ class Scenario:
         return time.time()
 
     def report(self, what, start, end):
-        spans = {name: outages.longest_after(start, end) for name, outages in
+        spans = {name: outages.longest_within(start, end) for name, outages in
                  (("events", self.events), ("commands", self.commands), ("gates", self.gates),
                   ("agent polls", self.polls))}
-        print(f"{what}: longest failure " + ", ".join(f"{name} {span:.1f} s" for name, span in spans.items()))
+        print(f"{what}: longest without an answer " + ", ".join(f"{name} {span:.1f} s" for name, span in spans.items()))
         return spans
 
     def print_errors(self):
@@ -303,11 +349,8 @@ class Scenario:
             if time.time() > deadline:
                 sys.exit("the agent never appeared in control-api's fleet")
             time.sleep(0.2)
-        self.drain_deadline = float("inf")
-        threads = [threading.Thread(target=target, daemon=True)
-                   for target in (self.poll, self.open_gates, self.send_commands, self.post_events)]
-        for thread in threads:
-            thread.start()
+        poller = self.worker(self.poll)
+        producers = [self.worker(target) for target in (self.open_gates, self.send_commands, self.post_events)]
         time.sleep(5)
         self.wait_through(time.time() - 5, "before the kills", 60)
 
@@ -316,20 +359,27 @@ class Scenario:
         if leader is None:
             sys.exit("no NATS server leads the command stream")
         killed = time.time()
-        docker("kill", container(project, leader))
+        kill(container(project, leader))
         print(f"killed NATS server {leader}, the command stream's leader")
         through = self.wait_through(killed, "after the NATS kill", self.args.bound)
-        new_leader = stream_leader(project, "SD_CONTROL")
+        while (new_leader := stream_leader(project, "SD_CONTROL")) in (None, leader):
+            if time.time() - killed > self.args.bound:
+                sys.exit(f"no other NATS server leads the command stream {self.args.bound:.0f} s after the kill")
+            time.sleep(0.2)
         print(f"the command stream's leader is now {new_leader}")
         nats_spans = self.report("NATS leader killed", killed, through)
 
-        # 2. The Postgres primary.
-        primary = postgres_primary(project)
-        if primary is None:
-            sys.exit("Patroni reports no primary")
+        # 2. The Postgres primary, once its replica is synchronous (so it holds every commit).
+        deadline = time.time() + 60
+        while not (members := patroni_members(project)) or "Sync Standby" not in members.values():
+            if time.time() > deadline:
+                sys.exit(f"Patroni has no synchronous replica: {members}")
+            time.sleep(0.5)
+        primary = next(name for name, role in members.items() if role == "Leader")
         killed = time.time()
-        docker("kill", container(project, primary))
-        print(f"killed Postgres primary {primary}")
+        kill(container(project, primary))
+        print(f"killed Postgres primary {primary} (its synchronous replica: "
+              f"{next(name for name, role in members.items() if role == 'Sync Standby')})")
         while (now_primary := postgres_primary(project)) in (None, primary):
             if time.time() - killed > self.args.bound:
                 sys.exit(f"Patroni promoted no replica within {self.args.bound:.0f} s")
@@ -339,23 +389,34 @@ class Scenario:
         through = self.wait_through(killed, "after the Postgres kill", self.args.bound)
         postgres_spans = self.report("Postgres primary killed", killed, through)
 
-        # The killed ones come back (as a follower and a replica) while traffic goes on.
+        # The killed ones come back while traffic goes on: the old primary as a replica.
         for name in (leader, primary):
             docker("start", container(project, name))
-        time.sleep(3)
+        started = time.time()
+        while patroni_members(project).get(primary) not in ("Replica", "Sync Standby"):
+            if time.time() - started > self.args.bound:
+                sys.exit(f"{primary} did not come back as a replica: {patroni_members(project)}")
+            time.sleep(0.5)
+        print(f"{primary} is back as a replica {time.time() - started:.1f} s after its start")
         self.stop.set()
+        for thread in producers:
+            thread.join(timeout=GIVE_UP + 20)
+        # Then the agent takes what is still due to it, for 30 s at most.
         self.drain_deadline = time.time() + 30
-        for thread in threads:
-            thread.join(timeout=40)
+        poller.join(timeout=60)
+        if any(thread.is_alive() for thread in producers + [poller]) or self.crashed:
+            sys.exit(f"a worker did not finish: {self.crashed}")
         self.print_errors()
         self.verify(now_primary)
         print(json.dumps({"nats": nats_spans, "postgres": postgres_spans, "promotion": round(promoted, 1)}))
 
     def verify(self, primary):
         tenant = self.args.tenant
-        query = (f"SELECT seq, msg_id FROM ingest.events WHERE tenant_id = '{tenant}' ORDER BY seq")
-        out = docker("exec", container(self.args.project, primary), "psql", "-X", "-h", "/run/postgresql", "-U",
-                     "postgres", "-d", "swarmdeck", "-AtF", " ", "-c", query, timeout=60)
+        # The tenant as a psql variable, quoted by psql (read from standard input, where psql
+        # interpolates).
+        out = docker("exec", "-i", container(self.args.project, primary), "psql", "-X", "-h", "/run/postgresql", "-U",
+                     "postgres", "-d", "swarmdeck", "-AtF", " ", "-v", f"tenant={tenant}", timeout=60,
+                     stdin="SELECT seq, msg_id FROM ingest.events WHERE tenant_id = :'tenant' ORDER BY seq;\n")
         if out.returncode != 0:
             sys.exit(f"reading the log failed: {out.stderr}")
         rows = [line.split(" ", 1) for line in out.stdout.splitlines() if line]
@@ -409,7 +470,8 @@ def main():
                         help="an operator's token: agents:control and approvals:decide (default: $SMOKE_TOKEN)")
     parser.add_argument("--ingest-key", default=os.environ.get("SMOKE_INGEST_KEY"))
     parser.add_argument("--agent", default="cluster-agent")
-    parser.add_argument("--bound", type=float, default=120, help="seconds a kill may stop traffic")
+    parser.add_argument("--bound", type=float, default=60,
+                        help="seconds within which a kill is noticed (a new leader, a promotion) and all traffic is through again")
     Scenario(parser.parse_args()).run()
 
 

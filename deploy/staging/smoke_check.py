@@ -151,7 +151,11 @@ def api(edge, method, path, token, body=None):
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
+        raw = error.read()
+        try:
+            return error.code, json.loads(raw or b"null")
+        except ValueError:  # not the services' envelope (the edge's own page): the status stands
+            return error.code, raw.decode(errors="replace")
 
 
 def register(args):
