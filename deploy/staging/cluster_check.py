@@ -116,6 +116,7 @@ class Outages:
         self.spans = []      # (start, end)
         self.successes = 0
         self.last_success = None
+        self.last_success_sent = 0.0  # when the last request that succeeded was sent
         self.errors = {}
 
     def failed(self, why, sent):
@@ -124,16 +125,19 @@ class Outages:
                 self.failing_since = sent
             self.errors[why] = self.errors.get(why, 0) + 1
 
-    def succeeded(self, sent):
+    def succeeded(self, sent, timed=True):
+        """A success of a request sent at `sent`; `timed`: its time to answer is a wait (a long
+        poll's is not)."""
         with self.lock:
             now = time.time()
             if self.failing_since is not None:
                 self.spans.append((self.failing_since, now))
                 self.failing_since = None
-            elif now - sent > self.SLOW:
+            elif timed and now - sent > self.SLOW:
                 self.spans.append((sent, now))
             self.successes += 1
             self.last_success = now
+            self.last_success_sent = max(self.last_success_sent, sent)
 
     def longest_within(self, start, end):
         """The longest span without an answer that overlaps [start, end) (one may begin with a
@@ -233,7 +237,7 @@ class Scenario:
                 time.sleep(0.2)
                 continue
             # A long poll answers when a command comes or after its wait: its time is not a wait.
-            self.polls.succeeded(time.time())
+            self.polls.succeeded(sent, timed=False)
             for command in body["commands"]:
                 with self.lock:
                     if command["action"] == "gate":
@@ -256,7 +260,7 @@ class Scenario:
     def open_gates(self):
         n = 0
         while not self.stop.is_set():
-            key = f"cluster-gate-{n}"
+            key = f"{self.run_id}-gate-{n}"  # a run's own: a key seen before answers its old gate
             status, body = attempt(self.gates, self.call("POST", "/v1/agent/gates", self.session_token,
                                                          {"idempotencyKey": key, "summary": f"cluster step {n}",
                                                           "tool": "Bash", "toolInput": {"command": "true"},
@@ -306,7 +310,8 @@ class Scenario:
             time.sleep(0.05)
 
     def all_through_since(self, moment):
-        return all(o.last_success and o.last_success > moment and o.failing_since is None
+        """Whether a request of each kind sent after `moment` has succeeded, and none is failing."""
+        return all(o.last_success_sent > moment and o.failing_since is None
                    for o in (self.events, self.commands, self.gates, self.polls))
 
     def wait_through(self, since, what, limit):
