@@ -18,8 +18,9 @@ has gone through again, then stops, and the check reads back:
   gates     every gate approvals opened and every decision it acknowledged reached the agent
             as the gate's outcome.
 
-Prints, for each kill, how long each kind of traffic failed (the first failed attempt to the
-next success) and exits 1 on anything lost.
+Prints, for each kill, the longest each kind of traffic went without an answer (from the
+sending of a request that failed to the next success, or a success that took over a second;
+a long poll's own wait does not count) and exits 1 on anything lost.
 """
 
 import argparse
@@ -115,9 +116,24 @@ class Outages:
         self.failing_since = None
         self.spans = []      # (start, end)
         self.successes = 0
-        self.last_success = None
         self.last_success_sent = 0.0  # when the last request that succeeded was sent
+        self.in_flight = []           # when each request waiting for its answer was sent
         self.errors = {}
+
+    def sending(self, sent):
+        with self.lock:
+            self.in_flight.append(sent)
+
+    def answered(self, sent):
+        with self.lock:
+            self.in_flight.remove(sent)
+
+    def through_since(self, moment):
+        """A request sent after `moment` succeeded, none is failing, and none sent before it
+        still waits for its answer."""
+        with self.lock:
+            return (self.last_success_sent > moment and self.failing_since is None
+                    and all(sent > moment for sent in self.in_flight))
 
     def failed(self, why, sent):
         with self.lock:
@@ -136,7 +152,6 @@ class Outages:
             elif timed and now - sent > self.SLOW:
                 self.spans.append((sent, now))
             self.successes += 1
-            self.last_success = now
             self.last_success_sent = max(self.last_success_sent, sent)
 
     def longest_within(self, start, end):
@@ -153,12 +168,18 @@ class Outages:
 GIVE_UP = 180
 
 
-def answer(call):
-    """(status, body) of one request; (None, the error's type) when there was no answer."""
+def answer(call, outages=None, sent=None):
+    """(status, body) of one request; (None, the error's type) when there was no answer. With
+    `outages`, the request counts as in flight meanwhile."""
+    if outages is not None:
+        outages.sending(sent)
     try:
         return call()
     except (OSError, ValueError, http.client.HTTPException) as error:
         return None, type(error).__name__
+    finally:
+        if outages is not None:
+            outages.answered(sent)
 
 
 def attempt(outages, call, ok):
@@ -167,7 +188,7 @@ def attempt(outages, call, ok):
     deadline = time.time() + GIVE_UP
     while True:
         sent = time.time()
-        status, body = answer(call)
+        status, body = answer(call, outages, sent)
         if ok(status):
             outages.succeeded(sent)
             return status, body
@@ -200,6 +221,7 @@ class Scenario:
         self.lock = threading.Lock()
         self.session_token = None
         self.crashed = []           # what ended a worker thread
+        self.producers_done = threading.Event()  # no command, gate or decision is still being sent
         self.drain_deadline = float("inf")
 
     def worker(self, target):
@@ -224,11 +246,12 @@ class Scenario:
         self.session_token = body["token"]
 
     def poll(self):
-        while not self.stop.is_set() or self.pending():
+        while not self.producers_done.is_set() or self.pending():
             if time.time() > self.drain_deadline:
                 return
             sent = time.time()
-            status, body = answer(lambda: api(self.edge, "GET", "/v1/agent/commands?waitSeconds=2", self.session_token))
+            status, body = answer(lambda: api(self.edge, "GET", "/v1/agent/commands?waitSeconds=2", self.session_token),
+                                  self.polls, sent)
             if status == 401:
                 self.open_session()
                 continue
@@ -310,9 +333,8 @@ class Scenario:
             time.sleep(0.05)
 
     def all_through_since(self, moment):
-        """Whether a request of each kind sent after `moment` has succeeded, and none is failing."""
-        return all(o.last_success_sent > moment and o.failing_since is None
-                   for o in (self.events, self.commands, self.gates, self.polls))
+        """Whether every kind of traffic is through since `moment` (Outages.through_since)."""
+        return all(o.through_since(moment) for o in (self.events, self.commands, self.gates, self.polls))
 
     def wait_through(self, since, what, limit):
         deadline = time.time() + limit
@@ -363,8 +385,8 @@ class Scenario:
         leader = stream_leader(project, "SD_CONTROL")
         if leader is None:
             sys.exit("no NATS server leads the command stream")
-        killed = time.time()
         kill(container(project, leader))
+        killed = time.time()
         print(f"killed NATS server {leader}, the command stream's leader")
         through = self.wait_through(killed, "after the NATS kill", self.args.bound)
         while (new_leader := stream_leader(project, "SD_CONTROL")) in (None, leader):
@@ -375,14 +397,14 @@ class Scenario:
         nats_spans = self.report("NATS leader killed", killed, through)
 
         # 2. The Postgres primary, once its replica is synchronous (so it holds every commit).
-        deadline = time.time() + 60
-        while not (members := patroni_members(project)) or "Sync Standby" not in members.values():
+        deadline = time.time() + self.args.bound
+        while not (members := patroni_members(project)) or not {"Leader", "Sync Standby"} <= set(members.values()):
             if time.time() > deadline:
-                sys.exit(f"Patroni has no synchronous replica: {members}")
+                sys.exit(f"Patroni has no primary with a synchronous replica: {members}")
             time.sleep(0.5)
         primary = next(name for name, role in members.items() if role == "Leader")
-        killed = time.time()
         kill(container(project, primary))
+        killed = time.time()
         print(f"killed Postgres primary {primary} (its synchronous replica: "
               f"{next(name for name, role in members.items() if role == 'Sync Standby')})")
         while (now_primary := postgres_primary(project)) in (None, primary):
@@ -396,7 +418,9 @@ class Scenario:
 
         # The killed ones come back while traffic goes on: the old primary as a replica.
         for name in (leader, primary):
-            docker("start", container(project, name))
+            out = docker("start", container(project, name))
+            if out.returncode != 0:
+                sys.exit(f"docker start {name} failed: {out.stderr.strip()}")
         started = time.time()
         while patroni_members(project).get(primary) not in ("Replica", "Sync Standby"):
             if time.time() - started > self.args.bound:
@@ -406,11 +430,15 @@ class Scenario:
         self.stop.set()
         for thread in producers:
             thread.join(timeout=GIVE_UP + 20)
-        # Then the agent takes what is still due to it, for 30 s at most.
+        # Then the agent takes what is still due to it, for 30 s at most (and its last
+        # acknowledgement's retries).
         self.drain_deadline = time.time() + 30
-        poller.join(timeout=60)
-        if any(thread.is_alive() for thread in producers + [poller]) or self.crashed:
-            sys.exit(f"a worker did not finish: {self.crashed}")
+        self.producers_done.set()
+        poller.join(timeout=30 + GIVE_UP + 20)
+        alive = [name for name, thread in (("producers", producers), ("poller", [poller]))
+                 if any(t.is_alive() for t in thread)]
+        if alive or self.crashed:
+            sys.exit(f"a worker did not finish: still running {alive}, stopped by {self.crashed}")
         self.print_errors()
         self.verify(now_primary)
         print(json.dumps({"nats": nats_spans, "postgres": postgres_spans, "promotion": round(promoted, 1)}))
