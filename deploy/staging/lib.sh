@@ -130,3 +130,15 @@ run_cli() {
     -v "$SWARMDECK_SECRETS/edge-ca.pem:/run/secrets/edge-ca.pem:ro" -e SWARMDECK_CA_FILE=/run/secrets/edge-ca.pem \
     "swarmdeck:$SWARMDECK_TAG" swarmdeck "$@"
 }
+
+# scan_image IMAGE PATTERNS: die if a line of the file PATTERNS (secrets) is anywhere in IMAGE's
+# layers (docker save, grepped whole as it streams: one pass, nothing written). The same scan
+# must find a string every image holds (the base's os-release), or it proves nothing.
+scan_image() {
+  local image=$1 patterns=$2 found os_release='PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"'
+  # What matched, each once (never printed: it may be a secret).
+  found=$(docker save "$image" | { grep -aoF -f "$patterns" -e "$os_release" || (($? == 1)); } | sort -u) ||
+    die "the layer scan of $image failed"
+  grep -qxF "$os_release" <<<"$found" || die "the layer scan does not see inside $image"
+  if grep -qvxF "$os_release" <<<"$found"; then die "a secret is inside image $image"; fi
+}
