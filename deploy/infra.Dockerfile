@@ -61,9 +61,11 @@ USER postgres
 EXPOSE 5432 8008 6432 5000 2379
 CMD ["patroni-entrypoint"]
 
+# The edge (nginx) and, from the same image, the tenant-affine route to stream-fanout (HAProxy,
+# the compose file's fanout-router).
 FROM debian:bookworm-slim AS edge
 RUN apt-get update \
- && apt-get install -y --no-install-recommends nginx-light libjs-term.js \
+ && apt-get install -y --no-install-recommends nginx-light libjs-term.js haproxy \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && rm -f /etc/nginx/sites-enabled/* /etc/nginx/modules-enabled/*
 COPY deploy/edge/nginx.compose.conf /etc/nginx/nginx.conf
@@ -71,6 +73,7 @@ COPY deploy/edge/nginx.compose.conf /etc/nginx/nginx.conf
 COPY web/console /srv/swarmdeck/console
 COPY deploy/staging/http-ok /usr/local/bin/http-ok
 COPY deploy/edge/edge-entrypoint /usr/local/bin/edge-entrypoint
+COPY deploy/edge/fanout-router.cfg /etc/swarmdeck/fanout-router.cfg
 # Debian's www-data; temporary files and the pid go to /tmp (see nginx.compose.conf).
 USER www-data
 # 8443 HTTPS and WSS (its certificate from /run/secrets), 8080 plain HTTP that only redirects.

@@ -131,6 +131,18 @@ run_cli() {
     "swarmdeck:$SWARMDECK_TAG" swarmdeck "$@"
 }
 
+# route_tenants COUNT PREFIX: the resume check's tenants (PREFIX-1…PREFIX-COUNT), each with an
+# access token of every scope (15 minutes) and an ingest key, as the JSON it reads from
+# $SMOKE_TENANTS. The caller defines check() (smoke_check.py against $edge).
+route_tenants() {
+  local tokens
+  tokens=$(docker run --rm --network host -v "$SWARMDECK_SECRETS/jwt-es256.pem:/run/secrets/jwt-es256.pem:ro" \
+    "swarmdeck:$SWARMDECK_TAG" bash -c 'for i in $(seq 1 "$1"); do
+        swarmdeck token mint --key-file /run/secrets/jwt-es256.pem --tenant "$2-$i" --subject resume-check --all-scopes --ttl 900 || exit 1
+      done' _ "$1" "$2") || die "could not mint the resume check's tokens"
+  check tenants --prefix "$2" <<<"$tokens"
+}
+
 # scan_image IMAGE PATTERNS: die if a line of the file PATTERNS (secrets) is anywhere in IMAGE's
 # layers (docker save, grepped whole as it streams: one pass, nothing written). The same scan
 # must find a string every image holds (the base's os-release), or it proves nothing.

@@ -5,16 +5,20 @@
   stream     post events to ingest and see each on /v1/stream
   pause      pause an agent through control-api and see its state become paused
   replay     the events of a swarm are still in the log (after down and up)
+  tenants    make the resume check's tenants an ingest key each
   resume     the resume check, below
 
-resume: CLIENTS WebSocket clients subscribe to /v1/stream through the edge, filtered to a swarm of
-their own; EVENTS events are posted to ingest (with a number 0..EVENTS-1 in each message);
-after a third of them, the stream-fanout container holding the most clients is killed. Its
-clients reconnect through the edge (to the replicas left) and subscribe again with the last
-eventId they had. At the end every client must hold every number exactly once, in seq order.
+resume: for each tenant of $SMOKE_TENANTS, CLIENTS WebSocket clients subscribe to /v1/stream
+through the edge, filtered to a swarm of the tenant's; EVENTS events are posted to ingest for each
+(with a number 0..EVENTS-1 in each message). The tenant-affine route (fanout-router, whose log
+names each tenant's replica) must put each tenant's clients on one replica, and the tenants on
+more than one. After a third of the events, the replica holding the most tenants is killed. Its
+tenants' clients reconnect through the edge, each tenant's to one other replica, and subscribe
+again with the last eventId they had; the other tenants' clients never move. At the end every
+client must hold every number exactly once, in seq order.
 
-Prints the clients per replica before and after the kill and the counts; exits 1 on any
-missing, repeated or out-of-order event.
+Prints the tenants per replica, where the moved ones went and the counts; exits 1 on any missing,
+repeated or out-of-order event, and on a tenant split over replicas.
 """
 
 import argparse
@@ -31,20 +35,6 @@ import uuid
 
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import connect
-
-
-def replica_connections(containers):
-    """fanout_connections of each stream-fanout container, read from its /metrics."""
-    script = ('exec 3<>/dev/tcp/127.0.0.1/8080; '
-              'printf "GET /metrics HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n" >&3; '
-              'timeout 5 cat <&3')
-    counts = {}
-    for container in containers:
-        out = subprocess.run(["docker", "exec", container, "bash", "-c", script], capture_output=True, text=True,
-                             timeout=20)
-        match = re.search(r"^fanout_connections(?:\{[^}]*\})? ([0-9.e+]+)$", out.stdout, re.MULTILINE)
-        counts[container] = int(float(match.group(1))) if match else None
-    return counts
 
 
 class ServerError(Exception):
@@ -231,86 +221,172 @@ def pause(args):
     sys.exit(f"pause: agent {args.agent} not paused: {agent}")
 
 
+def tenants(args):
+    """Reads access tokens (one a line, for PREFIX-1, PREFIX-2…) and makes each tenant an ingest
+    key: prints the JSON the resume check reads from $SMOKE_TENANTS."""
+    made = []
+    for index, token in enumerate(line.strip() for line in sys.stdin if line.strip()):
+        status, body = api(args.edge, "POST", "/v1/admin/ingest-keys", token, {"name": "resume check"})
+        if status != 201:
+            sys.exit(f"tenants: an ingest key for {args.prefix}-{index + 1}: {status} {body}")
+        made.append({"tenant": f"{args.prefix}-{index + 1}", "token": token, "ingestKey": body["key"]})
+    print(json.dumps(made))
+
+
 def ws_url(edge):
     # https://… becomes wss://…; the CA Python trusts is SSL_CERT_FILE (the smoke sets it).
     return edge.replace("http", "ws", 1) + "/v1/stream?protocol=1"
 
 
+def container_addresses(containers):
+    """Each container's address on its networks (the address the router logs), to the container."""
+    addresses = {}
+    for container in containers:
+        out = subprocess.run(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+                              container], capture_output=True, text=True, timeout=20)
+        for address in out.stdout.split():
+            addresses[address] = container
+    return addresses
+
+
+ROUTE_LINE = re.compile(r'^tenant="((?:[^"\\]|\\.)*)" server=(\S+) address=(\S+) status=(\d+)')
+
+
+def routed(router):
+    """The router's log, as (tenant, replica address) for each upgrade a replica accepted (101)."""
+    out = subprocess.run(["docker", "logs", router], capture_output=True, text=True, timeout=30)
+    lines = []
+    for line in (out.stdout + out.stderr).splitlines():
+        match = ROUTE_LINE.match(line)
+        if match:
+            lines.append((match.group(1), match.group(3), match.group(4)))
+    return lines
+
+
+def placements(lines, tenants):
+    """tenant -> the replica addresses its upgrades went to (those accepted)."""
+    placed = {tenant: set() for tenant in tenants}
+    for tenant, address, status in lines:
+        if tenant in placed and status == "101":
+            placed[tenant].add(address)
+    return placed
+
+
 def resume(args):
+    """The resume check, with the tenant-affine route: several tenants, each with CLIENTS clients.
+    Every tenant's clients land on one replica (and the tenants on more than one); the replica
+    holding the most tenants is killed mid-stream; its tenants move, each whole to one other
+    replica, where their clients resume by seq; the other tenants' clients never move."""
+    tenants = json.loads(os.environ["SMOKE_TENANTS"])
     containers = args.containers.split(",")
-    swarm = "smoke-" + uuid.uuid4().hex[:8]
+    addresses = container_addresses(containers)
     deadline = time.time() + args.timeout
-    clients = [Client(i, ws_url(args.edge), args.token, swarm, args.events, deadline) for i in range(args.clients)]
+    mark = len(routed(args.router))
+    clients = {}
+    swarms = {}
     linger = threading.Event()
-    for client in clients:
-        client.linger = linger
-        client.start()
-    for client in clients:
+    for tenant in tenants:
+        name = tenant["tenant"]
+        swarms[name] = "smoke-" + uuid.uuid4().hex[:8]
+        clients[name] = [Client(i, ws_url(args.edge), tenant["token"], swarms[name], args.events, deadline)
+                         for i in range(args.clients)]
+        for client in clients[name]:
+            client.linger = linger
+            client.start()
+    everyone = [client for group in clients.values() for client in group]
+    for client in everyone:
         if not client.subscribed.wait(timeout=30):
             sys.exit(f"client {client.index} did not subscribe: {client.error}")
 
-    before = replica_connections(containers)
-    print(f"clients per stream-fanout replica: {json.dumps({c[:12]: n for c, n in before.items()})}")
-    spread = sum(1 for count in before.values() if count)
-    victim = max(before, key=lambda c: before[c] or 0)
+    failures = []
+    lines = routed(args.router)[mark:]
+    before = placements(lines, clients)
+    home = {}
+    for name, found in before.items():
+        accepted = sum(1 for tenant, _, status in lines if tenant == name and status == "101")
+        if len(found) != 1 or accepted != args.clients:
+            failures.append(f"tenant {name}: {accepted} upgrades on replicas {sorted(found)}, not {args.clients} on one")
+        if found:
+            home[name] = sorted(found)[0]
+    by_replica = {}
+    for name, address in home.items():
+        by_replica.setdefault(address, []).append(name)
+    print("tenants per stream-fanout replica: " + json.dumps(
+        {addresses.get(address, address)[:12]: sorted(names) for address, names in by_replica.items()}))
+    if failures:
+        for failure in failures:
+            print("  " + failure)
+        sys.exit(1)
+    victim_address = max(by_replica, key=lambda address: len(by_replica[address]))
+    victim = addresses.get(victim_address)
+    if victim is None:
+        sys.exit(f"the router sent clients to {victim_address}, which is none of the stream-fanout containers {addresses}")
+    moving = set(by_replica[victim_address])
 
-    # The events go in from another thread while a replica dies mid-stream.
-    posted = [0]
+    # The events go in from a thread per tenant while a replica dies mid-stream.
+    posted = {name: 0 for name in clients}
 
-    def poster():
+    def poster(tenant):
+        name = tenant["tenant"]
         for first in range(0, args.events, 20):
-            post_events(args.edge, args.ingest_key, swarm, first, min(first + 20, args.events))
-            posted[0] = min(first + 20, args.events)
+            post_events(args.edge, tenant["ingestKey"], swarms[name], first, min(first + 20, args.events))
+            posted[name] = min(first + 20, args.events)
 
-    posting = threading.Thread(target=poster, daemon=True)
-    posting.start()
-    while posted[0] < args.events // 3 and posting.is_alive():
+    posting = [threading.Thread(target=poster, args=(tenant,), daemon=True) for tenant in tenants]
+    for thread in posting:
+        thread.start()
+    while min(posted.values()) < args.events // 3 and any(thread.is_alive() for thread in posting):
         time.sleep(0.01)
+    mark = len(routed(args.router))
     subprocess.run(["docker", "kill", victim], check=True, capture_output=True)
-    print(f"killed stream-fanout {victim[:12]} holding {before[victim]} clients, "
-          f"with {posted[0]} of {args.events} events posted")
-    posting.join()
+    print(f"killed stream-fanout {victim[:12]} holding tenants {sorted(moving)}, "
+          f"with {min(posted.values())} of {args.events} events posted for each")
+    for thread in posting:
+        thread.join()
 
-    for client in clients:
+    for client in everyone:
         client.complete.wait(timeout=max(0, deadline - time.time()))
-    after = replica_connections([c for c in containers if c != victim])
-    print(f"clients per stream-fanout replica after the kill: {json.dumps({c[:12]: n for c, n in after.items()})}")
+    after = placements(routed(args.router)[mark:], clients)
+    print("replicas of the moved tenants after the kill: " + json.dumps(
+        {name: [addresses.get(a, a)[:12] for a in sorted(after[name])] for name in sorted(moving)}))
     linger.set()
-    for client in clients:
+    for client in everyone:
         client.join(timeout=5)
 
-    failures = []
     received = duplicates = missing = 0
-    for client in clients:
-        numbers = client.numbers
-        received += len(numbers)
-        dup = len(numbers) - len(set(numbers))
-        miss = args.events - len(set(numbers))
-        duplicates += dup
-        missing += miss
-        ordered = client.seqs == sorted(client.seqs) and numbers == sorted(numbers)
-        if dup or miss or not ordered or client.gaps or client.error:
-            failures.append(f"client {client.index}: {len(numbers)} events, {dup} repeated, {miss} missing, "
-                            f"ordered={ordered}, gaps={client.gaps}, error={client.error}")
-    moved = sum(1 for client in clients if client.connections > 1)
+    for name, group in clients.items():
+        for client in group:
+            numbers = client.numbers
+            received += len(numbers)
+            dup = len(numbers) - len(set(numbers))
+            miss = args.events - len(set(numbers))
+            duplicates += dup
+            missing += miss
+            ordered = client.seqs == sorted(client.seqs) and numbers == sorted(numbers)
+            if dup or miss or not ordered or client.gaps or client.error:
+                failures.append(f"tenant {name} client {client.index}: {len(numbers)} events, {dup} repeated, "
+                                f"{miss} missing, ordered={ordered}, gaps={client.gaps}, error={client.error}")
+    for name in moving:
+        if len(after[name]) != 1 or victim_address in after[name]:
+            failures.append(f"tenant {name} moved to replicas {sorted(after[name])}, not to one other")
+        if any(client.connections < 2 for client in clients[name]):
+            failures.append(f"tenant {name}: a client of the killed replica did not reconnect")
+    for name in set(clients) - moving:
+        if after[name] or any(client.connections != 1 for client in clients[name]):
+            failures.append(f"tenant {name} was not on the killed replica but its clients moved: {sorted(after[name])}")
     causes = {}
-    for client in clients:
+    for client in everyone:
         for error in client.errors:
-            name = error.split("(")[0]
-            causes[name] = causes.get(name, 0) + 1
+            cause = error.split("(")[0]
+            causes[cause] = causes.get(cause, 0) + 1
     print(f"reconnections by cause: {json.dumps(causes)}")
-    print(f"resume check: {args.clients} clients on {spread} replicas, {moved} reconnected after the kill; "
-          f"{args.events} events each: {received} received of {args.clients * args.events}, "
-          f"{duplicates} repeated, {missing} missing")
+    print(f"resume check: {len(clients)} tenants of {args.clients} clients on {len(by_replica)} replicas, "
+          f"{len(moving)} tenants moved with the killed replica; {args.events} events each: {received} received "
+          f"of {len(everyone) * args.events}, {duplicates} repeated, {missing} missing")
+    if len(by_replica) < 2:
+        failures.append("the tenants were all on one replica")
     for failure in failures:
         print("  " + failure)
-    if spread < 2:
-        print("  the clients were all on one replica")
-        if not args.spread_optional:
-            failures.append("the clients were not spread over the replicas")
-    if moved < (before[victim] or 0):
-        failures.append("fewer clients reconnected than the killed replica held")
-        print(f"  {moved} clients reconnected; the killed replica held {before[victim]}")
     sys.exit(1 if failures else 0)
 
 
@@ -328,17 +404,19 @@ def main():
     command = commands.add_parser("replay")
     command.add_argument("--swarm", required=True)
     command.add_argument("--events", type=int, default=10)
+    command = commands.add_parser("tenants", help="access tokens on standard input, one a line")
+    command.add_argument("--prefix", required=True)
     command = commands.add_parser("pause")
     command.add_argument("--agent", required=True)
-    command = commands.add_parser("resume")
+    command = commands.add_parser("resume", help="the tenants in $SMOKE_TENANTS (JSON: tenant, token, ingestKey)")
     command.add_argument("--containers", required=True, help="the stream-fanout container ids, comma-separated")
-    command.add_argument("--clients", type=int, default=12)
+    command.add_argument("--router", required=True, help="the fanout-router container, whose log names each route")
+    command.add_argument("--clients", type=int, default=3, help="clients per tenant")
     command.add_argument("--events", type=int, default=600)
     command.add_argument("--timeout", type=float, default=120)
-    command.add_argument("--spread-optional", action="store_true",
-                         help="clients all on one replica is reported, not a failure (the killed one is theirs)")
     args = parser.parse_args()
-    {"register": register, "stream": stream, "replay": replay, "pause": pause, "resume": resume}[args.command](args)
+    {"register": register, "stream": stream, "replay": replay, "pause": pause, "resume": resume,
+     "tenants": tenants}[args.command](args)
 
 
 if __name__ == "__main__":
