@@ -263,6 +263,24 @@ def routed(router):
     return lines
 
 
+def wait_router(router, count, timeout=30):
+    """Until the router holds `count` replicas up (its /stats CSV, from inside its container): a
+    replica just started is in DNS within 2 s and up after two health checks."""
+    script = ('exec 3<>/dev/tcp/127.0.0.1/8081; printf "GET /stats;csv HTTP/1.0\\r\\n\\r\\n" >&3; '
+              'timeout 5 cat <&3')
+    deadline = time.time() + timeout
+    up = 0
+    while time.time() < deadline:
+        out = subprocess.run(["docker", "exec", router, "bash", "-c", script], capture_output=True, text=True,
+                             timeout=20)
+        up = sum(1 for row in out.stdout.splitlines()
+                 if row.startswith("stream-fanout,fanout") and row.split(",")[17].startswith("UP"))
+        if up == count:
+            return
+        time.sleep(0.5)
+    sys.exit(f"the router holds {up} stream-fanout replicas up, not {count}, after {timeout} s")
+
+
 def placements(lines, tenants):
     """tenant -> the replica addresses its upgrades went to (those accepted)."""
     placed = {tenant: set() for tenant in tenants}
@@ -280,8 +298,9 @@ def resume(args):
     tenants = json.loads(os.environ["SMOKE_TENANTS"])
     containers = args.containers.split(",")
     addresses = container_addresses(containers)
+    wait_router(args.router, len(containers))
     deadline = time.time() + args.timeout
-    mark = len(routed(args.router))
+    start = len(routed(args.router))
     clients = {}
     swarms = {}
     linger = threading.Event()
@@ -299,7 +318,7 @@ def resume(args):
             sys.exit(f"client {client.index} did not subscribe: {client.error}")
 
     failures = []
-    lines = routed(args.router)[mark:]
+    lines = routed(args.router)[start:]
     before = placements(lines, clients)
     home = {}
     for name, found in before.items():
@@ -347,6 +366,13 @@ def resume(args):
     for client in everyone:
         client.complete.wait(timeout=max(0, deadline - time.time()))
     after = placements(routed(args.router)[mark:], clients)
+    # Every upgrade since the clients started, before the kill included: a tenant's went to its
+    # home replica, and a moved tenant's after the kill to one other.
+    since_start = routed(args.router)[start:]
+    for name in clients:
+        early = {address for tenant, address, status in since_start[:mark - start] if tenant == name and status == "101"}
+        if early != {home[name]}:
+            failures.append(f"tenant {name}: upgrades before the kill went to {sorted(early)}, not only to {home[name]}")
     print("replicas of the moved tenants after the kill: " + json.dumps(
         {name: [addresses.get(a, a)[:12] for a in sorted(after[name])] for name in sorted(moving)}))
     linger.set()
