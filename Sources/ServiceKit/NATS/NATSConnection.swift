@@ -109,6 +109,9 @@ public final class NATSConnection: Sendable {
         // container's, a pod's), and each attempt at it holds the connection's lock until the
         // connect timeout. Name every server, or a name that resolves to the live ones.
         try natsCheck(natsOptions_SetIgnoreDiscoveredServers(options, true), "ignoring discovered servers")
+        // A write to a server gone without a reset fails after this instead of blocking, with the
+        // connection's lock held, until TCP gives up.
+        try natsCheck(natsOptions_SetWriteDeadline(options, Int64(configuration.connectTimeoutMilliseconds)), "setting write deadline")
         try natsCheck(natsOptions_SetPingInterval(options, 5_000), "setting ping interval")
         try natsCheck(natsOptions_SetMaxPingsOut(options, 3), "setting max pings out")
         if configuration.retryOnFailedConnect {
