@@ -78,18 +78,11 @@ final class ConnectionEvents: Sendable {
     /// The status the events so far tell.
     var status: NATSConnectionStatus { self.state.withLock { $0.status } }
 
-    /// Records the first connection, made by `natsConnection_Connect` (which posts no event): only
-    /// over `.connecting`, so a disconnection that came first stands.
-    func recordConnected() {
+    /// Records a change the connection made itself: connected by `natsConnection_Connect` (which
+    /// posts no event), or draining.
+    func record(_ status: NATSConnectionStatus) {
         self.state.withLock { state in
-            if state.status == .connecting { state.status = .connected }
-        }
-    }
-
-    /// Records that the connection drains (until it closes).
-    func recordDraining() {
-        self.state.withLock { state in
-            if state.status != .closed { state.status = .draining }
+            if state.status != .closed { state.status = status }
         }
     }
 }

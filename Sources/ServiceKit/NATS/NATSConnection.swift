@@ -71,7 +71,7 @@ public final class NATSConnection: Sendable {
                 throw error
             }
             if let connection, status == NATS_OK || (status == NATS_NOT_YET_CONNECTED && configuration.retryOnFailedConnect) {
-                if status == NATS_OK { events.recordConnected() }
+                if status == NATS_OK { events.record(.connected) }
                 return NATSHandle(connection)
             }
             Unmanaged<ConnectionEvents>.fromOpaque(eventsPointer).release()
@@ -281,35 +281,27 @@ public final class NATSConnection: Sendable {
         headers: NATSHeaders = [:],
         timeout: Duration = .seconds(5)
     ) async throws -> NATSMessage {
-        let mux = try await self.requestMux()
+        let mux = try self.requestMux()
         return try await mux.request(payload, to: subject, headers: headers, timeout: timeout, on: self)
     }
 
-    private func requestMux() async throws(ServiceKitError) -> RequestMux {
-        if let mux = self.requests.withLock({ $0 }) { return mux }
-        // Made on the dedicated threads (subscribing waits for nats.c's lock); requests that
-        // race keep the first one stored.
-        let created = try await runBlocking { () throws(ServiceKitError) in try RequestMux.make(on: self) }
-        let winner = self.requests.withLock { mux -> RequestMux in
+    private func requestMux() throws(ServiceKitError) -> RequestMux {
+        try self.requests.withLock { (mux) throws(ServiceKitError) -> RequestMux in
             if let mux { return mux }
+            let created = try RequestMux.make(on: self)
             mux = created
             return created
         }
-        if winner !== created { created.unsubscribe() }
-        return winner
     }
 
     /// The inbox every JetStream pull of this connection is answered on.
-    func pullMux() async throws(ServiceKitError) -> PullMux {
-        if let mux = self.pulls.withLock({ $0 }) { return mux }
-        let created = try await runBlocking { () throws(ServiceKitError) in try PullMux.make(on: self) }
-        let winner = self.pulls.withLock { mux -> PullMux in
+    func pullMux() throws(ServiceKitError) -> PullMux {
+        try self.pulls.withLock { (mux) throws(ServiceKitError) -> PullMux in
             if let mux { return mux }
+            let created = try PullMux.make(on: self)
             mux = created
             return created
         }
-        if winner !== created { created.unsubscribe() }
-        return winner
     }
 
     /// JetStream pulls waiting on this connection (all share one subscription).
@@ -339,7 +331,7 @@ public final class NATSConnection: Sendable {
     /// delivered, flushes publishes, then closes. Returns once closed.
     public func drain(timeout: Duration = .seconds(10)) async {
         if self.events.isClosed { return }
-        self.events.recordDraining()
+        self.events.record(.draining)
         let handle = self.handle
         _ = try? await runBlocking { () throws(ServiceKitError) in
             if natsConnection_DrainTimeout(handle.pointer, timeout.milliseconds) != NATS_OK {
