@@ -23,8 +23,8 @@ final class CommandWakes: Sendable {
 
     /// A wake for the polls of `subject` (one agent's), signalled by every command stored on it
     /// from now on. ``unregister(_:)`` it when the poll ends.
-    func register(_ subject: String) async throws(ServiceKitError) -> CommandWake {
-        try await self.listen()
+    func register(_ subject: String) throws(ServiceKitError) -> CommandWake {
+        try self.listen()
         let wake = CommandWake(subject: subject)
         self.waiting.withLock { $0[subject, default: [:]][ObjectIdentifier(wake)] = wake }
         return wake
@@ -43,16 +43,14 @@ final class CommandWakes: Sendable {
         }
     }
 
-    /// Subscribes once, at the first poll (polls that arrive together may each subscribe; the
-    /// first to finish keeps its subscription, the others drop theirs).
-    private func listen() async throws(ServiceKitError) {
-        guard self.listener.withLock({ $0 == nil }) else { return }
-        let subscription = try await self.connection.subscribe(
-            to: self.subject,
-            buffering: .dropNewest(maxMessages: 4096, maxBytes: 16 << 20)
-        )
-        let kept = self.listener.withLock { listener -> Bool in
-            guard listener == nil else { return false }
+    /// Subscribes once, at the first poll.
+    private func listen() throws(ServiceKitError) {
+        try self.listener.withLock { (listener) throws(ServiceKitError) in
+            guard listener == nil else { return }
+            let subscription = try self.connection.subscribe(
+                to: self.subject,
+                buffering: .dropNewest(maxMessages: 4096, maxBytes: 16 << 20)
+            )
             listener = Task { [weak self] in
                 for await batch in subscription.batches {
                     guard let self else { return }
@@ -61,9 +59,7 @@ final class CommandWakes: Sendable {
                 // The connection closed: the next poll subscribes again.
                 self?.listener.withLock { $0 = nil }
             }
-            return true
         }
-        if !kept { subscription.unsubscribe() }
     }
 
     deinit {

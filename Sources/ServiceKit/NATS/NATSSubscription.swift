@@ -36,22 +36,17 @@ public struct NATSSubscription: AsyncSequence, Sendable {
         return (Int(messages) + held.messages, Int(bytes) + held.bytes)
     }
 
-    /// Stops the subscription; messages not yet delivered are dropped. Returns at once: nats.c is
-    /// told from the connection's dedicated threads, since its lock can be held by a reconnect
-    /// attempt, and the iteration ends when nats.c has finished the subscription.
+    /// Stops the subscription now; messages not yet delivered are dropped.
     public func unsubscribe() {
         _ = self.handle.libraryDropped()
         self.buffer.cancel()
-        let handle = self.handle
-        runBlockingDetached { _ = natsSubscription_Unsubscribe(handle.pointer) }
+        natsSubscription_Unsubscribe(self.handle.pointer)
     }
 
-    /// Stops taking new messages but delivers those already received, then ends. Like
-    /// ``unsubscribe()``, it returns at once and tells nats.c from the dedicated threads.
+    /// Stops taking new messages but delivers those already received, then ends.
     public func drain() {
         _ = self.handle.libraryDropped()
-        let handle = self.handle
-        runBlockingDetached { _ = natsSubscription_Drain(handle.pointer) }
+        natsSubscription_Drain(self.handle.pointer)
     }
 
     /// The same messages, each batch holding what had arrived when the consumer asked (one
