@@ -123,21 +123,23 @@ wait_ready() {
   done
 }
 
-# run_cli ARGS…: the swarmdeck CLI from the stack's image ($SWARMDECK_TAG), on the host's
-# network, with the signing key and the edge's CA of $SWARMDECK_SECRETS.
-run_cli() {
+# in_cli_image COMMAND…: COMMAND in a container of the stack's image ($SWARMDECK_TAG), on the
+# host's network, with the signing key and the edge's CA of $SWARMDECK_SECRETS.
+in_cli_image() {
   docker run --rm --network host -v "$SWARMDECK_SECRETS/jwt-es256.pem:/run/secrets/jwt-es256.pem:ro" \
     -v "$SWARMDECK_SECRETS/edge-ca.pem:/run/secrets/edge-ca.pem:ro" -e SWARMDECK_CA_FILE=/run/secrets/edge-ca.pem \
-    "swarmdeck:$SWARMDECK_TAG" swarmdeck "$@"
+    "swarmdeck:$SWARMDECK_TAG" "$@"
 }
+
+# run_cli ARGS…: the swarmdeck CLI (in_cli_image).
+run_cli() { in_cli_image swarmdeck "$@"; }
 
 # route_tenants COUNT PREFIX: the resume check's tenants (PREFIX-1…PREFIX-COUNT), each with an
 # access token of every scope (15 minutes) and an ingest key, as the JSON it reads from
 # $SMOKE_TENANTS. The caller defines check() (smoke_check.py against $edge).
 route_tenants() {
   local tokens
-  tokens=$(docker run --rm --network host -v "$SWARMDECK_SECRETS/jwt-es256.pem:/run/secrets/jwt-es256.pem:ro" \
-    "swarmdeck:$SWARMDECK_TAG" bash -c 'for i in $(seq 1 "$1"); do
+  tokens=$(in_cli_image bash -c 'for i in $(seq 1 "$1"); do
         swarmdeck token mint --key-file /run/secrets/jwt-es256.pem --tenant "$2-$i" --subject resume-check --all-scopes --ttl 900 || exit 1
       done' _ "$1" "$2") || die "could not mint the resume check's tokens"
   check tenants --prefix "$2" <<<"$tokens"

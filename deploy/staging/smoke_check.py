@@ -253,7 +253,7 @@ ROUTE_LINE = re.compile(r'^tenant="((?:[^"\\]|\\.)*)" server=(\S+) address=(\S+)
 
 
 def routed(router):
-    """The router's log, as (tenant, replica address) for each upgrade a replica accepted (101)."""
+    """The router's log, as (tenant, replica address, status) for each connection it logged."""
     out = subprocess.run(["docker", "logs", router], capture_output=True, text=True, timeout=30)
     lines = []
     for line in (out.stdout + out.stderr).splitlines():
@@ -365,12 +365,11 @@ def resume(args):
 
     for client in everyone:
         client.complete.wait(timeout=max(0, deadline - time.time()))
-    after = placements(routed(args.router)[mark:], clients)
+    final = routed(args.router)
+    after = placements(final[mark:], clients)
     # Every upgrade since the clients started, before the kill included: a tenant's went to its
     # home replica, and a moved tenant's after the kill to one other.
-    since_start = routed(args.router)[start:]
-    for name in clients:
-        early = {address for tenant, address, status in since_start[:mark - start] if tenant == name and status == "101"}
+    for name, early in placements(final[start:mark], clients).items():
         if early != {home[name]}:
             failures.append(f"tenant {name}: upgrades before the kill went to {sorted(early)}, not only to {home[name]}")
     print("replicas of the moved tenants after the kill: " + json.dumps(
