@@ -148,28 +148,25 @@ extension AgentChannelHandler: APIProtocol {
                 throw APIError(.authInvalid, "the ingest key that opened this session was revoked")
             }
         }
-        var delivered: [(BusControlCommand, handle: String)] = []
-        for (command, handle, sequence) in try await self.bus.next(session, wait: .seconds(wait)) {
-            // Anything can be published on the bus by whoever has the rights: a command reaches
-            // an agent only if control-api issued it (its table), as issued. Gate outcomes are
-            // approvals', and the connector confirms each with approvals itself.
-            // A gate outcome carries its gate's id as its own (`gate-<id>`): anything else on the
-            // channel would sit unacknowledged, never answered, and block the agent's queue.
-            let forged =
+        // Anything can be published on the bus by whoever has the rights: a command reaches an
+        // agent only if control-api issued it (its table), as issued. Gate outcomes are
+        // approvals', and the connector confirms each with approvals itself. A gate outcome
+        // carries its gate's id as its own (`gate-<id>`): anything else on the channel would sit
+        // unacknowledged, never answered, and block the agent's queue.
+        let delivered = try await self.bus.next(session, wait: .seconds(wait)) { command, sequence in
+            let issued =
                 command.action == .gate
-                ? !(command.hasGate && command.commandID == "gate-" + command.gate.gateID)
-                : try await !self.isIssued(command, sequence: sequence, tenant: session.tenant)
-            if forged {
-                await self.bus.discard(handle: handle, session: session, command: command.commandID)
+                ? command.hasGate && command.commandID == "gate-" + command.gate.gateID
+                : try await self.isIssued(command, sequence: sequence, tenant: session.tenant)
+            if !issued {
                 self.logger.warning(
                     "dropped a command control-api did not issue",
                     metadata: ["tenant": "\(session.tenant)", "agent": "\(session.agent)", "command": "\(command.commandID)"]
                 )
-                continue
             }
-            delivered.append((command, handle))
+            return issued
         }
-        let commands = delivered.compactMap { command, handle -> Components.Schemas.AgentCommand? in
+        let commands = delivered.compactMap { command, handle, _ -> Components.Schemas.AgentCommand? in
             let action: String
             if command.action == .gate {
                 action = "gate"

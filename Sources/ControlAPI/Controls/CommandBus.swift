@@ -142,15 +142,35 @@ struct CommandBus: Sendable {
     /// new or due again. With none, it waits for a command on the agent's subject (registered
     /// before the walk, so one stored meanwhile wakes it: ``CommandWakes``), until the first
     /// command in flight is due again, or to the end.
+    ///
+    /// A command `accept` refuses (one control-api did not issue), or one not for this agent as
+    /// stored, is done at once and never delivered, and the walk goes on within the wait: whoever
+    /// can publish on the bus cannot make the agent spend a poll on each command they forge.
     /// - Throws: `RateLimited` when the tenant already has `maxPollsPerTenant` polls waiting here.
-    func next(_ session: AgentSessionIdentity, wait: Duration) async throws -> [(BusControlCommand, handle: String, sequence: UInt64?)] {
+    func next(
+        _ session: AgentSessionIdentity,
+        wait: Duration,
+        accept: @escaping @Sendable (BusControlCommand, _ sequence: UInt64) async throws -> Bool
+    ) async throws -> [(BusControlCommand, handle: String, sequence: UInt64?)] {
         let poll = Poll()
         try self.polls.begin(poll, session: session, maxPerTenant: self.maxPollsPerTenant)
         defer { self.polls.end(poll, session: session) }
+        let deadline = ContinuousClock.now + max(wait, .milliseconds(100))
         let messages: [StoredMessage]
         do {
             messages = try await poll.run {
-                try await self.walk(session, until: ContinuousClock.now + max(wait, .milliseconds(100)))
+                while true {
+                    var kept: [StoredMessage] = []
+                    let walked = try await self.walk(session, until: deadline)
+                    for message in walked {
+                        if let command = Self.command(message, for: session), try await accept(command, message.sequence) {
+                            kept.append(message)
+                        } else {
+                            try await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [message.sequence])
+                        }
+                    }
+                    if !kept.isEmpty || walked.isEmpty || ContinuousClock.now >= deadline { return kept }
+                }
             } abandon: { claimed in
                 for message in claimed {
                     try? await self.queues.release(tenant: session.tenant, swarm: session.swarm, agent: session.agent, sequence: message.sequence)
@@ -167,8 +187,7 @@ struct CommandBus: Sendable {
         var commands: [(BusControlCommand, String, UInt64?)] = []
         let epoch = messages.isEmpty ? "" : try await self.epoch()
         for message in messages {
-            guard let command = try? BusControlCommand(serializedBytes: message.payload),
-                command.tenantID == session.tenant, command.swarmID == session.swarm, command.agentID == session.agent,
+            guard let command = Self.command(message, for: session),
                 let handle = try? self.handles.seal(
                     Self.deliveryToken(message.sequence),
                     tenant: session.tenant,
@@ -177,13 +196,21 @@ struct CommandBus: Sendable {
                     command: Self.handleBinding(command.commandID, epoch: epoch)
                 )
             else {
-                // Not a command for this agent, as stored: never delivered.
+                // Not sealed: never delivered.
                 try? await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [message.sequence])
                 continue
             }
             commands.append((command, handle, message.sequence))
         }
         return commands
+    }
+
+    /// The command `message` stores, if it is one for the session's agent.
+    private static func command(_ message: StoredMessage, for session: AgentSessionIdentity) -> BusControlCommand? {
+        guard let command = try? BusControlCommand(serializedBytes: message.payload),
+            command.tenantID == session.tenant, command.swarmID == session.swarm, command.agentID == session.agent
+        else { return nil }
+        return command
     }
 
     /// How long a walk woken by a command waits before it reads the stream again, when the
@@ -291,12 +318,6 @@ struct CommandBus: Sendable {
             try Task.checkCancellation()
             if ContinuousClock.now >= deadline { return [] }
         }
-    }
-
-    /// Drops a delivered command for good: one control-api did not issue.
-    func discard(handle: String, session: AgentSessionIdentity, command: String) async {
-        guard let sequence = try? await self.deliveredSequence(handle, session: session, command: command, sequence: nil) else { return }
-        try? await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [sequence])
     }
 
     /// Marks a delivered command done in the agent's queue, given the handle it was delivered
