@@ -152,11 +152,28 @@ struct AgentSessionTests {
         let harness = try await ControlHarness(["CONTROL_AGENT_SESSIONS_PER_MINUTE": "5"])
         try await harness.run { ingest, control in
             let key = try await harness.createKey(ingest)
-            for index in 0..<5 { _ = try await H.openSession(control, key: key, swarm: "s", agent: "r\(index)") }
-            let (status, body) = try await H.call(control, .post, "/v1/agent/sessions", token: key, json: ["swarmId": "s", "agentId": "r5"])
-            #expect(status == .tooManyRequests && body.errorCode == "RateLimited")
+            // Five at once, then one each 12 s: on a loaded machine the opens themselves take
+            // long enough for the bucket to refill, so the opens admitted are bounded by the time
+            // they took, and a 429 must come within that bound.
+            let clock = ContinuousClock()
+            let started = clock.now
+            var admitted = 0
+            var refused: (HTTPResponse.Status, [String: Any])?
+            while refused == nil, admitted < 50 {
+                let (status, body) = try await H.call(
+                    control,
+                    .post,
+                    "/v1/agent/sessions",
+                    token: key,
+                    json: ["swarmId": "s", "agentId": "r\(admitted)"]
+                )
+                if status == .created { admitted += 1 } else { refused = (status, body) }
+            }
+            let seconds = (clock.now - started) / .seconds(1)
+            #expect(admitted >= 5 && Double(admitted) <= 5 + seconds / 12 + 1, "\(admitted) opens admitted in \(seconds) s at 5 a minute")
+            #expect(refused?.0 == .tooManyRequests && refused?.1.errorCode == "RateLimited", "\(String(describing: refused))")
             let otherKey = try await harness.createKey(ingest, tenant: "other-" + harness.tenant)
-            _ = try await H.openSession(control, key: otherKey, swarm: "s", agent: "r5")
+            _ = try await H.openSession(control, key: otherKey, swarm: "s", agent: "r0")
         }
     }
 }
