@@ -17,7 +17,10 @@ public enum EventLogAgentFill {
                 "INSERT INTO \(unescaped: schema).tenants (tenant_id, next_seq) VALUES (\(tenant), \(Int64(events) + 1))",
                 logger: logger
             )
-            try await connection.query("SELECT \(unescaped: schema).create_day_partition('events', (now() AT TIME ZONE 'UTC')::date)", logger: logger)
+            try await connection.perform(
+                "SELECT \(unescaped: schema).create_day_partition('events', (now() AT TIME ZONE 'UTC')::date)",
+                logger: logger
+            )
             try await connection.query(
                 """
                 INSERT INTO \(unescaped: schema).events (tenant_id, seq, msg_id, swarm_id, agent_id, kind, severity, occurred_at, committed_at, frame)

@@ -188,7 +188,7 @@ public struct EventLogAppender: Sendable {
             try await connection.query("UPDATE tenants SET next_seq = \(seq) WHERE tenant_id = \(tenant)", logger: self.logger)
             let fleet = FleetNote.Agents(committed)
             if !fleet.agents.isEmpty {
-                try await connection.query(
+                try await connection.perform(
                     """
                     SELECT fleet_note(\(tenant), to_timestamp(\(committedMilliseconds) / 1000.0), \(fleet.agents), \(fleet.swarms),
                         \(fleet.lastSeqs), \(fleet.events), \(fleet.errors), \(fleet.stateSeqs), \(fleet.states), \(fleet.summaries),

@@ -193,7 +193,7 @@ public enum EventLogCopyBaseline {
                 try await connection.query("SET search_path TO \(unescaped: schema)", logger: logger)
                 // Yesterday's, today's and tomorrow's partitions: the COPY's commit time was read
                 // before, and a run may cross midnight (UTC).
-                try await connection.query(
+                try await connection.perform(
                     """
                     SELECT create_day_partition('bench_copy', (now() AT TIME ZONE 'UTC')::date + d)
                     FROM generate_series(-1, 1) AS d

@@ -48,7 +48,7 @@ struct GateStore: Sendable {
         let items = try self.messages.items(for: gate)
         return try await self.client.transaction(logger: self.logger) { connection in
             // Serializes a tenant's openings, so the caps hold across replicas.
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('gates'), hashtext(\(gate.tenant)))", logger: self.logger)
+            try await connection.perform("SELECT pg_advisory_xact_lock(hashtext('gates'), hashtext(\(gate.tenant)))", logger: self.logger)
             let existing = try await connection.query(
                 Self.byKey(tenant: gate.tenant, swarm: gate.swarm, agent: gate.agent, key: gate.idempotencyKey),
                 logger: self.logger

@@ -26,7 +26,7 @@ extension ControlStore {
     ) async throws -> [EndedSession] {
         let idleSeconds = Int(idleAfter.components.seconds)
         return try await self.client.transaction(logger: self.logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('agent-sessions'), hashtext(\(tenant)))", logger: self.logger)
+            try await connection.perform("SELECT pg_advisory_xact_lock(hashtext('agent-sessions'), hashtext(\(tenant)))", logger: self.logger)
             var ended: [EndedSession] = []
             for try await (session, swarm, agent) in try await connection.query(
                 """

@@ -97,7 +97,7 @@ extension ControlStore {
         maxPerPrincipal: Int
     ) async throws -> (registration: WorkerRegistration, created: Bool) {
         try await self.client.transaction(logger: self.logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('worker-owners'), hashtext(\(tenant)))", logger: self.logger)
+            try await connection.perform("SELECT pg_advisory_xact_lock(hashtext('worker-owners'), hashtext(\(tenant)))", logger: self.logger)
             let existing = try await Self.registrations(
                 try await connection.query(
                     "SELECT \(unescaped: Self.registrationColumns) FROM worker_owners WHERE tenant_id = \(tenant) AND worker_id = \(change.workerID)",

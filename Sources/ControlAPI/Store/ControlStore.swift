@@ -63,7 +63,7 @@ struct ControlStore: Sendable {
         // A refusal from inside the transaction (conflict, rate limit) is the answer.
         try await self.client.transaction(logger: self.logger) { connection in
             // Serializes the requests of one request id across replicas.
-            try await connection.query(
+            try await connection.perform(
                 "SELECT pg_advisory_xact_lock(hashtext(\(submission.tenant)), hashtext(\(submission.requestID)))",
                 logger: self.logger
             )

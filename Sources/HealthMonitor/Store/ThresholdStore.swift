@@ -73,7 +73,7 @@ struct ThresholdStore: Sendable {
     {
         let text = String(decoding: try JSONEncoder().encode(values), as: UTF8.self)
         return try await self.client.transaction(logger: self.logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('thresholds'), hashtext(\(tenant)))", logger: self.logger)
+            try await connection.perform("SELECT pg_advisory_xact_lock(hashtext('thresholds'), hashtext(\(tenant)))", logger: self.logger)
             var current = 0
             let rows = try await connection.query(
                 "SELECT version FROM thresholds WHERE tenant_id = \(tenant) AND scope = \(scope.rawValue) AND target = \(target)",

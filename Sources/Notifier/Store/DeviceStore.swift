@@ -34,7 +34,7 @@ struct DeviceStore: Sendable {
     /// mark and the throttle). Answers nil when the tenant already has `limit` other devices.
     func register(tenant: String, device: String, token: String, environment: String, topic: String, limit: Int) async throws -> Registration? {
         try await self.client.transaction(logger: self.logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('devices'), hashtext(\(tenant)))", logger: self.logger)
+            try await connection.perform("SELECT pg_advisory_xact_lock(hashtext('devices'), hashtext(\(tenant)))", logger: self.logger)
             let rows = try await connection.query(
                 "SELECT count(*) FILTER (WHERE device_id <> \(device)) FROM devices WHERE tenant_id = \(tenant)",
                 logger: self.logger

@@ -22,7 +22,7 @@ struct PipelineStore: Sendable {
     func create(_ pipeline: PipelineRecord, idempotencyKey: String?, maxActive: Int) async throws -> Created {
         let roles = String(decoding: try JSONEncoder().encode(pipeline.roles), as: UTF8.self)
         let existing: String? = try await self.client.transaction(logger: self.logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('pipelines'), hashtext(\(pipeline.tenant)))", logger: self.logger)
+            try await connection.perform("SELECT pg_advisory_xact_lock(hashtext('pipelines'), hashtext(\(pipeline.tenant)))", logger: self.logger)
             if let idempotencyKey {
                 for try await (id) in try await connection.query(
                     "SELECT pipeline_id FROM pipelines WHERE tenant_id = \(pipeline.tenant) AND idempotency_key = \(idempotencyKey)",

@@ -20,7 +20,8 @@ public struct ReadinessCheck: Sendable {
     public static func postgres(_ client: PostgresClient, timeout: Duration = .seconds(1)) -> ReadinessCheck {
         ReadinessCheck(name: "postgres") {
             let answered = try? await withDeadline(timeout, orThrow: CancellationError()) {
-                try await client.query("SELECT 1")
+                // Read to the end: a failure after the row description comes only to a reader.
+                _ = try await client.query("SELECT 1").collect()
                 return true
             }
             return answered ?? false

@@ -44,7 +44,7 @@ public struct Migrator: Sendable {
             // migration) must not inherit them.
             try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
             try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(lockKey)))", logger: logger)
+            try await connection.perform("SELECT pg_advisory_xact_lock(hashtext(\(lockKey)))", logger: logger)
             // A schema made beforehand for a role that owns it but may not create schemas (the
             // staging stack's least-privilege roles) is used as it is: CREATE SCHEMA IF NOT EXISTS
             // would still need the database's CREATE privilege.

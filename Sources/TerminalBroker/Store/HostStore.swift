@@ -23,7 +23,7 @@ struct HostStore: Sendable {
         let hostID = "h_" + randomHex(bytes: 8)
         let port = registration.port ?? 22
         return try await self.client.transaction(logger: self.logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('terminal.hosts'), hashtext(\(tenant)))", logger: self.logger)
+            try await connection.perform("SELECT pg_advisory_xact_lock(hashtext('terminal.hosts'), hashtext(\(tenant)))", logger: self.logger)
             for try await count in try await connection.query("SELECT count(*) FROM hosts WHERE tenant_id = \(tenant)", logger: self.logger).decode(
                 Int.self
             )

@@ -39,7 +39,7 @@ struct OIDCLogins: Sendable {
         let expiresAt = Date().addingTimeInterval(TimeInterval(Self.loginLifetime.components.seconds))
         let stored = try await self.client.withTransaction(logger: self.logger) { connection -> Bool in
             // Starts are serialised, so the count holds the bound (they are few: each is limited per source).
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('control.oidc_logins'))", logger: self.logger)
+            try await connection.perform("SELECT pg_advisory_xact_lock(hashtext('control.oidc_logins'))", logger: self.logger)
             try await connection.query("DELETE FROM oidc_logins WHERE expires_at <= now()", logger: self.logger)
             try await connection.query("DELETE FROM oidc_grants WHERE expires_at <= now()", logger: self.logger)
             let rows = try await connection.query(
