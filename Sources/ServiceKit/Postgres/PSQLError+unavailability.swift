@@ -1,10 +1,13 @@
 public import PostgresNIO
 
 extension PSQLError {
-    /// Whether the failure is Postgres out of reach rather than the statement: the connection
-    /// closed or failed, the pool closed, or a server that refuses for a while what it would
-    /// otherwise take: a primary demoted to a replica in a failover (SQLSTATE 25006, read-only),
-    /// a server shutting down or starting (57P01…57P03), a connection exception (class 08).
+    /// Whether the failure is Postgres out of reach or too busy for now rather than the
+    /// statement: the connection closed or failed, the pool closed, or a server that refuses for
+    /// a while what it would otherwise take: a primary demoted to a replica in a failover
+    /// (SQLSTATE 25006, read-only), a server shutting down or starting (57P01…57P03), a
+    /// connection exception (class 08), out of resources (class 53: too many connections, no
+    /// disk or memory), or contention: a lock or a statement past its timeout (55P03, 57014), a
+    /// serialization failure or a deadlock (40001, 40P01).
     /// A request that met one answers 503 `ServiceUnavailable` and may be retried.
     public var isUnavailability: Bool {
         switch self.code {
@@ -12,7 +15,8 @@ extension PSQLError {
             return true
         case .server:
             guard let state = self.serverInfo?[.sqlState] else { return false }
-            return state.hasPrefix("08") || ["25006", "57P01", "57P02", "57P03"].contains(state)
+            return state.hasPrefix("08") || state.hasPrefix("53")
+                || ["25006", "57P01", "57P02", "57P03", "55P03", "57014", "40001", "40P01"].contains(state)
         default:
             return false
         }
