@@ -204,37 +204,57 @@ struct GateDecisionTests {
         let harness = try await ApprovalsHarness(["APPROVALS_OPENS_PER_MINUTE": "3", "APPROVALS_DECISIONS_PER_MINUTE": "2"])
         try await harness.run { ingest, control, approvals in
             let session = try await harness.session(ingest, control, agent: "a1")
+            // Each budget full at first, then a token back every 20 s (openings) or 30 s
+            // (decisions): what is admitted is counted against the time the calls took.
+            let opens = BucketProbe(perMinute: 3)
             var gates: [String] = []
-            for _ in 0..<3 { gates.append(try await H.open(approvals, session: session)) }
-            let (opened, refusal) = try await LiveCall.call(
-                approvals,
-                .post,
-                "/v1/agent/gates",
-                token: session,
-                json: ["idempotencyKey": "k4", "summary": "4th"]
-            )
-            #expect(opened == .tooManyRequests)
+            var refusal: [String: Any] = [:]
+            let (opened, openRefused) = try await opens.untilRefused { index in
+                let (status, body) = try await LiveCall.call(
+                    approvals,
+                    .post,
+                    "/v1/agent/gates",
+                    token: session,
+                    json: ["idempotencyKey": "k\(index)", "summary": "gate \(index)"]
+                )
+                if status == .created, let gate = body["gateId"] as? String { gates.append(gate) } else { refusal = body }
+                return status == .created
+            }
+            #expect(openRefused && opens.fits(opened), "\(opened) gates opened in \(opens.seconds) s at 3 a minute")
             #expect(refusal.errorCode == "RateLimited")
             #expect((refusal["error"] as? [String: Any])?["retryAfterSeconds"] as? Int ?? 0 >= 1)
-            let token = try await harness.token(subject: "hasty")
-            for gate in gates.prefix(2) {
-                #expect(
-                    try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(gate)/decision", token: token, json: ["decision": "approve"]).0
-                        == .ok
-                )
+            // A gate for each decision: one more opened (when the openings' budget has a token
+            // again) when the decisions admitted outrun the gates.
+            func gate(_ index: Int) async throws -> String {
+                while gates.count <= index {
+                    let (status, body) = try await LiveCall.call(
+                        approvals,
+                        .post,
+                        "/v1/agent/gates",
+                        token: session,
+                        json: ["idempotencyKey": "more-\(gates.count)", "summary": "more"]
+                    )
+                    if status == .created, let gate = body["gateId"] as? String { gates.append(gate) } else { try await Task.sleep(for: .seconds(1)) }
+                }
+                return gates[index]
             }
-            let (third, _) = try await LiveCall.call(
-                approvals,
-                .post,
-                "/v1/approval-gates/\(gates[2])/decision",
-                token: token,
-                json: ["decision": "approve"]
+            let token = try await harness.token(subject: "hasty")
+            let decisions = BucketProbe(perMinute: 2)
+            var last = HTTPResponse.Status.ok
+            let (decided, decisionRefused) = try await decisions.untilRefused { index in
+                let id = try await gate(index)
+                last = try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(id)/decision", token: token, json: ["decision": "approve"]).0
+                return last == .ok
+            }
+            #expect(
+                decisionRefused && last == .tooManyRequests && decisions.fits(decided),
+                "\(decided) decisions admitted in \(decisions.seconds) s at 2 a minute, then \(last)"
             )
-            #expect(third == .tooManyRequests)
+            let undecided = gates[decided]
             // Another person is not held back.
             let other = try await harness.token(subject: "calm")
             #expect(
-                try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(gates[2])/decision", token: other, json: ["decision": "approve"]).0
+                try await LiveCall.call(approvals, .post, "/v1/approval-gates/\(undecided)/decision", token: other, json: ["decision": "approve"]).0
                     == .ok
             )
         }

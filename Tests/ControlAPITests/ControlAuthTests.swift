@@ -185,6 +185,9 @@ struct ControlSignInLimitTests {
                     headers: [.xForwardedFor: "198.51.100.7, \(source)"]
                 )
             }
+            // Five at once, then one every 12 s: the calls admitted are counted against the time
+            // they took.
+            let bucket = BucketProbe(perMinute: 5)
             for _ in 0..<3 { #expect(try await register(from: "203.0.113.5").0 != .tooManyRequests) }
             // Refreshes count against the same address.
             for _ in 0..<2 {
@@ -197,10 +200,28 @@ struct ControlSignInLimitTests {
                 )
                 #expect(status != .tooManyRequests)
             }
-            let (limited, body) = try await register(from: "203.0.113.5")
-            #expect(limited == .tooManyRequests && body.errorCode == "RateLimited")
+            let clock = ContinuousClock()
+            var body: H.JSON = [:]
+            var asked = clock.now
+            let (admitted, refused) = try await bucket.untilRefused(from: 5) { _ in
+                asked = clock.now
+                let (status, answer) = try await register(from: "203.0.113.5")
+                body = answer
+                return status != .tooManyRequests
+            }
+            #expect(refused && bucket.fits(admitted), "\(admitted) calls admitted in \(bucket.seconds) s at 5 a minute")
+            #expect(body.errorCode == "RateLimited")
             // The hops before the proxy's are the client's word: changing them changes nothing.
-            #expect(try await register(from: "203.0.113.5").0 == .tooManyRequests)
+            // Refused until the next token: Retry-After (rounded up) from the refusal.
+            let retryAfter = try #require((body["error"] as? [String: Any])?["retryAfterSeconds"] as? Int)
+            let again = try await H.call(
+                control,
+                .post,
+                "/v1/auth/device/register",
+                json: ["code": "sde_not-a-code", "deviceName": "phone"],
+                headers: [.xForwardedFor: "192.0.2.44, 203.0.113.5"]
+            ).0
+            #expect(again == .tooManyRequests || clock.now - asked > .seconds(retryAfter - 1), "another client hop got through before its time")
             #expect(try await register(from: "203.0.113.9").0 != .tooManyRequests)
         }
     }

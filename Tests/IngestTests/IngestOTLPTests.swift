@@ -418,7 +418,7 @@ struct IngestOTLPTests {
     func overloaded() async throws {
         let harness = try await IngestHarness(overrides: [
             "INGEST_MAX_BATCH_EVENTS": "5", "INGEST_MAX_QUEUED_EVENTS": "5", "INGEST_MAX_QUEUED_TENANT_SHARE": "1",
-            "INGEST_COMMIT_TIMEOUT_SECONDS": "2",
+            "INGEST_COMMIT_TIMEOUT_SECONDS": "6",
         ])
         @Sendable func logs(_ count: Int, from: UInt64) throws -> [UInt8] {
             var request = OTLPPayloads.claudeCodeLogs(nanos: Self.nowNanos)
@@ -454,9 +454,9 @@ struct IngestOTLPTests {
                 }
             }
             // The abandoned append's events count against the queue until it has ended (its
-            // lock wait ends on the server's side after the same 2 s): 429 until then.
+            // lock wait ends on the server's side after the same 6 s): 429 until then.
             var after = try await Self.post(client, "/v1/logs", key: key, body: try logs(5, from: 0))
-            let until = ContinuousClock.now + .seconds(10)
+            let until = ContinuousClock.now + .seconds(30)
             while after.status == .tooManyRequests, ContinuousClock.now < until {
                 try await Task.sleep(for: .milliseconds(200))
                 after = try await Self.post(client, "/v1/logs", key: key, body: try logs(5, from: 0))

@@ -94,7 +94,8 @@ struct AnthropicClientTests {
     @Test("429 with retry-after 1, then success: waits the second, two attempts")
     func rateLimitedThenSuccess() async throws {
         try await AnthropicTestHarness.with { harness in
-            harness.server.enqueue(.status(429, retryAfterSeconds: 1))
+            // A backoff of 10 s, cancelled after 0.2 s: a client that waited it out takes 10 s.
+            harness.server.enqueue(.status(429, retryAfterSeconds: 10))
             let clock = ContinuousClock()
             let start = clock.now
             let response = try await harness.client().complete(Self.request())
@@ -283,14 +284,15 @@ struct AnthropicClientTests {
             streaming.cancel()
             await #expect(throws: AnthropicError.cancelled) { _ = try await streaming.value }
 
-            harness.server.enqueue(.status(429, retryAfterSeconds: 1))
+            // A backoff of 10 s, cancelled after 0.2 s: a client that waited it out takes 10 s.
+            harness.server.enqueue(.status(429, retryAfterSeconds: 10))
             let clock = ContinuousClock()
             let start = clock.now
             let waiting = Task { try await client.complete(Self.request()) }
             try await Task.sleep(for: .milliseconds(200))
             waiting.cancel()
             await #expect(throws: AnthropicError.cancelled) { _ = try await waiting.value }
-            #expect(clock.now - start < .milliseconds(900))
+            #expect(clock.now - start < .seconds(5))
         }
     }
 

@@ -111,12 +111,16 @@ struct PipelineIsolationTests {
         let harness = try await PipelineHarness(["PIPELINE_CREATES_PER_MINUTE": "2"])
         defer { Task { await harness.stop() } }
         try await harness.run { _, _, _, pipelines in
-            var statuses: [Int] = []
-            for index in 0..<3 {
-                let (status, _) = try await harness.create(pipelines, ["goal": "Rate \(index)", "unattended": true])
-                statuses.append(status.code)
+            // Two at once, then one every 30 s: counted against the time the creates took.
+            let bucket = BucketProbe(perMinute: 2)
+            var refusal: (Int, [String: Any]) = (0, [:])
+            let (admitted, refused) = try await bucket.untilRefused { index in
+                let (status, answer) = try await harness.create(pipelines, ["goal": "Rate \(index)", "unattended": true])
+                if status != .created { refusal = (status.code, answer) }
+                return status == .created
             }
-            #expect(statuses == [201, 201, 429])
+            #expect(refused && bucket.fits(admitted), "\(admitted) created in \(bucket.seconds) s at 2 a minute")
+            #expect(refusal.0 == 429 && refusal.1.errorCode == "RateLimited", "\(refusal)")
         }
     }
 

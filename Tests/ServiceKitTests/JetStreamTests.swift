@@ -113,13 +113,14 @@ struct JetStreamTests {
             for index in 0..<300 {
                 let name = names[index % names.count]
                 group.addTask {
-                    let messages = try await jetStream.consumer(stream: first.stream, name: name).fetch(batch: 1, expires: .seconds(10))
+                    let messages = try await jetStream.consumer(stream: first.stream, name: name).fetch(batch: 1, expires: .seconds(60))
                     for message in messages { try message.ack() }
                     return (name, messages.map { String(decoding: $0.payload, as: UTF8.self) })
                 }
             }
-            // Once they all wait, ten messages per consumer.
-            #expect(await eventually { connection.waitingPulls == 300 })
+            // Once they all wait, ten messages per consumer (the pulls wait a minute: a loaded
+            // machine's 300 publishes must not outlast them).
+            #expect(await eventually(timeout: .seconds(30)) { connection.waitingPulls == 300 })
             let waiting = processThreads
             for name in names {
                 for index in 0..<10 {
