@@ -163,20 +163,23 @@ struct CommandBus: Sendable {
                     var kept: [StoredMessage] = []
                     let walked = try await self.walk(session, until: deadline)
                     for message in walked {
-                        if let command = Self.command(message, for: session), try await accept(command, message.sequence) {
-                            kept.append(message)
-                        } else {
-                            try await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [message.sequence])
+                        do {
+                            if let command = Self.command(message, for: session), try await accept(command, message.sequence) {
+                                kept.append(message)
+                            } else {
+                                try await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [message.sequence])
+                            }
+                        } catch {
+                            // Claimed, and neither kept nor done (the check failed, or the poll
+                            // was ended meanwhile): handed back at once, not when it falls due.
+                            await self.handBack([message], session: session)
+                            throw error
                         }
                     }
                     if !kept.isEmpty || walked.isEmpty || ContinuousClock.now >= deadline { return kept }
                 }
             } abandon: { claimed in
-                for message in claimed {
-                    try? await self.queues.release(tenant: session.tenant, swarm: session.swarm, agent: session.agent, sequence: message.sequence)
-                }
-                // The poll that ended this one (or the session's next) takes it at once.
-                self.wakes.signal(self.subjects.controlCommand(tenant: session.tenant, swarm: session.swarm, agent: session.agent))
+                await self.handBack(claimed, session: session)
             }
         } catch let error as APIError {
             throw error
@@ -203,6 +206,27 @@ struct CommandBus: Sendable {
             commands.append((command, handle, message.sequence))
         }
         return commands
+    }
+
+    /// Releases commands a poll claimed and will not deliver, and wakes the agent's polls: the
+    /// poll that ended this one (or the session's next) takes them at once. The release runs in a
+    /// task of its own, because the poll's is cancelled when it is ended, and the pool refuses a
+    /// cancelled task a connection.
+    private func handBack(_ claimed: [StoredMessage], session: AgentSessionIdentity) async {
+        guard !claimed.isEmpty else { return }
+        await Task {
+            for message in claimed {
+                do {
+                    try await self.queues.release(tenant: session.tenant, swarm: session.swarm, agent: session.agent, sequence: message.sequence)
+                } catch {
+                    self.logger.warning(
+                        "a claimed command not handed back; it falls due again",
+                        metadata: ["agent": "\(session.agent)", "sequence": "\(message.sequence)", "error": "\(String(reflecting: error))"]
+                    )
+                }
+            }
+        }.value
+        self.wakes.signal(self.subjects.controlCommand(tenant: session.tenant, swarm: session.swarm, agent: session.agent))
     }
 
     /// The command `message` stores, if it is one for the session's agent.
