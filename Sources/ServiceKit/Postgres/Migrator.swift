@@ -103,10 +103,11 @@ public struct Migrator: Sendable {
         }
     }
 
-    /// Runs a script statement by statement (the extended protocol takes one at a time).
+    /// Runs a script statement by statement (the extended protocol takes one at a time), each read
+    /// to its end, so a statement that fails in its execution fails the migration as itself.
     private func run(_ script: String, on connection: PostgresConnection, logger: Logger) async throws {
         for statement in SQLStatementSplitter.split(script) {
-            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            try await connection.perform(PostgresQuery(unsafeSQL: statement), logger: logger)
         }
     }
 
