@@ -21,7 +21,7 @@ struct ACPGateTests {
     /// Posts an ACP message to `thread` through ingest's HTTP API.
     static func post(_ ingest: any TestClientProtocol, key: String, thread: String, msgID: String, body: String) async throws {
         let uri = "/v1/ingest/acp/\(thread)?swarmId=s1&agentId=a1&direction=agent_to_client&msgId=\(msgID)&sessionId=sess_abc"
-        let (status, answer) = try await LiveCall.call(ingest, .post, uri, token: key, body: body)
+        let (status, answer) = try await LiveCall.retryingUnavailable { try await LiveCall.call(ingest, .post, uri, token: key, body: body) }
         #expect(status == .ok, "\(answer)")
     }
 
@@ -139,7 +139,7 @@ struct ACPGateTests {
             let gate = try #require(try await Self.gate(approvals, token: phone)["gateId"] as? String)
             let cancel = #"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"sess_abc"}}"#
             let uri = "/v1/ingest/acp/t4?swarmId=s1&agentId=a1&direction=client_to_agent&msgId=c1&sessionId=sess_abc"
-            #expect(try await LiveCall.call(ingest, .post, uri, token: key, body: cancel).0 == .ok)
+            #expect(try await LiveCall.retryingUnavailable { try await LiveCall.call(ingest, .post, uri, token: key, body: cancel) }.0 == .ok)
             // The thread's client_to_agent messages: the cancel, then the answer.
             let answered = await eventually(timeout: .seconds(15)) {
                 (try? await Self.answers(harness, thread: "t4")) == [

@@ -221,7 +221,9 @@ struct ControlEndToEndTests {
                 json: ["action": "pause", "reason": "real", "requestId": "real-pause"]
             )
             #expect(paused == .accepted)
-            #expect(await eventually { Self.processState(pid) == "T" })
+            // Behind the seventy forgeries in the agent's queue: each is read, checked and marked
+            // done in turn (no poll of the agent's each), a few a second on a loaded machine.
+            #expect(await eventually(timeout: .seconds(60)) { Self.processState(pid) == "T" })
         }
     }
 

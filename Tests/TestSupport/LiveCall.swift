@@ -32,6 +32,23 @@ public enum LiveCall {
         }
     }
 
+    /// `call` again while it answers 503 (a dependency too busy or out of reach for now: on a
+    /// loaded machine, a commit or a lock wait past its 5 s), a second apart as its Retry-After
+    /// asks, for at most `within` in all; the last answer. What a client does with a 503, for the
+    /// tests whose subject is not the 503.
+    public static func retryingUnavailable<Answer>(
+        within: Duration = .seconds(60),
+        _ call: () async throws -> (HTTPResponse.Status, Answer)
+    ) async throws -> (HTTPResponse.Status, Answer) {
+        let deadline = ContinuousClock.now + within
+        var answer = try await call()
+        while answer.0 == .serviceUnavailable, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .seconds(1))
+            answer = try await call()
+        }
+        return answer
+    }
+
     /// The raw body of a call, for byte-for-byte comparisons.
     public static func raw(
         _ client: any TestClientProtocol,
