@@ -35,7 +35,8 @@ struct IngestNativeTests {
                 ],
             ]
             let (status, answer) = try await harness.post(client, key: key, events: events)
-            #expect(status == .ok)
+            // (Refused, nothing is published: the wait for the feed below would never end.)
+            try #require(status == .ok)
             #expect(answer?.accepted == 3)
             #expect(answer?.results.map(\.seq) == [1, 2, 3])
 
