@@ -128,9 +128,13 @@ struct IngestNativeTests {
                     group.addTask {
                         for start in stride(from: 0, to: perWriter, by: batch) {
                             let events = (start..<(start + batch)).map { logEvent("w\(writer)-\($0)", agent: "a\(writer)") }
+                            // A 503 (a deadline past on a loaded machine) is retried as a client
+                            // does: the events are then each accepted or, stored by the refused
+                            // attempt, a duplicate. The log below says none is missing or repeated.
                             let (status, answer) = try await harness.post(client, key: key, events: events)
                             #expect(status == .ok)
-                            #expect(answer?.accepted == batch)
+                            #expect(answer?.results.count == batch)
+                            #expect(answer?.results.allSatisfy { $0.status == "accepted" || $0.status == "duplicate" } == true)
                         }
                     }
                 }
