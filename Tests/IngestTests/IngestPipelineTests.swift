@@ -40,7 +40,7 @@ import Testing
                             let events = (next..<(next + size)).map { logEvent("r\(run)-w\(writer)-\($0)", agent: "a\(writer)") }
                             next += size
                             // (A 503 is retried: events its attempt stored answer `duplicate`.)
-                            let (status, answer) = try await harness.post(client, key: key, events: events)
+                            let (status, answer) = try await harness.postRetrying(client, key: key, events: events)
                             #expect(status == .ok)
                             #expect(answer?.results.count == size)
                             #expect(answer?.results.allSatisfy { $0.status == "accepted" || $0.status == "duplicate" } == true)
@@ -115,7 +115,7 @@ import Testing
                         var refused = 0
                         for round in 0..<60 {
                             let ids = (0..<100).map { "k\(writer)-\(round)-\($0)" }
-                            let (status, answer) = try await harness.postOnce(client, key: key, events: ids.map { logEvent($0) })
+                            let (status, answer) = try await harness.post(client, key: key, events: ids.map { logEvent($0) })
                             if status == .ok {
                                 #expect(answer?.accepted == ids.count)
                                 acked += ids

@@ -105,22 +105,21 @@ public struct IngestHarness: Sendable {
     }
 
     /// Posts a native batch and decodes the answer.
-    /// A batch posted as a client posts it: retried while it answers 503 (the same msgIds, a
-    /// second apart, up to a minute: ``LiveCall/retryingUnavailable(within:_:)``), as on a
-    /// loaded machine ingest's deadlines (the tenant's rate, the commit) answer. An attempt
-    /// refused after its commit stored the events: the retry answers them `duplicate`.
     public func post(_ client: some TestClientProtocol, key: String, events: [[String: Any]]) async throws -> (HTTPResponse.Status, BatchAnswer?) {
-        try await LiveCall.retryingUnavailable { try await self.postOnce(client, key: key, events: events) }
+        let (status, body) = try await self.live.postEvents(client, key: key, events)
+        return (status, try? JSONDecoder().decode(BatchAnswer.self, from: Data(buffer: body)))
     }
 
-    /// One attempt of ``post(_:key:events:)``, for the tests of a 503.
-    public func postOnce(
+    /// ``post(_:key:events:)`` retried while it answers 503, as a client does (the same msgIds, a
+    /// second apart, up to a minute: ``LiveCall/retryingUnavailable(within:_:)``): what an
+    /// attempt refused after its commit stored answers `duplicate`. Not for a test that holds
+    /// the log on purpose: it would wait the minute out.
+    public func postRetrying(
         _ client: some TestClientProtocol,
         key: String,
         events: [[String: Any]]
     ) async throws -> (HTTPResponse.Status, BatchAnswer?) {
-        let (status, body) = try await self.live.postEvents(client, key: key, events)
-        return (status, try? JSONDecoder().decode(BatchAnswer.self, from: Data(buffer: body)))
+        try await LiveCall.retryingUnavailable { try await self.post(client, key: key, events: events) }
     }
 }
 
