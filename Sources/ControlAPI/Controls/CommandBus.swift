@@ -156,16 +156,16 @@ struct CommandBus: Sendable {
         try self.polls.begin(poll, session: session, maxPerTenant: self.maxPollsPerTenant)
         defer { self.polls.end(poll, session: session) }
         let deadline = ContinuousClock.now + max(wait, .milliseconds(100))
-        let messages: [StoredMessage]
+        let claims: [Claim]
         do {
-            messages = try await poll.run {
+            claims = try await poll.run {
                 while true {
-                    var kept: [StoredMessage] = []
+                    var kept: [Claim] = []
                     let walked = try await self.walk(session, until: deadline)
                     for message in walked {
                         do {
                             if let command = Self.command(message, for: session), try await accept(command, message.sequence) {
-                                kept.append(message)
+                                kept.append(Claim(message: message, command: command))
                             } else {
                                 try await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [message.sequence])
                             }
@@ -179,7 +179,7 @@ struct CommandBus: Sendable {
                     if !kept.isEmpty || walked.isEmpty || ContinuousClock.now >= deadline { return kept }
                 }
             } abandon: { claimed in
-                await self.handBack(claimed, session: session)
+                await self.handBack(claimed.map { $0.message }, session: session)
             }
         } catch let error as APIError {
             throw error
@@ -188,22 +188,22 @@ struct CommandBus: Sendable {
             throw APIError(.serviceUnavailable, "the command queue cannot be read now; poll again", retryAfterSeconds: 1)
         }
         var commands: [(BusControlCommand, String, UInt64?)] = []
-        let epoch = messages.isEmpty ? "" : try await self.epoch()
-        for message in messages {
-            guard let command = Self.command(message, for: session),
+        let epoch = claims.isEmpty ? "" : try await self.epoch()
+        for claim in claims {
+            guard
                 let handle = try? self.handles.seal(
-                    Self.deliveryToken(message.sequence),
+                    Self.deliveryToken(claim.message.sequence),
                     tenant: session.tenant,
                     swarm: session.swarm,
                     agent: session.agent,
-                    command: Self.handleBinding(command.commandID, epoch: epoch)
+                    command: Self.handleBinding(claim.command.commandID, epoch: epoch)
                 )
             else {
                 // Not sealed: never delivered.
-                try? await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [message.sequence])
+                try? await self.queues.complete(tenant: session.tenant, swarm: session.swarm, agent: session.agent, [claim.message.sequence])
                 continue
             }
-            commands.append((command, handle, message.sequence))
+            commands.append((claim.command, handle, claim.message.sequence))
         }
         return commands
     }
@@ -227,6 +227,12 @@ struct CommandBus: Sendable {
             }
         }.value
         self.wakes.signal(self.subjects.controlCommand(tenant: session.tenant, swarm: session.swarm, agent: session.agent))
+    }
+
+    /// A command a poll claimed and will deliver, as stored and as read.
+    struct Claim: Sendable {
+        var message: StoredMessage
+        var command: BusControlCommand
     }
 
     /// The command `message` stores, if it is one for the session's agent.
@@ -400,15 +406,15 @@ struct CommandBus: Sendable {
 /// of the same session ends the wait at once (a command claimed for it afterwards is handed back
 /// for delivery at once).
 final class Poll: Sendable {
-    private let race = FirstAnswer<[StoredMessage]>()
+    private let race = FirstAnswer<[CommandBus.Claim]>()
     private let task = Mutex<Task<Void, Never>?>(nil)
 
     /// What `walk` returns, or nothing once ``end()`` is called or graceful shutdown begins;
     /// `abandon` gets what the walk claimed when nobody waits for it any more.
     func run(
-        _ walk: @escaping @Sendable () async throws -> [StoredMessage],
-        abandon: @escaping @Sendable ([StoredMessage]) async -> Void
-    ) async throws -> [StoredMessage] {
+        _ walk: @escaping @Sendable () async throws -> [CommandBus.Claim],
+        abandon: @escaping @Sendable ([CommandBus.Claim]) async -> Void
+    ) async throws -> [CommandBus.Claim] {
         // The request's task carries the server's graceful shutdown (task locals), which comes
         // before the server waits for requests in flight.
         try await withGracefulShutdownHandler {
