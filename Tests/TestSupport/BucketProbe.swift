@@ -38,9 +38,9 @@ public struct BucketProbe: Sendable {
         return (index, false)
     }
 
-    /// Whether `admitted` calls before a refusal fit the bucket: at least `least` (its capacity
-    /// less what the test took from it otherwise), at most ``mostAdmitted``.
-    public func fits(_ admitted: Int, least: Int? = nil) -> Bool {
-        admitted >= (least ?? self.perMinute) && admitted <= self.mostAdmitted
+    /// Whether `admitted` calls before a refusal fit the bucket: at least its capacity, at most
+    /// ``mostAdmitted``.
+    public func fits(_ admitted: Int) -> Bool {
+        admitted >= self.perMinute && admitted <= self.mostAdmitted
     }
 }
