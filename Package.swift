@@ -121,7 +121,7 @@ let splitTestTargets: [Target] =
             dependencies: [
                 "Contracts", "ControlAPI", "EventLog", "Ingest", "StreamFanout", "ServiceKit", "StreamTestSupport", "SwarmdeckTools", "TestSupport",
                 asyncHTTPClient, configuration, hummingbird,
-                hummingbirdTesting, jwtKit, logging, nioCore, openAPIRuntime, postgresNIO,
+                hummingbirdTesting, jwtKit, logging, nioCore, nioPosix, openAPIRuntime, postgresNIO,
             ]
         ),
         testTargets(

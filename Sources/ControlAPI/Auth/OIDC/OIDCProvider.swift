@@ -69,6 +69,8 @@ actor OIDCProvider: Service {
     /// The most bytes read of any answer of the provider.
     static let maxAnswerBytes = 1 << 20
     static let timeout: TimeAmount = .seconds(10)
+    /// How long a connection to the provider is kept idle for the next request.
+    static let idleTimeout: TimeAmount = .seconds(4)
     /// The signature algorithms accepted in an ID token's header (no `none`, no HMAC).
     static let algorithms: Set<String> = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"]
 
@@ -78,11 +80,19 @@ actor OIDCProvider: Service {
         // Redirects refused: an answer that moves is not the provider's.
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.timeout = .init(connect: .seconds(10), read: .seconds(10))
+        // Idle connections let go before the common servers' keep-alive (uvicorn's and
+        // Node's 5 s) ends them, so one is seldom taken as the server closes it.
+        configuration.connectionPool = .init(idleTimeout: Self.idleTimeout)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
     func run() async throws {
         try? await gracefulShutdown()
+        try await self.shutdown()
+    }
+
+    /// Shuts the HTTP client down (``run()`` does at control-api's shutdown).
+    func shutdown() async throws {
         try await self.client.shutdown()
     }
 
@@ -236,12 +246,25 @@ actor OIDCProvider: Service {
         }
     }
 
+    /// Sends `request`, and once more on a new connection when the first is closed before any
+    /// answer: a kept-alive connection the provider closed just as it was taken. Sending a
+    /// token request twice is safe: a code the provider took once it refuses again (RFC 6749
+    /// §4.1.2), and the sign-in then fails as it would have.
+    private func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
+        do {
+            return try await self.client.execute(request, timeout: Self.timeout)
+        } catch let error as HTTPClientError where error == .remoteConnectionClosed {
+            self.logger.debug("OpenID Connect provider closed the connection before answering; sending again", metadata: ["url": "\(request.url)"])
+            return try await self.client.execute(request, timeout: Self.timeout)
+        }
+    }
+
     /// The body of the answer to `request`: past ``maxAnswerBytes``, or with a status other than
     /// 200 (or 400/401 with `acceptingErrors`, the token endpoint's errors), it fails.
     private func answer(_ request: HTTPClientRequest, acceptingErrors: Bool = false) async throws(Failure) -> Data {
         let response: HTTPClientResponse
         do {
-            response = try await self.client.execute(request, timeout: Self.timeout)
+            response = try await self.send(request)
         } catch {
             self.logger.warning("OpenID Connect provider unreachable", metadata: ["url": "\(request.url)", "error": "\(String(reflecting: error))"])
             throw Failure("the sign-in provider did not answer")
