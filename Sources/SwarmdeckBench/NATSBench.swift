@@ -102,7 +102,7 @@ struct NATSBench: AsyncParsableCommand {
     /// The wrapper: `publish` in a loop, an async-sequence consumer.
     private func wrapperRound(subject: String) async throws -> Round {
         let connection = try await NATSConnection.connect(NATSConfiguration(servers: [self.url], name: "bench"))
-        let subscription = try connection.subscribe(to: subject, buffering: .backpressure(maxMessages: 1 << 20, maxBytes: 1 << 30))
+        let subscription = try await connection.subscribe(to: subject, buffering: .backpressure(maxMessages: 1 << 20, maxBytes: 1 << 30))
         try await connection.flush()
         let count = self.count
         let receiver = Task {

@@ -18,7 +18,7 @@ struct TraceContextTests {
         let harness = try await ControlHarness()
         let nats = try await harness.live.connectNATS()
         let subjects = try Subjects(prefix: harness.prefix)
-        let commands = try nats.subscribe(to: subjects.controlCommand(tenant: harness.tenant, swarm: "s1", agent: "a1"))
+        let commands = try await nats.subscribe(to: subjects.controlCommand(tenant: harness.tenant, swarm: "s1", agent: "a1"))
         try await nats.flush()
         try await harness.run { ingest, control in
             let key = try await harness.createKey(ingest)

@@ -19,7 +19,7 @@ struct ACPPresenceTests {
         let harness = try await FanoutHarness(fanout: ["FANOUT_ACP_PRESENCE_SECONDS": "300"])
         let subjects = try Subjects(prefix: harness.prefix)
         let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try TestEnvironment.natsURL], name: "presence-listener"))
-        let subscription = try nats.subscribe(to: subjects.allACPPresence)
+        let subscription = try await nats.subscribe(to: subjects.allACPPresence)
         let heard = Mutex<[(String, ACPPresence)]>([])
         let listener = Task {
             for await message in subscription {

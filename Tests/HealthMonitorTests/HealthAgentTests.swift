@@ -180,7 +180,7 @@ struct HealthAgentTests {
         // The notices the notifier reads: the incident's session goes with it to the push.
         let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try harness.live.environment()["NATS_URL"]!], name: "notices"))
         defer { Task { await nats.close() } }
-        let notices = try nats.subscribe(to: try Subjects(prefix: harness.live.prefix).incidentChanged(tenant: harness.live.tenant))
+        let notices = try await nats.subscribe(to: try Subjects(prefix: harness.live.prefix).incidentChanged(tenant: harness.live.tenant))
         try await nats.flush()
         try await harness.run { ingest, control, health in
             let key = try await harness.live.createKey(ingest)

@@ -37,7 +37,7 @@ struct IngestACPTests {
     func threads() async throws {
         let harness = try await IngestHarness()
         let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try harness.environment["NATS_URL"]!], name: "observer"))
-        let feed = try nats.subscribe(to: try Subjects(prefix: harness.prefix).events(tenant: harness.tenant))
+        let feed = try await nats.subscribe(to: try Subjects(prefix: harness.prefix).events(tenant: harness.tenant))
         try await nats.flush()
         let oddBody = #"{ "jsonrpc":"2.0",  "method":"session/update", "params":{"b":1,"a":[1, 2, "é"]} }"#
         try await harness.application().test(.router) { client in

@@ -19,7 +19,7 @@ struct IngestNativeTests {
         let harness = try await IngestHarness(overrides: ["INGEST_BUS_BATCHES": "\(busBatches)"])
         let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try harness.environment["NATS_URL"]!], name: "observer"))
         let subjects = try Subjects(prefix: harness.prefix)
-        let feed = try nats.subscribe(to: subjects.events(tenant: harness.tenant))
+        let feed = try await nats.subscribe(to: subjects.events(tenant: harness.tenant))
         try await nats.flush()
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)

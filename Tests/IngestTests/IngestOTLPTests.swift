@@ -28,7 +28,7 @@ struct IngestOTLPTests {
         init(_ harness: IngestHarness) async throws {
             self.nats = try await NATSConnection.connect(NATSConfiguration(servers: [try harness.environment["NATS_URL"]!], name: "otlp-observer"))
             self.subjects = try Subjects(prefix: harness.prefix)
-            self.subscription = try self.nats.subscribe(to: self.subjects.events(tenant: harness.tenant))
+            self.subscription = try await self.nats.subscribe(to: self.subjects.events(tenant: harness.tenant))
             try await self.nats.flush()
         }
 

@@ -23,7 +23,7 @@ import Testing
         let harness = try await IngestHarness()
         let nats = try await NATSConnection.connect(NATSConfiguration(servers: [try harness.environment["NATS_URL"]!], name: "observer"))
         let subjects = try Subjects(prefix: harness.prefix)
-        let feed = try nats.subscribe(to: subjects.events(tenant: harness.tenant))
+        let feed = try await nats.subscribe(to: subjects.events(tenant: harness.tenant))
         try await nats.flush()
         var random = SystemRandomNumberGenerator()
         let writers = 6

@@ -9,7 +9,7 @@ struct NATSConnectionTests {
     func hundredThousandInOrder() async throws {
         let connection = try await TestEnvironment.connect()
         let subject = TestEnvironment.uniqueName("order")
-        let subscription = try connection.subscribe(to: subject)
+        let subscription = try await connection.subscribe(to: subject)
         try await connection.flush()
         let count = 100_000
 
@@ -38,7 +38,7 @@ struct NATSConnectionTests {
     func malformedSubjects() async throws {
         let connection = try await TestEnvironment.connect()
         let subject = TestEnvironment.uniqueName("inject")
-        let subscription = try connection.subscribe(to: subject + ".>")
+        let subscription = try await connection.subscribe(to: subject + ".>")
         try await connection.flush()
         for bad in ["\(subject).a b", "\(subject).a\r\nPUB \(subject).x 0\r\n\r\nPUB y", "\(subject).a\tb", "", "\(subject).\u{7F}"] {
             #expect(throws: ServiceKitError.self) { try connection.publish([1], to: bad) }
@@ -57,8 +57,8 @@ struct NATSConnectionTests {
     func queueGroup() async throws {
         let connection = try await TestEnvironment.connect()
         let subject = TestEnvironment.uniqueName("queue")
-        let first = try connection.subscribe(to: subject, queue: "workers")
-        let second = try connection.subscribe(to: subject, queue: "workers")
+        let first = try await connection.subscribe(to: subject, queue: "workers")
+        let second = try await connection.subscribe(to: subject, queue: "workers")
         try await connection.flush()
         let total = 2_000
 
@@ -89,7 +89,7 @@ struct NATSConnectionTests {
     func requestReply() async throws {
         let connection = try await TestEnvironment.connect(sendAsap: true)
         let subject = TestEnvironment.uniqueName("rpc")
-        let responder = try connection.subscribe(to: subject)
+        let responder = try await connection.subscribe(to: subject)
         try await connection.flush()
         let serving = Task {
             for await request in responder {
@@ -118,7 +118,7 @@ struct NATSConnectionTests {
             }
         }
 
-        let silent = try connection.subscribe(to: subject + "-silent")
+        let silent = try await connection.subscribe(to: subject + "-silent")
         try await connection.flush()
         await #expect(throws: ServiceKitError.self) {
             do {
@@ -141,7 +141,7 @@ struct NATSConnectionTests {
     func stalledConsumer(policy: NATSBufferingPolicy) async throws {
         let connection = try await TestEnvironment.connect()
         let subject = TestEnvironment.uniqueName("stall")
-        let subscription = try connection.subscribe(to: subject, buffering: policy)
+        let subscription = try await connection.subscribe(to: subject, buffering: policy)
         try await connection.flush()
         let published = 50_000
         let payload = [UInt8](repeating: 7, count: 64)
@@ -173,7 +173,7 @@ struct NATSConnectionTests {
     func drain() async throws {
         let connection = try await TestEnvironment.connect()
         let subject = TestEnvironment.uniqueName("drain")
-        let subscription = try connection.subscribe(to: subject)
+        let subscription = try await connection.subscribe(to: subject)
         try await connection.flush()
         for index in 0..<1_000 { try connection.publish(Array("\(index)".utf8), to: subject) }
         try await connection.flush()
@@ -199,7 +199,7 @@ struct NATSConnectionTests {
         var iterator = events.makeAsyncIterator()
         #expect(await iterator.next() == .connected)
         let subject = TestEnvironment.uniqueName("early")
-        let subscription = try connection.subscribe(to: subject)
+        let subscription = try await connection.subscribe(to: subject)
         try await connection.flush()
         try connection.publish(Array("hello".utf8), to: subject)
         var messages = subscription.makeAsyncIterator()
@@ -216,7 +216,7 @@ struct NATSConnectionTests {
         )
         let events = connection.connectionEvents()
         let subject = TestEnvironment.uniqueName("reconnect")
-        let subscription = try connection.subscribe(to: subject)
+        let subscription = try await connection.subscribe(to: subject)
         try await connection.flush()
 
         let received = Counter()
@@ -243,6 +243,75 @@ struct NATSConnectionTests {
         #expect(received.distinct == 300)
         await connection.drain()
         await reader.value
+    }
+
+    @Test(
+        "a reconnect attempt that hangs holds nats.c's lock: reading the status, subscribing and unsubscribing leave the Swift pool free",
+        .timeLimit(.minutes(2))
+    )
+    func hungReconnectAttempt() async throws {
+        let server = try NATSServerProcess()
+        try server.start()
+        // Listening only once connected, so the first connect cannot pick it.
+        let silent = try SilentListener()
+        defer { silent.close() }
+        let connection = try await NATSConnection.connect(
+            NATSConfiguration(
+                servers: [server.url, silent.url],
+                name: "hung-attempt",
+                reconnectWaitMilliseconds: 100,
+                connectTimeoutMilliseconds: 60_000
+            )
+        )
+        let events = connection.connectionEvents()
+        var eventIterator = events.makeAsyncIterator()
+        let subject = TestEnvironment.uniqueName("hung")
+        let before = try await connection.subscribe(to: subject + ".before")
+        try await connection.flush()
+        try silent.listen()
+
+        // The server gone, the pool's next server is the silent one: nats.c's reconnect thread
+        // waits there for the INFO line, holding the connection's lock, for up to 60 s.
+        server.kill()
+        #expect(await eventIterator.next() == .disconnected)
+        #expect(await eventually { silent.acceptedCount == 1 })
+
+        // The status is read without the lock (nats.c's would wait out the attempt). Then more
+        // subscribers than the Swift pool has threads (one per core): each waits for the lock on
+        // the connection's own threads, none can have finished, and this task still runs. On
+        // Dispatch's threads (the Swift pool's, on Linux) the sleep below took 6.8 s with eight.
+        let started = ContinuousClock.now
+        #expect(connection.status == .reconnecting)
+        let finished = Counter()
+        let subscribers = (0..<16).map { index in
+            Task {
+                let subscription = try await connection.subscribe(to: subject + ".during.\(index)")
+                _ = finished.add(member: 0, id: String(index))
+                return subscription
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        before.unsubscribe()
+        let waited = ContinuousClock.now - started
+        #expect(finished.total == 0)
+        #expect(waited < .seconds(5), "the Swift pool was held by calls waiting on nats.c's lock: \(waited)")
+
+        // The server back and the silent attempt reset: the reconnection completes, and so do the
+        // subscriptions made meanwhile and the unsubscribe.
+        try server.start()
+        silent.close()
+        #expect(await eventIterator.next() == .reconnected)
+        #expect(connection.status == .connected)
+        var beforeIterator = before.makeAsyncIterator()
+        #expect(await beforeIterator.next() == nil)
+        var subscriptions: [NATSSubscription] = []
+        for subscriber in subscribers { subscriptions.append(try await subscriber.value) }
+        try await connection.flush()
+        try connection.publish(Array("hello".utf8), to: subject + ".during.15")
+        var messages = subscriptions[15].makeAsyncIterator()
+        #expect(await messages.next().map { String(decoding: $0.payload, as: UTF8.self) } == "hello")
+        await connection.drain()
+        #expect(connection.status == .closed)
     }
 }
 

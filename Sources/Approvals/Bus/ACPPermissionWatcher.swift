@@ -27,7 +27,7 @@ struct ACPPermissionWatcher: Service {
     let logger: Logger
 
     func run() async throws {
-        let subscription = try self.connection.subscribe(
+        let subscription = try await self.connection.subscribe(
             to: self.subjects.allACPEvents,
             queue: "approvals",
             buffering: .dropNewest(maxMessages: 10_000)

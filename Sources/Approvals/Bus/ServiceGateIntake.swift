@@ -25,7 +25,7 @@ struct ServiceGateIntake: Service {
     static let risks: Set<String> = ["low", "medium", "high", "critical"]
 
     func run() async throws {
-        let subscription = try self.connection.subscribe(
+        let subscription = try await self.connection.subscribe(
             to: self.subjects.serviceGateRequests,
             queue: "approvals",
             buffering: .dropNewest(maxMessages: 1_000)

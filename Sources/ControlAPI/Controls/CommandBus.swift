@@ -253,7 +253,7 @@ struct CommandBus: Sendable {
         let (tenant, swarm, agent) = (session.tenant, session.swarm, session.agent)
         let subject = self.subjects.controlCommand(tenant: tenant, swarm: swarm, agent: agent)
         // Registered before the walk, so a command stored meanwhile wakes the wait after it.
-        let wake = try self.wakes.register(subject)
+        let wake = try await self.wakes.register(subject)
         defer { self.wakes.unregister(wake) }
         // After a wake, the reads left before the walk waits again (see storeBackoff).
         var retries = 0

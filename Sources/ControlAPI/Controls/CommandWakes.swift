@@ -13,7 +13,8 @@ final class CommandWakes: Sendable {
     private let connection: NATSConnection
     private let subject: String
     private let waiting = Mutex<[String: [ObjectIdentifier: CommandWake]]>([:])
-    private let listener = Mutex<Task<Void, Never>?>(nil)
+    /// The listener once subscribed; the subscribe under way before that.
+    private let state = Mutex<(listener: Task<Void, Never>?, subscribing: Task<Result<Void, ServiceKitError>, Never>?)>((nil, nil))
 
     /// `subject`: every command subject (``Contracts/Subjects/allControlCommands``).
     init(connection: NATSConnection, subject: String) {
@@ -23,8 +24,8 @@ final class CommandWakes: Sendable {
 
     /// A wake for the polls of `subject` (one agent's), signalled by every command stored on it
     /// from now on. ``unregister(_:)`` it when the poll ends.
-    func register(_ subject: String) throws(ServiceKitError) -> CommandWake {
-        try self.listen()
+    func register(_ subject: String) async throws(ServiceKitError) -> CommandWake {
+        try await self.listen()
         let wake = CommandWake(subject: subject)
         self.waiting.withLock { $0[subject, default: [:]][ObjectIdentifier(wake)] = wake }
         return wake
@@ -43,27 +44,44 @@ final class CommandWakes: Sendable {
         }
     }
 
-    /// Subscribes once, at the first poll.
-    private func listen() throws(ServiceKitError) {
-        try self.listener.withLock { (listener) throws(ServiceKitError) in
-            guard listener == nil else { return }
-            let subscription = try self.connection.subscribe(
-                to: self.subject,
-                buffering: .dropNewest(maxMessages: 4096, maxBytes: 16 << 20)
-            )
-            listener = Task { [weak self] in
+    /// Subscribes once, at the first poll; polls that arrive while it subscribes wait for that
+    /// one subscribe (a subscribe waits on nats.c's lock while it reconnects).
+    private func listen() async throws(ServiceKitError) {
+        let pending = self.state.withLock { state -> Task<Result<Void, ServiceKitError>, Never>? in
+            if state.listener != nil { return nil }
+            if let subscribing = state.subscribing { return subscribing }
+            let subscribing = Task { await self.subscribe() }
+            state.subscribing = subscribing
+            return subscribing
+        }
+        try await pending?.value.get()
+    }
+
+    /// The one subscribe of ``listen()``: on success, the listener that wakes the polls.
+    private func subscribe() async -> Result<Void, ServiceKitError> {
+        let subscription: NATSSubscription
+        do {
+            subscription = try await self.connection.subscribe(to: self.subject, buffering: .dropNewest(maxMessages: 4096, maxBytes: 16 << 20))
+        } catch {
+            self.state.withLock { $0.subscribing = nil }
+            return .failure(error)
+        }
+        self.state.withLock { state in
+            state.subscribing = nil
+            state.listener = Task { [weak self] in
                 for await batch in subscription.batches {
                     guard let self else { return }
                     for message in batch { self.signal(message.subject) }
                 }
                 // The connection closed: the next poll subscribes again.
-                self?.listener.withLock { $0 = nil }
+                self?.state.withLock { $0.listener = nil }
             }
         }
+        return .success(())
     }
 
     deinit {
-        self.listener.withLock { $0 }?.cancel()
+        self.state.withLock { $0.listener }?.cancel()
     }
 }
 

@@ -17,7 +17,7 @@ struct ServiceAckIntake: Service {
     let logger: Logger
 
     func run() async throws {
-        let subscription = try self.connection.subscribe(
+        let subscription = try await self.connection.subscribe(
             to: self.subjects.serviceControlAcks,
             queue: "control-api",
             buffering: .dropNewest(maxMessages: 1_000)

@@ -127,7 +127,7 @@ final class HealthFeed: Service, PartitionFollower, Sendable {
         do {
             // Subscribed before the rebuild, so nothing falls between the two. The buffer is a
             // partition's share of the replica's (a message dropped is a gap, read from the log).
-            subscription = try self.connection.subscribe(
+            subscription = try await self.connection.subscribe(
                 to: self.subjects.events(partition: partition),
                 buffering: .dropNewest(maxMessages: 262_144 / EventPartition.count, maxBytes: (128 << 20) / EventPartition.count)
             )

@@ -27,7 +27,7 @@ final class HealthSummaryResponder: Service, Sendable {
     }
 
     func run() async throws {
-        let subscription = try self.connection.subscribe(
+        let subscription = try await self.connection.subscribe(
             to: self.subjects.healthSummary,
             queue: "health-monitor",
             buffering: .dropNewest(maxMessages: 1_000, maxBytes: 1 << 20)

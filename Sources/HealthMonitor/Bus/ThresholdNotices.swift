@@ -29,7 +29,10 @@ final class ThresholdNotices: Service, Sendable {
     }
 
     func run() async throws {
-        let subscription = try self.connection.subscribe(to: self.subjects.allHealthThresholdChanges, buffering: .dropNewest(maxMessages: 10_000))
+        let subscription = try await self.connection.subscribe(
+            to: self.subjects.allHealthThresholdChanges,
+            buffering: .dropNewest(maxMessages: 10_000)
+        )
         let reload = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(60))

@@ -45,12 +45,12 @@ struct ServiceEventIntake: Service {
     }
 
     func run() async throws {
-        let services = try self.connection.subscribe(
+        let services = try await self.connection.subscribe(
             to: self.subjects.serviceEvents,
             queue: "ingest",
             buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
         )
-        let people = try self.connection.subscribe(
+        let people = try await self.connection.subscribe(
             to: self.subjects.clientACPFrames,
             queue: "ingest",
             buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)

@@ -34,7 +34,10 @@ final class ACPPresenceMap: Service, Sendable {
     }
 
     func run() async throws {
-        let subscription = try self.nats.subscribe(to: self.subjects.allACPPresence, buffering: .dropNewest(maxMessages: 65_536, maxBytes: 16 << 20))
+        let subscription = try await self.nats.subscribe(
+            to: self.subjects.allACPPresence,
+            buffering: .dropNewest(maxMessages: 65_536, maxBytes: 16 << 20)
+        )
         await withTaskCancellationOrGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask {

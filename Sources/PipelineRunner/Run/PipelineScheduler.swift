@@ -36,7 +36,7 @@ final class PipelineScheduler: Service, Sendable {
     var runningCount: Int { self.running.withLock { $0.count } }
 
     func run() async throws {
-        let changes = try self.connection.subscribe(to: self.subjects.pipelineChanged, buffering: .dropNewest(maxMessages: 10_000))
+        let changes = try await self.connection.subscribe(to: self.subjects.pipelineChanged, buffering: .dropNewest(maxMessages: 10_000))
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await cancelWhenGracefulShutdown {

@@ -54,7 +54,7 @@ public struct RevocationFeed: Service {
             let read = ReadMark()
             while !Task.isCancelled {
                 do {
-                    let subscription = try self.connection.subscribe(to: self.subjects.allRevocations)
+                    let subscription = try await self.connection.subscribe(to: self.subjects.allRevocations)
                     try await self.connection.flush()
                     try await self.catchUp(after: read)
                     self.list.markLoaded()

@@ -1,14 +1,20 @@
 import CNATS
 import Synchronization
 
-/// Fans connection events out to listeners. Retained by the C connection and released by its
-/// closed callback, which fires exactly once.
+/// Fans connection events out to listeners, and keeps the connection's status as they tell it.
+/// Retained by the C connection and released by its closed callback, which fires exactly once.
+///
+/// The status is kept here rather than read from nats.c because `natsConnection_Status` takes the
+/// connection's lock, which nats.c's reconnect thread holds through each connect attempt (up to
+/// the connect timeout, for a server that is gone without a reset): a readiness probe reading it
+/// would wait on a Swift concurrency thread that long.
 final class ConnectionEvents: Sendable {
     private struct State {
         var listeners: [Int: AsyncStream<NATSConnectionEvent>.Continuation] = [:]
         var nextID = 0
         var closed = false
         var closedWaiters: [CheckedContinuation<Void, Never>] = []
+        var status = NATSConnectionStatus.connecting
     }
 
     private let state = Mutex(State())
@@ -37,6 +43,7 @@ final class ConnectionEvents: Sendable {
 
     func emit(_ event: NATSConnectionEvent) {
         let (listeners, waiters) = self.state.withLock { state in
+            state.status = state.status.after(event)
             if event == .closed {
                 state.closed = true
                 defer {
@@ -67,6 +74,24 @@ final class ConnectionEvents: Sendable {
     }
 
     var isClosed: Bool { self.state.withLock { $0.closed } }
+
+    /// The status the events so far tell.
+    var status: NATSConnectionStatus { self.state.withLock { $0.status } }
+
+    /// Records the first connection, made by `natsConnection_Connect` (which posts no event): only
+    /// over `.connecting`, so a disconnection that came first stands.
+    func recordConnected() {
+        self.state.withLock { state in
+            if state.status == .connecting { state.status = .connected }
+        }
+    }
+
+    /// Records that the connection drains (until it closes).
+    func recordDraining() {
+        self.state.withLock { state in
+            if state.status != .closed { state.status = .draining }
+        }
+    }
 }
 
 // The connection callbacks run on one library-wide thread: keep them tiny.

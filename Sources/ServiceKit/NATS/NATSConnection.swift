@@ -1,6 +1,6 @@
 import CNATS
 import Contracts
-import Dispatch
+import NIOPosix
 import Synchronization
 
 #if canImport(Glibc)
@@ -11,9 +11,17 @@ import Darwin
 
 /// A connection to NATS over nats.c.
 ///
-/// Publishing never waits for the network (nats.c buffers and a flusher thread writes).
-/// Calls that block in C (connect, flush) run on a dedicated queue, never on the Swift
-/// concurrency pool. Requests use one wildcard inbox subscription shared by all requests.
+/// Publishing never waits for the network (nats.c buffers and a flusher thread writes). Calls
+/// that block in C (connect, flush) run on dedicated threads, never on the Swift concurrency
+/// pool, and so do subscribing and unsubscribing. Requests use one wildcard inbox subscription
+/// shared by all requests.
+///
+/// nats.c's reconnect thread holds the connection's lock through each connect attempt, so
+/// while the connection is reconnecting a call that takes the lock (a publish among them) can
+/// wait up to the connect timeout (``NATSConfiguration/connectTimeoutMilliseconds``).
+/// ``status`` never takes it; subscribing and unsubscribing wait on the dedicated threads; the
+/// pool of servers is the configured URLs only, so no attempt goes to an address a server
+/// once gossiped and no longer has.
 public final class NATSConnection: Sendable {
     let handle: NATSHandle
     private let events: ConnectionEvents
@@ -22,8 +30,16 @@ public final class NATSConnection: Sendable {
     /// The configuration it was opened with.
     public let configuration: NATSConfiguration
 
-    /// A queue for the few nats.c calls that block.
-    static let blockingQueue = DispatchQueue(label: "swarmdeck.nats.blocking", attributes: .concurrent)
+    /// The threads for the nats.c calls that block (``runBlocking(_:)``): neither the Swift
+    /// concurrency pool nor Dispatch's. On Linux the Swift pool runs on Dispatch's worker threads,
+    /// so calls waiting there on nats.c's lock starve every task of the process: eight subscribes
+    /// waiting on a reconnect attempt delayed a 200-ms sleep of the same process by 6.75 s here.
+    /// Sixteen threads; more calls waiting at once queue behind them, without holding a thread.
+    static let blockingThreads: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 16)
+        pool.start()
+        return pool
+    }()
 
     private init(handle: NATSHandle, events: ConnectionEvents, configuration: NATSConfiguration) {
         self.handle = handle
@@ -55,6 +71,7 @@ public final class NATSConnection: Sendable {
                 throw error
             }
             if let connection, status == NATS_OK || (status == NATS_NOT_YET_CONNECTED && configuration.retryOnFailedConnect) {
+                if status == NATS_OK { events.recordConnected() }
                 return NATSHandle(connection)
             }
             Unmanaged<ConnectionEvents>.fromOpaque(eventsPointer).release()
@@ -88,6 +105,10 @@ public final class NATSConnection: Sendable {
         try natsCheck(natsOptions_SetReconnectWait(options, Int64(configuration.reconnectWaitMilliseconds)), "setting reconnect wait")
         try natsCheck(natsOptions_SetReconnectBufSize(options, Int32(configuration.reconnectBufferBytes)), "setting reconnect buffer")
         try natsCheck(natsOptions_SetTimeout(options, Int64(configuration.connectTimeoutMilliseconds)), "setting connect timeout")
+        // The pool is the configured URLs: a server's gossiped address outlives the server (a
+        // container's, a pod's), and each attempt at it holds the connection's lock until the
+        // connect timeout. Name every server, or a name that resolves to the live ones.
+        try natsCheck(natsOptions_SetIgnoreDiscoveredServers(options, true), "ignoring discovered servers")
         try natsCheck(natsOptions_SetPingInterval(options, 5_000), "setting ping interval")
         try natsCheck(natsOptions_SetMaxPingsOut(options, 3), "setting max pings out")
         if configuration.retryOnFailedConnect {
@@ -107,16 +128,9 @@ public final class NATSConnection: Sendable {
 
     // MARK: State
 
-    /// The connection's state now.
+    /// The connection's state now, as its events tell it: never waits on nats.c's lock.
     public var status: NATSConnectionStatus {
-        switch natsConnection_Status(self.handle.pointer) {
-        case NATS_CONN_STATUS_CONNECTED: .connected
-        case NATS_CONN_STATUS_CONNECTING: .connecting
-        case NATS_CONN_STATUS_RECONNECTING: .reconnecting
-        case NATS_CONN_STATUS_DRAINING_SUBS, NATS_CONN_STATUS_DRAINING_PUBS: .draining
-        case NATS_CONN_STATUS_CLOSED: .closed
-        default: .disconnected
-        }
+        self.events.status
     }
 
     /// Disconnections, reconnections, asynchronous errors and the close, from now on.
@@ -205,19 +219,23 @@ public final class NATSConnection: Sendable {
     /// Subscribes to `subject`; with `queue`, the messages are spread over the members of
     /// that queue group. Iterate the result to receive; it ends when it is unsubscribed,
     /// drained or the connection closes.
+    ///
+    /// Runs on the dedicated threads: while nats.c reconnects, subscribing waits for its lock.
     public func subscribe(
         to subject: String,
         queue: String? = nil,
         buffering policy: NATSBufferingPolicy = .backpressure()
-    ) throws(ServiceKitError) -> NATSSubscription {
-        let buffer = SubscriptionBuffer(policy: policy)
-        let handle = try self.subscribe(subject: subject, queue: queue, sink: buffer, wake: buffer)
-        // The library queues up to the same limits again before it drops as a slow consumer.
-        try natsCheck(
-            natsSubscription_SetPendingLimits(handle.pointer, Int32(clamping: policy.maxMessages), Int32(clamping: policy.maxBytes)),
-            "setting pending limits on \(subject)"
-        )
-        return NATSSubscription(subject: subject, handle: handle, buffer: buffer)
+    ) async throws(ServiceKitError) -> NATSSubscription {
+        try await runBlocking { () throws(ServiceKitError) in
+            let buffer = SubscriptionBuffer(policy: policy)
+            let handle = try self.subscribe(subject: subject, queue: queue, sink: buffer, wake: buffer)
+            // The library queues up to the same limits again before it drops as a slow consumer.
+            try natsCheck(
+                natsSubscription_SetPendingLimits(handle.pointer, Int32(clamping: policy.maxMessages), Int32(clamping: policy.maxBytes)),
+                "setting pending limits on \(subject)"
+            )
+            return NATSSubscription(subject: subject, handle: handle, buffer: buffer)
+        }
     }
 
     func subscribe(
@@ -260,27 +278,35 @@ public final class NATSConnection: Sendable {
         headers: NATSHeaders = [:],
         timeout: Duration = .seconds(5)
     ) async throws -> NATSMessage {
-        let mux = try self.requestMux()
+        let mux = try await self.requestMux()
         return try await mux.request(payload, to: subject, headers: headers, timeout: timeout, on: self)
     }
 
-    private func requestMux() throws(ServiceKitError) -> RequestMux {
-        try self.requests.withLock { (mux) throws(ServiceKitError) -> RequestMux in
+    private func requestMux() async throws(ServiceKitError) -> RequestMux {
+        if let mux = self.requests.withLock({ $0 }) { return mux }
+        // Made on the dedicated threads (subscribing waits for nats.c's lock); requests that
+        // race keep the first one stored.
+        let created = try await runBlocking { () throws(ServiceKitError) in try RequestMux.make(on: self) }
+        let winner = self.requests.withLock { mux -> RequestMux in
             if let mux { return mux }
-            let created = try RequestMux.make(on: self)
             mux = created
             return created
         }
+        if winner !== created { created.unsubscribe() }
+        return winner
     }
 
     /// The inbox every JetStream pull of this connection is answered on.
-    func pullMux() throws(ServiceKitError) -> PullMux {
-        try self.pulls.withLock { (mux) throws(ServiceKitError) -> PullMux in
+    func pullMux() async throws(ServiceKitError) -> PullMux {
+        if let mux = self.pulls.withLock({ $0 }) { return mux }
+        let created = try await runBlocking { () throws(ServiceKitError) in try PullMux.make(on: self) }
+        let winner = self.pulls.withLock { mux -> PullMux in
             if let mux { return mux }
-            let created = try PullMux.make(on: self)
             mux = created
             return created
         }
+        if winner !== created { created.unsubscribe() }
+        return winner
     }
 
     /// JetStream pulls waiting on this connection (all share one subscription).
@@ -310,9 +336,12 @@ public final class NATSConnection: Sendable {
     /// delivered, flushes publishes, then closes. Returns once closed.
     public func drain(timeout: Duration = .seconds(10)) async {
         if self.events.isClosed { return }
-        let status = natsConnection_DrainTimeout(self.handle.pointer, timeout.milliseconds)
-        if status != NATS_OK {
-            natsConnection_Close(self.handle.pointer)
+        self.events.recordDraining()
+        let handle = self.handle
+        _ = try? await runBlocking { () throws(ServiceKitError) in
+            if natsConnection_DrainTimeout(handle.pointer, timeout.milliseconds) != NATS_OK {
+                natsConnection_Close(handle.pointer)
+            }
         }
         await self.events.waitUntilClosed()
     }
@@ -325,10 +354,14 @@ public final class NATSConnection: Sendable {
     }
 }
 
-/// Runs a blocking nats.c call on the dedicated queue.
+/// Runs a blocking nats.c call on the dedicated threads (``NATSConnection/blockingThreads``).
 func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws(ServiceKitError) -> T) async throws(ServiceKitError) -> T {
     let result: Result<T, ServiceKitError> = await withCheckedContinuation { continuation in
-        NATSConnection.blockingQueue.async {
+        NATSConnection.blockingThreads.submit { state in
+            guard case .active = state else {
+                continuation.resume(returning: .failure(ServiceKitError(.natsClosed, "the NATS threads are stopped")))
+                return
+            }
             do throws(ServiceKitError) {
                 continuation.resume(returning: .success(try body()))
             } catch {
@@ -337,4 +370,11 @@ func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws(ServiceKitEr
         }
     }
     return try result.get()
+}
+
+/// Runs a nats.c call that may block on the dedicated threads, without waiting for it.
+func runBlockingDetached(_ body: @escaping @Sendable () -> Void) {
+    NATSConnection.blockingThreads.submit { state in
+        if case .active = state { body() }
+    }
 }

@@ -40,7 +40,10 @@ final class NATSSubscriptionHandle: @unchecked Sendable {
 
     deinit {
         self.buffer?.cancel()
-        natsSubscription_Destroy(self.pointer)
+        // Destroying a live subscription unsubscribes it, which takes the connection's lock: on
+        // the dedicated threads, never on the thread that let it go.
+        let pointer = SubscriptionPointer(self.pointer)
+        runBlockingDetached { natsSubscription_Destroy(pointer.pointer) }
     }
 }
 
@@ -58,4 +61,10 @@ func natsError(_ status: natsStatus, _ what: String) -> ServiceKitError {
     case NATS_CONNECTION_CLOSED: return ServiceKitError(.natsClosed, "\(what): \(text)")
     default: return ServiceKitError(.natsOperation, "\(what): \(text)")
     }
+}
+
+/// A C subscription pointer handed to the dedicated threads to destroy.
+private struct SubscriptionPointer: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }

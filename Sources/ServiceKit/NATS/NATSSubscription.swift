@@ -36,17 +36,22 @@ public struct NATSSubscription: AsyncSequence, Sendable {
         return (Int(messages) + held.messages, Int(bytes) + held.bytes)
     }
 
-    /// Stops the subscription now; messages not yet delivered are dropped.
+    /// Stops the subscription; messages not yet delivered are dropped. Returns at once: nats.c is
+    /// told from the connection's dedicated threads, since its lock can be held by a reconnect
+    /// attempt, and the iteration ends when nats.c has finished the subscription.
     public func unsubscribe() {
         _ = self.handle.libraryDropped()
         self.buffer.cancel()
-        natsSubscription_Unsubscribe(self.handle.pointer)
+        let handle = self.handle
+        runBlockingDetached { _ = natsSubscription_Unsubscribe(handle.pointer) }
     }
 
-    /// Stops taking new messages but delivers those already received, then ends.
+    /// Stops taking new messages but delivers those already received, then ends. Like
+    /// ``unsubscribe()``, it returns at once and tells nats.c from the dedicated threads.
     public func drain() {
         _ = self.handle.libraryDropped()
-        natsSubscription_Drain(self.handle.pointer)
+        let handle = self.handle
+        runBlockingDetached { _ = natsSubscription_Drain(handle.pointer) }
     }
 
     /// The same messages, each batch holding what had arrived when the consumer asked (one

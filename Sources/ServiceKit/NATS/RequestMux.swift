@@ -1,3 +1,4 @@
+import CNATS
 import Synchronization
 
 /// Routes replies to waiting requests through one wildcard inbox subscription.
@@ -18,6 +19,12 @@ final class RequestMux: MessageSink {
         let handle = try connection.subscribe(subject: mux.prefix + ".*", queue: nil, sink: mux)
         mux.subscription.withLock { $0 = handle }
         return mux
+    }
+
+    /// Ends the inbox subscription: a mux made by a request that lost the race to make one.
+    func unsubscribe() {
+        guard let handle = self.subscription.withLock({ $0 }) else { return }
+        runBlockingDetached { _ = natsSubscription_Unsubscribe(handle.pointer) }
     }
 
     func deliver(_ message: NATSMessage) {

@@ -43,7 +43,7 @@ final class FeedHub: Service, Sendable {
         }
         // Subscribe before the feed reads the log's head (see TenantFeed.run), and make sure the
         // server has the subscription.
-        let subscription = try self.nats.subscribe(to: self.subjects.events(tenant: tenant))
+        let subscription = try await self.nats.subscribe(to: self.subjects.events(tenant: tenant))
         do {
             try await self.nats.flush()
         } catch {
