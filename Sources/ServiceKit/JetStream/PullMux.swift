@@ -51,12 +51,6 @@ final class PullMux: MessageSink {
         return mux
     }
 
-    /// Ends the inbox subscription: a mux made by a request that lost the race to make one.
-    func unsubscribe() {
-        guard let handle = self.subscription.withLock({ $0 }) else { return }
-        runBlockingDetached { _ = natsSubscription_Unsubscribe(handle.pointer) }
-    }
-
     /// How many pulls are waiting.
     var waiting: Int { self.state.withLock { $0.pulls.count } }
 

@@ -52,6 +52,5 @@ public enum NATSConnectionStatus: Sendable, Hashable {
     case connected
     case reconnecting
     case draining
-    case disconnected
     case closed
 }

@@ -25,8 +25,8 @@ import Darwin
 public final class NATSConnection: Sendable {
     let handle: NATSHandle
     private let events: ConnectionEvents
-    private let requests: Mutex<RequestMux?> = Mutex(nil)
-    private let pulls: Mutex<PullMux?> = Mutex(nil)
+    private let requests = MadeOnce<RequestMux>()
+    private let pulls = MadeOnce<PullMux>()
     /// The configuration it was opened with.
     public let configuration: NATSConfiguration
 
@@ -283,34 +283,22 @@ public final class NATSConnection: Sendable {
     }
 
     private func requestMux() async throws(ServiceKitError) -> RequestMux {
-        if let mux = self.requests.withLock({ $0 }) { return mux }
-        // Made on the dedicated threads (subscribing waits for nats.c's lock); requests that
-        // race keep the first one stored.
-        let created = try await runBlocking { () throws(ServiceKitError) in try RequestMux.make(on: self) }
-        let winner = self.requests.withLock { mux -> RequestMux in
-            if let mux { return mux }
-            mux = created
-            return created
+        // Made once, on the dedicated threads (subscribing waits for nats.c's lock); the first
+        // requests wait for that one.
+        try await self.requests.get { () throws(ServiceKitError) in
+            try await runBlocking { () throws(ServiceKitError) in try RequestMux.make(on: self) }
         }
-        if winner !== created { created.unsubscribe() }
-        return winner
     }
 
     /// The inbox every JetStream pull of this connection is answered on.
     func pullMux() async throws(ServiceKitError) -> PullMux {
-        if let mux = self.pulls.withLock({ $0 }) { return mux }
-        let created = try await runBlocking { () throws(ServiceKitError) in try PullMux.make(on: self) }
-        let winner = self.pulls.withLock { mux -> PullMux in
-            if let mux { return mux }
-            mux = created
-            return created
+        try await self.pulls.get { () throws(ServiceKitError) in
+            try await runBlocking { () throws(ServiceKitError) in try PullMux.make(on: self) }
         }
-        if winner !== created { created.unsubscribe() }
-        return winner
     }
 
     /// JetStream pulls waiting on this connection (all share one subscription).
-    public var waitingPulls: Int { self.pulls.withLock { $0?.waiting ?? 0 } }
+    public var waitingPulls: Int { self.pulls.value?.waiting ?? 0 }
 
     /// The first tokens of every inbox (reply subject) of this connection:
     /// `_INBOX.<connection name>`, so that a NATS user can be allowed to subscribe to its own

@@ -21,12 +21,6 @@ final class RequestMux: MessageSink {
         return mux
     }
 
-    /// Ends the inbox subscription: a mux made by a request that lost the race to make one.
-    func unsubscribe() {
-        guard let handle = self.subscription.withLock({ $0 }) else { return }
-        runBlockingDetached { _ = natsSubscription_Unsubscribe(handle.pointer) }
-    }
-
     func deliver(_ message: NATSMessage) {
         let token = message.subject.dropFirst(self.prefix.utf8.count + 1)
         let continuation = self.waiting.withLock { $0.removeValue(forKey: String(token)) }
