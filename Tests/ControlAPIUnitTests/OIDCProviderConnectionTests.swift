@@ -21,16 +21,22 @@ struct OIDCProviderConnectionTests {
                     }
                 }
                 .bind(host: "127.0.0.1", port: 0).get()
-            let issuer = "http://127.0.0.1:\(try #require(server.localAddress?.port))"
-            let provider = OIDCProvider(settings: try Self.settings(issuer: issuer), logger: Logger(label: "test"))
+            let issuer = "http://127.0.0.1:\(server.localAddress?.port ?? 0)"
+            let settings = Result { try Self.settings(issuer: issuer) }
             let outcome: Result<OIDCProvider.Metadata, OIDCProvider.Failure>
-            do {
-                outcome = .success(try await provider.discovery())
-            } catch {
-                outcome = .failure(error)
+            if case .success(let settings) = settings {
+                let provider = OIDCProvider(settings: settings, logger: Logger(label: "test"))
+                do {
+                    outcome = .success(try await provider.discovery())
+                } catch {
+                    outcome = .failure(error)
+                }
+                try? await provider.shutdown()
+            } else {
+                outcome = .failure(.init("no settings"))
             }
-            try await provider.shutdown()
             try await server.close()
+            _ = try settings.get()
             switch (closing, outcome) {
             case (1, .success(let metadata)):
                 #expect(metadata.issuer == issuer && metadata.tokenEndpoint == issuer + "/token")

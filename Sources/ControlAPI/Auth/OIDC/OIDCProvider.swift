@@ -246,17 +246,24 @@ actor OIDCProvider: Service {
         }
     }
 
-    /// Sends `request`, and once more on a new connection when the first is closed before any
-    /// answer: a kept-alive connection the provider closed just as it was taken. Sending a
+    /// Sends `request`, and once more on a new connection when the first is closed or reset
+    /// before any answer: a kept-alive connection the provider closed just as it was taken. Sending a
     /// token request twice is safe: a code the provider took once it refuses again (RFC 6749
     /// §4.1.2), and the sign-in then fails as it would have.
     private func send(_ request: HTTPClientRequest) async throws -> HTTPClientResponse {
         do {
             return try await self.client.execute(request, timeout: Self.timeout)
-        } catch let error as HTTPClientError where error == .remoteConnectionClosed {
+        } catch let error where Self.isClosedUnanswered(error) {
             self.logger.debug("OpenID Connect provider closed the connection before answering; sending again", metadata: ["url": "\(request.url)"])
             return try await self.client.execute(request, timeout: Self.timeout)
         }
+    }
+
+    /// Whether `error` is a connection the provider closed or reset before answering.
+    private static func isClosedUnanswered(_ error: any Error) -> Bool {
+        if let error = error as? HTTPClientError { return error == .remoteConnectionClosed }
+        if let error = error as? IOError { return error.errnoCode == ECONNRESET || error.errnoCode == EPIPE }
+        return false
     }
 
     /// The body of the answer to `request`: past ``maxAnswerBytes``, or with a status other than
