@@ -182,9 +182,18 @@ public struct ControlHarness: Sendable {
         #expect(seen, "control-api never saw \(agent)")
     }
 
-    /// Opens `agent`'s command channel with the ingest key; answers the session token.
-    public static func openSession(_ control: any TestClientProtocol, key: String, swarm: String, agent: String) async throws -> String {
-        let (status, session) = try await Self.call(control, .post, "/v1/agent/sessions", token: key, json: ["swarmId": swarm, "agentId": agent])
+    /// Opens `agent`'s command channel with the ingest key; answers the session token. With
+    /// `retryingUnavailable`, a 503 is retried as a connector does (``LiveCall/retryingUnavailable(within:_:)``):
+    /// for tests that open many sessions of one tenant at once, which its session lock serializes.
+    public static func openSession(
+        _ control: any TestClientProtocol,
+        key: String,
+        swarm: String,
+        agent: String,
+        retryingUnavailable: Bool = false
+    ) async throws -> String {
+        let open = { try await Self.call(control, .post, "/v1/agent/sessions", token: key, json: ["swarmId": swarm, "agentId": agent]) }
+        let (status, session) = retryingUnavailable ? try await LiveCall.retryingUnavailable(open) : try await open()
         #expect(status == .created, "opening a session for \(agent): \(status) \(session)")
         return try #require(session["token"] as? String)
     }
