@@ -18,7 +18,7 @@ struct ControlRevocationTests {
     )
     func aFloodOfCommandsLeavesRoomForRevocations() async throws {
         let server = try NATSServerProcess(maxFileStore: 12 << 20)
-        try server.start()
+        try await server.start()
         // The commands stream keeps 1 MiB and ingest's ACP stream 4 MiB: 7 MiB are left for the
         // streams bounded by age alone, the revocations among them.
         let harness = try await ControlHarness(["NATS_URL": server.url, "CONTROL_COMMAND_STREAM_MAX_BYTES": String(1 << 20)])

@@ -38,8 +38,10 @@ struct FanoutReplicaTests {
             defer {
                 for process in [first, second] where process.isRunning { kill(process.processIdentifier, SIGKILL) }
             }
-            try waitForPort(firstPort)
-            try waitForPort(secondPort)
+            try await offPool {
+                try waitForPort(firstPort)
+                try waitForPort(secondPort)
+            }
             let token = try await harness.token()
             let total = 400
 

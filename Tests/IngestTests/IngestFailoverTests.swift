@@ -18,8 +18,8 @@ struct IngestFailoverTests {
         """
     )
     func failover() async throws {
-        let primary = try PostgresServerProcess()
-        try primary.start()
+        let primary = try await PostgresServerProcess.make()
+        try await primary.start()
         let harness = try await IngestHarness(overrides: [:])
         /// Runs `sql` on the Postgres at `url`.
         @Sendable func run(_ sql: String, on url: String) async throws -> [Int64] {
@@ -36,10 +36,10 @@ struct IngestFailoverTests {
         for statement in session.roleSQL(role: "postgres").split(separator: "\n") {
             _ = try await run(String(statement), on: primary.url)
         }
-        let replica = try PostgresServerProcess(replicaOf: primary, synchronous: true)
-        try replica.start()
+        let replica = try await PostgresServerProcess.replica(of: primary, synchronous: true)
+        try await replica.start()
         let bouncer = try PgBouncerProcess(postgresURL: primary.url, users: ["postgres"])
-        try bouncer.start()
+        try await bouncer.start()
         let through = ["POSTGRES_URL": bouncer.url(user: "postgres"), "POSTGRES_ROLE_SETTINGS": "true"]
 
         try await harness.live.application(IngestService.self, extra: through).test(.router) { client in
@@ -66,9 +66,9 @@ struct IngestFailoverTests {
 
             // The primary crashes; the replica is promoted, and PgBouncer sent to it.
             let killed = ContinuousClock.now
-            try primary.stop()
-            try replica.promote()
-            try bouncer.repoint(toPort: replica.port)
+            try await primary.stop()
+            try await replica.promote()
+            try await bouncer.repoint(toPort: replica.port)
             acknowledged += try await post(10)
             let back = ContinuousClock.now - killed
             for number in 11..<20 { acknowledged += try await post(number) }

@@ -11,15 +11,15 @@ import Testing
 struct IngestOutageTests {
     @Test("Postgres stopped: 503 with Retry-After, nothing half-stored; back: ingest recovers without a restart")
     func postgresOutage() async throws {
-        let postgres = try PostgresServerProcess()
-        try postgres.start()
+        let postgres = try await PostgresServerProcess.make()
+        try await postgres.start()
         let harness = try await IngestHarness(overrides: ["POSTGRES_URL": postgres.url, "INGEST_KEY_CACHE_SECONDS": "600"])
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
             let before = try await harness.post(client, key: key, events: [logEvent("before-1"), logEvent("before-2")])
             #expect(before.0 == .ok)
 
-            try postgres.stop()
+            try await postgres.stop()
             let body = try JSONSerialization.data(withJSONObject: ["events": [logEvent("during-1")]])
             try await client.execute(
                 uri: "/v1/ingest/events",
@@ -35,7 +35,7 @@ struct IngestOutageTests {
             }
             try await client.execute(uri: "/readyz", method: .get) { #expect($0.status == .serviceUnavailable) }
 
-            try postgres.start()
+            try await postgres.start()
             // The same request, retried until Postgres is back: accepted once, with the next seq.
             var after: BatchAnswer?
             let deadline = ContinuousClock.now + .seconds(30)

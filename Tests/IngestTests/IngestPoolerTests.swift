@@ -20,7 +20,7 @@ struct IngestPoolerTests {
     func behindPgBouncer() async throws {
         let role = TestEnvironment.uniqueName("svc")
         let bouncer = try PgBouncerProcess(postgresURL: try TestEnvironment.databaseURL, users: [role])
-        try bouncer.start()
+        try await bouncer.start()
         let harness = try await IngestHarness(overrides: [:])
         /// Runs `sql` as the test's superuser, straight to Postgres.
         func superuser(_ sql: String) async throws {
@@ -49,7 +49,7 @@ struct IngestPoolerTests {
         // PgBouncer's server connections opened before keep the settings they started with: a
         // fresh one (in production, RECONNECT on its console).
         let fresh = try PgBouncerProcess(postgresURL: try TestEnvironment.databaseURL, users: [role])
-        try fresh.start()
+        try await fresh.start()
         let throughFresh = ["POSTGRES_URL": fresh.url(user: role), "POSTGRES_ROLE_SETTINGS": "true"]
 
         // With them, ingest migrates and commits through the pooler: eight writers at once share

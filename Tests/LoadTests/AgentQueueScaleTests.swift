@@ -32,7 +32,7 @@ struct AgentQueueScaleTests {
     )
     func fiveThousandSessions(_ server: Server) async throws {
         let nats = try NATSServerProcess(binary: try server.binary)
-        try nats.start()
+        try await nats.start()
         let sessions = 5_000
         let harness = try await ControlHarness([
             "NATS_URL": nats.url, "CONTROL_MAX_AGENT_SESSIONS": String(sessions), "CONTROL_AGENT_SESSIONS_PER_MINUTE": "1000000",
@@ -134,7 +134,7 @@ struct AgentQueueScaleTests {
             let killed = try #require(cluster.member(named: leader))
             let clock = ContinuousClock()
             var started = clock.now
-            killed.kill()
+            await killed.kill()
             #expect(try await steer("resume", "leader-killed") == ["leader-killed"])
             print("control stream leader killed: the next command sent and delivered in \(clock.now - started)")
             let elected = try await Self.streamInfo(stream, on: cluster.members.filter { $0 !== killed })
@@ -142,7 +142,7 @@ struct AgentQueueScaleTests {
 
             // The old leader comes back and catches up; then the node control-api's connection is
             // on goes (it may be the one that went before): nats.c moves to another of its URLs.
-            try killed.start()
+            try await killed.start()
             #expect(
                 await eventually(timeout: .seconds(30)) {
                     let info = try? await Self.streamInfo(stream, on: cluster.members)
@@ -154,7 +154,7 @@ struct AgentQueueScaleTests {
             #expect(holding.count == 1, "control-api's connection is on \(holding.count) members")
             let dropped = try #require(holding.first)
             started = clock.now
-            dropped.kill()
+            await dropped.kill()
             #expect(try await steer("pause", "connection-moved") == ["connection-moved"])
             print("control-api's NATS node killed: the next command sent and delivered in \(clock.now - started)")
             let moved = await cluster.members(holding: ControlAPIService.name)

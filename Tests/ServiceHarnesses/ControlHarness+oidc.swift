@@ -9,7 +9,7 @@ extension ControlHarness {
     /// A provider (oidc-provider-mock) with alice (in `ops`), bob (in no group) and carol (in
     /// `admins`), and a harness whose control-api signs them in to its tenant through it.
     public static func withOIDCProvider(_ overrides: [String: String] = [:]) async throws -> (OIDCProviderProcess, ControlHarness) {
-        let provider = try OIDCProviderProcess(users: [
+        let provider = try await OIDCProviderProcess.start(users: [
             ["sub": "alice", "email": "alice@example.com", "email_verified": true, "groups": ["ops"]],
             ["sub": "bob", "email": "bob@example.com", "groups": [] as [String]],
             ["sub": "carol", "groups": ["admins", "ops"]],

@@ -11,7 +11,13 @@ public final class OIDCProviderProcess: @unchecked Sendable {
 
     public var issuer: String { "http://127.0.0.1:\(self.port)" }
 
-    public init(users: [[String: Any]]) throws {
+    /// Starts the provider and waits for its port, on a thread of its own (``offPool(_:)``).
+    public static func start(users: [[String: Any]]) async throws -> OIDCProviderProcess {
+        let json = try users.map { try JSONSerialization.data(withJSONObject: $0) }
+        return try await offPool { try OIDCProviderProcess(users: json) }
+    }
+
+    private init(users: [Data]) throws {
         guard let python = ProcessInfo.processInfo.environment["SWARMDECK_PYTHON"] else {
             throw HarnessError(message: "SWARMDECK_PYTHON is not set: run the tests with ./scripts/test (it installs oidc-provider-mock)")
         }
@@ -20,8 +26,7 @@ public final class OIDCProviderProcess: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-m", "oidc_provider_mock", "--host", "127.0.0.1", "--port", String(self.port), "--require-nonce"]
         for user in users {
-            let json = try JSONSerialization.data(withJSONObject: user)
-            process.arguments? += ["--user-claims", String(decoding: json, as: UTF8.self)]
+            process.arguments? += ["--user-claims", String(decoding: user, as: UTF8.self)]
         }
         process.environment = ProcessInfo.processInfo.environment.merging(["NO_COLOR": "1", "PYTHONWARNINGS": "ignore"]) { $1 }
         process.standardOutput = FileHandle.nullDevice

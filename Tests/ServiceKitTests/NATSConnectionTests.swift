@@ -195,7 +195,7 @@ struct NATSConnectionTests {
         )
         let events = connection.connectionEvents()
         #expect(connection.status != .connected)
-        try server.start()
+        try await server.start()
         var iterator = events.makeAsyncIterator()
         #expect(await iterator.next() == .connected)
         let subject = TestEnvironment.uniqueName("early")
@@ -210,7 +210,7 @@ struct NATSConnectionTests {
     @Test("the server killed and restarted mid-stream: the client reconnects, publishes and receives")
     func reconnect() async throws {
         let server = try NATSServerProcess()
-        try server.start()
+        try await server.start()
         let connection = try await NATSConnection.connect(
             NATSConfiguration(servers: [server.url], name: "reconnect-test", reconnectWaitMilliseconds: 100)
         )
@@ -229,13 +229,13 @@ struct NATSConnectionTests {
         try await connection.flush()
         #expect(await eventually { received.total == 100 })
 
-        server.kill()
+        await server.kill()
         var iterator = events.makeAsyncIterator()
         #expect(await iterator.next() == .disconnected)
         // Published while the server is gone: buffered by the client and sent on reconnect.
         for index in 0..<100 { try connection.publish(Array("during-\(index)".utf8), to: subject) }
 
-        try server.start()
+        try await server.start()
         #expect(await iterator.next() == .reconnected)
         for index in 0..<100 { try connection.publish(Array("after-\(index)".utf8), to: subject) }
         try await connection.flush()
@@ -251,7 +251,7 @@ struct NATSConnectionTests {
     )
     func hungReconnectAttempt() async throws {
         let server = try NATSServerProcess()
-        try server.start()
+        try await server.start()
         // Listening only once connected, so the first connect cannot pick it.
         let silent = try SilentListener()
         defer { silent.close() }
@@ -272,7 +272,7 @@ struct NATSConnectionTests {
 
         // The server gone, the pool's next server is the silent one: nats.c's reconnect thread
         // waits there for the INFO line, holding the connection's lock, for up to 60 s.
-        server.kill()
+        await server.kill()
         #expect(await eventIterator.next() == .disconnected)
         #expect(await eventually { silent.acceptedCount == 1 })
 
@@ -299,7 +299,7 @@ struct NATSConnectionTests {
 
         // The server back and the silent attempt reset: the reconnection completes, and so do the
         // subscriptions made meanwhile and the unsubscribe.
-        try server.start()
+        try await server.start()
         silent.close()
         #expect(await eventIterator.next() == .reconnected)
         #expect(connection.status == .connected)

@@ -238,14 +238,14 @@ struct ServiceHTTPTests {
     @Test("/readyz answers 503 naming the dependency that is down")
     func notReady() async throws {
         let server = try NATSServerProcess()
-        try server.start()
+        try await server.start()
         let connection = try await NATSConnection.connect(NATSConfiguration(servers: [server.url], name: "ready-test"))
         let unreachable = PostgresClient(
             configuration: try PostgresClient.Configuration(url: "postgres://u:p@127.0.0.1:\(try freeLoopbackPort())/db")
         )
         let running = Task { await unreachable.run() }
         defer { running.cancel() }
-        server.kill()
+        await server.kill()
         #expect(await eventually { connection.status != .connected })
         try await Self.application(readiness: [.nats(connection), .postgres(unreachable, timeout: .milliseconds(500))]).test(.router) { client in
             try await client.execute(uri: "/readyz", method: .get) { response in

@@ -39,8 +39,13 @@ public final class NATSServerProcess: @unchecked Sendable {
 
     public var url: String { "nats://127.0.0.1:\(self.port)" }
 
-    /// Starts the server (again, after ``kill()``, on the same store).
-    public func start() throws {
+    /// Starts the server (again, after ``kill()``, on the same store), waiting for its port on a
+    /// thread of its own (``offPool(_:)``).
+    public func start() async throws {
+        try await offPool { try self.startNow() }
+    }
+
+    private func startNow() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: self.binary)
         process.arguments = ["-a", "127.0.0.1", "-p", String(self.port), "-js", "-sd", self.storeDirectory.path]
@@ -67,7 +72,11 @@ public final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// SIGKILL: the server vanishes without a goodbye.
-    public func kill() {
+    public func kill() async {
+        _ = try? await offPool { self.killNow() }
+    }
+
+    private func killNow() {
         guard let process else { return }
         Foundation.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
@@ -75,7 +84,7 @@ public final class NATSServerProcess: @unchecked Sendable {
     }
 
     deinit {
-        self.kill()
+        self.killNow()
         try? FileManager.default.removeItem(at: self.storeDirectory)
     }
 }
@@ -105,7 +114,7 @@ public final class NATSCluster: Sendable {
     /// Starts every member, then waits until the cluster's JetStream answers (its members have
     /// elected the leader that places streams).
     public func start() async throws {
-        for member in self.members { try member.start() }
+        for member in self.members { try await member.start() }
         let connection = try await NATSConnection.connect(NATSConfiguration(servers: self.members.map(\.url), name: "cluster-start"))
         defer { Task { await connection.drain() } }
         let deadline = ContinuousClock.now + .seconds(30)

@@ -44,7 +44,11 @@ public final class PgBouncerProcess: @unchecked Sendable {
     /// Sends the server connections to the Postgres at `port` on loopback, as a failover manager
     /// does on a promotion: the file rewritten, and PgBouncer started again on its port (its
     /// clients reconnect).
-    public func repoint(toPort port: Int) throws {
+    public func repoint(toPort port: Int) async throws {
+        try await offPool { try self.repointNow(toPort: port) }
+    }
+
+    private func repointNow(toPort port: Int) throws {
         let file = self.directory.appendingPathComponent("pgbouncer.ini")
         var text = try String(contentsOf: file, encoding: .utf8)
         text = text.replacingOccurrences(of: "port=\(self.postgresPort)", with: "port=\(port)")
@@ -52,7 +56,7 @@ public final class PgBouncerProcess: @unchecked Sendable {
         self.postgresPort = port
         self.kill()
         try waitForPort(self.port, open: false)
-        try self.start()
+        try self.startNow()
     }
 
     private func kill() {
@@ -72,7 +76,12 @@ public final class PgBouncerProcess: @unchecked Sendable {
         (try? String(contentsOf: self.directory.appendingPathComponent("pgbouncer.log"), encoding: .utf8)) ?? ""
     }
 
-    public func start() throws {
+    /// Starts PgBouncer, waiting for its port on a thread of its own (``offPool(_:)``).
+    public func start() async throws {
+        try await offPool { try self.startNow() }
+    }
+
+    private func startNow() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/pgbouncer")
         process.arguments = (getuid() == 0 ? ["-u", "postgres"] : []) + [self.directory.appendingPathComponent("pgbouncer.ini").path]

@@ -7,7 +7,17 @@ public final class PostgresServerProcess: @unchecked Sendable {
     public let directory: URL
     private let binaries: String
 
-    public init() throws {
+    /// A new cluster (`initdb`, on a thread of its own: ``offPool(_:)``), not started.
+    public static func make() async throws -> PostgresServerProcess {
+        try await offPool { try PostgresServerProcess() }
+    }
+
+    /// A streaming replica of `primary` (``init(replicaOf:synchronous:)``), made on a thread of its own.
+    public static func replica(of primary: PostgresServerProcess, synchronous: Bool) async throws -> PostgresServerProcess {
+        try await offPool { try PostgresServerProcess(replicaOf: primary, synchronous: synchronous) }
+    }
+
+    private init() throws {
         self.binaries = ProcessInfo.processInfo.environment["SWARMDECK_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
         self.port = try freeLoopbackPort()
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-test-\(UUID().uuidString)")
@@ -24,7 +34,7 @@ public final class PostgresServerProcess: @unchecked Sendable {
     /// A streaming replica of `primary` (running), from its base backup: started with
     /// ``start()``, made the primary with ``promote()``. With `synchronous`, the primary waits for
     /// it at each commit (set on the primary, which reloads).
-    public init(replicaOf primary: PostgresServerProcess, synchronous: Bool) throws {
+    private init(replicaOf primary: PostgresServerProcess, synchronous: Bool) throws {
         self.binaries = primary.binaries
         self.port = try freeLoopbackPort()
         self.directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-test-\(UUID().uuidString)")
@@ -52,7 +62,11 @@ public final class PostgresServerProcess: @unchecked Sendable {
     }
 
     /// Ends recovery: the replica takes writes (`pg_ctl promote`, waiting until it does).
-    public func promote() throws {
+    public func promote() async throws {
+        try await offPool { try self.promoteNow() }
+    }
+
+    private func promoteNow() throws {
         try self.asPostgres(["\(self.binaries)/pg_ctl", "promote", "-w", "-D", self.dataPath])
     }
 
@@ -63,7 +77,12 @@ public final class PostgresServerProcess: @unchecked Sendable {
     // Process (the postmaster keeps a descriptor Process waits on).
     private var server: Process?
 
-    public func start() throws {
+    /// Starts the server, waiting for it on a thread of its own.
+    public func start() async throws {
+        try await offPool { try self.startNow() }
+    }
+
+    private func startNow() throws {
         let process = Process()
         let command = ["\(self.binaries)/postgres", "-D", self.dataPath]
         if getuid() == 0 {
@@ -81,7 +100,11 @@ public final class PostgresServerProcess: @unchecked Sendable {
     }
 
     /// Stops at once (SIGQUIT to the postmaster: immediate shutdown), as a crash would.
-    public func stop() throws {
+    public func stop() async throws {
+        try await offPool { try self.stopNow() }
+    }
+
+    private func stopNow() throws {
         let pidFile = try String(contentsOfFile: self.dataPath + "/postmaster.pid", encoding: .utf8)
         guard let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else { throw POSIXError(.ESRCH) }
         kill(pid, SIGQUIT)
@@ -97,7 +120,7 @@ public final class PostgresServerProcess: @unchecked Sendable {
     }
 
     deinit {
-        if self.server != nil { try? self.stop() }
+        if self.server != nil { try? self.stopNow() }
         try? FileManager.default.removeItem(at: self.directory)
     }
 
