@@ -54,6 +54,12 @@ public struct LiveHarness: Sendable {
             // Suites of other things post one tenant's events faster than a tenant's default
             // rate allows; IngestTenantRateTests tests the rate with its own.
             "INGEST_TENANT_EVENTS_PER_SECOND": "10000000", "INGEST_TENANT_STATE_EVENTS_PER_SECOND": "10000000",
+            // A group's tests run in one process with the services they start, on two cores: a
+            // test that keeps both cores busy stalls every service task for seconds (6 s seen, the
+            // process at 150-200 % CPU, Postgres idle, ingest's transactions idle in transaction),
+            // and ingest's 5-s deadlines (commit, rate refill, key look-up) then answer the other
+            // tests 503. The tests of those deadlines set their own.
+            "INGEST_COMMIT_TIMEOUT_SECONDS": "30",
             // JetStream reserves a stream's max bytes: each test's ACP stream takes little.
             "INGEST_ACP_STREAM_MAX_BYTES": "4194304", "CONTROL_COMMAND_STREAM_MAX_BYTES": "4194304",
             "NATS_NOTICE_STREAM_MAX_BYTES": "4194304",
