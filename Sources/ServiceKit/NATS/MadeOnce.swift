@@ -15,6 +15,12 @@ final class MadeOnce<Value: Sendable>: Sendable {
 
     private let state = Mutex<State>(.none)
 
+    /// What ``get(making:)`` does next: hand out the value, or wait for its making.
+    private enum Next {
+        case made(Value)
+        case wait(Task<Result<Value, ServiceKitError>, Never>)
+    }
+
     /// The value, once made.
     var value: Value? {
         self.state.withLock { state in
@@ -24,12 +30,12 @@ final class MadeOnce<Value: Sendable>: Sendable {
 
     /// The value: made by `make` if no one has made it or is making it.
     func get(making make: @escaping @Sendable () async throws(ServiceKitError) -> Value) async throws(ServiceKitError) -> Value {
-        let making = self.state.withLock { state -> Task<Result<Value, ServiceKitError>, Never> in
+        let next = self.state.withLock { state -> Next in
             switch state {
             case .made(let value):
-                return Task { .success(value) }
+                return .made(value)
             case .making(let task):
-                return task
+                return .wait(task)
             case .none:
                 let task = Task { () -> Result<Value, ServiceKitError> in
                     let result: Result<Value, ServiceKitError>
@@ -47,9 +53,12 @@ final class MadeOnce<Value: Sendable>: Sendable {
                     return result
                 }
                 state = .making(task)
-                return task
+                return .wait(task)
             }
         }
-        return try await making.value.get()
+        switch next {
+        case .made(let value): return value
+        case .wait(let task): return try await task.value.get()
+        }
     }
 }
