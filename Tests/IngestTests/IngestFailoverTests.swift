@@ -20,7 +20,8 @@ struct IngestFailoverTests {
     func failover() async throws {
         let primary = try await PostgresServerProcess.make()
         try await primary.start()
-        let harness = try await IngestHarness(overrides: [:])
+        // The deadline the role's settings below are made from (the harness's default is 30 s).
+        let harness = try await IngestHarness(overrides: ["INGEST_COMMIT_TIMEOUT_SECONDS": "5"])
         /// Runs `sql` on the Postgres at `url`.
         @Sendable func run(_ sql: String, on url: String) async throws -> [Int64] {
             try await runSQL(sql, on: url + "?sslmode=disable")

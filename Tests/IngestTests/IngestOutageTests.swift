@@ -13,7 +13,11 @@ struct IngestOutageTests {
     func postgresOutage() async throws {
         let postgres = try await PostgresServerProcess.make()
         try await postgres.start()
-        let harness = try await IngestHarness(overrides: ["POSTGRES_URL": postgres.url, "INGEST_KEY_CACHE_SECONDS": "600"])
+        // Ingest's own deadline (the harness's default is 30 s): a request with Postgres gone
+        // is answered 503 when it passes.
+        let harness = try await IngestHarness(
+            overrides: ["POSTGRES_URL": postgres.url, "INGEST_KEY_CACHE_SECONDS": "600", "INGEST_COMMIT_TIMEOUT_SECONDS": "5"]
+        )
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
             let before = try await harness.post(client, key: key, events: [logEvent("before-1"), logEvent("before-2")])
