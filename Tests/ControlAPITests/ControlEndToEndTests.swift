@@ -37,12 +37,23 @@ struct ControlEndToEndTests {
         return (record, try #require(Int32(summary.dropFirst(4).prefix { $0.isNumber }), "no pid in \(summary)"))
     }
 
-    /// Waits for the connector to exit; a connector still running after 30 s fails the test
-    /// (and is killed by the test's `defer`) instead of hanging the run.
+    /// Waits for the connector to exit; a connector still running after 60 s fails the test
+    /// (and is killed by the test's `defer`) instead of hanging the run, with what the
+    /// connector said. Its way out retries ingest and control-api (a state change, an
+    /// acknowledgement, the session's end: up to five 10-s attempts each), so on a loaded host
+    /// a few of those add up.
     static func waitForExit(_ connector: Process) async throws {
-        let exited = await eventually(timeout: .seconds(30)) { !connector.isRunning }
-        try #require(exited, "the connector (pid \(connector.processIdentifier)) did not exit within 30 s")
+        let log = Self.connectorLog(connector.processIdentifier)
+        defer { try? FileManager.default.removeItem(at: log) }
+        let exited = await eventually(timeout: .seconds(60)) { !connector.isRunning }
+        let said = exited ? "" : String(decoding: ((try? Data(contentsOf: log)) ?? Data()).suffix(4096), as: UTF8.self)
+        try #require(exited, "the connector (pid \(connector.processIdentifier)) did not exit within 60 s; it said:\n\(said)")
         try await offPool { connector.waitUntilExit() }
+    }
+
+    /// Where the connector of process `pid` writes what it says (its standard error).
+    static func connectorLog(_ pid: Int32) -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeck-connector-\(pid).log")
     }
 
     /// `swarmdeck agent run` against the in-process services.
@@ -70,8 +81,24 @@ struct ControlEndToEndTests {
             connector.environment = ProcessInfo.processInfo.environment.merging(["SWARMDECK_INGEST_KEY": key]) { $1 }
         }
         connector.standardOutput = FileHandle.nullDevice
-        connector.standardError = FileHandle.nullDevice
+        // What it says is kept for a failure's message (waitForExit), named by its pid once
+        // it has one.
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeck-connector-\(UUID().uuidString).log")
+        guard FileManager.default.createFile(atPath: log.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        let said = try FileHandle(forWritingTo: log)
+        defer { try? said.close() }
+        connector.standardError = said
         try connector.run()
+        let named = Self.connectorLog(connector.processIdentifier)
+        do {
+            try? FileManager.default.removeItem(at: named)  // an earlier process's of that pid
+            try FileManager.default.moveItem(at: log, to: named)
+        } catch {
+            kill(connector.processIdentifier, SIGKILL)
+            throw error
+        }
         return connector
     }
 
