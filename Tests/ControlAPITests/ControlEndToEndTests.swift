@@ -38,10 +38,10 @@ struct ControlEndToEndTests {
     }
 
     /// Waits for the connector to exit; a connector still running after 60 s fails the test
-    /// (and is killed by the test's `defer`) instead of hanging the run, with what the
-    /// connector said. Its way out retries ingest and control-api (a state change, an
-    /// acknowledgement, the session's end: up to five 10-s attempts each), so on a loaded host
-    /// a few of those add up.
+    /// (and is killed by ``stop(_:)``) instead of hanging the run, with what the connector
+    /// said. Its way out retries ingest and control-api (up to five 10-s attempts for a state
+    /// change or an acknowledgement, three for the session's end), so on a loaded host a few of
+    /// those add up.
     static func waitForExit(_ connector: Process) async throws {
         let log = Self.connectorLog(connector.processIdentifier)
         defer { try? FileManager.default.removeItem(at: log) }
@@ -54,6 +54,12 @@ struct ControlEndToEndTests {
     /// Where the connector of process `pid` writes what it says (its standard error).
     static func connectorLog(_ pid: Int32) -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeck-connector-\(pid).log")
+    }
+
+    /// At a test's end (`defer`): the connector killed if it still runs, what it said removed.
+    static func stop(_ connector: Process) {
+        if connector.isRunning { kill(connector.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: Self.connectorLog(connector.processIdentifier))
     }
 
     /// `swarmdeck agent run` against the in-process services.
@@ -82,12 +88,13 @@ struct ControlEndToEndTests {
         }
         connector.standardOutput = FileHandle.nullDevice
         // What it says is kept for a failure's message (waitForExit), named by its pid once
-        // it has one.
+        // it has one; only this user may read it.
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeck-connector-\(UUID().uuidString).log")
-        guard FileManager.default.createFile(atPath: log.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        let said = try FileHandle(forWritingTo: log)
+        let descriptor = open(log.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var moved = false
+        defer { if !moved { try? FileManager.default.removeItem(at: log) } }
+        let said = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         defer { try? said.close() }
         connector.standardError = said
         try connector.run()
@@ -95,6 +102,7 @@ struct ControlEndToEndTests {
         do {
             try? FileManager.default.removeItem(at: named)  // an earlier process's of that pid
             try FileManager.default.moveItem(at: log, to: named)
+            moved = true
         } catch {
             kill(connector.processIdentifier, SIGKILL)
             throw error
@@ -122,7 +130,7 @@ struct ControlEndToEndTests {
                 agent: agent,
                 ["sleep", "1000"]
             )
-            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            defer { Self.stop(connector) }
 
             // The agent appears, running, with its process id in its task summary.
             let (record, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
@@ -215,7 +223,7 @@ struct ControlEndToEndTests {
                 agent: agent,
                 ["sleep", "1000"]
             )
-            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            defer { Self.stop(connector) }
             let (_, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
             // A new pause, and a real command's id with another action: neither was issued.
             let (status, receipt) = try await H.call(
@@ -271,7 +279,7 @@ struct ControlEndToEndTests {
                 heartbeatSeconds: 600,
                 ["sleep", "1000"]
             )
-            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            defer { Self.stop(connector) }
             let (_, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
             // The connector reports the command running before its session is open; until it
             // is, a command goes to the swarm the fleet last saw.
@@ -319,7 +327,7 @@ struct ControlEndToEndTests {
                 agent: agent,
                 ["sh", "-c", script]
             )
-            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            defer { Self.stop(connector) }
             _ = try await Self.runningAgent(controlAPI, agent, token: token)
             var pids: [Int32] = []
             let started = await eventually(timeout: .seconds(10)) {
@@ -401,7 +409,7 @@ struct ControlEndToEndTests {
                 user: asRoot ? "nobody" : nil,
                 ["env", "CONTROL=http://127.0.0.1:\(try #require(controlAPI.port))", "sh", "-c", script]
             )
-            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            defer { Self.stop(connector) }
 
             let messages = Mutex<[String]>([])
             let states = Mutex<[String]>([])
@@ -466,7 +474,7 @@ struct ControlEndToEndTests {
                 worker: true,
                 ["sh", "-c", "while read line; do echo \"worker got: $line\"; done"]
             )
-            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            defer { Self.stop(connector) }
             try await harness.announce(ingest, control, key: key, agent: "plain", swarm: "e2e")
 
             let listed = try await eventually(timeout: .seconds(20)) {
@@ -563,7 +571,7 @@ struct ControlEndToEndTests {
                 agent: agent,
                 ["sleep", "1000"]
             )
-            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            defer { Self.stop(connector) }
             let (_, pid) = try await Self.runningAgent(controlAPI, agent, token: token)
             #expect(Self.processState(pid) == "S")
             kill(connector.processIdentifier, SIGKILL)
@@ -587,7 +595,7 @@ struct ControlEndToEndTests {
                 worker: true,
                 ["sh", "-c", "while read line; do echo \"got ${#line}\"; done"]
             )
-            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            defer { Self.stop(connector) }
             let listed = try await eventually(timeout: .seconds(20)) {
                 try await H.call(control, .get, "/v1/workers/\(worker)", token: token).0 == .ok
             }

@@ -193,7 +193,7 @@ struct Seed004ContractTests {
                 worker: true,
                 ["sh", "-c", #"while IFS= read -r line; do printf 'worker got: %s\n' "$line"; done"#]
             )
-            defer { if connector.isRunning { kill(connector.processIdentifier, SIGKILL) } }
+            defer { ControlEndToEndTests.stop(connector) }
 
             // Listed to everyone in the tenant while nobody has registered it.
             var summary: WorkerSummary?
