@@ -192,7 +192,7 @@ let splitTestTargets: [Target] =
             dependencies: [
                 "CNATS", "Contracts", "ServiceKit", "TestSupport", compressNIO, configuration, httpTypes, hummingbird, hummingbirdTesting, jwtKit,
                 logging,
-                nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO,
+                nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO, serviceLifecycle,
             ]
         ),
     ].flatMap { $0 } + [

@@ -90,7 +90,7 @@ public enum HealthMonitorService: SwarmdeckService {
         return ServiceParts(
             services: [outbox, feed, notices, responder],
             readiness: [ReadinessCheck(name: "windows") { feed.isReady }],
-            beforeServerStarts: [{ try await outbox.prepare() }, { feed.schemaReady() }]
+            beforeServerStarts: [{ try await outbox.prepare() }]
         )
     }
 }

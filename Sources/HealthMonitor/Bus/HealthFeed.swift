@@ -44,7 +44,6 @@ final class HealthFeed: Service, PartitionFollower, Sendable {
     private let lane = AsyncSerializer()
     /// Tenants whose log could not be read: the seq through which they are behind.
     private let behind = Mutex<[String: Int64]>([:])
-    private let migrated = Mutex(false)
     private let changes: AsyncStream<ChangeItem>
     private let changeSink: AsyncStream<ChangeItem>.Continuation
 
@@ -94,15 +93,9 @@ final class HealthFeed: Service, PartitionFollower, Sendable {
         }
     }
 
-    /// The schema is migrated (called before the server starts): the rebuild may begin.
-    func schemaReady() {
-        self.migrated.withLock { $0 = true }
-    }
-
     static func now() -> Int64 { Date().milliseconds }
 
     func run() async throws {
-        while !self.migrated.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(50)) }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.writeChanges() }
             group.addTask { await self.every(.milliseconds(self.settings.evaluateMilliseconds)) { try await self.evaluateAll() } }

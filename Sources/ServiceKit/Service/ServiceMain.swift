@@ -143,11 +143,13 @@ extension SwarmdeckService {
         )
         readiness.append(parts.readiness)
 
+        // The service's own services wait for its schema and its start-up work.
+        let own = parts.services.map(AfterStartUp.init)
         var application = Application(
             router: router,
             server: parts.server,
             configuration: common.applicationConfiguration(serverName: Self.name, defaultPort: Self.defaultPort),
-            services: [postgres, credentialPostgres, NATSService(connection: nats), revocationFeed] + parts.services,
+            services: [postgres, credentialPostgres, NATSService(connection: nats), revocationFeed] + own,
             logger: logger
         )
         application.beforeServerStarts { [logger, session] in
@@ -158,6 +160,7 @@ extension SwarmdeckService {
             for work in parts.beforeServerStarts {
                 try await work()
             }
+            for service in own { service.begin() }
         }
         return application
     }
