@@ -5,6 +5,7 @@ import Logging
 import ServiceKit
 import ServiceLifecycle
 import SwiftProtobuf
+import Synchronization
 
 /// The service lane: events other services (approvals, health-monitor, pipeline-runner) add to
 /// a tenant's log. A `ServiceEventBatch` arrives as a NATS request on
@@ -21,7 +22,7 @@ import SwiftProtobuf
 /// ``Subjects/clientACPFrames``: ACP only, stored as `"origin":"client"` with their device.
 /// Stream-fanout may publish there only, so it can forge no service's message, and no service
 /// can pass for a person.
-struct ServiceEventIntake: Service {
+final class ServiceEventIntake: Service {
     let connection: NATSConnection
     let subjects: Subjects
     let writer: EventLogWriter
@@ -29,6 +30,20 @@ struct ServiceEventIntake: Service {
     /// One ACP message's body (`ingest.max-acp-body-bytes`, as over HTTP).
     let maxACPBodyBytes: Int
     let logger: Logger
+    private let subscribed = Atomic(false)
+
+    init(connection: NATSConnection, subjects: Subjects, writer: EventLogWriter, maxEventBytes: Int, maxACPBodyBytes: Int, logger: Logger) {
+        self.connection = connection
+        self.subjects = subjects
+        self.writer = writer
+        self.maxEventBytes = maxEventBytes
+        self.maxACPBodyBytes = maxACPBodyBytes
+        self.logger = logger
+    }
+
+    /// Whether both lanes are subscribed (a readiness check: before, a service's batch finds
+    /// no responder unless another replica takes it).
+    var isSubscribed: Bool { self.subscribed.load(ordering: .acquiring) }
 
     /// Batches handled at once per replica.
     static let maxConcurrent = 64
@@ -55,6 +70,8 @@ struct ServiceEventIntake: Service {
             queue: "ingest",
             buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
         )
+        self.subscribed.store(true, ordering: .releasing)
+        defer { self.subscribed.store(false, ordering: .releasing) }
         await withDiscardingTaskGroup { group in
             group.addTask { await services.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0, lane: .services) } }
             group.addTask { await people.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0, lane: .people) } }
