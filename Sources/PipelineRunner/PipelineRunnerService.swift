@@ -123,7 +123,7 @@ public enum PipelineRunnerService: SwarmdeckService {
 }
 
 /// Shuts the provider's HTTP client down once the service stops.
-struct ClientShutdown: Service {
+struct ClientShutdown: ReleasingService {
     let client: HTTPClient
 
     func run() async throws {

@@ -81,7 +81,7 @@ public enum TerminalBrokerService: SwarmdeckService {
 }
 
 /// Detaches every session and closes every SSH connection when the service stops.
-struct TerminalShutdown: Service {
+struct TerminalShutdown: ReleasingService {
     let pool: SSHHostPool
     let attachments: TerminalAttachments
 

@@ -34,17 +34,18 @@ struct AfterStartUpTests {
         }
     }
 
+    struct NotEnded: Error {}
+
     @Test("asked to shut down before it began, it ends without running")
     func shutDownFirst() async throws {
         let inner = Counted()
         let wrapped = AfterStartUp(inner)
         let group = ServiceGroup(services: [wrapped], logger: Logger(label: "test"))
-        try await withThrowingTaskGroup { tasks in
-            tasks.addTask { try await group.run() }
-            try await Task.sleep(for: .milliseconds(100))
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
-        }
+        let running = Task { try await group.run() }
+        try await Task.sleep(for: .milliseconds(100))
+        await group.triggerGracefulShutdown()
+        // One that ignored the shutdown fails the test rather than hanging it.
+        try await withDeadline(.seconds(10), orThrow: NotEnded()) { try await running.value }
         wrapped.begin()
         #expect(inner.runs.withLock { $0 } == 0)
     }
@@ -56,8 +57,22 @@ struct AfterStartUpTests {
         let running = Task { try await wrapped.run() }
         try await Task.sleep(for: .milliseconds(100))
         running.cancel()
-        try await running.value
+        try await withDeadline(.seconds(10), orThrow: NotEnded()) { try await running.value }
         wrapped.begin()
         #expect(inner.runs.withLock { $0 } == 0)
+    }
+
+    /// Releases what it holds at shutdown.
+    struct Releasing: ReleasingService {
+        func run() async throws { try? await gracefulShutdown() }
+    }
+
+    @Test("a releasing service is not held back; the order stays (the group stops them in reverse)")
+    func releasingServicesStartAtOnce() {
+        let (services, waiting) = AfterStartUp.wrapping([Releasing(), Counted(), Counted()])
+        #expect(services.count == 3)
+        #expect(services[0] is Releasing)
+        #expect(services.dropFirst().allSatisfy { $0 is AfterStartUp })
+        #expect(waiting.count == 2 && waiting.map(ObjectIdentifier.init) == services.dropFirst().map { ObjectIdentifier($0 as! AfterStartUp) })
     }
 }

@@ -70,6 +70,9 @@ final class ServiceEventIntake: Service {
             queue: "ingest",
             buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
         )
+        // Ready once the server has both subscriptions (a flush that fails leaves that to the
+        // reconnection, which subscribes again).
+        try? await self.connection.flush()
         self.subscribed.store(true, ordering: .releasing)
         defer { self.subscribed.store(false, ordering: .releasing) }
         await withDiscardingTaskGroup { group in

@@ -144,12 +144,12 @@ extension SwarmdeckService {
         readiness.append(parts.readiness)
 
         // The service's own services wait for its schema and its start-up work.
-        let own = parts.services.map(AfterStartUp.init)
+        let own = AfterStartUp.wrapping(parts.services)
         var application = Application(
             router: router,
             server: parts.server,
             configuration: common.applicationConfiguration(serverName: Self.name, defaultPort: Self.defaultPort),
-            services: [postgres, credentialPostgres, NATSService(connection: nats), revocationFeed] + own,
+            services: [postgres, credentialPostgres, NATSService(connection: nats), revocationFeed] + own.services,
             logger: logger
         )
         application.beforeServerStarts { [logger, session] in
@@ -160,7 +160,7 @@ extension SwarmdeckService {
             for work in parts.beforeServerStarts {
                 try await work()
             }
-            for service in own { service.begin() }
+            for service in own.waiting { service.begin() }
         }
         return application
     }

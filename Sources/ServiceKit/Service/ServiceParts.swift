@@ -5,7 +5,7 @@ public import ServiceLifecycle
 public struct ServiceParts: Sendable {
     /// Run beside the HTTP server in one `ServiceGroup`, shut down gracefully with it:
     /// consumers, workers, periodic jobs. Each starts once the migrations and
-    /// ``beforeServerStarts`` are done.
+    /// ``beforeServerStarts`` are done, but a ``ReleasingService``, which starts at once.
     public var services: [any Service]
     /// Checked by `/readyz` besides NATS and Postgres.
     public var readiness: [ReadinessCheck]

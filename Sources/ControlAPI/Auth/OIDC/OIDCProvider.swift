@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// (each kept an hour; the keys fetched again, at most once a minute, when a token names one
 /// not known), the code exchange (with the PKCE verifier) and the ID token's signature.
 /// A service only so that its HTTP client is shut down when control-api stops.
-actor OIDCProvider: Service {
+actor OIDCProvider: ReleasingService {
     struct Metadata: Sendable, Decodable {
         var issuer: String
         var authorizationEndpoint: String
