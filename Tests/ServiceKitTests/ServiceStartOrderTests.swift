@@ -1,4 +1,5 @@
 import Contracts
+import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
@@ -64,5 +65,32 @@ struct ServiceStartOrderTests {
             #expect(await eventually { StartOrderService.met.withLock { $0[schema] } != nil })
             #expect(StartOrderService.met.withLock { $0[schema] } == "inserted")
         }
+    }
+
+    @Test("a start that fails for a reason other than configuration is said in one line with status 1, not a crash")
+    func failedStartSaid() async throws {
+        let harness = try await LiveHarness()
+        // Reached once NATS is connected: the access-token key, Ed25519 where ES256 is asked.
+        let key = FileManager.default.temporaryDirectory.appendingPathComponent("swarmdeck-ed25519-\(UUID().uuidString).pub")
+        defer { try? FileManager.default.removeItem(at: key) }
+        try Data("-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n".utf8).write(
+            to: key
+        )
+        let process = Swarmdeckd.process("ingest")
+        var environment = try harness.environment()
+        environment["AUTH_JWT_PUBLIC_KEY_FILE"] = key.path
+        environment["HTTP_PORT"] = "1"  // never reached
+        process.environment = environment
+        let said = Pipe()
+        process.standardError = said
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let text = try await offPool {
+            let data = said.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+        #expect(process.terminationStatus == 1, "\(text)")
+        #expect(text.hasPrefix("swarmdeckd ingest: ") && text.contains("ES256") && !text.contains("Fatal error"), "\(text)")
     }
 }

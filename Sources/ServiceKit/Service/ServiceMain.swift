@@ -35,6 +35,7 @@ public enum ServiceMain {
     /// help); `swarmdeckd list` prints each
     /// service's name and default port; `--help` the usage (after a service's name too, where it
     /// also says where its keys are listed). Anything else exits with status 64 and the usage.
+    /// A service that stops on any other error says it in one line and exits with status 1.
     public static func main(
         services: [any SwarmdeckService.Type],
         tools: [ServiceTool] = [],
@@ -67,6 +68,12 @@ public enum ServiceMain {
             } catch let error as ServiceKitError where error.code == .configuration {
                 FileHandle.standardError.write(Data("\(program) \(name): \(error.message)\n".utf8))
                 exit(78)
+            } catch {
+                // Anything else that stops it (a key that does not parse, a migration that
+                // fails): said in one line and status 1, not a crash's backtrace.
+                let message = (error as? ServiceKitError)?.message ?? String(describing: error)
+                FileHandle.standardError.write(Data("\(program) \(name): \(message)\n".utf8))
+                exit(1)
             }
         case (let other, _):
             let problem = other.map { "unknown service '\($0)'" } ?? "no service named"
