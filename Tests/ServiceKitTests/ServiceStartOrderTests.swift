@@ -85,6 +85,13 @@ struct ServiceStartOrderTests {
         process.standardError = said
         process.standardOutput = FileHandle.nullDevice
         try process.run()
+        // One that started after all (the check gone) is killed, so the read below ends.
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(60))
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        defer { deadline.cancel() }
         let text = try await offPool {
             let data = said.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()

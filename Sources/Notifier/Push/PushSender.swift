@@ -48,7 +48,6 @@ final class PushSender: Service, Sendable {
             } catch {}
             return false
         }
-        try await self.apns.shutdown()
     }
 
     /// Claims and sends one batch; answers how many were claimed.

@@ -71,7 +71,7 @@ public enum ServiceMain {
             } catch {
                 // Anything else that stops it (a key that does not parse, a migration that
                 // fails): said in one line and status 1, not a crash's backtrace.
-                let message = (error as? ServiceKitError)?.message ?? String(describing: error)
+                let message = (error as? ServiceKitError)?.message ?? String(reflecting: error)
                 FileHandle.standardError.write(Data("\(program) \(name): \(message)\n".utf8))
                 exit(1)
             }
