@@ -5,7 +5,6 @@ import Hummingbird
 import NotifierContract
 import OpenAPIHummingbird
 public import ServiceKit
-import ServiceLifecycle
 
 /// Notifier: pushes incidents and approval gates to phones through APNs, durably, coalesced
 /// and rate-limited per device (see openapi/notifier.yaml and docs/notifier.md).
@@ -86,16 +85,6 @@ public enum NotifierService: SwarmdeckService {
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
         // The group stops services in reverse order: the APNs client last, once nothing sends.
-        return ServiceParts(services: [APNsShutdown(apns: apns), presence, sender, sweep, acp] + consumers)
-    }
-}
-
-/// Shuts the APNs client down once the service stops (or its start-up failed).
-struct APNsShutdown: ReleasingService {
-    let apns: APNsClient
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        try await self.apns.shutdown()
+        return ServiceParts(services: [ReleaseAtShutdown { try await apns.shutdown() }, presence, sender, sweep, acp] + consumers)
     }
 }

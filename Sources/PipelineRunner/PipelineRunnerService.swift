@@ -118,16 +118,6 @@ public enum PipelineRunnerService: SwarmdeckService {
             try handler.registerHandlers(on: assembly.router, configuration: .init(dateTranscoder: .iso8601WithFractionalSeconds), middlewares: $0)
         }
         // Services stop in reverse order: the client last, once no run can call it.
-        return ServiceParts(services: [ClientShutdown(client: http), scheduler, commands])
-    }
-}
-
-/// Shuts the provider's HTTP client down once the service stops.
-struct ClientShutdown: ReleasingService {
-    let client: HTTPClient
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        try await self.client.shutdown()
+        return ServiceParts(services: [ReleaseAtShutdown { try await http.shutdown() }, scheduler, commands])
     }
 }

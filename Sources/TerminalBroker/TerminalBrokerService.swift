@@ -74,20 +74,15 @@ public enum TerminalBrokerService: SwarmdeckService {
         controller.addWebSocketRoute(to: &webSocketRoutes)
         webSocketRoutes.addHTTPAnswers(to: assembly.router)
         return ServiceParts(
-            services: [heartbeats, RecordingSweep(recordings: recordings, logger: logger), TerminalShutdown(pool: pool, attachments: attachments)],
+            services: [
+                heartbeats, RecordingSweep(recordings: recordings, logger: logger),
+                // Every session detached and every SSH connection closed when the service stops.
+                ReleaseAtShutdown {
+                    await attachments.closeAll()
+                    await pool.shutdown()
+                },
+            ],
             server: .webSocketUpgrade(routes: webSocketRoutes, maxMessageBytes: settings.maxInputBytes + 256, logger: logger)
         )
-    }
-}
-
-/// Detaches every session and closes every SSH connection when the service stops.
-struct TerminalShutdown: ReleasingService {
-    let pool: SSHHostPool
-    let attachments: TerminalAttachments
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        await self.attachments.closeAll()
-        await self.pool.shutdown()
     }
 }

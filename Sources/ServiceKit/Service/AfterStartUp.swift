@@ -5,6 +5,21 @@ public import ServiceLifecycle
 /// (``ServiceParts/services``), so what it holds is released even when the start-up fails.
 public protocol ReleasingService: Service {}
 
+/// A ``ReleasingService`` made of what it releases: `release` runs at the service's shutdown
+/// (or once its start-up failed), e.g. an HTTP client's `shutdown()`.
+public struct ReleaseAtShutdown: ReleasingService {
+    private let release: @Sendable () async throws -> Void
+
+    public init(_ release: @escaping @Sendable () async throws -> Void) {
+        self.release = release
+    }
+
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await self.release()
+    }
+}
+
 /// One of a service's own services (``ServiceParts/services``), run only once the migrations
 /// and the service's start-up work are done (``begin()``): a consumer or a periodic job then
 /// never meets a table or a stream that is not there yet. Cancelled or asked to shut down
