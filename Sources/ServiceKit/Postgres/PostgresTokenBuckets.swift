@@ -1,5 +1,6 @@
 public import Logging
 public import PostgresNIO
+import Synchronization
 
 /// Token buckets in a Postgres table, so that every replica of a service draws on the same one:
 /// a key gets `capacity` tokens at once, refilled at `perSecond`, however many replicas its
@@ -9,7 +10,10 @@ public import PostgresNIO
 ///
 /// A bucket that has refilled holds no information: when a new key arrives, buckets idle for a
 /// full refill are deleted (a thousand at a time, best effort, skipping any another replica
-/// holds), so the table holds about the keys seen in the last refill period.
+/// holds), so the table holds about the keys seen in the last refill period. That sweep runs
+/// apart from the grant that started it, one at a time per instance: a grant is answered once its
+/// own statements are, and a caller's deadline never cancels a sweep half done nor loses the
+/// tokens a grant took.
 ///
 /// What a grant costs: one conditional `UPDATE` when the bucket holds a token; an `UPDATE` and a
 /// `SELECT` when it is empty; an `INSERT` more for a new key.
@@ -23,6 +27,12 @@ public struct PostgresTokenBuckets: Sendable {
     public let capacity: Double
     public let perSecond: Double
     let logger: Logger
+    /// Set while this instance's sweep of idle buckets runs.
+    private let sweeping = Sweeping()
+
+    private final class Sweeping: Sendable {
+        let running = Atomic(false)
+    }
 
     public init(client: PostgresClient, table: String, keyPrefix: String = "", capacity: Double, perSecond: Double, logger: Logger) {
         self.client = client
@@ -104,12 +114,21 @@ public struct PostgresTokenBuckets: Sendable {
                 logger: self.logger
             )
             if !made.isEmpty {
-                await self.forgetIdle()
+                self.sweepIdle()
                 return (granted, nil)
             }
         }
         // Made, emptied or refilled by other replicas between this one's looks: try again soon.
         return (0, .seconds(1 / perSecond))
+    }
+
+    /// Starts ``forgetIdle()`` in a task of its own unless this instance's last one still runs.
+    private func sweepIdle() {
+        guard self.sweeping.running.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
+        Task {
+            await self.forgetIdle()
+            self.sweeping.running.store(false, ordering: .releasing)
+        }
     }
 
     /// Deletes up to a thousand buckets idle for a full refill (they hold no information),
