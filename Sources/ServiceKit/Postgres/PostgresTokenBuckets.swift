@@ -9,11 +9,11 @@ import Synchronization
 /// (``KeyedTokenBuckets``) asked first where a flood should be refused without a query.
 ///
 /// A bucket that has refilled holds no information: when a new key arrives, buckets idle for a
-/// full refill are deleted (a thousand at a time, best effort, skipping any another replica
-/// holds), so the table holds about the keys seen in the last refill period. That sweep runs
-/// apart from the grant that started it, one at a time per instance: a grant is answered once its
-/// own statements are, and a caller's deadline never cancels a sweep half done nor loses the
-/// tokens a grant took.
+/// full refill are deleted (a thousand at a time, best effort, skipping rows locked meanwhile),
+/// so the table holds about the keys seen in the last refill period. That sweep runs apart from
+/// the grant that started it, one at a time per instance and for ``sweepTimeout`` at most: a
+/// grant is answered once its own statements are, so a deadline the caller puts on it no longer
+/// passes in the sweep (and throws away the tokens the grant took).
 ///
 /// What a grant costs: one conditional `UPDATE` when the bucket holds a token; an `UPDATE` and a
 /// `SELECT` when it is empty; an `INSERT` more for a new key.
@@ -32,6 +32,14 @@ public struct PostgresTokenBuckets: Sendable {
 
     private final class Sweeping: Sendable {
         let running = Atomic(false)
+    }
+
+    /// How long a sweep may take before this instance may start another (the one under way is
+    /// left to end on its own).
+    public static let sweepTimeout = Duration.seconds(30)
+
+    private struct SweepTimedOut: Error, CustomStringConvertible {
+        var description: String { "the sweep did not end within \(PostgresTokenBuckets.sweepTimeout)" }
     }
 
     public init(client: PostgresClient, table: String, keyPrefix: String = "", capacity: Double, perSecond: Double, logger: Logger) {
@@ -122,28 +130,33 @@ public struct PostgresTokenBuckets: Sendable {
         return (0, .seconds(1 / perSecond))
     }
 
-    /// Starts ``forgetIdle()`` in a task of its own unless this instance's last one still runs.
+    /// Starts ``forgetIdle()`` in a task of its own (not the request's: neither its priority nor
+    /// its task-locals) unless this instance's last one still runs.
     private func sweepIdle() {
         guard self.sweeping.running.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return }
-        Task {
+        Task.detached(priority: .background) {
+            defer { self.sweeping.running.store(false, ordering: .releasing) }
             await self.forgetIdle()
-            self.sweeping.running.store(false, ordering: .releasing)
         }
     }
 
     /// Deletes up to a thousand buckets idle for a full refill (they hold no information),
-    /// skipping any another replica holds; a failure is logged, never the caller's.
+    /// skipping rows locked meanwhile; a failure is logged, never the caller's.
     private func forgetIdle() async {
         do {
-            _ = try await self.client.write(
-                """
-                DELETE FROM \(unescaped: self.table) WHERE key IN (
-                    SELECT key FROM \(unescaped: self.table)
-                    WHERE starts_with(key, \(self.keyPrefix)) AND at < now() - make_interval(secs => \(self.capacity / self.perSecond))
-                    LIMIT 1000 FOR UPDATE SKIP LOCKED)
-                """,
-                logger: self.logger
-            )
+            let (client, table, keyPrefix, logger) = (self.client, self.table, self.keyPrefix, self.logger)
+            let idle = self.capacity / self.perSecond
+            try await withDeadline(Self.sweepTimeout, orThrow: SweepTimedOut()) {
+                _ = try await client.write(
+                    """
+                    DELETE FROM \(unescaped: table) WHERE key IN (
+                        SELECT key FROM \(unescaped: table)
+                        WHERE starts_with(key, \(keyPrefix)) AND at < now() - make_interval(secs => \(idle))
+                        LIMIT 1000 FOR UPDATE SKIP LOCKED)
+                    """,
+                    logger: logger
+                )
+            }
         } catch {
             self.logger.warning("idle token buckets not deleted", metadata: ["table": "\(self.table)", "error": "\(String(reflecting: error))"])
         }
