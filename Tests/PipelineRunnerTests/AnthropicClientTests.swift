@@ -282,7 +282,11 @@ struct AnthropicClientTests {
             try await Task.sleep(for: .milliseconds(300))
             streaming.cancel()
             await #expect(throws: AnthropicError.cancelled) { _ = try await streaming.value }
-
+        }
+        // On a server of its own: on a loaded host the cancelled stream's request may reach its
+        // server only now, and would take the fault queued below.
+        try await AnthropicTestHarness.with { harness in
+            let client = harness.client()
             // A backoff of 10 s, cancelled after 0.2 s: a client that waited it out takes 10 s.
             harness.server.enqueue(.status(429, retryAfterSeconds: 10))
             let clock = ContinuousClock()
