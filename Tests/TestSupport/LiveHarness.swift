@@ -132,20 +132,27 @@ public struct LiveHarness: Sendable {
         ) { $0.status }
     }
 
-    /// Posts a native batch with `key`: the status and the answer's bytes.
+    /// Posts a native batch with `key`: the status and the answer's bytes. A request not
+    /// answered within a minute (ingest answers 503 at its commit timeout) fails the test at once
+    /// rather than holding it until its group's time runs out.
     public func postEvents(
         _ ingest: some TestClientProtocol,
         key: String,
         _ events: [[String: Any]]
     ) async throws -> (HTTPResponse.Status, ByteBuffer) {
         let body = try JSONSerialization.data(withJSONObject: ["events": events])
-        return try await ingest.execute(
-            uri: "/v1/ingest/events",
-            method: .post,
-            headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
-            body: ByteBuffer(bytes: body)
-        ) { response in
-            (response.status, response.body)
+        return try await withDeadline(
+            .seconds(60),
+            orThrow: HarnessError(message: "POST /v1/ingest/events was not answered within 60 s")
+        ) {
+            try await ingest.execute(
+                uri: "/v1/ingest/events",
+                method: .post,
+                headers: [.authorization: "Bearer \(key)", .contentType: "application/json"],
+                body: ByteBuffer(bytes: body)
+            ) { response in
+                (response.status, response.body)
+            }
         }
     }
 }
