@@ -11,9 +11,10 @@ import Synchronization
 /// A bucket that has refilled holds no information: when a new key arrives, buckets idle for a
 /// full refill are deleted (a thousand at a time, best effort, skipping rows locked meanwhile),
 /// so the table holds about the keys seen in the last refill period. That sweep runs apart from
-/// the grant that started it, one at a time per instance and for ``sweepTimeout`` at most: a
-/// grant is answered once its own statements are, so a deadline the caller puts on it no longer
-/// passes in the sweep (and throws away the tokens the grant took).
+/// the grant that started it, one at a time per instance: a grant is answered once its own
+/// statements are, so a deadline the caller puts on it no longer passes in the sweep (and throws
+/// away the tokens the grant took). After ``sweepTimeout`` the instance stops waiting for a sweep
+/// and may start another; the statement itself may run on until Postgres ends it.
 ///
 /// What a grant costs: one conditional `UPDATE` when the bucket holds a token; an `UPDATE` and a
 /// `SELECT` when it is empty; an `INSERT` more for a new key.
