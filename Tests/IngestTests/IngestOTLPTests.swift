@@ -66,13 +66,10 @@ struct IngestOTLPTests {
         _ body: [UInt8],
         while retried: HTTPResponse.Status
     ) async throws -> TestResponse {
-        var response = try await Self.post(client, "/v1/logs", key: key, body: body)
-        let until = ContinuousClock.now + .seconds(30)
-        while response.status == retried, ContinuousClock.now < until {
-            try await Task.sleep(for: .milliseconds(200))
-            response = try await Self.post(client, "/v1/logs", key: key, body: body)
-        }
-        return response
+        try await LiveCall.retrying(while: retried, within: .seconds(30), every: .milliseconds(200)) {
+            let response = try await Self.post(client, "/v1/logs", key: key, body: body)
+            return (response.status, response)
+        }.1
     }
 
     static func post(

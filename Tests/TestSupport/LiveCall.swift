@@ -40,10 +40,21 @@ public enum LiveCall {
         within: Duration = .seconds(60),
         _ call: () async throws -> (HTTPResponse.Status, Answer)
     ) async throws -> (HTTPResponse.Status, Answer) {
+        try await Self.retrying(while: .serviceUnavailable, within: within, every: .seconds(1), call)
+    }
+
+    /// `call` again while it answers `status`, `every` apart, for at most `within` in all; the
+    /// last answer.
+    public static func retrying<Answer>(
+        while status: HTTPResponse.Status,
+        within: Duration,
+        every interval: Duration,
+        _ call: () async throws -> (HTTPResponse.Status, Answer)
+    ) async throws -> (HTTPResponse.Status, Answer) {
         let deadline = ContinuousClock.now + within
         var answer = try await call()
-        while answer.0 == .serviceUnavailable, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .seconds(1))
+        while answer.0 == status, ContinuousClock.now < deadline {
+            try await Task.sleep(for: interval)
             answer = try await call()
         }
         return answer
