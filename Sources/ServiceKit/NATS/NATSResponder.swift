@@ -1,0 +1,61 @@
+import Synchronization
+
+/// A subject a service answers NATS requests on, shared by its replicas as a queue group:
+/// ingest's service lane, approvals' gate requests, control-api's service acknowledgements,
+/// health-monitor's summaries.
+///
+/// ``serve(_:)`` subscribes, makes sure the server has the subscription (a flush), then handles
+/// the messages, at most ``maxConcurrent`` at once (past it the subscription's buffer, then
+/// NATS, holds the rest; the buffer's policy says what happens when it is full), until the task
+/// is cancelled or the service shuts down gracefully, which drains the subscription.
+///
+/// Its ``readiness`` check holds a replica's `/readyz` at 503 until then: before, a request sent
+/// to the subject finds no responder on this replica (and none at all while it is the only
+/// one). After a reconnection nats.c subscribes again by itself; the NATS check covers that
+/// time.
+public final class NATSResponder: Sendable {
+    /// The readiness check's name.
+    public let name: String
+    public let subject: String
+    public let queue: String
+    public let buffering: NATSBufferingPolicy
+    /// Messages handled at once.
+    public let maxConcurrent: Int
+    let connection: NATSConnection
+    private let subscribed = Atomic(false)
+
+    public init(
+        name: String,
+        connection: NATSConnection,
+        subject: String,
+        queue: String,
+        buffering: NATSBufferingPolicy,
+        maxConcurrent: Int
+    ) {
+        self.name = name
+        self.connection = connection
+        self.subject = subject
+        self.queue = queue
+        self.buffering = buffering
+        self.maxConcurrent = max(1, maxConcurrent)
+    }
+
+    /// Whether the server has the subscription (``serve(_:)`` runs and has flushed it).
+    public var isSubscribed: Bool { self.subscribed.load(ordering: .acquiring) }
+
+    /// Ready while ``isSubscribed``.
+    public var readiness: ReadinessCheck {
+        ReadinessCheck(name: self.name) { [self] in self.isSubscribed }
+    }
+
+    /// Subscribes and handles each message with `handle` (see the type's documentation) until
+    /// the task is cancelled or the service shuts down gracefully.
+    public func serve(_ handle: @escaping @Sendable (NATSMessage) async -> Void) async throws {
+        let subscription = try await self.connection.subscribe(to: self.subject, queue: self.queue, buffering: self.buffering)
+        // A flush that fails leaves the subscription to the reconnection, which sends it again.
+        try? await self.connection.flush()
+        self.subscribed.store(true, ordering: .releasing)
+        defer { self.subscribed.store(false, ordering: .releasing) }
+        await subscription.serve(maxConcurrent: self.maxConcurrent, handle)
+    }
+}
