@@ -89,6 +89,7 @@ public enum ApprovalsService: SwarmdeckService {
 
         return ServiceParts(
             services: [outbox, expiry, terminations, permissions, serviceGates],
+            readiness: [serviceGates.responder.readiness],
             beforeServerStarts: [{ try await outbox.prepare() }]
         )
     }

@@ -147,9 +147,10 @@ public enum ControlAPIService: SwarmdeckService {
             try agents.registerHandlers(on: assembly.router, middlewares: middlewares)
         }
 
+        let serviceAcks = ServiceAckIntake(store: store, connection: assembly.nats, subjects: assembly.subjects, logger: logger)
         return ServiceParts(
-            services: [dispatcher, ServiceAckIntake(store: store, connection: assembly.nats, subjects: assembly.subjects, logger: logger)]
-                + (oidc.map { [$0.provider] } ?? []),
+            services: [dispatcher, serviceAcks] + (oidc.map { [$0.provider] } ?? []),
+            readiness: [serviceAcks.responder.readiness],
             beforeServerStarts: [{ try await bus.prepare() }, { try await revocations.prepare() }]
         )
     }

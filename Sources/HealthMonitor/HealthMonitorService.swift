@@ -63,7 +63,7 @@ public enum HealthMonitorService: SwarmdeckService {
             logger: logger
         )
         let notices = ThresholdNotices(connection: assembly.nats, subjects: assembly.subjects, store: thresholds, engine: engine, logger: logger)
-        let responder = HealthSummaryResponder(
+        let summaries = HealthSummaryResponder(
             connection: assembly.nats,
             subjects: assembly.subjects,
             incidents: incidents,
@@ -88,8 +88,8 @@ public enum HealthMonitorService: SwarmdeckService {
         ) { try handler.registerHandlers(on: assembly.router, middlewares: $0) }
 
         return ServiceParts(
-            services: [outbox, feed, notices, responder],
-            readiness: [ReadinessCheck(name: "windows") { feed.isReady }],
+            services: [outbox, feed, notices, summaries],
+            readiness: [ReadinessCheck(name: "windows") { feed.isReady }, summaries.responder.readiness],
             beforeServerStarts: [{ try await outbox.prepare() }]
         )
     }

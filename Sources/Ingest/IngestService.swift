@@ -100,7 +100,7 @@ public enum IngestService: SwarmdeckService {
         )
         return ServiceParts(
             services: [retention, intake],
-            readiness: [ReadinessCheck(name: "service-lane") { intake.isSubscribed }],
+            readiness: intake.readiness,
             beforeServerStarts: [{ try await retention.maintain() }, { try await jetStream.createOrUpdateStream(acpStream) }]
         )
     }

@@ -19,18 +19,42 @@ struct ServiceGateIntake: Service {
     /// Gates opened per tenant per minute, shared with the agents' operation.
     let opens: KeyedTokenBuckets
     let logger: Logger
+    /// The subject's responder (readiness `gate-requests`).
+    let responder: NATSResponder
 
-    /// Requests handled at once per replica; past it the subscription's buffer holds the rest.
+    /// Requests handled at once per replica; past it the subscription's buffer holds the rest
+    /// (a thousand; newer ones are dropped, and their senders' requests time out).
     static let maxConcurrent = 32
     static let risks: Set<String> = ["low", "medium", "high", "critical"]
 
-    func run() async throws {
-        let subscription = try await self.connection.subscribe(
-            to: self.subjects.serviceGateRequests,
+    init(
+        store: GateStore,
+        outbox: GateOutbox,
+        connection: NATSConnection,
+        subjects: Subjects,
+        settings: ApprovalsSettings,
+        opens: KeyedTokenBuckets,
+        logger: Logger
+    ) {
+        self.store = store
+        self.outbox = outbox
+        self.connection = connection
+        self.subjects = subjects
+        self.settings = settings
+        self.opens = opens
+        self.logger = logger
+        self.responder = NATSResponder(
+            name: "gate-requests",
+            connection: connection,
+            subject: subjects.serviceGateRequests,
             queue: "approvals",
-            buffering: .dropNewest(maxMessages: 1_000)
+            buffering: .dropNewest(maxMessages: 1_000),
+            maxConcurrent: Self.maxConcurrent
         )
-        await subscription.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0) }
+    }
+
+    func run() async throws {
+        try await self.responder.serve { await self.handle($0) }
     }
 
     private func handle(_ message: NATSMessage) async {

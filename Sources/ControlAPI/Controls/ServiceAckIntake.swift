@@ -15,21 +15,35 @@ struct ServiceAckIntake: Service {
     let connection: NATSConnection
     let subjects: Subjects
     let logger: Logger
+    /// The subject's responder (readiness `service-acks`).
+    let responder: NATSResponder
+
+    /// Acknowledgements recorded at once per replica (each locks its own command's row); past
+    /// it the subscription's buffer holds the rest (a thousand; newer ones are dropped: the
+    /// service's request times out, and its command is delivered to it again, so it reports
+    /// again).
+    static let maxConcurrent = 16
+
+    init(store: ControlStore, connection: NATSConnection, subjects: Subjects, logger: Logger) {
+        self.store = store
+        self.connection = connection
+        self.subjects = subjects
+        self.logger = logger
+        self.responder = NATSResponder(
+            name: "service-acks",
+            connection: connection,
+            subject: subjects.serviceControlAcks,
+            queue: "control-api",
+            buffering: .dropNewest(maxMessages: 1_000),
+            maxConcurrent: Self.maxConcurrent
+        )
+    }
 
     func run() async throws {
-        let subscription = try await self.connection.subscribe(
-            to: self.subjects.serviceControlAcks,
-            queue: "control-api",
-            buffering: .dropNewest(maxMessages: 1_000)
-        )
-        await withTaskCancellationOrGracefulShutdownHandler {
-            for await message in subscription {
-                guard let reply = message.reply else { continue }
-                let answer = await self.record(message.payload)
-                try? self.connection.publish(Array(answer.utf8), to: reply)
-            }
-        } onCancelOrGracefulShutdown: {
-            subscription.drain()
+        try await self.responder.serve { message in
+            guard let reply = message.reply else { return }
+            let answer = await self.record(message.payload)
+            try? self.connection.publish(Array(answer.utf8), to: reply)
         }
     }
 

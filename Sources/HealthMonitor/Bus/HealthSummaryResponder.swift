@@ -16,6 +16,14 @@ final class HealthSummaryResponder: Service, Sendable {
     let rollups: RollupStore
     let messages: IncidentMessages
     let logger: Logger
+    /// The subject's responder (readiness `health-summaries`).
+    let responder: NATSResponder
+
+    /// Questions answered at once per replica (each reads the tables four times); past it the
+    /// subscription's buffer holds the rest (a thousand, or a MiB; newer ones are dropped). A
+    /// question not answered within control-api's 300 ms gets the tenant's last summary, marked
+    /// stale.
+    static let maxConcurrent = 16
 
     init(connection: NATSConnection, subjects: Subjects, incidents: IncidentStore, rollups: RollupStore, messages: IncidentMessages, logger: Logger) {
         self.connection = connection
@@ -24,32 +32,27 @@ final class HealthSummaryResponder: Service, Sendable {
         self.rollups = rollups
         self.messages = messages
         self.logger = logger
+        self.responder = NATSResponder(
+            name: "health-summaries",
+            connection: connection,
+            subject: subjects.healthSummary,
+            queue: "health-monitor",
+            buffering: .dropNewest(maxMessages: 1_000, maxBytes: 1 << 20),
+            maxConcurrent: Self.maxConcurrent
+        )
     }
 
     func run() async throws {
-        let subscription = try await self.connection.subscribe(
-            to: self.subjects.healthSummary,
-            queue: "health-monitor",
-            buffering: .dropNewest(maxMessages: 1_000, maxBytes: 1 << 20)
-        )
-        await withTaskCancellationOrGracefulShutdownHandler {
-            await withDiscardingTaskGroup { group in
-                for await message in subscription {
-                    guard let reply = message.reply else { continue }
-                    group.addTask {
-                        do {
-                            let request = try JSONDecoder().decode(HealthSummary.Request.self, from: Data(message.payload))
-                            guard EntityID.problem(request.tenant, field: "tenant") == nil else { return }
-                            let summary = try await self.summary(request)
-                            try self.connection.publish(Array(try JSONEncoder().encode(summary)), to: reply)
-                        } catch {
-                            self.logger.warning("health summary not answered", metadata: ["error": "\(String(reflecting: error))"])
-                        }
-                    }
-                }
+        try await self.responder.serve { message in
+            guard let reply = message.reply else { return }
+            do {
+                let request = try JSONDecoder().decode(HealthSummary.Request.self, from: Data(message.payload))
+                guard EntityID.problem(request.tenant, field: "tenant") == nil else { return }
+                let summary = try await self.summary(request)
+                try self.connection.publish(Array(try JSONEncoder().encode(summary)), to: reply)
+            } catch {
+                self.logger.warning("health summary not answered", metadata: ["error": "\(String(reflecting: error))"])
             }
-        } onCancelOrGracefulShutdown: {
-            subscription.unsubscribe()
         }
     }
 

@@ -5,7 +5,6 @@ import Logging
 import ServiceKit
 import ServiceLifecycle
 import SwiftProtobuf
-import Synchronization
 
 /// The service lane: events other services (approvals, health-monitor, pipeline-runner) add to
 /// a tenant's log. A `ServiceEventBatch` arrives as a NATS request on
@@ -30,7 +29,9 @@ final class ServiceEventIntake: Service {
     /// One ACP message's body (`ingest.max-acp-body-bytes`, as over HTTP).
     let maxACPBodyBytes: Int
     let logger: Logger
-    private let subscribed = Atomic(false)
+
+    /// The services' lane and people's, on their subjects (queue group `ingest`).
+    let lanes: (services: NATSResponder, people: NATSResponder)
 
     init(connection: NATSConnection, subjects: Subjects, writer: EventLogWriter, maxEventBytes: Int, maxACPBodyBytes: Int, logger: Logger) {
         self.connection = connection
@@ -39,11 +40,22 @@ final class ServiceEventIntake: Service {
         self.maxEventBytes = maxEventBytes
         self.maxACPBodyBytes = maxACPBodyBytes
         self.logger = logger
+        func lane(_ name: String, _ subject: String) -> NATSResponder {
+            NATSResponder(
+                name: name,
+                connection: connection,
+                subject: subject,
+                queue: "ingest",
+                buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20),
+                maxConcurrent: Self.maxConcurrent
+            )
+        }
+        self.lanes = (lane("service-lane", subjects.serviceEvents), lane("people-lane", subjects.clientACPFrames))
     }
 
-    /// Whether both lanes are subscribed (a readiness check: before, a service's batch finds
-    /// no responder unless another replica takes it).
-    var isSubscribed: Bool { self.subscribed.load(ordering: .acquiring) }
+    /// Ready once the server has both lanes' subscriptions: before, a service's batch finds no
+    /// responder unless another replica takes it.
+    var readiness: [ReadinessCheck] { [self.lanes.services.readiness, self.lanes.people.readiness] }
 
     /// Batches handled at once per replica.
     static let maxConcurrent = 64
@@ -60,24 +72,9 @@ final class ServiceEventIntake: Service {
     }
 
     func run() async throws {
-        let services = try await self.connection.subscribe(
-            to: self.subjects.serviceEvents,
-            queue: "ingest",
-            buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
-        )
-        let people = try await self.connection.subscribe(
-            to: self.subjects.clientACPFrames,
-            queue: "ingest",
-            buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20)
-        )
-        // Ready once the server has both subscriptions (a flush that fails leaves that to the
-        // reconnection, which subscribes again).
-        try? await self.connection.flush()
-        self.subscribed.store(true, ordering: .releasing)
-        defer { self.subscribed.store(false, ordering: .releasing) }
-        await withDiscardingTaskGroup { group in
-            group.addTask { await services.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0, lane: .services) } }
-            group.addTask { await people.serve(maxConcurrent: Self.maxConcurrent) { await self.handle($0, lane: .people) } }
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { try await self.lanes.services.serve { await self.handle($0, lane: .services) } }
+            group.addTask { try await self.lanes.people.serve { await self.handle($0, lane: .people) } }
         }
     }
 
