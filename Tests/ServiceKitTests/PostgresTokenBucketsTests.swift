@@ -9,20 +9,15 @@ struct PostgresTokenBucketsTests {
     /// A client and a schema of the test's own holding the buckets' table as a service's
     /// migration makes it; `body` gets the client and the table's qualified name.
     static func withTable(_ body: (PostgresClient, String) async throws -> Void) async throws {
-        let schema = TestEnvironment.uniqueName("tb")
-        let logger = Logger(label: "test")
-        let client = PostgresClient(configuration: try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 4))
-        let running = Task { await client.run() }
-        defer { running.cancel() }
-        try await client.query("CREATE SCHEMA \(unescaped: schema)", logger: logger)
-        try await client.withConnection { connection in
-            try await connection.query("SET search_path TO \(unescaped: schema)", logger: logger)
-            for statement in PostgresTokenBuckets.tableSQL("buckets").split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
-                try await connection.query("\(unescaped: String(statement))", logger: logger)
+        try await TestEnvironment.withSchema("tb") { client, schema in
+            let logger = Logger(label: "test")
+            try await client.withConnection { connection in
+                for statement in PostgresTokenBuckets.tableSQL("buckets").split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
+                    try await connection.query("\(unescaped: String(statement))", logger: logger)
+                }
             }
+            try await body(client, "\(schema).buckets")
         }
-        try await body(client, "\(schema).buckets")
-        try await client.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
     }
 
     static func keys(_ client: PostgresClient, _ table: String) async throws -> [String] {

@@ -11,24 +11,27 @@ struct PartitionLeaseStore: Sendable {
     let logger: Logger
 
     /// Marks `replica` seen for `ttl` and answers the replicas that count (seen within their
-    /// ttl), `replica` among them. Replicas gone for a day are forgotten.
+    /// ttl), `replica` among them. Replicas gone for a day are forgotten. One statement: its
+    /// parts see the table as it was before it (hence `replica` from the upsert, and never
+    /// deleted by it).
     func heartbeat(_ replica: String, ttl: Duration) async throws -> [String] {
         let seconds = Double(ttl.components.seconds)
-        try await self.client.write(
+        let rows = try await self.client.write(
             """
-            INSERT INTO replicas (replica, seen_until) VALUES (\(replica), now() + make_interval(secs => \(seconds)))
-            ON CONFLICT (replica) DO UPDATE SET seen_until = EXCLUDED.seen_until
+            WITH seen AS (
+                INSERT INTO replicas (replica, seen_until) VALUES (\(replica), now() + make_interval(secs => \(seconds)))
+                ON CONFLICT (replica) DO UPDATE SET seen_until = EXCLUDED.seen_until
+                RETURNING replica
+            ), forgotten AS (
+                DELETE FROM replicas WHERE seen_until < now() - interval '1 day' AND replica <> \(replica)
+            )
+            SELECT replica FROM seen
+            UNION ALL
+            SELECT replica FROM replicas WHERE seen_until > now() AND replica <> \(replica)
             """,
             logger: self.logger
         )
-        try await self.client.write("DELETE FROM replicas WHERE seen_until < now() - interval '1 day'", logger: self.logger)
-        var replicas: [String] = []
-        for try await id in try await self.client.query("SELECT replica FROM replicas WHERE seen_until > now()", logger: self.logger)
-            .decode(String.self)
-        {
-            replicas.append(id)
-        }
-        return replicas
+        return try rows.map { try $0.decode(String.self) }
     }
 
     /// Takes or renews for `ttl` the leases of `partitions` that are free, expired or
