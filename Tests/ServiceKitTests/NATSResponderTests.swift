@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import ServiceKit
+import ServiceLifecycle
 import Synchronization
 import TestSupport
 import Testing
@@ -22,7 +24,34 @@ struct NATSResponderTests {
         }
     }
 
-    @Test("ready once the server has the subscription, never more than maxConcurrent handled at once, not ready once it stops")
+    /// The responder as a service of a group, as a service runs it.
+    struct Serving: Service {
+        let responder: NATSResponder
+        let handling: Handling
+        let connection: NATSConnection
+
+        func run() async throws {
+            try await self.responder.serve { await self.handling.handle($0, on: self.connection) }
+        }
+    }
+
+    static func ask(_ connection: NATSConnection, _ subject: String, _ indexes: Range<Int>) -> Task<Set<String>, any Error> {
+        Task {
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for index in indexes {
+                    group.addTask {
+                        let answer = try await connection.request(Array("\(index)".utf8), to: subject, timeout: .seconds(60))
+                        return String(decoding: answer.payload, as: UTF8.self)
+                    }
+                }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+        }
+    }
+
+    @Test(
+        "ready once the server has the subscription, never more than maxConcurrent handled at once, not ready from a graceful shutdown on while it answers what it holds"
+    )
     func readinessAndConcurrency() async throws {
         let serving = try await TestEnvironment.connect()
         let asking = try await TestEnvironment.connect(sendAsap: true)
@@ -38,33 +67,45 @@ struct NATSResponderTests {
         #expect(!responder.isSubscribed)
         #expect(responder.readiness.name == "echo")
         let handling = Handling()
-        let service = Task { try await responder.serve { await handling.handle($0, on: serving) } }
-        #expect(await eventually { responder.isSubscribed })
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [Serving(responder: responder, handling: handling, connection: serving)],
+                logger: Logger(label: "test")
+            )
+        )
+        let service = Task { try await group.run() }
+        do {
+            #expect(await eventually { responder.isSubscribed })
 
-        // Requests sent from another connection once it is ready find it (no "no responders").
-        let requests = Task {
-            try await withThrowingTaskGroup(of: String.self) { group in
-                for index in 0..<10 {
-                    group.addTask {
-                        let answer = try await asking.request(Array("\(index)".utf8), to: subject, timeout: .seconds(60))
-                        return String(decoding: answer.payload, as: UTF8.self)
-                    }
-                }
-                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
-            }
+            // Requests sent from another connection once it is ready find it (no "no responders").
+            let first = Self.ask(asking, subject, 0..<10)
+            #expect(await eventually { handling.running.withLock { $0.now } == 3 })
+            // The other seven wait in the subscription's buffer while three are handled.
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(handling.running.withLock { $0.most } == 3)
+            handling.released.store(true, ordering: .releasing)
+            #expect(try await first.value == Set((0..<10).map { "re:\($0)" }))
+            #expect(handling.running.withLock { $0.most } == 3)
+
+            // A graceful shutdown while a request is handled: not ready at once, and the request
+            // is still answered before the service ends.
+            handling.released.store(false, ordering: .releasing)
+            let last = Self.ask(asking, subject, 10..<11)
+            #expect(await eventually { handling.running.withLock { $0.now } == 1 })
+            await group.triggerGracefulShutdown()
+            #expect(await eventually { !responder.isSubscribed })
+            #expect(handling.running.withLock { $0.now } == 1)
+            handling.released.store(true, ordering: .releasing)
+            #expect(try await last.value == ["re:10"])
+            try await service.value
+            #expect(!responder.isSubscribed)
+        } catch {
+            service.cancel()
+            handling.released.store(true, ordering: .releasing)
+            await asking.drain()
+            await serving.drain()
+            throw error
         }
-        #expect(await eventually { handling.running.withLock { $0.now } == 3 })
-        // The other seven wait in the subscription's buffer while three are handled.
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(handling.running.withLock { $0.most } == 3)
-        handling.released.store(true, ordering: .releasing)
-        #expect(try await requests.value == Set((0..<10).map { "re:\($0)" }))
-        #expect(handling.running.withLock { $0.most } == 3)
-
-        // Stopped (a task cancelled drains the subscription): no longer ready.
-        service.cancel()
-        try await service.value
-        #expect(!responder.isSubscribed)
         await asking.drain()
         await serving.drain()
     }

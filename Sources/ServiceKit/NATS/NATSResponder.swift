@@ -1,29 +1,37 @@
+import ServiceLifecycle
 import Synchronization
 
 /// A subject a service answers NATS requests on, shared by its replicas as a queue group:
-/// ingest's service lane, approvals' gate requests, control-api's service acknowledgements,
-/// health-monitor's summaries.
+/// ingest's service and people's lanes, approvals' gate requests, control-api's service
+/// acknowledgements, health-monitor's summaries.
 ///
-/// ``serve(_:)`` subscribes, makes sure the server has the subscription (a flush), then handles
-/// the messages, at most ``maxConcurrent`` at once (past it the subscription's buffer, then
-/// NATS, holds the rest; the buffer's policy says what happens when it is full), until the task
-/// is cancelled or the service shuts down gracefully, which drains the subscription.
+/// ``serve(_:)`` subscribes, flushes (so that the server has the subscription before the replica
+/// says it is ready), then handles the messages, at most ``maxConcurrent`` at once (past it the
+/// subscription's buffer, then NATS, holds the rest; the buffer's policy says what happens when
+/// it is full), until the task is cancelled or the service shuts down gracefully, which drains
+/// the subscription.
 ///
 /// Its ``readiness`` check holds a replica's `/readyz` at 503 until then: before, a request sent
 /// to the subject finds no responder on this replica (and none at all while it is the only
-/// one). After a reconnection nats.c subscribes again by itself; the NATS check covers that
-/// time.
+/// one); and again from the start of a graceful shutdown. A flush that fails leaves the
+/// subscription to the reconnection, which sends it again (the NATS check is failing
+/// meanwhile); a subscription the server refuses (the service's NATS user lacks the subject) is
+/// not seen here, and the services' permissions are checked apart (`NATSPermissions`).
 public final class NATSResponder: Sendable {
     /// The readiness check's name.
     public let name: String
+    /// The subject answered on.
     public let subject: String
+    /// The queue group the service's replicas share: each request reaches one of them.
     public let queue: String
+    /// What the subscription holds while every handler is busy.
     public let buffering: NATSBufferingPolicy
     /// Messages handled at once.
     public let maxConcurrent: Int
     let connection: NATSConnection
     private let subscribed = Atomic(false)
 
+    /// A responder on `subject` for queue group `queue`; ``serve(_:)`` starts it.
     public init(
         name: String,
         connection: NATSConnection,
@@ -56,6 +64,12 @@ public final class NATSResponder: Sendable {
         try? await self.connection.flush()
         self.subscribed.store(true, ordering: .releasing)
         defer { self.subscribed.store(false, ordering: .releasing) }
-        await subscription.serve(maxConcurrent: self.maxConcurrent, handle)
+        // Not ready from the start of a graceful shutdown: the drain answers what has arrived,
+        // the server routes no more to it.
+        await withGracefulShutdownHandler {
+            await subscription.serve(maxConcurrent: self.maxConcurrent, handle)
+        } onGracefulShutdown: {
+            self.subscribed.store(false, ordering: .releasing)
+        }
     }
 }
