@@ -25,7 +25,7 @@ struct PartitionLeaseStoreTests {
             try await Migrator(schema: schema, migrations: HealthMigrations.all).migrate(client, logger: logger)
             let store = PartitionLeaseStore(client: client, logger: logger)
             #expect(try await store.heartbeat("a", ttl: .seconds(30)) == ["a"])
-            #expect(Set(try await store.heartbeat("b", ttl: .seconds(30))) == ["a", "b"])
+            #expect(try await store.heartbeat("b", ttl: .seconds(30)).sorted() == ["a", "b"])
 
             // One whose ttl ran out a minute ago, two gone for two days.
             try await client.query(
@@ -35,11 +35,13 @@ struct PartitionLeaseStoreTests {
                 """,
                 logger: logger
             )
-            // One of those comes back: it counts again, and its own heartbeat does not forget it;
-            // the other is forgotten; the lapsed one no longer counts but is kept.
-            #expect(Set(try await store.heartbeat("back", ttl: .seconds(30))) == ["a", "b", "back"])
+            // One of those comes back: it counts again, once; the other is forgotten; the lapsed
+            // one no longer counts but is kept. (The forgetting skips the heartbeat's own row:
+            // one statement must not change a row twice; Postgres would skip the second change
+            // silently, so this cannot be seen here.)
+            #expect(try await store.heartbeat("back", ttl: .seconds(30)).sorted() == ["a", "b", "back"])
             #expect(try await Self.replicas(client) == ["a", "b", "back", "lapsed"])
-            #expect(Set(try await store.heartbeat("a", ttl: .seconds(30))) == ["a", "b", "back"])
+            #expect(try await store.heartbeat("a", ttl: .seconds(30)).sorted() == ["a", "b", "back"])
         }
     }
 }

@@ -4,9 +4,9 @@ public import PostgresNIO
 extension TestEnvironment {
     /// Runs `body` with a Postgres client of its own (on the test Postgres) whose unqualified
     /// names resolve to a schema of its own, `<stem>_<random>`: made before `body` and dropped
-    /// after it, whether it throws or not (the drop waits 10 s at most for a lock `body` left
-    /// held, then leaves the schema). For a test of one store or one library outside any
-    /// service.
+    /// after it, whether it throws or not. The drop waits 10 s at most for a lock `body` left
+    /// held: after a failure the schema is then left behind; after a success the wait fails the
+    /// test. For a test of one store or one library outside any service.
     public static func withSchema<Value: Sendable>(
         _ stem: String,
         maxConnections: Int = 4,

@@ -18,11 +18,12 @@ struct ServiceAckIntake: Service {
     /// The subject's responder (readiness `service-acks`).
     let responder: NATSResponder
 
-    /// Acknowledgements recorded at once per replica (each locks its own command's row); past
-    /// it the subscription's buffer holds the rest (a thousand; newer ones are dropped: the
+    /// Acknowledgements recorded at once per replica (each a transaction that locks its own
+    /// command's row, on a few of the pool's connections); past it the subscription's buffer
+    /// holds the rest (a thousand; newer ones are dropped: the
     /// service's request times out, and its command is delivered to it again, so it reports
     /// again).
-    static let maxConcurrent = 16
+    static let maxConcurrent = 4
 
     init(store: ControlStore, connection: NATSConnection, subjects: Subjects, logger: Logger) {
         self.store = store

@@ -19,11 +19,13 @@ final class HealthSummaryResponder: Service, Sendable {
     /// The subject's responder (readiness `health-summaries`).
     let responder: NATSResponder
 
-    /// Questions answered at once per replica (each reads the tables four times); past it the
-    /// subscription's buffer holds the rest (a thousand, or a MiB; newer ones are dropped). A
-    /// question not answered within control-api's 300 ms gets the tenant's last summary, marked
-    /// stale.
-    static let maxConcurrent = 16
+    /// Questions answered at once per replica (each reads the tables four times, one after the
+    /// other): a few of the pool's connections (`postgres.max-connections`, 10), which the
+    /// partition leases' heartbeats and claims need in time too. Past it the subscription's
+    /// buffer holds the rest (a thousand, or a MiB; newer ones are dropped). Without an answer
+    /// within control-api's 300 ms, the overview shows the tenant's last summary, marked stale,
+    /// and an agent has no `health`.
+    static let maxConcurrent = 4
 
     init(connection: NATSConnection, subjects: Subjects, incidents: IncidentStore, rollups: RollupStore, messages: IncidentMessages, logger: Logger) {
         self.connection = connection
