@@ -35,6 +35,7 @@ struct NATSResponderTests {
         }
     }
 
+    /// Sends requests `indexes` to `subject` at once: the answers.
     static func ask(_ connection: NATSConnection, _ subject: String, _ indexes: Range<Int>) -> Task<Set<String>, any Error> {
         Task {
             try await withThrowingTaskGroup(of: String.self) { group in
@@ -50,7 +51,7 @@ struct NATSResponderTests {
     }
 
     @Test(
-        "ready once the server has the subscription, never more than maxConcurrent handled at once, not ready from a graceful shutdown on while it answers what it holds"
+        "ready once the server has the subscription, never more than maxConcurrent handled at once; a graceful shutdown answers what it holds, then not ready"
     )
     func readinessAndConcurrency() async throws {
         let serving = try await TestEnvironment.connect()
@@ -62,17 +63,18 @@ struct NATSResponderTests {
             subject: subject,
             queue: "echo",
             buffering: .dropNewest(maxMessages: 100),
-            maxConcurrent: 3
+            maxConcurrent: 3,
+            logger: Logger(label: "test")
         )
         #expect(!responder.isSubscribed)
         #expect(responder.readiness.name == "echo")
         let handling = Handling()
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [Serving(responder: responder, handling: handling, connection: serving)],
-                logger: Logger(label: "test")
-            )
+        var configuration = ServiceGroupConfiguration(
+            services: [Serving(responder: responder, handling: handling, connection: serving)],
+            logger: Logger(label: "test")
         )
+        configuration.maximumGracefulShutdownDuration = .seconds(30)
+        let group = ServiceGroup(configuration: configuration)
         let service = Task { try await group.run() }
         do {
             #expect(await eventually { responder.isSubscribed })
@@ -87,14 +89,13 @@ struct NATSResponderTests {
             #expect(try await first.value == Set((0..<10).map { "re:\($0)" }))
             #expect(handling.running.withLock { $0.most } == 3)
 
-            // A graceful shutdown while a request is handled: not ready at once, and the request
-            // is still answered before the service ends.
+            // A graceful shutdown while a request is handled: the request is still answered
+            // before the service ends, and then it is not ready.
             handling.released.store(false, ordering: .releasing)
             let last = Self.ask(asking, subject, 10..<11)
             #expect(await eventually { handling.running.withLock { $0.now } == 1 })
             await group.triggerGracefulShutdown()
-            #expect(await eventually { !responder.isSubscribed })
-            #expect(handling.running.withLock { $0.now } == 1)
+            try await Task.sleep(for: .milliseconds(200))
             handling.released.store(true, ordering: .releasing)
             #expect(try await last.value == ["re:10"])
             try await service.value
@@ -104,6 +105,7 @@ struct NATSResponderTests {
             handling.released.store(true, ordering: .releasing)
             await asking.drain()
             await serving.drain()
+            _ = try? await service.value
             throw error
         }
         await asking.drain()

@@ -22,9 +22,11 @@ struct ServiceGateIntake: Service {
     /// The subject's responder (readiness `gate-requests`).
     let responder: NATSResponder
 
-    /// Requests handled at once per replica; past it the subscription's buffer holds the rest
-    /// (a thousand; newer ones are dropped, and their senders' requests time out).
-    static let maxConcurrent = 32
+    /// Requests handled at once per replica (each a transaction, on a few of the pool's
+    /// connections, `postgres.max-connections`, which the gates' HTTP routes share); past it the
+    /// subscription's buffer holds the rest (a thousand; newer ones are dropped, and their
+    /// senders' requests time out).
+    static let maxConcurrent = 4
     static let risks: Set<String> = ["low", "medium", "high", "critical"]
 
     init(
@@ -49,7 +51,8 @@ struct ServiceGateIntake: Service {
             subject: subjects.serviceGateRequests,
             queue: "approvals",
             buffering: .dropNewest(maxMessages: 1_000),
-            maxConcurrent: Self.maxConcurrent
+            maxConcurrent: Self.maxConcurrent,
+            logger: logger
         )
     }
 

@@ -20,9 +20,8 @@ struct ServiceAckIntake: Service {
 
     /// Acknowledgements recorded at once per replica (each a transaction that locks its own
     /// command's row, on a few of the pool's connections); past it the subscription's buffer
-    /// holds the rest (a thousand; newer ones are dropped: the
-    /// service's request times out, and its command is delivered to it again, so it reports
-    /// again).
+    /// holds the rest (a thousand; newer ones are dropped: the service's request times out, and
+    /// its command is delivered to it again, so it reports again).
     static let maxConcurrent = 4
 
     init(store: ControlStore, connection: NATSConnection, subjects: Subjects, logger: Logger) {
@@ -36,7 +35,8 @@ struct ServiceAckIntake: Service {
             subject: subjects.serviceControlAcks,
             queue: "control-api",
             buffering: .dropNewest(maxMessages: 1_000),
-            maxConcurrent: Self.maxConcurrent
+            maxConcurrent: Self.maxConcurrent,
+            logger: logger
         )
     }
 

@@ -20,12 +20,13 @@ final class HealthSummaryResponder: Service, Sendable {
     let responder: NATSResponder
 
     /// Questions answered at once per replica (each reads the tables four times, one after the
-    /// other): a few of the pool's connections (`postgres.max-connections`, 10), which the
-    /// partition leases' heartbeats and claims need in time too. Past it the subscription's
-    /// buffer holds the rest (a thousand, or a MiB; newer ones are dropped). Without an answer
-    /// within control-api's 300 ms, the overview shows the tenant's last summary, marked stale,
-    /// and an agent has no `health`.
-    static let maxConcurrent = 4
+    /// other; the pool, `postgres.max-connections`, queues those past its connections). Past it
+    /// the subscription's buffer holds a short backlog (64, or 256 KiB; newer ones are dropped):
+    /// questions are answered oldest first, so a long backlog would answer every one after
+    /// control-api stopped waiting, and hold a graceful shutdown while it drains. With 4 at once
+    /// a loaded test host did just that. Without an answer within control-api's 300 ms, the
+    /// overview shows the tenant's last summary, marked stale, and an agent has no `health`.
+    static let maxConcurrent = 16
 
     init(connection: NATSConnection, subjects: Subjects, incidents: IncidentStore, rollups: RollupStore, messages: IncidentMessages, logger: Logger) {
         self.connection = connection
@@ -39,8 +40,9 @@ final class HealthSummaryResponder: Service, Sendable {
             connection: connection,
             subject: subjects.healthSummary,
             queue: "health-monitor",
-            buffering: .dropNewest(maxMessages: 1_000, maxBytes: 1 << 20),
-            maxConcurrent: Self.maxConcurrent
+            buffering: .dropNewest(maxMessages: 64, maxBytes: 256 << 10),
+            maxConcurrent: Self.maxConcurrent,
+            logger: logger
         )
     }
 

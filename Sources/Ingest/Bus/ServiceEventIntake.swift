@@ -47,7 +47,8 @@ final class ServiceEventIntake: Service {
                 subject: subject,
                 queue: "ingest",
                 buffering: .backpressure(maxMessages: 10_000, maxBytes: 64 << 20),
-                maxConcurrent: Self.maxConcurrent
+                maxConcurrent: Self.maxConcurrent,
+                logger: logger
             )
         }
         self.lanes = (lane("service-lane", subjects.serviceEvents), lane("people-lane", subjects.clientACPFrames))

@@ -1,4 +1,4 @@
-import ServiceLifecycle
+public import Logging
 import Synchronization
 
 /// A subject a service answers NATS requests on, shared by its replicas as a queue group:
@@ -11,12 +11,14 @@ import Synchronization
 /// it is full), until the task is cancelled or the service shuts down gracefully, which drains
 /// the subscription.
 ///
-/// Its ``readiness`` check holds a replica's `/readyz` at 503 until then: before, a request sent
-/// to the subject finds no responder on this replica (and none at all while it is the only
-/// one); and again from the start of a graceful shutdown. A flush that fails leaves the
-/// subscription to the reconnection, which sends it again (the NATS check is failing
-/// meanwhile); a subscription the server refuses (the service's NATS user lacks the subject) is
-/// not seen here, and the services' permissions are checked apart (`NATSPermissions`).
+/// Its ``readiness`` check holds a replica's `/readyz` at 503 until the flush: before, a request
+/// sent to the subject finds no responder on this replica (and none at all while it is the only
+/// one). At a graceful shutdown the HTTP server stops first (a service group stops its services
+/// last to first), so `/readyz` no longer answers while the subscription drains. A flush that
+/// fails, most often on a lost connection (the NATS check fails meanwhile), leaves the
+/// subscription to the reconnection, which sends it again; it is logged. A subscription the
+/// server refuses (the service's NATS user lacks the subject) is not seen here: the services'
+/// permissions are checked apart (`NATSPermissions`).
 public final class NATSResponder: Sendable {
     /// The readiness check's name.
     public let name: String
@@ -29,6 +31,7 @@ public final class NATSResponder: Sendable {
     /// Messages handled at once.
     public let maxConcurrent: Int
     let connection: NATSConnection
+    let logger: Logger
     private let subscribed = Atomic(false)
 
     /// A responder on `subject` for queue group `queue`; ``serve(_:)`` starts it.
@@ -38,7 +41,8 @@ public final class NATSResponder: Sendable {
         subject: String,
         queue: String,
         buffering: NATSBufferingPolicy,
-        maxConcurrent: Int
+        maxConcurrent: Int,
+        logger: Logger
     ) {
         self.name = name
         self.connection = connection
@@ -46,6 +50,7 @@ public final class NATSResponder: Sendable {
         self.queue = queue
         self.buffering = buffering
         self.maxConcurrent = max(1, maxConcurrent)
+        self.logger = logger
     }
 
     /// Whether the server has the subscription (``serve(_:)`` runs and has flushed it).
@@ -60,16 +65,17 @@ public final class NATSResponder: Sendable {
     /// the task is cancelled or the service shuts down gracefully.
     public func serve(_ handle: @escaping @Sendable (NATSMessage) async -> Void) async throws {
         let subscription = try await self.connection.subscribe(to: self.subject, queue: self.queue, buffering: self.buffering)
-        // A flush that fails leaves the subscription to the reconnection, which sends it again.
-        try? await self.connection.flush()
+        do {
+            try await self.connection.flush()
+        } catch {
+            // Left to the reconnection, which sends the subscription again.
+            self.logger.warning(
+                "a responder's subscription was not confirmed by the server",
+                metadata: ["subject": "\(self.subject)", "error": "\(String(reflecting: error))"]
+            )
+        }
         self.subscribed.store(true, ordering: .releasing)
         defer { self.subscribed.store(false, ordering: .releasing) }
-        // Not ready from the start of a graceful shutdown: the drain answers what has arrived,
-        // the server routes no more to it.
-        await withGracefulShutdownHandler {
-            await subscription.serve(maxConcurrent: self.maxConcurrent, handle)
-        } onGracefulShutdown: {
-            self.subscribed.store(false, ordering: .releasing)
-        }
+        await subscription.serve(maxConcurrent: self.maxConcurrent, handle)
     }
 }
