@@ -23,9 +23,9 @@ final class HealthSummaryResponder: Service, Sendable {
     /// other; the pool, `postgres.max-connections`, queues those past its connections). Past it
     /// the subscription's buffer holds a short backlog (64, or 256 KiB; newer ones are dropped):
     /// questions are answered oldest first, so a long backlog would answer every one after
-    /// control-api stopped waiting, and hold a graceful shutdown while it drains. With 4 at once
-    /// a loaded test host did just that. Without an answer within control-api's 300 ms, the
-    /// overview shows the tenant's last summary, marked stale, and an agent has no `health`.
+    /// control-api stopped waiting, and hold a graceful shutdown while it drains. Without an
+    /// answer within control-api's 300 ms, the overview shows the tenant's last summary, marked
+    /// stale, and an agent has no `health`.
     static let maxConcurrent = 16
 
     init(connection: NATSConnection, subjects: Subjects, incidents: IncidentStore, rollups: RollupStore, messages: IncidentMessages, logger: Logger) {
