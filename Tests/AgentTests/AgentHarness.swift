@@ -182,9 +182,18 @@ struct AgentHarness {
         let tree = ProcessTree.descendants(of: process.processIdentifier)
         #expect(stopped, "paused, yet running: \(tree)")
         // A request the agent wrote to its socket just before it stopped still reaches the
-        // provider (a fresh-clone run counted one such, 4 against 3): counted once it has landed.
-        try await Task.sleep(for: .seconds(1))
-        let requestsWhenPaused = scripted()
+        // provider (a fresh-clone run counted one such, 4 against 3): counted once the count has
+        // not changed for a second (it must settle within 10 s).
+        var requestsWhenPaused = scripted()
+        var settledSince = ContinuousClock.now
+        let settleBy = settledSince + .seconds(10)
+        while ContinuousClock.now - settledSince < .seconds(1) {
+            #expect(ContinuousClock.now < settleBy, "the provider requests of a paused agent never settled: \(scripted())")
+            if ContinuousClock.now >= settleBy { break }
+            try await Task.sleep(for: .milliseconds(100))
+            let count = scripted()
+            if count != requestsWhenPaused { (requestsWhenPaused, settledSince) = (count, ContinuousClock.now) }
+        }
         try await Task.sleep(for: .seconds(4))
         #expect(scripted() == requestsWhenPaused, "a provider request while paused")
 
