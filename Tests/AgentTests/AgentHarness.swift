@@ -185,20 +185,16 @@ struct AgentHarness {
         // provider (a fresh-clone run counted one such, 4 against 3): the paused count is taken
         // once no request has arrived for 1 s, which must happen within 10 s.
         var requestsWhenPaused = scripted()
-        var settledSince = ContinuousClock.now
-        let settleBy = settledSince + .seconds(10)
-        while ContinuousClock.now - settledSince < .seconds(1) {
-            guard ContinuousClock.now < settleBy else {
-                Issue.record("the provider requests of a paused agent never settled: \(requestsWhenPaused)")
-                break
-            }
-            try await Task.sleep(for: .milliseconds(100))
+        var changedAt = ContinuousClock.now
+        let settled = await eventually(timeout: .seconds(10)) {
             let count = scripted()
             if count != requestsWhenPaused {
                 requestsWhenPaused = count
-                settledSince = ContinuousClock.now
+                changedAt = ContinuousClock.now
             }
+            return ContinuousClock.now - changedAt >= .seconds(1)
         }
+        #expect(settled, "the provider requests of a paused agent never settled: \(requestsWhenPaused)")
         try await Task.sleep(for: .seconds(4))
         #expect(scripted() == requestsWhenPaused, "a provider request while paused")
 
