@@ -24,7 +24,9 @@ struct IngestBackpressureTests {
         }
         try await harness.application().test(.router) { client in
             let key = try await harness.createKey(client)
-            let tooLarge = try await harness.post(client, key: key, events: events("huge", 40))
+            // A 503 (the tenant's first rate refill, or a commit, slower than its timeout on a
+            // loaded machine) is retried as a client would; the subject here is the 413 and 429.
+            let tooLarge = try await harness.postRetrying(client, key: key, events: events("huge", 40))
             #expect(tooLarge.0 == .contentTooLarge)
 
             try await harness.withDatabase { database in
@@ -49,9 +51,10 @@ struct IngestBackpressureTests {
                     _ = try await first
                 }
             }
-            let after = try await harness.post(client, key: key, events: events("b", 20))
+            let after = try await harness.postRetrying(client, key: key, events: events("b", 20))
             #expect(after.0 == .ok)
-            #expect(after.1?.accepted == 20)
+            // Stored once: accepted, or duplicates where a retried attempt had committed.
+            #expect((after.1?.accepted ?? 0) + (after.1?.duplicates ?? 0) == 20)
         }
     }
 }
