@@ -81,13 +81,8 @@ public struct FanoutHarness: Sendable {
     /// Posts native events; returns their seqs.
     @discardableResult
     public func post(_ ingest: some TestClientProtocol, key: String, _ events: [[String: Any]]) async throws -> [Int64] {
-        var (status, body) = try await self.live.postEvents(ingest, key: key, events)
-        // A 503 is ingest's answer when the event log is slow (a loaded machine); its contract
-        // is a retry with the same msgIds, which answers the stored ones as duplicates, seqs and all.
-        for _ in 0..<3 where status == .serviceUnavailable {
-            try await Task.sleep(for: .seconds(1))
-            (status, body) = try await self.live.postEvents(ingest, key: key, events)
-        }
+        // A 503 is retried with the same msgIds: the stored ones answer as duplicates, seqs and all.
+        let (status, body) = try await self.live.postEventsRetrying(ingest, key: key, events)
         #expect(status == .ok)
         let object = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
         let results = object?["results"] as? [[String: Any]] ?? []

@@ -47,13 +47,10 @@ public struct HealthHarness: Sendable {
         try await self.live.token(tenant: tenant, scopes: scopes)
     }
 
-    /// Posts native events with `key` (each with a fresh msgId); expects them accepted.
+    /// Posts native events with `key` (each with a fresh msgId, again after a 503:
+    /// ``LiveHarness/postEventsRetrying(_:key:_:)``); expects them accepted.
     public func post(_ ingest: any TestClientProtocol, key: String, _ events: [JSON]) async throws {
-        let (status, body) = try await self.live.postEvents(
-            ingest,
-            key: key,
-            events.map { $0.merging(["msgId": UUID().uuidString]) { old, _ in old } }
-        )
+        let (status, body) = try await self.live.postEventsRetrying(ingest, key: key, events)
         #expect(status == .accepted || status == .ok, "posting events: \(status) \(String(buffer: body))")
     }
 

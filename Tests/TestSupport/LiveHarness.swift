@@ -157,6 +157,22 @@ public struct LiveHarness: Sendable {
     }
 }
 
+extension LiveHarness {
+    /// ``postEvents(_:key:_:)`` as a client posts: each event without a `msgId` is given one
+    /// first, and the batch is sent again while it answers 503 (``LiveCall/retryingUnavailable(within:_:)``:
+    /// on a loaded machine a commit or the tenant's first rate refill can pass its deadline), so
+    /// what an attempt stored before its 503 answers `duplicate` and is stored once. For the tests
+    /// whose subject is not the 503.
+    public func postEventsRetrying(
+        _ ingest: some TestClientProtocol,
+        key: String,
+        _ events: [[String: Any]]
+    ) async throws -> (HTTPResponse.Status, ByteBuffer) {
+        let events = events.map { $0.merging(["msgId": UUID().uuidString]) { old, _ in old } }
+        return try await LiveCall.retryingUnavailable { try await self.postEvents(ingest, key: key, events) }
+    }
+}
+
 /// A harness step that did not go as a test needs.
 public struct HarnessError: Error, CustomStringConvertible {
     public var message: String
