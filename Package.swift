@@ -43,6 +43,8 @@ let openAPIHummingbird = Target.Dependency.product(name: "OpenAPIHummingbird", p
 let openAPIAsyncHTTPClient = Target.Dependency.product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client")
 let openAPIRuntime = Target.Dependency.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")
 let postgresNIO = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio")
+/// postgres-nio's pool, for the errors its `PostgresClient` throws unwrapped (a cancelled wait, a pool shut down).
+let postgresPool = Target.Dependency.product(name: "_ConnectionPoolModule", package: "postgres-nio")
 let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let swiftProtobuf = Target.Dependency.product(name: "SwiftProtobuf", package: "swift-protobuf")
@@ -390,7 +392,7 @@ let package = Package(
                 metrics,
                 openAPIRuntime,
                 nioCore, nioHTTP1, nioHTTPTypes, nioHTTPTypesHTTP1, nioPosix,
-                nioWebSocket, postgresNIO,
+                nioWebSocket, postgresNIO, postgresPool,
                 prometheus, serviceLifecycle, swiftProtobuf, systemPackage,
             ],
             swiftSettings: swiftSettings

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import JWTKit
 import PostgresNIO
 import ServiceKit
+import Synchronization
 import TestSupport
 import Testing
 
@@ -45,6 +46,18 @@ struct ServiceHTTPTests {
         }
         router.get("v1/nats-down") { _, _ -> String in
             throw ServiceKitError(.natsTimeout, "no reply from $JS.API.STREAM.INFO.SECRET_STREAM within 5s")
+        }
+        // Waits until its task is cancelled.
+        router.get("v1/slow") { _, _ -> String in
+            try await Task.sleep(for: .seconds(600))
+            return "late"
+        }
+        // A cancellation that is not the request's: a task of its own, cancelled.
+        router.get("v1/inner-cancelled") { _, _ -> String in
+            let inner = Task { try await Task.sleep(for: .seconds(600)) }
+            inner.cancel()
+            try await inner.value
+            return "late"
         }
         router.get("v1/crash") { _, _ -> String in
             struct Secret: Error { let password = "hunter2" }
@@ -207,6 +220,80 @@ struct ServiceHTTPTests {
                 #expect(body.code == .serverError)
                 #expect(!String(buffer: response.body).contains("hunter2"))
             }
+        }
+    }
+
+    @Test("a request whose task is cancelled answers 503 with Retry-After, not 500; a cancellation of a task of its own stays a 500")
+    func cancelledRequest() async throws {
+        try await Self.application().test(.router) { client in
+            let request = Task {
+                try await client.execute(uri: "/v1/slow", method: .get) { response in
+                    (response.status, try Self.envelope(response))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            request.cancel()
+            let (status, body) = try await request.value
+            #expect(status == .serviceUnavailable)
+            #expect(body.code == .serviceUnavailable && body.retryAfterSeconds == 1, "\(body)")
+            try await client.execute(uri: "/v1/inner-cancelled", method: .get) { response in
+                #expect(response.status == .internalServerError)
+                let body = try Self.envelope(response)
+                #expect(body.code == .serverError)
+            }
+        }
+        #expect(!ErrorEnvelopeMiddleware.isCancellation(APIError(.serviceUnavailable, "slow")))
+    }
+
+    @Test("a request cancelled while it waits for a Postgres connection answers 503, not 500 (postgres-nio's cancelled wait)")
+    func cancelledPostgresWait() async throws {
+        let postgres = PostgresClient(configuration: try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 1))
+        let running = Task { await postgres.run() }
+        defer { running.cancel() }
+        let thrown = Mutex<(any Error)?>(nil)
+        let router = Router.service()
+        router.get("v1/query") { _, context -> String in
+            do {
+                try await postgres.query("SELECT 1", logger: context.logger)
+            } catch {
+                thrown.withLock { $0 = error }
+                throw error
+            }
+            return "ok"
+        }
+        // The pool's one connection, held until released.
+        let (held, holding) = AsyncStream.makeStream(of: Void.self)
+        let (release, releasing) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task {
+            try await postgres.withConnection { _ in
+                holding.yield()
+                for await _ in release {}
+            }
+        }
+        for await _ in held { break }
+        try await Application(router: router).test(.router) { client in
+            let request = Task {
+                try await client.execute(uri: "/v1/query", method: .get) { response in
+                    (response.status, try Self.envelope(response))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            request.cancel()
+            let (status, body) = try await request.value
+            #expect(status == .serviceUnavailable && body.retryAfterSeconds == 1, "\(body)")
+        }
+        releasing.finish()
+        try await holder.value
+        let error = try #require(thrown.withLock { $0 })
+        #expect(!(error is CancellationError), "postgres-nio's own error, not Swift's: \(String(reflecting: error))")
+        #expect(ErrorEnvelopeMiddleware.isCancellation(error))
+        // The pool shut down under a request (the service stopping): 503, not 500.
+        running.cancel()
+        try await Application(router: router).test(.router) { client in
+            let answered = await eventually {
+                (try? await client.execute(uri: "/v1/query", method: .get) { $0.status }) == .serviceUnavailable
+            }
+            #expect(answered, "\(String(reflecting: thrown.withLock { $0 }))")
         }
     }
 

@@ -3,11 +3,13 @@ import Foundation
 public import Hummingbird
 public import Logging
 import PostgresNIO
+import _ConnectionPoolModule
 
 /// Turns every error into the shared JSON error envelope: ``APIError`` with its code and
 /// message, ``ServiceKitError`` as `ServiceUnavailable` or `ServerError` without its detail,
 /// Postgres out of reach (``PSQLError/isUnavailability``) as `ServiceUnavailable`,
 /// Hummingbird's own errors (unknown route, body too large, undecodable body) by their status,
+/// a request cancelled (the service stopping under it) as a quiet `ServiceUnavailable`,
 /// anything else as a logged `ServerError` whose details stay in the log.
 public struct ErrorEnvelopeMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
@@ -29,9 +31,12 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
     }
 
     /// Logs a failed request: internal failures at `error` with their detail, unavailable
-    /// dependencies at `warning`, refusals (the client's fault) at `debug`.
+    /// dependencies at `warning`, refusals (the client's fault) and requests cancelled
+    /// (``isCancellation(_:)``) at `debug`.
     public static func log(_ error: any Error, as body: ErrorEnvelope.Body, logger: Logger) {
-        if body.code == .serverError {
+        if Task.isCancelled, Self.isCancellation(error) {
+            logger.debug("request cancelled", metadata: ["error": "\(String(reflecting: error))"])
+        } else if body.code == .serverError {
             logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
         } else if body.code == .serviceUnavailable {
             logger.warning("request failed: dependency unavailable", metadata: ["error": "\(String(reflecting: error))"])
@@ -40,8 +45,13 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
         }
     }
 
-    /// The status and envelope body for an error.
+    /// The status and envelope body for an error, read in the task that served the request.
     public static func envelope(for error: any Error, requestID: String?) -> (HTTPResponse.Status, ErrorEnvelope.Body) {
+        if Task.isCancelled, Self.isCancellation(error) {
+            // The request's task was cancelled (the service stopping under it): not a fault of
+            // the service's, and the request may be tried again, on this replica or another.
+            return Self.unavailable(requestID: requestID)
+        }
         switch error {
         case let error as APIError:
             return (
@@ -66,6 +76,9 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
             return Self.unavailable(requestID: requestID)
         case let error as PostgresTransactionError where error.isUnavailability:
             return Self.unavailable(requestID: requestID)
+        case let error as ConnectionPoolError where error == .poolShutdown:
+            // The service is stopping: its pool is closed under the request.
+            return Self.unavailable(requestID: requestID)
         case let error as HTTPError:
             let code = Self.code(for: error.status)
             return (error.status, ErrorEnvelope.Body(code: code, message: error.body ?? error.status.reasonPhrase, requestId: requestID))
@@ -73,6 +86,26 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
             return (error.status, ErrorEnvelope.Body(code: Self.code(for: error.status), message: error.status.reasonPhrase, requestId: requestID))
         default:
             return (.internalServerError, ErrorEnvelope.Body(code: .serverError, message: "internal error", requestId: requestID))
+        }
+    }
+
+    /// Whether `error` is what a cancelled task throws: `CancellationError`, or postgres-nio's
+    /// answer to a cancelled wait for a connection (the pool's `requestCancelled`, as it is or as
+    /// a query cancelled), also inside a transaction. Counts as the request's cancellation only
+    /// where its task is cancelled: the same error from a task of its own that was cancelled is
+    /// still a fault.
+    public static func isCancellation(_ error: any Error) -> Bool {
+        switch error {
+        case is CancellationError:
+            return true
+        case let error as ConnectionPoolError:
+            return error == .requestCancelled
+        case let error as PSQLError:
+            return error.code == .queryCancelled
+        case let error as PostgresTransactionError:
+            return [error.beginError, error.closureError, error.commitError].contains { $0.map(Self.isCancellation) == true }
+        default:
+            return false
         }
     }
 
