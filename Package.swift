@@ -43,7 +43,9 @@ let openAPIHummingbird = Target.Dependency.product(name: "OpenAPIHummingbird", p
 let openAPIAsyncHTTPClient = Target.Dependency.product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client")
 let openAPIRuntime = Target.Dependency.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")
 let postgresNIO = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio")
-/// postgres-nio's pool, for the errors its `PostgresClient` throws unwrapped (a cancelled wait, a pool shut down).
+/// postgres-nio's pool, for the errors its `PostgresClient` throws unwrapped (a cancelled wait, a
+/// pool shut down). An underscored product: a postgres-nio release that renames it breaks the
+/// build (loudly), and ServiceHTTPTests' cancellation tests say whether the errors still match.
 let postgresPool = Target.Dependency.product(name: "_ConnectionPoolModule", package: "postgres-nio")
 let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
@@ -194,7 +196,7 @@ let splitTestTargets: [Target] =
             dependencies: [
                 "CNATS", "Contracts", "ServiceKit", "TestSupport", compressNIO, configuration, httpTypes, hummingbird, hummingbirdTesting, jwtKit,
                 logging,
-                nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO, serviceLifecycle,
+                nioCore, nioEmbedded, nioWebSocket, openAPIRuntime, postgresNIO, postgresPool, serviceLifecycle,
             ]
         ),
     ].flatMap { $0 } + [

@@ -51,6 +51,16 @@ struct IngestBackpressureTests {
                     _ = try await first
                 }
             }
+            // The 429 stored nothing: the same events again are new, not duplicates.
+            let stored = try await harness.withDatabase { database in
+                var count = 0
+                let rows = try await database.query(
+                    "SELECT count(*)::int FROM events WHERE tenant_id = \(harness.tenant) AND msg_id LIKE 'b-%'"
+                )
+                for try await value in rows.decode(Int.self) { count = value }
+                return count
+            }
+            #expect(stored == 0)
             let after = try await harness.postRetrying(client, key: key, events: events("b", 20))
             #expect(after.0 == .ok)
             // Stored once: accepted, or duplicates where a retried attempt had committed.

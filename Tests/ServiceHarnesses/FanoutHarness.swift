@@ -82,7 +82,7 @@ public struct FanoutHarness: Sendable {
     @discardableResult
     public func post(_ ingest: some TestClientProtocol, key: String, _ events: [[String: Any]]) async throws -> [Int64] {
         // A 503 is retried with the same msgIds: the stored ones answer as duplicates, seqs and all.
-        let (status, body) = try await self.live.postEventsRetrying(ingest, key: key, events)
+        let (status, body, _) = try await self.live.postEventsRetrying(ingest, key: key, events)
         #expect(status == .ok)
         let object = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
         let results = object?["results"] as? [[String: Any]] ?? []

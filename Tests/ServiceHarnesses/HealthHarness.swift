@@ -50,7 +50,7 @@ public struct HealthHarness: Sendable {
     /// Posts native events with `key` (each with a fresh msgId, again after a 503:
     /// ``LiveHarness/postEventsRetrying(_:key:_:)``); expects them accepted.
     public func post(_ ingest: any TestClientProtocol, key: String, _ events: [JSON]) async throws {
-        let (status, body) = try await self.live.postEventsRetrying(ingest, key: key, events)
+        let (status, body, _) = try await self.live.postEventsRetrying(ingest, key: key, events)
         #expect(status == .accepted || status == .ok, "posting events: \(status) \(String(buffer: body))")
     }
 

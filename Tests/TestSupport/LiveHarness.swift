@@ -162,14 +162,20 @@ extension LiveHarness {
     /// first, and the batch is sent again while it answers 503 (``LiveCall/retryingUnavailable(within:_:)``:
     /// on a loaded machine a commit or the tenant's first rate refill can pass its deadline), so
     /// what an attempt stored before its 503 answers `duplicate` and is stored once. For the tests
-    /// whose subject is not the 503.
+    /// whose subject is not the 503; `retried` says whether an attempt answered 503 (only then
+    /// may the answer hold duplicates the test did not send).
     public func postEventsRetrying(
         _ ingest: some TestClientProtocol,
         key: String,
         _ events: [[String: Any]]
-    ) async throws -> (HTTPResponse.Status, ByteBuffer) {
+    ) async throws -> (status: HTTPResponse.Status, body: ByteBuffer, retried: Bool) {
         let events = events.map { $0.merging(["msgId": UUID().uuidString]) { old, _ in old } }
-        return try await LiveCall.retryingUnavailable { try await self.postEvents(ingest, key: key, events) }
+        var attempts = 0
+        let (status, body) = try await LiveCall.retryingUnavailable {
+            attempts += 1
+            return try await self.postEvents(ingest, key: key, events)
+        }
+        return (status, body, attempts > 1)
     }
 }
 

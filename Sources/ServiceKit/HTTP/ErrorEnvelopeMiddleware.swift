@@ -34,7 +34,7 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
     /// dependencies at `warning`, refusals (the client's fault) and requests cancelled
     /// (``isCancellation(_:)``) at `debug`.
     public static func log(_ error: any Error, as body: ErrorEnvelope.Body, logger: Logger) {
-        if Task.isCancelled, Self.isCancellation(error) {
+        if body.code == .serviceUnavailable, Task.isCancelled, Self.isCancellation(error) {
             logger.debug("request cancelled", metadata: ["error": "\(String(reflecting: error))"])
         } else if body.code == .serverError {
             logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
