@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import JWTKit
+import Logging
 import PostgresNIO
 import ServiceKit
 import Synchronization
@@ -29,9 +30,15 @@ struct ServiceHTTPTests {
     }
 
     /// A router as a service builds it, with one protected route echoing the identity.
-    static func application(readiness: [ReadinessCheck] = []) async throws -> some ApplicationProtocol {
+    static func application(readiness: [ReadinessCheck] = [], log: CapturedLog? = nil) async throws -> some ApplicationProtocol {
         let router = Router.service()
         router.addOperationalRoutes(readiness: readiness)
+        // A protected route that fails after authentication.
+        router.group("v1/tenant-crash")
+            .add(middleware: AuthenticationMiddleware(verifier: try await verifier(), requiring: .streamRead))
+            .get { _, _ -> String in
+                throw ServiceKitError(.natsTimeout, "no reply within 5s")
+            }
         router.group("v1/whoami")
             .add(middleware: AuthenticationMiddleware(verifier: try await verifier(), requiring: .streamRead))
             .get { _, context in
@@ -64,7 +71,8 @@ struct ServiceHTTPTests {
             struct Secret: Error { let password = "hunter2" }
             throw Secret()
         }
-        return Application(router: router)
+        guard let log else { return Application(router: router) }
+        return Application(router: router, logger: log.logger)
     }
 
     static func envelope(_ response: TestResponse) throws -> ErrorEnvelope.Body {
@@ -246,6 +254,25 @@ struct ServiceHTTPTests {
         #expect(!ErrorEnvelopeMiddleware.isCancellation(APIError(.serviceUnavailable, "slow")))
     }
 
+    @Test("the edge's log of a failed request: the tenant once authenticated; a cancelled request at debug, not as an error")
+    func failureLog() async throws {
+        let log = CapturedLog()
+        let token = try await Self.signer().sign(tenant: "acme-log", subject: "phone", scopes: [.streamRead])
+        try await Self.application(log: log).test(.router) { client in
+            try await client.execute(uri: "/v1/tenant-crash", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                #expect(response.status == .serviceUnavailable)
+            }
+            let request = Task { try await client.execute(uri: "/v1/slow", method: .get) { $0.status } }
+            try await Task.sleep(for: .milliseconds(200))
+            request.cancel()
+            #expect(try await request.value == .serviceUnavailable)
+        }
+        let failed = log.records.filter { $0.message.hasPrefix("request failed") }
+        #expect(failed.count == 1 && failed.first?.level == .warning && failed.first?.metadata["tenant"] == "acme-log", "\(log.records)")
+        let cancelled = log.records.filter { $0.message == "request cancelled" }
+        #expect(cancelled.count == 1 && cancelled.first?.level == .debug && cancelled.first?.metadata["tenant"] == nil, "\(log.records)")
+    }
+
     @Test("a request cancelled while it waits for a Postgres connection answers 503, not 500 (postgres-nio's cancelled wait)")
     func cancelledPostgresWait() async throws {
         let postgres = PostgresClient(configuration: try PostgresClient.Configuration(url: try TestEnvironment.databaseURL, maxConnections: 1))
@@ -370,4 +397,39 @@ func base64URL(_ data: Data) -> String {
         of: "=",
         with: ""
     )
+}
+
+/// What a test's services logged, at every level.
+final class CapturedLog: Sendable {
+    struct Record: Sendable, CustomStringConvertible {
+        var level: Logger.Level
+        var message: String
+        var metadata: [String: String]
+        var description: String { "\(self.level) \(self.message) \(self.metadata)" }
+    }
+
+    private let stored = Mutex<[Record]>([])
+
+    var records: [Record] { self.stored.withLock { $0 } }
+
+    var logger: Logger {
+        Logger(label: "captured") { _ in Handler(log: self) }
+    }
+
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { self.metadata[key] }
+            set { self.metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let merged = self.metadata.merging(event.metadata ?? [:]) { _, new in new }
+            let record = Record(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" })
+            self.log.stored.withLock { $0.append(record) }
+        }
+    }
 }

@@ -17,8 +17,10 @@ public struct AgentAuthenticationMiddleware: RouterMiddleware {
         next: (Request, ServiceRequestContext) async throws -> Response
     ) async throws -> Response {
         var context = context
-        context.agentTenant = try await self.keys.authenticate(try request.bearerToken("ingest key"))
-        context.logger[metadataKey: "tenant"] = .string(context.agentTenant ?? "")
+        let tenant = try await self.keys.authenticate(try request.bearerToken("ingest key"))
+        context.agentTenant = tenant
+        context.logger[metadataKey: "tenant"] = .string(tenant)
+        RequestTenant.record(tenant)
         return try await next(request, context)
     }
 }

@@ -23,6 +23,7 @@ public struct AuthenticationMiddleware: RouterMiddleware {
         var context = context
         context.identity = identity
         context.logger = context.logger.with(identity)
+        RequestTenant.record(identity.tenant)
         return try await next(request, context)
     }
 }

@@ -10,7 +10,8 @@ import _ConnectionPoolModule
 /// Postgres out of reach (``PSQLError/isUnavailability``) as `ServiceUnavailable`,
 /// Hummingbird's own errors (unknown route, body too large, undecodable body) by their status,
 /// a request cancelled (the service stopping under it) as a quiet `ServiceUnavailable`,
-/// anything else as a logged `ServerError` whose details stay in the log.
+/// anything else as a logged `ServerError` whose details stay in the log. The log of a failed
+/// request names its tenant once an authenticator inside has known it.
 public struct ErrorEnvelopeMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
 
@@ -21,11 +22,16 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
         context: ServiceRequestContext,
         next: (Request, ServiceRequestContext) async throws -> Response
     ) async throws -> Response {
+        let tenant = RequestTenant()
         do {
-            return try await next(request, context)
+            return try await RequestTenant.$current.withValue(tenant) {
+                try await next(request, context)
+            }
         } catch {
             let (status, body) = Self.envelope(for: error, requestID: context.requestID)
-            Self.log(error, as: body, logger: context.logger)
+            var logger = context.logger
+            if let tenant = tenant.value { logger[metadataKey: "tenant"] = .string(tenant) }
+            Self.log(error, as: body, logger: logger)
             return Self.response(status: status, body: body)
         }
     }

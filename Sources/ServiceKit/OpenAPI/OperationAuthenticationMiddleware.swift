@@ -28,6 +28,16 @@ public enum Caller: Sendable {
     /// The caller of the running operation.
     @TaskLocal public static var current: Caller?
 
+    /// The caller's tenant (none for an anonymous one).
+    public var tenant: String? {
+        switch self {
+        case .anonymous: nil
+        case .person(let identity): identity.tenant
+        case .agent(let tenant, _): tenant
+        case .agentSession(let session): session.tenant
+        }
+    }
+
     /// The operator calling the running operation; a 401 when it is not one (an operation whose
     /// credential table says otherwise: a bug, refused rather than served).
     public static func person() throws(APIError) -> AccessIdentity {
@@ -91,6 +101,7 @@ public struct OperationAuthenticationMiddleware: ServerMiddleware {
         next: @Sendable (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let caller = try await self.caller(of: operationID, authorization: request.headerFields[.authorization])
+        if let tenant = caller.tenant { RequestTenant.record(tenant) }
         return try await Caller.$current.withValue(caller) {
             try await next(request, body, metadata)
         }
