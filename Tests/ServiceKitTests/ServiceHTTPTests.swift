@@ -39,6 +39,14 @@ struct ServiceHTTPTests {
             .get { _, _ -> String in
                 throw ServiceKitError(.natsTimeout, "no reply within 5s")
             }
+        // The same behind a middleware outside the authenticator that answers failures itself
+        // (as ingest's OTLP receiver does), through the envelope's log.
+        router.group("v1/tenant-own-failure")
+            .add(middleware: OwnFailureMiddleware())
+            .add(middleware: AuthenticationMiddleware(verifier: try await verifier(), requiring: .streamRead))
+            .get { _, _ -> String in
+                throw ServiceKitError(.natsTimeout, "no reply within 5s")
+            }
         router.group("v1/whoami")
             .add(middleware: AuthenticationMiddleware(verifier: try await verifier(), requiring: .streamRead))
             .get { _, context in
@@ -254,13 +262,17 @@ struct ServiceHTTPTests {
         #expect(!ErrorEnvelopeMiddleware.isCancellation(APIError(.serviceUnavailable, "slow")))
     }
 
-    @Test("the edge's log of a failed request: the tenant once authenticated; a cancelled request at debug, not as an error")
+    @Test(
+        "the edge's log of a failed request: the tenant once authenticated (also when a middleware outside the authenticator answers it); a cancelled request at debug, not as an error"
+    )
     func failureLog() async throws {
         let log = CapturedLog()
         let token = try await Self.signer().sign(tenant: "acme-log", subject: "phone", scopes: [.streamRead])
         try await Self.application(log: log).test(.router) { client in
-            try await client.execute(uri: "/v1/tenant-crash", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
-                #expect(response.status == .serviceUnavailable)
+            for uri in ["/v1/tenant-crash", "/v1/tenant-own-failure"] {
+                try await client.execute(uri: uri, method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                    #expect(response.status == .serviceUnavailable, "\(uri)")
+                }
             }
             let request = Task { try await client.execute(uri: "/v1/slow", method: .get) { $0.status } }
             try await Task.sleep(for: .milliseconds(200))
@@ -268,7 +280,7 @@ struct ServiceHTTPTests {
             #expect(try await request.value == .serviceUnavailable)
         }
         let failed = log.records.filter { $0.message.hasPrefix("request failed") }
-        #expect(failed.count == 1 && failed.first?.level == .warning && failed.first?.metadata["tenant"] == "acme-log", "\(log.records)")
+        #expect(failed.count == 2 && failed.allSatisfy { $0.level == .warning && $0.metadata["tenant"] == "acme-log" }, "\(log.records)")
         let cancelled = log.records.filter { $0.message == "request cancelled" }
         #expect(cancelled.count == 1 && cancelled.first?.level == .debug && cancelled.first?.metadata["tenant"] == nil, "\(log.records)")
     }
@@ -397,6 +409,25 @@ func base64URL(_ data: Data) -> String {
         of: "=",
         with: ""
     )
+}
+
+/// Answers a failure itself, logged through the envelope's log, as ingest's OTLP receiver does.
+struct OwnFailureMiddleware: RouterMiddleware {
+    typealias Context = ServiceRequestContext
+
+    func handle(
+        _ request: Request,
+        context: ServiceRequestContext,
+        next: (Request, ServiceRequestContext) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let (status, body) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: context.requestID)
+            ErrorEnvelopeMiddleware.log(error, as: body, logger: context.logger)
+            return ErrorEnvelopeMiddleware.response(status: status, body: body)
+        }
+    }
 }
 
 /// What a test's services logged, at every level.

@@ -22,24 +22,24 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
         context: ServiceRequestContext,
         next: (Request, ServiceRequestContext) async throws -> Response
     ) async throws -> Response {
-        let tenant = RequestTenant()
-        do {
-            return try await RequestTenant.$current.withValue(tenant) {
-                try await next(request, context)
+        await RequestTenant.$current.withValue(RequestTenant()) {
+            do {
+                return try await next(request, context)
+            } catch {
+                let (status, body) = Self.envelope(for: error, requestID: context.requestID)
+                Self.log(error, as: body, logger: context.logger)
+                return Self.response(status: status, body: body)
             }
-        } catch {
-            let (status, body) = Self.envelope(for: error, requestID: context.requestID)
-            var logger = context.logger
-            if let tenant = tenant.value { logger[metadataKey: "tenant"] = .string(tenant) }
-            Self.log(error, as: body, logger: logger)
-            return Self.response(status: status, body: body)
         }
     }
 
     /// Logs a failed request: internal failures at `error` with their detail, unavailable
     /// dependencies at `warning`, refusals (the client's fault) and requests cancelled
-    /// (``isCancellation(_:)``) at `debug`.
+    /// (``isCancellation(_:)``) at `debug`; with the request's `tenant` once an authenticator
+    /// has recorded it (called inside the envelope).
     public static func log(_ error: any Error, as body: ErrorEnvelope.Body, logger: Logger) {
+        var logger = logger
+        if let tenant = RequestTenant.current?.value { logger[metadataKey: "tenant"] = .string(tenant) }
         if body.code == .serviceUnavailable, Task.isCancelled, Self.isCancellation(error) {
             logger.debug("request cancelled", metadata: ["error": "\(String(reflecting: error))"])
         } else if body.code == .serverError {

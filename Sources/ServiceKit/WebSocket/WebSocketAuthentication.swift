@@ -29,7 +29,9 @@ public struct WebSocketAuthentication: Sendable {
     /// The identity of `request`'s token, with the required scopes.
     /// - Throws: `AuthInvalid`, `AuthExpired` or `PermissionDenied`.
     public func authenticate(_ request: Request) async throws(APIError) -> AccessIdentity {
-        try await self.authenticate(request.headers)
+        let identity = try await self.authenticate(request.headers)
+        RequestTenant.record(identity.tenant)
+        return identity
     }
 
     /// The identity of an upgrade request's token, and the headers of the answer: it selects
