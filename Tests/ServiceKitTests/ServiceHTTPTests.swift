@@ -423,9 +423,7 @@ struct OwnFailureMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch {
-            let (status, body) = ErrorEnvelopeMiddleware.envelope(for: error, requestID: context.requestID)
-            ErrorEnvelopeMiddleware.log(error, as: body, logger: context.logger)
-            return ErrorEnvelopeMiddleware.response(status: status, body: body)
+            return ErrorEnvelopeMiddleware.answer(error, context: context)
         }
     }
 }

@@ -26,11 +26,17 @@ public struct ErrorEnvelopeMiddleware: RouterMiddleware {
             do {
                 return try await next(request, context)
             } catch {
-                let (status, body) = Self.envelope(for: error, requestID: context.requestID)
-                Self.log(error, as: body, logger: context.logger)
-                return Self.response(status: status, body: body)
+                return Self.answer(error, context: context)
             }
         }
+    }
+
+    /// A failed request's answer in the envelope, logged: what this middleware does with an
+    /// error, for a middleware inside it that answers failures itself.
+    public static func answer(_ error: any Error, context: ServiceRequestContext) -> Response {
+        let (status, body) = Self.envelope(for: error, requestID: context.requestID)
+        Self.log(error, as: body, logger: context.logger)
+        return Self.response(status: status, body: body)
     }
 
     /// Logs a failed request: internal failures at `error` with their detail, unavailable
