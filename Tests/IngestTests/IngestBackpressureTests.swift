@@ -61,14 +61,12 @@ struct IngestBackpressureTests {
                 return count
             }
             #expect(storedBefore == 0)
-            var after = try await harness.post(client, key: key, events: events("b", 20))
-            let retried = after.0 == .serviceUnavailable
-            if retried { after = try await harness.postRetrying(client, key: key, events: events("b", 20)) }
-            #expect(after.0 == .ok)
+            let after = try await harness.postRetrying(client, key: key, events: events("b", 20))
+            #expect(after.status == .ok)
             // All new (a 429 that had queued them would make duplicates of them here), or, after a
             // 503, duplicates of what that attempt committed.
-            let stored = (after.1?.accepted ?? 0) + (retried ? after.1?.duplicates ?? 0 : 0)
-            #expect(stored == 20, "\(String(describing: after.1))")
+            let stored = (after.answer?.accepted ?? 0) + (after.retried ? after.answer?.duplicates ?? 0 : 0)
+            #expect(stored == 20, "\(String(describing: after.answer))")
         }
     }
 }

@@ -131,7 +131,7 @@ struct IngestNativeTests {
                             // A 503 (a deadline past on a loaded machine) is retried as a client
                             // does: the events are then each accepted or, stored by the refused
                             // attempt, a duplicate. The log below says none is missing or repeated.
-                            let (status, answer) = try await harness.postRetrying(client, key: key, events: events)
+                            let (status, answer, _) = try await harness.postRetrying(client, key: key, events: events)
                             #expect(status == .ok)
                             #expect(answer?.results.count == batch)
                             #expect(answer?.results.allSatisfy { $0.status == "accepted" || $0.status == "duplicate" } == true)

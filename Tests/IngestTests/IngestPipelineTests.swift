@@ -40,7 +40,7 @@ import Testing
                             let events = (next..<(next + size)).map { logEvent("r\(run)-w\(writer)-\($0)", agent: "a\(writer)") }
                             next += size
                             // (A 503 is retried: events its attempt stored answer `duplicate`.)
-                            let (status, answer) = try await harness.postRetrying(client, key: key, events: events)
+                            let (status, answer, _) = try await harness.postRetrying(client, key: key, events: events)
                             #expect(status == .ok)
                             #expect(answer?.results.count == size)
                             #expect(answer?.results.allSatisfy { $0.status == "accepted" || $0.status == "duplicate" } == true)

@@ -110,16 +110,18 @@ public struct IngestHarness: Sendable {
         return (status, try? JSONDecoder().decode(BatchAnswer.self, from: Data(buffer: body)))
     }
 
-    /// ``post(_:key:events:)`` retried while it answers 503, as a client does (the same msgIds, a
-    /// second apart, up to a minute: ``LiveCall/retryingUnavailable(within:_:)``): what an
-    /// attempt refused after its commit stored answers `duplicate`. Not for a test that holds
-    /// the log on purpose: it would wait the minute out.
+    /// ``post(_:key:events:)`` retried while it answers 503, as a client does
+    /// (``LiveHarness/postEventsRetrying(_:key:_:)``: the same msgIds, a second apart, up to a
+    /// minute): what an attempt refused after its commit stored answers `duplicate`, and
+    /// `retried` says whether that could be. Not for a test that holds the log on purpose: it
+    /// would wait the minute out.
     public func postRetrying(
         _ client: some TestClientProtocol,
         key: String,
         events: [[String: Any]]
-    ) async throws -> (HTTPResponse.Status, BatchAnswer?) {
-        try await LiveCall.retryingUnavailable { try await self.post(client, key: key, events: events) }
+    ) async throws -> (status: HTTPResponse.Status, answer: BatchAnswer?, retried: Bool) {
+        let (status, body, retried) = try await self.live.postEventsRetrying(client, key: key, events)
+        return (status, try? JSONDecoder().decode(BatchAnswer.self, from: Data(buffer: body)), retried)
     }
 }
 
